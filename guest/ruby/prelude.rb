@@ -1,0 +1,126 @@
+# frozen_string_literal: true
+
+# codecell's Ruby guest prelude (DESIGN §5). Loaded by the interpreter inside the sandbox with
+# the control socket on fd 3: says "ready", receives one "exec", evaluates the code at top
+# level and answers with one "result" frame. Everything here is internal; the guest's code
+# sees only the SB module.
+
+require "json"
+
+# Host RPC, the seed's SB contract. SB.call blocks until the host answers.
+module SB
+  class ToolError < StandardError; end
+  class UnknownTool < ToolError; end
+  class RpcUnavailable < StandardError; end
+
+  class << self
+    def call(name, args = nil, **kwargs)
+      unless name.is_a?(String) && !name.empty?
+        raise ArgumentError, "tool name must be a non-empty String, got #{name.inspect}"
+      end
+
+      merged = args.nil? ? {} : args
+      unless merged.is_a?(Hash)
+        raise TypeError, "tool arguments must be a Hash, got #{merged.class}"
+      end
+
+      merged = merged.merge(kwargs) unless kwargs.empty?
+      reply = CodecellGuest.rpc(name, merged)
+      return reply["result"] if reply["ok"]
+
+      error = reply["error"].is_a?(Hash) ? reply["error"] : {}
+      klass = error["class"] == "SB::UnknownTool" ? UnknownTool : ToolError
+      raise klass, error["message"].to_s
+    end
+  end
+end
+
+# The protocol side, kept out of the guest's way.
+module CodecellGuest
+  MAX_BACKTRACE = 20
+  PRELUDE_PATH = "/codecell/"
+
+  class << self
+    def control
+      @control ||= IO.for_fd(3, "r+b", autoclose: false).tap { |io| io.sync = true }
+    end
+
+    def send_frame(obj)
+      body = JSON.generate(obj)
+      control.write([body.bytesize].pack("N"), body)
+    end
+
+    def read_frame
+      header = control.read(4)
+      return nil if header.nil? || header.bytesize < 4
+
+      body = control.read(header.unpack1("N"))
+      JSON.parse(body.force_encoding(Encoding::UTF_8))
+    end
+
+    def rpc(name, args)
+      @rpc_id = (@rpc_id || 1) + 1
+      frame = begin
+        JSON.generate({ t: "call", id: @rpc_id, name: name, args: args })
+      rescue StandardError => e
+        raise TypeError, "tool arguments must be JSON-serializable: #{e.message}"
+      end
+      control.write([frame.bytesize].pack("N"), frame)
+      reply = read_frame
+      raise SB::RpcUnavailable, "the host closed the tool channel" if reply.nil?
+
+      reply
+    end
+
+    # Values must survive JSON; the round trip normalises what the host will read.
+    def jsonable(value)
+      JSON.parse(JSON.generate(value))
+    rescue StandardError, SystemStackError
+      begin
+        value.inspect
+      rescue StandardError
+        "#<#{value.class}>"
+      end
+    end
+
+    # Frames of the guest's code (and the libraries it called), never the prelude's.
+    def guest_backtrace(exception)
+      frames = (exception.backtrace || []).reject { |frame| frame.start_with?(PRELUDE_PATH) }
+      frames.first(MAX_BACKTRACE)
+    rescue StandardError
+      []
+    end
+
+    def evaluate(code)
+      value = TOPLEVEL_BINDING.eval(code, "sandbox", 1)
+      { ok: true, value: jsonable(value) }
+    rescue Exception => e # rubocop:disable Lint/RescueException -- every failure is reported
+      {
+        ok: false,
+        error: {
+          "class" => e.class.name || e.class.inspect,
+          "message" => e.message.to_s.encode("UTF-8", invalid: :replace, undef: :replace),
+          "backtrace" => guest_backtrace(e)
+        }
+      }
+    end
+
+    def run
+      send_frame({ t: "ready", runtime: "ruby", version: RUBY_VERSION })
+      frame = read_frame
+      exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
+
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      out = evaluate(frame["code"].to_s)
+      out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
+      # Output written before the result belongs to this execution: flush it first.
+      $stdout.flush
+      $stderr.flush
+      send_frame({ t: "result", id: frame["id"] }.merge(out))
+      # exit! skips the guest's at_exit hooks and finalizers: nothing runs after the result.
+      exit!(0)
+    end
+  end
+end
+
+CodecellGuest.run

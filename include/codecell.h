@@ -1,0 +1,155 @@
+/* codecell: run model-written code in a fresh Linux sandbox and get a structured result.
+ *
+ * The only header a user of libcodecell includes. Conventions for every declaration:
+ *  - functions returning int return 0 on success and a negative errno on failure;
+ *    functions returning a pointer return NULL on failure;
+ *  - on failure they fill *err (when err is not NULL) with the errno, a kind and a
+ *    one-line message that names the bad input;
+ *  - strings passed in are copied; the caller keeps ownership of what it passes;
+ *  - objects returned by *_new() or through ret_* are owned by the caller and released with
+ *    the matching *_free(), which accepts NULL.
+ * The library never prints and never exits the process. */
+#ifndef CODECELL_H
+#define CODECELL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CODECELL_API __attribute__((visibility("default")))
+#else
+#define CODECELL_API
+#endif
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+typedef enum codecell_error_kind {
+        CODECELL_ERR_NONE = 0,
+        CODECELL_ERR_INVALID,     /* bad input from the caller: config, mount, code, flag */
+        CODECELL_ERR_UNSUPPORTED, /* the host lacks a layer and the policy is "raise" */
+        CODECELL_ERR_SYSTEM,      /* a system call failed in the engine itself */
+} codecell_error_kind;
+
+typedef struct codecell_error {
+        int errno_value; /* positive errno, 0 when not applicable */
+        codecell_error_kind kind;
+        char message[512];
+} codecell_error;
+
+/* ---- configuration --------------------------------------------------------------------- */
+
+typedef enum codecell_limit {
+        CODECELL_LIMIT_TIMEOUT_MS,   /* wall clock of one execution, from `exec`; default 30000 */
+        CODECELL_LIMIT_CPU_MS,       /* CPU time budget; default 10000 (kernel granularity: 1 s) */
+        CODECELL_LIMIT_MEMORY_BYTES, /* memory of the whole sandbox; default 256 MiB */
+        CODECELL_LIMIT_PIDS,         /* processes and threads; default 64 */
+        CODECELL_LIMIT_OUTPUT_BYTES, /* captured stdout and stderr, each; default 1 MiB */
+        CODECELL_LIMIT_TMP_BYTES,    /* size of the /tmp tmpfs; default 64 MiB */
+        CODECELL_LIMIT_WORK_BYTES,   /* size of the /work tmpfs; default 64 MiB */
+        CODECELL_LIMIT_OPEN_FILES,   /* RLIMIT_NOFILE; default 256 */
+        CODECELL_LIMIT_FILE_BYTES,   /* RLIMIT_FSIZE, largest file the guest may write; default 64 MiB */
+        CODECELL_LIMIT_CODE_BYTES,   /* largest accepted code; default 1 MiB */
+        CODECELL_LIMIT_FRAME_BYTES,  /* largest protocol frame; default 16 MiB */
+        CODECELL_LIMIT__COUNT
+} codecell_limit;
+
+/* What to do when the host lacks an optional layer (Landlock, the cgroup). Namespaces and
+ * seccomp are never optional: without them nothing runs. */
+typedef enum codecell_policy {
+        CODECELL_POLICY_WARN = 0, /* run; list the missing layer in the result's "warnings" */
+        CODECELL_POLICY_RAISE,    /* refuse to create the cell (CODECELL_ERR_UNSUPPORTED) */
+        CODECELL_POLICY_IGNORE,   /* run silently without it */
+} codecell_policy;
+
+typedef struct codecell_config codecell_config;
+
+/* A new configuration for `language` ("ruby"). NULL with CODECELL_ERR_INVALID for an unknown
+ * language. */
+CODECELL_API codecell_config *codecell_config_new(const char *language, codecell_error *err);
+CODECELL_API void codecell_config_free(codecell_config *config);
+
+/* Adds a host folder `source` at `dest` inside the sandbox, read-only unless read_write.
+ * Validated at once (seed rules): dest absolute and normalized, unique, not overlapping another
+ * mount or a reserved tree (/work /usr /codecell /proc /dev /etc /tmp /bin /lib …); source an
+ * existing directory. A relative source is resolved against the current directory.
+ * description may be NULL. */
+CODECELL_API int codecell_config_add_mount(codecell_config *config, const char *source,
+                                           const char *dest, bool read_write,
+                                           const char *description, codecell_error *err);
+
+/* Sets one limit. 0 is refused for every limit. */
+CODECELL_API int codecell_config_set_limit(codecell_config *config, codecell_limit limit,
+                                           uint64_t value, codecell_error *err);
+CODECELL_API uint64_t codecell_config_get_limit(const codecell_config *config,
+                                                codecell_limit limit);
+CODECELL_API void codecell_config_set_policy(codecell_config *config, codecell_policy policy);
+
+/* ---- cells and runs -------------------------------------------------------------------- */
+
+typedef struct codecell_cell codecell_cell;
+typedef struct codecell_result codecell_result;
+
+/* Creates a cell from a configuration (copied; the caller may free it afterwards). Checks the
+ * interpreter, compiles the seccomp filter and finds the cgroup backend once. NULL on failure;
+ * CODECELL_ERR_UNSUPPORTED when a layer is missing under the "raise" policy. */
+CODECELL_API codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *err);
+/* Frees the cell. No sandbox of it outlives this call. */
+CODECELL_API void codecell_cell_free(codecell_cell *cell);
+
+/* Runs `code` (len bytes of UTF-8) in a fresh sandbox and stores the result in *ret_result.
+ * Returns 0 whenever a result was produced, whatever its status (a sandbox that failed is a
+ * result with status "sandbox_error"). Returns < 0 only for input the cell refuses (code not
+ * UTF-8 or over CODECELL_LIMIT_CODE_BYTES: CODECELL_ERR_INVALID) or when the engine itself
+ * cannot work (out of memory, fds: CODECELL_ERR_SYSTEM); *ret_result is then NULL. */
+CODECELL_API int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
+                                   codecell_result **ret_result, codecell_error *err);
+
+/* The cell's description as the model sees it (seed 000): how to use, the folders. Owned by
+ * the cell; valid until codecell_cell_free(). */
+CODECELL_API const char *codecell_cell_description(const codecell_cell *cell);
+
+/* ---- results --------------------------------------------------------------------------- */
+
+typedef enum codecell_status {
+        CODECELL_STATUS_OK = 0,
+        CODECELL_STATUS_ERROR,
+        CODECELL_STATUS_TIMEOUT,
+        CODECELL_STATUS_FUEL_EXHAUSTED,
+        CODECELL_STATUS_MEMORY_LIMIT,
+        CODECELL_STATUS_SANDBOX_ERROR,
+} codecell_status;
+
+CODECELL_API codecell_status codecell_result_status(const codecell_result *result);
+/* "ok", "error", "timeout", "fuel_exhausted", "memory_limit", "sandbox_error". Static string. */
+CODECELL_API const char *codecell_status_name(codecell_status status);
+/* Captured output (not NUL-terminated, may be empty). Owned by the result. */
+CODECELL_API const char *codecell_result_stdout(const codecell_result *result, size_t *ret_len);
+CODECELL_API const char *codecell_result_stderr(const codecell_result *result, size_t *ret_len);
+/* The DESIGN §6 JSON object, compact (or indented when pretty). Caller frees with free().
+ * NULL only when out of memory. */
+CODECELL_API char *codecell_result_to_json(const codecell_result *result, bool pretty);
+CODECELL_API void codecell_result_free(codecell_result *result);
+
+/* ---- host check ------------------------------------------------------------------------ */
+
+typedef struct codecell_layer_report {
+        const char *name;  /* static: "user_namespace", "landlock", "cgroup", … */
+        bool available;
+        bool required;     /* a required layer missing means nothing can run */
+        char detail[256];  /* what was found, or why it is missing */
+} codecell_layer_report;
+
+/* Probes every layer for real on this host (a namespace is created, Landlock's ABI is asked,
+ * a test cgroup is made and removed). Fills up to `max` reports and returns how many were
+ * filled (< 0 on failure). */
+CODECELL_API int codecell_host_check(codecell_layer_report *reports, size_t max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

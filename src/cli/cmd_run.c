@@ -1,0 +1,349 @@
+/* codecell run: one script in a fresh sandbox. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codecell.h"
+#include "commands.h"
+#include "units.h"
+
+static const char usage[] =
+        "Usage: codecell run [OPTIONS] FILE\n"
+        "       codecell run [OPTIONS] -e CODE\n"
+        "       codecell run [OPTIONS] -          (code from stdin)\n"
+        "\n"
+        "Runs the code in a fresh sandbox and prints what it produced.\n"
+        "\n"
+        "Options:\n"
+        "  -e, --eval CODE          run CODE instead of a file\n"
+        "      --lang LANG          guest language: ruby (default: from the file's\n"
+        "                           extension, else ruby)\n"
+        "      --mount SRC:DST[:ro|rw]\n"
+        "                           show host folder SRC at DST (read-only unless :rw);\n"
+        "                           repeatable\n"
+        "      --timeout DURATION   wall-clock limit, from the start of the code\n"
+        "                           (default 30s; units ms, s, m; a bare number is seconds)\n"
+        "      --cpu DURATION       CPU-time budget (default 10s; whole seconds)\n"
+        "      --memory SIZE        memory limit (default 256M; units K, M, G)\n"
+        "      --max-output SIZE    stdout and stderr kept, each (default 1M)\n"
+        "      --on-unsupported warn|raise|ignore\n"
+        "                           when the host lacks Landlock or a cgroup\n"
+        "                           (default warn)\n"
+        "      --json               print the result as one JSON object\n"
+        "  -h, --help               show this help\n"
+        "\n"
+        "Without --json the guest's stdout and stderr are replayed, then the value\n"
+        "(\"=> …\") or the error is printed.\n"
+        "\n"
+        "Exit codes: 0 ok, 1 the code raised an error, 2 usage or configuration error,\n"
+        "3 a limit was hit (timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
+
+enum { OPT_LANG = 256, OPT_MOUNT, OPT_TIMEOUT, OPT_CPU, OPT_MEMORY, OPT_MAX_OUTPUT,
+       OPT_POLICY, OPT_JSON };
+
+static const struct option options[] = {
+        { "eval", required_argument, NULL, 'e' },
+        { "lang", required_argument, NULL, OPT_LANG },
+        { "mount", required_argument, NULL, OPT_MOUNT },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "cpu", required_argument, NULL, OPT_CPU },
+        { "memory", required_argument, NULL, OPT_MEMORY },
+        { "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+        { "on-unsupported", required_argument, NULL, OPT_POLICY },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+static int fail_usage(const char *fmt, const char *arg)
+{
+        fputs("codecell run: ", stderr);
+        fprintf(stderr, fmt, arg);
+        fputs(" (see codecell run --help)\n", stderr);
+        return EXIT_USAGE;
+}
+
+/* Reads a whole file, or stdin for "-". NULL with errno set on failure. */
+static char *read_code(const char *path, size_t *ret_len)
+{
+        FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rbe");
+        if (!f)
+                return NULL;
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                if (len == cap) {
+                        cap = cap ? cap * 2 : 65536;
+                        char *grown = realloc(buf, cap + 1);
+                        if (!grown) {
+                                free(buf);
+                                buf = NULL;
+                                errno = ENOMEM;
+                                break;
+                        }
+                        buf = grown;
+                }
+                size_t n = fread(buf + len, 1, cap - len, f);
+                len += n;
+                if (n == 0) {
+                        if (ferror(f)) {
+                                free(buf);
+                                buf = NULL;
+                                errno = EIO;
+                        }
+                        break;
+                }
+        }
+        if (f != stdin)
+                fclose(f);
+        if (buf) {
+                buf[len] = '\0';
+                *ret_len = len;
+        }
+        return buf;
+}
+
+/* SRC:DST[:ro|rw] */
+static int add_mount_flag(codecell_config *config, const char *spec, codecell_error *err)
+{
+        char *copy = strdup(spec);
+        if (!copy)
+                return -ENOMEM;
+        bool rw = false;
+        char *first = strchr(copy, ':');
+        char *mode = first ? strchr(first + 1, ':') : NULL;
+        int r;
+        if (!first) {
+                fprintf(stderr, "codecell run: --mount %s: expected SRC:DST[:ro|rw]\n", spec);
+                free(copy);
+                return -EINVAL;
+        }
+        *first = '\0';
+        if (mode) {
+                *mode++ = '\0';
+                if (strcmp(mode, "rw") == 0) {
+                        rw = true;
+                } else if (strcmp(mode, "ro") != 0) {
+                        fprintf(stderr, "codecell run: --mount %s: mode must be ro or rw, not \"%s\"\n",
+                                spec, mode);
+                        free(copy);
+                        return -EINVAL;
+                }
+        }
+        r = codecell_config_add_mount(config, copy, first + 1, rw, NULL, err);
+        if (r < 0)
+                fprintf(stderr, "codecell run: %s\n", err->message);
+        free(copy);
+        return r;
+}
+
+static const char *language_of(const char *path)
+{
+        const char *dot = path ? strrchr(path, '.') : NULL;
+        if (dot && strcmp(dot, ".rb") == 0)
+                return "ruby";
+        return "ruby";
+}
+
+static void print_human(const codecell_result *res)
+{
+        size_t n;
+        const char *out = codecell_result_stdout(res, &n);
+        fwrite(out, 1, n, stdout);
+        const char *err = codecell_result_stderr(res, &n);
+        fwrite(err, 1, n, stderr);
+        char *text = codecell_result_to_json(res, false);
+        json_t *obj = text ? json_loads(text, 0, NULL) : NULL;
+        free(text);
+        json_t *error = json_object_get(obj, "error");
+        if (json_is_true(json_object_get(obj, "stdout_truncated")))
+                fputs("\ncodecell: stdout was truncated\n", stderr);
+        if (json_is_true(json_object_get(obj, "stderr_truncated")))
+                fputs("\ncodecell: stderr was truncated\n", stderr);
+        switch (codecell_result_status(res)) {
+        case CODECELL_STATUS_OK: {
+                char *value = json_dumps(json_object_get(obj, "value"), JSON_ENCODE_ANY | JSON_COMPACT);
+                fflush(stdout);
+                printf("=> %s\n", value ? value : "null");
+                free(value);
+                break;
+        }
+        case CODECELL_STATUS_ERROR: {
+                fprintf(stderr, "%s: %s\n", json_string_value(json_object_get(error, "class")),
+                        json_string_value(json_object_get(error, "message")));
+                size_t i;
+                json_t *frame;
+                json_array_foreach(json_object_get(error, "backtrace"), i, frame)
+                        fprintf(stderr, "\tfrom %s\n", json_string_value(frame));
+                break;
+        }
+        default:
+                fprintf(stderr, "codecell: %s: %s\n", codecell_status_name(codecell_result_status(res)),
+                        json_string_value(error));
+        }
+        size_t i;
+        json_t *warning;
+        json_array_foreach(json_object_get(obj, "warnings"), i, warning)
+                fprintf(stderr, "codecell: warning: %s\n", json_string_value(warning));
+        json_decref(obj);
+}
+
+static int exit_code_for(codecell_status status)
+{
+        switch (status) {
+        case CODECELL_STATUS_OK:
+                return EXIT_OK;
+        case CODECELL_STATUS_ERROR:
+                return EXIT_GUEST_ERROR;
+        case CODECELL_STATUS_TIMEOUT:
+        case CODECELL_STATUS_FUEL_EXHAUSTED:
+        case CODECELL_STATUS_MEMORY_LIMIT:
+                return EXIT_LIMIT;
+        default:
+                return EXIT_SANDBOX;
+        }
+}
+
+struct limit_flag {
+        int opt;
+        codecell_limit limit;
+        bool duration;
+};
+
+static const struct limit_flag limit_flags[] = {
+        { OPT_TIMEOUT, CODECELL_LIMIT_TIMEOUT_MS, true },
+        { OPT_CPU, CODECELL_LIMIT_CPU_MS, true },
+        { OPT_MEMORY, CODECELL_LIMIT_MEMORY_BYTES, false },
+        { OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false },
+};
+
+int cmd_run(int argc, char **argv)
+{
+        const char *eval = NULL, *lang = NULL;
+        bool json = false;
+        const char *mounts[64];
+        size_t n_mounts = 0;
+        uint64_t limits[CODECELL_LIMIT__COUNT] = { 0 };
+        const char *limit_text[CODECELL_LIMIT__COUNT] = { 0 };
+        codecell_policy policy = CODECELL_POLICY_WARN;
+        int c;
+        optind = 1;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+e:h", options, NULL)) != -1) {
+                switch (c) {
+                case 'e':
+                        eval = optarg;
+                        break;
+                case OPT_LANG:
+                        lang = optarg;
+                        break;
+                case OPT_MOUNT:
+                        if (n_mounts == sizeof(mounts) / sizeof(mounts[0]))
+                                return fail_usage("too many --mount flags%s", "");
+                        mounts[n_mounts++] = optarg;
+                        break;
+                case OPT_POLICY:
+                        if (strcmp(optarg, "warn") == 0)
+                                policy = CODECELL_POLICY_WARN;
+                        else if (strcmp(optarg, "raise") == 0)
+                                policy = CODECELL_POLICY_RAISE;
+                        else if (strcmp(optarg, "ignore") == 0)
+                                policy = CODECELL_POLICY_IGNORE;
+                        else
+                                return fail_usage("--on-unsupported must be warn, raise or ignore, not \"%s\"", optarg);
+                        break;
+                case OPT_JSON:
+                        json = true;
+                        break;
+                case 'h':
+                        fputs(usage, stdout);
+                        return EXIT_OK;
+                case '?':
+                        if (optopt)
+                                return fail_usage("option -%c needs a value or is unknown", (char[]){ (char)optopt, 0 });
+                        return fail_usage("unknown option \"%s\"", argv[optind - 1]);
+                default: {
+                        const struct limit_flag *lf = NULL;
+                        for (size_t i = 0; i < sizeof(limit_flags) / sizeof(limit_flags[0]); i++)
+                                if (limit_flags[i].opt == c)
+                                        lf = &limit_flags[i];
+                        if (!lf)
+                                return fail_usage("unexpected option%s", "");
+                        int r = lf->duration ? parse_duration_ms(optarg, &limits[lf->limit])
+                                             : parse_size(optarg, &limits[lf->limit]);
+                        if (r < 0)
+                                return fail_usage(lf->duration ? "bad duration \"%s\" (e.g. 500ms, 5s, 1m)"
+                                                               : "bad size \"%s\" (e.g. 512K, 256M, 1G)",
+                                                  optarg);
+                        limit_text[lf->limit] = optarg;
+                }
+                }
+        }
+        const char *file = optind < argc ? argv[optind] : NULL;
+        if (optind + 1 < argc)
+                return fail_usage("unexpected argument \"%s\"", argv[optind + 1]);
+        if (eval && file)
+                return fail_usage("give either -e CODE or a FILE, not both (got \"%s\")", file);
+        if (!eval && !file)
+                return fail_usage("nothing to run: give a FILE, -e CODE or - for stdin%s", "");
+
+        char *code = NULL;
+        size_t len = 0;
+        if (eval) {
+                code = strdup(eval);
+                len = strlen(eval);
+        } else {
+                code = read_code(file, &len);
+                if (!code) {
+                        fprintf(stderr, "codecell run: cannot read %s: %s\n", file, strerror(errno));
+                        return EXIT_USAGE;
+                }
+        }
+        int exit_code = EXIT_USAGE;
+        codecell_error err = { 0 };
+        codecell_cell *cell = NULL;
+        codecell_result *res = NULL;
+        codecell_config *config = codecell_config_new(lang ? lang : language_of(file), &err);
+        if (!config) {
+                fprintf(stderr, "codecell run: --lang: %s\n", err.message);
+                goto out;
+        }
+        codecell_config_set_policy(config, policy);
+        for (size_t i = 0; i < n_mounts; i++)
+                if (add_mount_flag(config, mounts[i], &err) < 0)
+                        goto out;
+        for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
+                if (limits[l] && codecell_config_set_limit(config, (codecell_limit)l, limits[l], &err) < 0) {
+                        fprintf(stderr, "codecell run: %s (from \"%s\")\n", err.message, limit_text[l]);
+                        goto out;
+                }
+        cell = codecell_cell_new(config, &err);
+        if (!cell) {
+                fprintf(stderr, "codecell run: %s\n", err.message);
+                exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
+                goto out;
+        }
+        if (codecell_cell_run(cell, code, len, &res, &err) < 0) {
+                fprintf(stderr, "codecell run: %s\n", err.message);
+                exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
+                goto out;
+        }
+        if (json) {
+                char *text = codecell_result_to_json(res, false);
+                if (text)
+                        puts(text);
+                free(text);
+        } else {
+                print_human(res);
+        }
+        exit_code = exit_code_for(codecell_result_status(res));
+out:
+        codecell_result_free(res);
+        codecell_cell_free(cell);
+        codecell_config_free(config);
+        free(code);
+        return exit_code;
+}

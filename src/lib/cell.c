@@ -1,0 +1,278 @@
+#include "cell.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "result.h"
+#include "sandbox.h"
+#include "util.h"
+
+/* As root, the guest runs as nobody on the host, never as uid 0. */
+#define PRIVILEGED_GUEST_UID 65534
+#define PRIVILEGED_GUEST_GID 65534
+
+/* The dynamic loader named in an ELF program's PT_INTERP, or NULL. */
+static char *elf_interpreter(const char *path)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        Elf64_Ehdr eh;
+        if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+            memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+                return NULL;
+        for (int i = 0; i < eh.e_phnum; i++) {
+                Elf64_Phdr ph;
+                off_t off = (off_t)eh.e_phoff + (off_t)i * eh.e_phentsize;
+                if (pread(fd, &ph, sizeof(ph), off) != (ssize_t)sizeof(ph))
+                        return NULL;
+                if (ph.p_type != PT_INTERP || ph.p_filesz == 0 || ph.p_filesz > PATH_MAX)
+                        continue;
+                char buf[PATH_MAX + 1];
+                if (pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) != (ssize_t)ph.p_filesz)
+                        return NULL;
+                buf[ph.p_filesz] = '\0';
+                return realpath(buf, NULL);
+        }
+        return NULL;
+}
+
+/* A user namespace whose only mapping is host `from` -> host `to`, for an idmapped mount that
+ * shows the mount folder's owner as the guest (and stores the guest's files as that owner). */
+static int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid,
+                        codecell_error *err)
+{
+        int ready[2];
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return err_sys(err, errno, "idmap: pipe");
+        pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (pid == 0) {
+                /* Exists only to own the namespace until the engine has opened it. */
+                close(ready[1]);
+                char c;
+                (void)!read(ready[0], &c, 1);
+                _exit(0);
+        }
+        close(ready[0]);
+        if (pid < 0) {
+                close(ready[1]);
+                return err_sys(err, errno, "idmap: clone");
+        }
+        char path[64], map[64];
+        int r = 0, fd = -1;
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_uid, (unsigned)to_uid);
+        r = write_file(path, map);
+        if (r == 0) {
+                snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+                snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_gid, (unsigned)to_gid);
+                r = write_file(path, map);
+        }
+        if (r == 0) {
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        r = -errno;
+        }
+        close(ready[1]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return r < 0 ? err_sys(err, -r, "idmap: %s", path) : fd;
+}
+
+static int add_layer(struct codecell_cell *cell, const char *name)
+{
+        return json_array_append_new(cell->layers, json_string(name));
+}
+
+/* A layer the host lacks: refuse under "raise", note it under "warn". */
+static int missing_layer(struct codecell_cell *cell, const char *what, codecell_error *err)
+{
+        if (cell->config->policy == CODECELL_POLICY_RAISE)
+                return err_set(err, CODECELL_ERR_UNSUPPORTED, ENOTSUP,
+                               "%s (on_unsupported is \"raise\")", what);
+        if (cell->config->policy == CODECELL_POLICY_WARN)
+                json_array_append_new(cell->warnings, json_string(what));
+        return 0;
+}
+
+static int plan_landlock(struct codecell_cell *cell, codecell_error *err)
+{
+        struct landlock_plan *ll = &cell->landlock;
+        ll->abi = landlock_abi();
+        if (ll->abi <= 0)
+                return missing_layer(cell, "landlock: not available in this kernel", err);
+        int r = landlock_plan_add(ll, "/", GRANT_READ);
+        r = r ?: landlock_plan_add(ll, "/tmp", GRANT_WRITE);
+        r = r ?: landlock_plan_add(ll, "/work", GRANT_WRITE);
+        for (size_t i = 0; r == 0 && i < cell->plan.n_ops; i++) {
+                const struct mount_op *op = &cell->plan.ops[i];
+                if (op->kind == OP_BIND && op->devices)
+                        r = landlock_plan_add(ll, op->dest, GRANT_DEVICE);
+                else if (op->kind == OP_BIND && op->writable)
+                        r = landlock_plan_add(ll, op->dest, GRANT_WRITE);
+        }
+        /* Only the interpreter (and its loader) may be executed: a guest cannot run any other
+         * program, even in place of itself. */
+        r = r ?: landlock_plan_add(ll, cell->interpreter_real, GRANT_EXECUTE);
+        if (r == 0 && cell->elf_interpreter)
+                r = landlock_plan_add(ll, cell->elf_interpreter, GRANT_EXECUTE);
+        if (r < 0)
+                return err_set(err, CODECELL_ERR_INVALID, -r, "landlock: too many rules");
+        char name[32];
+        snprintf(name, sizeof(name), "landlock_abi_%d", ll->abi);
+        return add_layer(cell, name) < 0 ? err_sys(err, ENOMEM, "layers") : 0;
+}
+
+static int plan_cgroup(struct codecell_cell *cell, codecell_error *err)
+{
+        codecell_error why = { 0 };
+        if (cgroup_place_find(&cell->cgroup_place, &why) == 0)
+                return add_layer(cell, cell->cgroup_place.backend->name) < 0
+                               ? err_sys(err, ENOMEM, "layers")
+                               : 0;
+        char what[sizeof(why.message) + 96];
+        snprintf(what, sizeof(what), "cgroup: %s; memory is limited by RLIMIT_AS and processes "
+                 "by RLIMIT_NPROC instead", why.message);
+        int r = missing_layer(cell, what, err);
+        return r < 0 ? r : add_layer(cell, "rlimit_as");
+}
+
+static int plan_idmaps(struct codecell_cell *cell, codecell_error *err)
+{
+        const codecell_config *c = cell->config;
+        cell->idmap_fds = malloc((c->n_mounts ? c->n_mounts : 1) * sizeof(int));
+        if (!cell->idmap_fds)
+                return err_sys(err, ENOMEM, "idmap");
+        for (size_t i = 0; i < c->n_mounts; i++)
+                cell->idmap_fds[i] = -1;
+        if (!cell->privileged || c->n_mounts == 0)
+                return 0;
+        for (size_t i = 0; i < c->n_mounts; i++) {
+                struct stat st;
+                if (stat(c->mounts[i].source, &st) < 0)
+                        return err_sys(err, errno, "mount %s", c->mounts[i].dest);
+                int fd = idmap_userns(st.st_uid, st.st_gid, cell->host_uid, cell->host_gid, err);
+                if (fd < 0) {
+                        err_prefix(err, "mount %s: ", c->mounts[i].dest);
+                        return fd;
+                }
+                cell->idmap_fds[i] = fd;
+        }
+        return add_layer(cell, "idmapped_mounts") < 0 ? err_sys(err, ENOMEM, "layers") : 0;
+}
+
+codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *err)
+{
+        if (!config) {
+                err_set(err, CODECELL_ERR_INVALID, EINVAL, "no configuration");
+                return NULL;
+        }
+        struct codecell_cell *cell = calloc(1, sizeof(*cell));
+        if (!cell) {
+                err_sys(err, ENOMEM, "cell");
+                return NULL;
+        }
+        cell->config = config_copy(config);
+        cell->layers = json_array();
+        cell->warnings = json_array();
+        cell->privileged = geteuid() == 0;
+        cell->host_uid = cell->privileged ? PRIVILEGED_GUEST_UID : geteuid();
+        cell->host_gid = cell->privileged ? PRIVILEGED_GUEST_GID : getegid();
+        if (!cell->config || !cell->layers || !cell->warnings) {
+                err_sys(err, ENOMEM, "cell");
+                goto fail;
+        }
+        const struct runtime *rt = cell->config->runtime;
+        cell->interpreter_real = realpath(rt->interpreter, NULL);
+        if (!cell->interpreter_real || access(cell->interpreter_real, X_OK) < 0) {
+                err_set(err, CODECELL_ERR_UNSUPPORTED, ENOENT,
+                        "%s: interpreter %s not found; install %s", rt->name, rt->interpreter,
+                        rt->package_hint);
+                goto fail;
+        }
+        cell->elf_interpreter = elf_interpreter(cell->interpreter_real);
+        static const char *const always[] = {
+                "user_namespace", "mount_namespace", "pid_namespace", "network_namespace",
+                "ipc_namespace",  "uts_namespace",   "cgroup_namespace", "pivot_root",
+                "seccomp",        "no_new_privs",    "capabilities_dropped", "rlimits",
+        };
+        for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
+                add_layer(cell, always[i]);
+        if (mount_plan_build(&cell->plan, cell->config, SANDBOX_INNER_UID, err) < 0 ||
+            seccomp_program_compile(&cell->seccomp, err) < 0 || plan_landlock(cell, err) < 0 ||
+            plan_cgroup(cell, err) < 0 || plan_idmaps(cell, err) < 0)
+                goto fail;
+        cell->description = description_build(cell->config);
+        if (!cell->description) {
+                err_sys(err, ENOMEM, "description");
+                goto fail;
+        }
+        return cell;
+fail:
+        codecell_cell_free(cell);
+        return NULL;
+}
+
+void codecell_cell_free(codecell_cell *cell)
+{
+        if (!cell)
+                return;
+        if (cell->idmap_fds && cell->config)
+                for (size_t i = 0; i < cell->config->n_mounts; i++)
+                        if (cell->idmap_fds[i] >= 0)
+                                close(cell->idmap_fds[i]);
+        free(cell->idmap_fds);
+        mount_plan_free(&cell->plan);
+        seccomp_program_free(&cell->seccomp);
+        json_decref(cell->layers);
+        json_decref(cell->warnings);
+        free(cell->interpreter_real);
+        free(cell->elf_interpreter);
+        free(cell->description);
+        codecell_config_free(cell->config);
+        free(cell);
+}
+
+const char *codecell_cell_description(const codecell_cell *cell)
+{
+        return cell->description;
+}
+
+int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
+                      codecell_result **ret_result, codecell_error *err)
+{
+        *ret_result = NULL;
+        uint64_t max = cell->config->limits[CODECELL_LIMIT_CODE_BYTES];
+        if (!code)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: missing");
+        if (len > max)
+                return err_set(err, CODECELL_ERR_INVALID, E2BIG,
+                               "code: %zu bytes is over the %llu-byte limit", len,
+                               (unsigned long long)max);
+        if (!utf8_valid(code, len))
+                return err_set(err, CODECELL_ERR_INVALID, EILSEQ, "code: not valid UTF-8");
+        if (memchr(code, '\0', len))
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: contains a NUL byte");
+        codecell_result *res = result_new();
+        if (!res)
+                return err_sys(err, ENOMEM, "result");
+        int r = execution_run(cell, code, len, res, err);
+        if (r < 0) {
+                codecell_result_free(res);
+                return r;
+        }
+        *ret_result = res;
+        return 0;
+}

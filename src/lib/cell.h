@@ -1,0 +1,40 @@
+/* The cell: a configuration plus everything prepared once for its runs. */
+#ifndef CODECELL_CELL_H
+#define CODECELL_CELL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "config.h"
+#include "landlock.h"
+#include "mount_plan.h"
+#include "seccomp_program.h"
+
+struct codecell_cell {
+        codecell_config *config;
+        struct mount_plan plan;
+        struct landlock_plan landlock;
+        struct seccomp_program seccomp;
+        struct cgroup_place cgroup_place; /* backend NULL: no cgroup on this host */
+        uid_t host_uid;                   /* the guest's uid on the host */
+        gid_t host_gid;
+        bool privileged;                  /* the engine runs as root */
+        int *idmap_fds;                   /* per user mount: a user namespace fd, or -1 */
+        char *interpreter_real;           /* the interpreter binary, symlinks resolved */
+        char *elf_interpreter;            /* its dynamic loader, or NULL */
+        json_t *layers;                   /* layers in force for every run */
+        json_t *warnings;                 /* layers missing, under the "warn" policy */
+        char *description;
+};
+
+/* Runs one execution (execution.c). Fills res; returns < 0 only when the engine itself fails
+ * (memory), not when the sandbox does. */
+int execution_run(struct codecell_cell *cell, const char *code, size_t len,
+                  codecell_result *res, codecell_error *err);
+
+/* The description the model sees (description.c). NULL when out of memory. */
+char *description_build(const codecell_config *config);
+
+#endif

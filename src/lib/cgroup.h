@@ -1,0 +1,64 @@
+/* Memory and pids limits through a cgroup: v2 where it is delegated to us, v1 where the host
+ * is hybrid (memory and pids on v1). Both backends sit behind this one small table. */
+#ifndef CODECELL_CGROUP_H
+#define CODECELL_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "codecell.h"
+
+struct cgroup_limits {
+        uint64_t memory_bytes;
+        uint64_t pids;
+};
+
+struct cgroup_stats {
+        uint64_t oom_kills;          /* processes the kernel killed for memory */
+        uint64_t memory_failures;    /* allocations refused at the limit */
+        int64_t memory_peak_bytes;   /* -1 when the kernel does not say */
+};
+
+/* Where new cgroups go: one parent directory per controller (v2: both the same). */
+struct cgroup_place {
+        const struct cgroup_backend *backend;
+        char memory_parent[PATH_MAX];
+        char pids_parent[PATH_MAX];
+};
+
+/* One sandbox's cgroup. */
+struct cgroup {
+        const struct cgroup_backend *backend;
+        char memory_dir[PATH_MAX];
+        char pids_dir[PATH_MAX]; /* v2: same as memory_dir */
+};
+
+struct cgroup_backend {
+        const char *name; /* "cgroup_v2", "cgroup_v1" */
+        int (*create)(const struct cgroup_place *place, const char *name,
+                      const struct cgroup_limits *limits, struct cgroup *ret, codecell_error *err);
+        int (*attach)(const struct cgroup *cg, pid_t pid, codecell_error *err);
+        void (*stats)(const struct cgroup *cg, struct cgroup_stats *ret);
+        /* Removes the directories; the processes must be dead. */
+        void (*destroy)(const struct cgroup *cg);
+};
+
+extern const struct cgroup_backend cgroup_v1_backend;
+extern const struct cgroup_backend cgroup_v2_backend;
+
+/* Finds where this process may create cgroups with memory and pids controllers: v2 first,
+ * then v1. Fails (with the reason in err) when neither is usable, e.g. an unprivileged user
+ * without a delegated v2 subtree. */
+int cgroup_place_find(struct cgroup_place *ret, codecell_error *err);
+
+/* A name unique in this process: "codecell-<pid>-<n>". */
+void cgroup_unique_name(char *buf, size_t size);
+
+/* Shared by both backends: remove a directory, waiting briefly for the kernel to let go of
+ * the dying processes (rmdir answers EBUSY until then). */
+void cgroup_rmdir(const char *dir);
+uint64_t cgroup_read_key(const char *path, const char *key);
+
+#endif

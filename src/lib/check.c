@@ -1,0 +1,119 @@
+/* codecell_host_check: which isolation layers this host really gives, found by trying each. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "codecell.h"
+#include "landlock.h"
+#include "runtime.h"
+
+static const struct {
+        const char *name;
+        int flag;
+} namespaces[] = {
+        { "mount_namespace", CLONE_NEWNS },   { "pid_namespace", CLONE_NEWPID },
+        { "network_namespace", CLONE_NEWNET }, { "ipc_namespace", CLONE_NEWIPC },
+        { "uts_namespace", CLONE_NEWUTS },    { "cgroup_namespace", CLONE_NEWCGROUP },
+};
+#define N_NS (sizeof(namespaces) / sizeof(namespaces[0]))
+
+/* In a child: a new user namespace, then each other namespace inside it. The exit code has
+ * bit 7 set when the user namespace failed, else one bit per namespace that failed. */
+static int probe_namespaces(void)
+{
+        pid_t pid = fork();
+        if (pid == 0) {
+                if (unshare(CLONE_NEWUSER) < 0)
+                        _exit(0x80);
+                int failed = 0;
+                for (size_t i = 0; i < N_NS; i++)
+                        if (unshare(namespaces[i].flag) < 0)
+                                failed |= 1 << i;
+                _exit(failed);
+        }
+        if (pid < 0)
+                return 0x80;
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 0x80;
+}
+
+static void report(codecell_layer_report *r, const char *name, bool ok, bool required,
+                   const char *fmt, const char *arg)
+{
+        r->name = name;
+        r->available = ok;
+        r->required = required;
+        snprintf(r->detail, sizeof(r->detail), fmt, arg);
+}
+
+int codecell_host_check(codecell_layer_report *out, size_t max)
+{
+        codecell_layer_report all[16];
+        size_t n = 0;
+        int ns = probe_namespaces();
+        report(&all[n++], "user_namespace", !(ns & 0x80), true,
+               (ns & 0x80) ? "unshare(CLONE_NEWUSER) refused%s: enable unprivileged user namespaces"
+                           : "available%s",
+               "");
+        for (size_t i = 0; i < N_NS; i++) {
+                bool ok = !(ns & 0x80) && !(ns & (1 << i));
+                report(&all[n++], namespaces[i].name, ok, true, ok ? "available%s" : "refused%s", "");
+        }
+
+        int abi = landlock_abi();
+        char text[64];
+        snprintf(text, sizeof(text), "ABI %d", abi);
+        report(&all[n++], "landlock", abi > 0, false,
+               abi > 0 ? "%s" : "not available (kernel < 5.13 or not in the lsm= list)%s",
+               abi > 0 ? text : "");
+
+        bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+        report(&all[n++], "seccomp", seccomp, true,
+               seccomp ? "available (libseccomp filter, x86_64 only%s)" : "not available%s", "");
+
+        struct cgroup_place place;
+        codecell_error err = { 0 };
+        bool cg = cgroup_place_find(&place, &err) == 0;
+        if (cg) {
+                /* Found is not enough: make one and remove it. */
+                char name[64];
+                struct cgroup test;
+                cgroup_unique_name(name, sizeof(name));
+                struct cgroup_limits lim = { .memory_bytes = 64 << 20, .pids = 8 };
+                cg = place.backend->create(&place, name, &lim, &test, &err) == 0;
+                if (cg)
+                        place.backend->destroy(&test);
+        }
+        char where[PATH_MAX + 64];
+        if (cg)
+                snprintf(where, sizeof(where), "%s under %s", place.backend->name, place.memory_parent);
+        report(&all[n++], "cgroup", cg, false, "%s", cg ? where : err.message);
+
+        bool root = geteuid() == 0;
+        report(&all[n++], "idmapped_mounts", root, false,
+               root ? "used for user mounts (engine runs as root)%s"
+                    : "needs root; unprivileged, files written to read-write mounts belong to the "
+                      "invoking user%s",
+               "");
+
+        const struct runtime *rt = runtime_find("ruby");
+        bool ruby = rt && access(rt->interpreter, X_OK) == 0;
+        report(&all[n++], "ruby", ruby, true, ruby ? "%s" : "%s not found: install ruby",
+               rt ? rt->interpreter : "ruby");
+
+        size_t count = n < max ? n : max;
+        memcpy(out, all, count * sizeof(*out));
+        return (int)count;
+}

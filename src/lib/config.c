@@ -1,0 +1,200 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "mount_rules.h"
+
+#define MIB (1024ULL * 1024ULL)
+
+static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
+        [CODECELL_LIMIT_TIMEOUT_MS] = 30000,
+        [CODECELL_LIMIT_CPU_MS] = 10000,
+        [CODECELL_LIMIT_MEMORY_BYTES] = 256 * MIB,
+        [CODECELL_LIMIT_PIDS] = 64,
+        [CODECELL_LIMIT_OUTPUT_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_TMP_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_WORK_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_OPEN_FILES] = 256,
+        [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,
+};
+
+/* Below these the interpreter cannot even start, so a smaller value is a configuration
+ * mistake rather than a limit to enforce. */
+static const uint64_t minimum_limits[CODECELL_LIMIT__COUNT] = {
+        [CODECELL_LIMIT_MEMORY_BYTES] = 16 * MIB,
+        [CODECELL_LIMIT_PIDS] = 4,
+        [CODECELL_LIMIT_OPEN_FILES] = 16,
+        [CODECELL_LIMIT_FRAME_BYTES] = 4096,
+};
+
+static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
+        [CODECELL_LIMIT_TIMEOUT_MS] = "timeout_ms",
+        [CODECELL_LIMIT_CPU_MS] = "cpu_ms",
+        [CODECELL_LIMIT_MEMORY_BYTES] = "memory_bytes",
+        [CODECELL_LIMIT_PIDS] = "pids",
+        [CODECELL_LIMIT_OUTPUT_BYTES] = "output_bytes",
+        [CODECELL_LIMIT_TMP_BYTES] = "tmp_bytes",
+        [CODECELL_LIMIT_WORK_BYTES] = "work_bytes",
+        [CODECELL_LIMIT_OPEN_FILES] = "open_files",
+        [CODECELL_LIMIT_FILE_BYTES] = "file_bytes",
+        [CODECELL_LIMIT_CODE_BYTES] = "code_bytes",
+        [CODECELL_LIMIT_FRAME_BYTES] = "frame_bytes",
+};
+
+codecell_config *codecell_config_new(const char *language, codecell_error *err)
+{
+        const struct runtime *rt = runtime_find(language);
+        if (!rt) {
+                err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                        "unknown language \"%s\" (supported: ruby)", language ? language : "");
+                return NULL;
+        }
+        codecell_config *c = calloc(1, sizeof(*c));
+        if (!c) {
+                err_sys(err, ENOMEM, "config");
+                return NULL;
+        }
+        c->runtime = rt;
+        memcpy(c->limits, default_limits, sizeof(c->limits));
+        c->policy = CODECELL_POLICY_WARN;
+        return c;
+}
+
+static void mount_clear(struct cc_mount *m)
+{
+        free(m->source);
+        free(m->dest);
+        free(m->description);
+}
+
+void codecell_config_free(codecell_config *c)
+{
+        if (!c)
+                return;
+        for (size_t i = 0; i < c->n_mounts; i++)
+                mount_clear(&c->mounts[i]);
+        free(c->mounts);
+        free(c);
+}
+
+int codecell_config_add_mount(codecell_config *c, const char *source, const char *dest,
+                              bool read_write, const char *description, codecell_error *err)
+{
+        const char *src_shown = source ? source : "";
+        const char *dst_shown = dest ? dest : "";
+        const char *problem = mount_dest_problem(dest);
+        if (problem)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "mount %s:%s: dest %s",
+                               src_shown, dst_shown, problem);
+        const char *reserved = mount_dest_reserved(dest);
+        if (reserved)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "mount %s:%s: dest overlaps the reserved %s", src_shown, dst_shown,
+                               reserved);
+        for (size_t i = 0; i < c->n_mounts; i++)
+                if (paths_overlap(dest, c->mounts[i].dest))
+                        return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                                       "mount %s:%s: dest overlaps the mount at %s", src_shown,
+                                       dst_shown, c->mounts[i].dest);
+        if (!source || !*source)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "mount :%s: source is empty",
+                               dst_shown);
+
+        _cleanup_free_ char *real = realpath(source, NULL);
+        if (!real)
+                return err_set(err, CODECELL_ERR_INVALID, errno,
+                               "mount %s:%s: source %s: %s", src_shown, dst_shown,
+                               errno == ENOENT ? "does not exist" : "cannot be resolved",
+                               src_shown);
+        struct stat st;
+        if (stat(real, &st) < 0)
+                return err_sys(err, errno, "mount %s:%s: source", src_shown, dst_shown);
+        if (!S_ISDIR(st.st_mode))
+                return err_set(err, CODECELL_ERR_INVALID, ENOTDIR,
+                               "mount %s:%s: source is not a directory", src_shown, dst_shown);
+
+        struct cc_mount *grown = realloc(c->mounts, (c->n_mounts + 1) * sizeof(*grown));
+        if (!grown)
+                return err_sys(err, ENOMEM, "mount");
+        c->mounts = grown;
+        struct cc_mount m = {
+                .source = steal_ptr(real),
+                .dest = strdup(dest),
+                .read_write = read_write,
+                .description = strdup(description ? description : ""),
+        };
+        if (!m.dest || !m.description) {
+                mount_clear(&m);
+                return err_sys(err, ENOMEM, "mount");
+        }
+        c->mounts[c->n_mounts++] = m;
+        return 0;
+}
+
+int codecell_config_set_limit(codecell_config *c, codecell_limit limit, uint64_t value,
+                              codecell_error *err)
+{
+        if ((unsigned)limit >= CODECELL_LIMIT__COUNT)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "unknown limit %d", (int)limit);
+        if (value == 0)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "limit %s: must be above 0",
+                               limit_names[limit]);
+        if (value < minimum_limits[limit])
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "limit %s: %llu is below the minimum %llu", limit_names[limit],
+                               (unsigned long long)value,
+                               (unsigned long long)minimum_limits[limit]);
+        c->limits[limit] = value;
+        return 0;
+}
+
+uint64_t codecell_config_get_limit(const codecell_config *c, codecell_limit limit)
+{
+        if ((unsigned)limit >= CODECELL_LIMIT__COUNT)
+                return 0;
+        return c->limits[limit];
+}
+
+void codecell_config_set_policy(codecell_config *c, codecell_policy policy)
+{
+        c->policy = policy;
+}
+
+codecell_config *config_copy(const codecell_config *src)
+{
+        codecell_config *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        *c = *src;
+        c->mounts = NULL;
+        c->n_mounts = 0;
+        if (src->n_mounts) {
+                c->mounts = calloc(src->n_mounts, sizeof(*c->mounts));
+                if (!c->mounts)
+                        goto fail;
+        }
+        for (size_t i = 0; i < src->n_mounts; i++) {
+                const struct cc_mount *m = &src->mounts[i];
+                c->mounts[i] = (struct cc_mount){
+                        .source = strdup(m->source),
+                        .dest = strdup(m->dest),
+                        .read_write = m->read_write,
+                        .description = strdup(m->description),
+                };
+                c->n_mounts++;
+                if (!c->mounts[i].source || !c->mounts[i].dest || !c->mounts[i].description)
+                        goto fail;
+        }
+        return c;
+fail:
+        codecell_config_free(c);
+        return NULL;
+}

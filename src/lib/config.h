@@ -1,0 +1,26 @@
+/* The configuration object behind codecell_config, shared by cell.c and the sandbox. */
+#ifndef CODECELL_CONFIG_H
+#define CODECELL_CONFIG_H
+
+#include "codecell.h"
+#include "runtime.h"
+
+struct cc_mount {
+        char *source; /* canonical absolute host path of a directory */
+        char *dest;   /* normalized absolute path inside the sandbox */
+        bool read_write;
+        char *description; /* never NULL; may be "" */
+};
+
+struct codecell_config {
+        const struct runtime *runtime;
+        struct cc_mount *mounts;
+        size_t n_mounts;
+        uint64_t limits[CODECELL_LIMIT__COUNT];
+        codecell_policy policy;
+};
+
+/* A deep copy, for the cell to own. NULL when out of memory. */
+codecell_config *config_copy(const codecell_config *config);
+
+#endif

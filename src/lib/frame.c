@@ -1,0 +1,122 @@
+#include "frame.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "util.h"
+
+void frame_reader_init(struct frame_reader *r, size_t max_frame)
+{
+        *r = (struct frame_reader){ .max_frame = max_frame };
+}
+
+void frame_reader_free(struct frame_reader *r)
+{
+        free(r->buf);
+        *r = (struct frame_reader){ 0 };
+}
+
+int frame_reader_feed(struct frame_reader *r, const void *data, size_t n)
+{
+        if (r->len + n > r->cap) {
+                size_t cap = r->cap ? r->cap : 4096;
+                while (cap < r->len + n)
+                        cap *= 2;
+                unsigned char *grown = realloc(r->buf, cap);
+                if (!grown)
+                        return -ENOMEM;
+                r->buf = grown;
+                r->cap = cap;
+        }
+        memcpy(r->buf + r->len, data, n);
+        r->len += n;
+        return 0;
+}
+
+int frame_reader_next(struct frame_reader *r, json_t **ret, codecell_error *err)
+{
+        *ret = NULL;
+        if (r->len < 4)
+                return 0;
+        uint32_t size = (uint32_t)r->buf[0] << 24 | (uint32_t)r->buf[1] << 16 |
+                        (uint32_t)r->buf[2] << 8 | (uint32_t)r->buf[3];
+        if (size > r->max_frame)
+                return err_set(err, CODECELL_ERR_INVALID, EMSGSIZE,
+                               "frame of %u bytes is over the %zu-byte limit", size, r->max_frame);
+        if (size == 0)
+                return err_set(err, CODECELL_ERR_INVALID, EBADMSG, "empty frame");
+        if (r->len < 4 + (size_t)size)
+                return 0;
+        json_error_t jerr;
+        json_t *obj = json_loadb((const char *)r->buf + 4, size,
+                                 JSON_REJECT_DUPLICATES, &jerr);
+        memmove(r->buf, r->buf + 4 + size, r->len - 4 - size);
+        r->len -= 4 + (size_t)size;
+        if (!obj)
+                return err_set(err, CODECELL_ERR_INVALID, EBADMSG, "frame is not valid JSON: %s",
+                               jerr.text);
+        if (!json_is_object(obj) || !json_is_string(json_object_get(obj, "t"))) {
+                json_decref(obj);
+                return err_set(err, CODECELL_ERR_INVALID, EBADMSG,
+                               "frame is not an object with a string \"t\"");
+        }
+        *ret = obj;
+        return 1;
+}
+
+int frame_encode(const json_t *obj, char **ret_buf, size_t *ret_len)
+{
+        _cleanup_free_ char *body = json_dumps(obj, JSON_COMPACT);
+        if (!body)
+                return -ENOMEM;
+        size_t n = strlen(body);
+        if (n > UINT32_MAX)
+                return -EMSGSIZE;
+        char *buf = malloc(n + 4);
+        if (!buf)
+                return -ENOMEM;
+        buf[0] = (char)(n >> 24);
+        buf[1] = (char)(n >> 16);
+        buf[2] = (char)(n >> 8);
+        buf[3] = (char)n;
+        memcpy(buf + 4, body, n);
+        *ret_buf = buf;
+        *ret_len = n + 4;
+        return 0;
+}
+
+int frame_send(int fd, const json_t *obj, int timeout_ms, codecell_error *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r = frame_encode(obj, &buf, &len);
+        if (r < 0)
+                return err_sys(err, -r, "encode frame");
+        double deadline = now_ms() + timeout_ms;
+        size_t sent = 0;
+        while (sent < len) {
+                /* MSG_NOSIGNAL: a guest that died must not take the engine down with SIGPIPE. */
+                ssize_t n = send(fd, buf + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n >= 0) {
+                        sent += (size_t)n;
+                        continue;
+                }
+                if (errno == EINTR)
+                        continue;
+                if (errno != EAGAIN)
+                        return err_sys(err, errno, "send frame");
+                int left = (int)(deadline - now_ms());
+                if (left <= 0)
+                        return err_set(err, CODECELL_ERR_SYSTEM, ETIMEDOUT,
+                                       "the guest did not read its frame in time");
+                struct pollfd p = { .fd = fd, .events = POLLOUT };
+                (void)poll(&p, 1, left);
+        }
+        return 0;
+}

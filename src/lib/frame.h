@@ -1,0 +1,30 @@
+/* The guest protocol's framing (DESIGN §5): a 4-byte big-endian length, then one JSON object. */
+#ifndef CODECELL_FRAME_H
+#define CODECELL_FRAME_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "codecell.h"
+
+struct frame_reader {
+        unsigned char *buf;
+        size_t len, cap;
+        size_t max_frame; /* a larger declared length is a protocol error */
+};
+
+void frame_reader_init(struct frame_reader *r, size_t max_frame);
+void frame_reader_free(struct frame_reader *r);
+/* Appends bytes read from the socket. -ENOMEM on failure. */
+int frame_reader_feed(struct frame_reader *r, const void *data, size_t n);
+/* 1 and a new reference in *ret when a whole frame is buffered; 0 when more bytes are needed;
+ * < 0 for a protocol error (oversize, not JSON, not an object with a string "t"), with the
+ * reason in err. */
+int frame_reader_next(struct frame_reader *r, json_t **ret, codecell_error *err);
+
+/* Length prefix + compact JSON, malloc'd. */
+int frame_encode(const json_t *obj, char **ret_buf, size_t *ret_len);
+/* Writes a whole frame, waiting at most timeout_ms for the peer to read. */
+int frame_send(int fd, const json_t *obj, int timeout_ms, codecell_error *err);
+
+#endif

@@ -1,0 +1,38 @@
+/* Landlock: a second wall over the mount plan, at the best ABI the kernel offers. The plan is
+ * built in the engine; it is applied in the sandbox between clone and exec without allocating. */
+#ifndef CODECELL_LANDLOCK_H
+#define CODECELL_LANDLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LANDLOCK_PLAN_MAX_RULES 48
+
+enum landlock_grant {
+        GRANT_READ,    /* read files, list directories */
+        GRANT_WRITE,   /* everything a scratch folder needs (no device nodes) */
+        GRANT_DEVICE,  /* read, write and ioctl one device file */
+        GRANT_EXECUTE, /* read and execute one program file */
+};
+
+struct landlock_rule {
+        const char *path; /* inside the sandbox, after pivot_root */
+        enum landlock_grant grant;
+};
+
+struct landlock_plan {
+        int abi; /* 0 when the kernel has no Landlock */
+        struct landlock_rule rules[LANDLOCK_PLAN_MAX_RULES];
+        size_t n_rules;
+};
+
+/* The Landlock ABI version of this kernel, or 0 when Landlock is unavailable. */
+int landlock_abi(void);
+/* Appends a rule; -E2BIG when the plan is full. */
+int landlock_plan_add(struct landlock_plan *plan, const char *path, enum landlock_grant grant);
+/* Restricts the calling process. Requires no_new_privs. Async-signal-safe: no allocation.
+ * Returns 0 or -errno; *ret_failed_path names the rule that failed. */
+int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_path);
+
+#endif

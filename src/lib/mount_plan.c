@@ -1,0 +1,334 @@
+#include "mount_plan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "error.h"
+
+/* Where the new root is assembled before pivot_root. Every host path the plan needs has been
+ * opened (open_tree) before this is covered, so sources under /tmp still work. */
+#define STAGE "/tmp"
+
+static const char etc_passwd[] = "root:x:0:0:root:/:/usr/sbin/nologin\n"
+                                 "sandbox:x:1000:1000:codecell sandbox:/work:/usr/sbin/nologin\n"
+                                 "nobody:x:65534:65534:nobody:/:/usr/sbin/nologin\n";
+static const char etc_group[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
+static const char etc_hosts[] = "127.0.0.1\tlocalhost codecell\n::1\tlocalhost\n";
+static const char etc_nsswitch[] = "passwd: files\ngroup: files\nhosts: files\n";
+
+static int add(struct mount_plan *plan, struct mount_op op, codecell_error *err)
+{
+        if (plan->n_ops >= MOUNT_PLAN_MAX_OPS) {
+                free(op.dest);
+                free(op.source);
+                free(op.options);
+                return err_set(err, CODECELL_ERR_INVALID, E2BIG, "too many mounts (at most %d)",
+                               MOUNT_PLAN_MAX_OPS - 24);
+        }
+        if (!op.dest) {
+                free(op.source);
+                free(op.options);
+                return err_sys(err, ENOMEM, "mount plan");
+        }
+        op.user_mount = op.kind == OP_BIND ? op.user_mount : -1;
+        plan->ops[plan->n_ops++] = op;
+        return 0;
+}
+
+/* /bin, /lib … : a link into /usr where the host is merged-usr, else a read-only bind. */
+static int add_top_level_links(struct mount_plan *plan, codecell_error *err)
+{
+        static const char *const names[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                char host[64], target[256];
+                snprintf(host, sizeof(host), "/%s", names[i]);
+                struct stat st;
+                if (lstat(host, &st) < 0)
+                        continue;
+                int r;
+                if (S_ISLNK(st.st_mode)) {
+                        ssize_t n = readlink(host, target, sizeof(target) - 1);
+                        if (n <= 0)
+                                continue;
+                        target[n] = '\0';
+                        r = add(plan, (struct mount_op){ .kind = OP_SYMLINK, .dest = strdup(host),
+                                                         .source = strdup(target) }, err);
+                } else if (S_ISDIR(st.st_mode)) {
+                        r = add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup(host),
+                                                         .source = strdup(host), .user_mount = -1 },
+                                err);
+                } else {
+                        continue;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int add_file(struct mount_plan *plan, const char *dest, const char *contents,
+                    codecell_error *err)
+{
+        return add(plan, (struct mount_op){ .kind = OP_FILE, .dest = strdup(dest),
+                                            .source = strdup(contents) }, err);
+}
+
+static int add_host_file(struct mount_plan *plan, const char *path, bool device,
+                         codecell_error *err)
+{
+        if (access(path, F_OK) < 0)
+                return 0; /* optional on this host */
+        return add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup(path),
+                                            .source = strdup(path), .is_file = true,
+                                            .devices = device, .user_mount = -1 }, err);
+}
+
+int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid_t inner_uid,
+                     codecell_error *err)
+{
+        memset(plan, 0, sizeof(*plan));
+        char opts[128];
+        int r = add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup("/usr"),
+                                             .source = strdup("/usr"), .user_mount = -1 }, err);
+        if (r == 0)
+                r = add_top_level_links(plan, err);
+        /* A minimal /etc: names for the sandbox's own ids and host name, no resolver. */
+        if (r == 0)
+                r = add_file(plan, "/etc/hostname", "codecell\n", err);
+        if (r == 0)
+                r = add_file(plan, "/etc/hosts", etc_hosts, err);
+        if (r == 0)
+                r = add_file(plan, "/etc/passwd", etc_passwd, err);
+        if (r == 0)
+                r = add_file(plan, "/etc/group", etc_group, err);
+        if (r == 0)
+                r = add_file(plan, "/etc/nsswitch.conf", etc_nsswitch, err);
+        if (r == 0)
+                r = add_host_file(plan, "/etc/ld.so.cache", false, err);
+        if (r == 0)
+                r = add_host_file(plan, "/etc/localtime", false, err);
+        /* A minimal /dev. */
+        static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/full",
+                                               "/dev/random", "/dev/urandom" };
+        for (size_t i = 0; r == 0 && i < sizeof(devices) / sizeof(devices[0]); i++)
+                r = add_host_file(plan, devices[i], true, err);
+        static const char *const dev_links[][2] = {
+                { "/dev/fd", "/proc/self/fd" }, { "/dev/stdin", "/proc/self/fd/0" },
+                { "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+        };
+        for (size_t i = 0; r == 0 && i < sizeof(dev_links) / sizeof(dev_links[0]); i++)
+                r = add(plan, (struct mount_op){ .kind = OP_SYMLINK, .dest = strdup(dev_links[i][0]),
+                                                 .source = strdup(dev_links[i][1]) }, err);
+        if (r == 0)
+                r = add(plan, (struct mount_op){ .kind = OP_PROC, .dest = strdup("/proc") }, err);
+        if (r == 0) {
+                snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=16384,mode=1777",
+                         (unsigned long long)config->limits[CODECELL_LIMIT_TMP_BYTES]);
+                r = add(plan, (struct mount_op){ .kind = OP_TMPFS, .dest = strdup("/tmp"),
+                                                 .options = strdup(opts) }, err);
+        }
+        if (r == 0) {
+                snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=16384,mode=0700,uid=%u,gid=%u",
+                         (unsigned long long)config->limits[CODECELL_LIMIT_WORK_BYTES],
+                         (unsigned)inner_uid, (unsigned)inner_uid);
+                r = add(plan, (struct mount_op){ .kind = OP_TMPFS, .dest = strdup("/work"),
+                                                 .options = strdup(opts) }, err);
+        }
+        if (r == 0)
+                r = add_file(plan, config->runtime->prelude_path, config->runtime->prelude, err);
+        for (size_t i = 0; r == 0 && i < config->n_mounts; i++) {
+                const struct cc_mount *m = &config->mounts[i];
+                r = add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup(m->dest),
+                                                 .source = strdup(m->source),
+                                                 .writable = m->read_write,
+                                                 .user_mount = (int)i }, err);
+        }
+        if (r < 0)
+                mount_plan_free(plan);
+        return r;
+}
+
+void mount_plan_free(struct mount_plan *plan)
+{
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                free(plan->ops[i].dest);
+                free(plan->ops[i].source);
+                free(plan->ops[i].options);
+        }
+        plan->n_ops = 0;
+}
+
+/* ---- in the sandbox: no allocation below this line ------------------------------------- */
+
+void failure_append(struct child_failure *fail, const char *s)
+{
+        size_t used = strnlen(fail->what, sizeof(fail->what));
+        while (*s && used + 1 < sizeof(fail->what))
+                fail->what[used++] = *s++;
+        fail->what[used] = '\0';
+}
+
+static int fail_with(struct child_failure *fail, const char *what, const char *path)
+{
+        fail->errno_value = errno;
+        fail->what[0] = '\0';
+        failure_append(fail, what);
+        if (path) {
+                failure_append(fail, " ");
+                failure_append(fail, path);
+        }
+        return -fail->errno_value;
+}
+
+/* STAGE + dest into buf. */
+static int staged(char *buf, size_t size, const char *dest)
+{
+        size_t a = strlen(STAGE), b = strlen(dest);
+        if (a + b + 1 > size)
+                return -ENAMETOOLONG;
+        memcpy(buf, STAGE, a);
+        memcpy(buf + a, dest, b + 1);
+        return 0;
+}
+
+/* mkdir -p of every parent of path (and of path itself when `self`). */
+static int make_parents(char *path, bool self)
+{
+        size_t start = strlen(STAGE) + 1;
+        for (char *p = path + start; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                int r = mkdir(path, 0755);
+                *p = '/';
+                if (r < 0 && errno != EEXIST)
+                        return -1;
+        }
+        if (self && mkdir(path, 0755) < 0 && errno != EEXIST)
+                return -1;
+        return 0;
+}
+
+static int write_all(int fd, const char *s, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, s, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                s += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/* A detached copy of a host tree with the op's mount flags, made in this mount namespace. */
+static int clone_tree(const struct mount_op *op)
+{
+        int fd = (int)syscall(SYS_open_tree, AT_FDCWD, op->source,
+                              OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (fd < 0)
+                return -1;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID };
+        if (!op->devices)
+                attr.attr_set |= MOUNT_ATTR_NODEV;
+        if (!op->writable)
+                attr.attr_set |= MOUNT_ATTR_RDONLY;
+        if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+                int saved = errno;
+                close(fd);
+                errno = saved;
+                return -1;
+        }
+        return fd;
+}
+
+static int apply_op(const struct mount_op *op, int tree_fd, struct child_failure *fail)
+{
+        char path[4096];
+        if (staged(path, sizeof(path), op->dest) < 0) {
+                errno = ENAMETOOLONG;
+                return fail_with(fail, "path too long:", op->dest);
+        }
+        bool is_dir = op->kind == OP_DIR || op->kind == OP_TMPFS || op->kind == OP_PROC ||
+                      (op->kind == OP_BIND && !op->is_file);
+        if (make_parents(path, is_dir) < 0)
+                return fail_with(fail, "mkdir", op->dest);
+        switch (op->kind) {
+        case OP_DIR:
+                return 0;
+        case OP_FILE: {
+                int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        return fail_with(fail, "create", op->dest);
+                int r = write_all(fd, op->source, strlen(op->source));
+                close(fd);
+                return r < 0 ? fail_with(fail, "write", op->dest) : 0;
+        }
+        case OP_SYMLINK:
+                return symlink(op->source, path) < 0 ? fail_with(fail, "symlink", op->dest) : 0;
+        case OP_BIND:
+                if (op->is_file) {
+                        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                        if (fd < 0)
+                                return fail_with(fail, "create", op->dest);
+                        close(fd);
+                }
+                if (syscall(SYS_move_mount, tree_fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        return fail_with(fail, "bind", op->dest);
+                return 0;
+        case OP_TMPFS:
+                if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, op->options) < 0)
+                        return fail_with(fail, "mount tmpfs", op->dest);
+                return 0;
+        case OP_PROC:
+                if (mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                        return fail_with(fail, "mount proc", op->dest);
+                return 0;
+        }
+        return 0;
+}
+
+int mount_plan_apply(const struct mount_plan *plan, const int *tree_fds, struct child_failure *fail)
+{
+        int fds[MOUNT_PLAN_MAX_OPS];
+        /* Nothing we do here may propagate back to the host's mount namespace. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return fail_with(fail, "make / private", NULL);
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                fds[i] = -1;
+                if (plan->ops[i].kind != OP_BIND)
+                        continue;
+                fds[i] = tree_fds && tree_fds[i] >= 0 ? tree_fds[i] : clone_tree(&plan->ops[i]);
+                if (fds[i] < 0)
+                        return fail_with(fail, "open", plan->ops[i].source);
+        }
+        if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755") < 0)
+                return fail_with(fail, "mount root tmpfs on", STAGE);
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                int r = apply_op(&plan->ops[i], fds[i], fail);
+                if (fds[i] >= 0)
+                        close(fds[i]);
+                if (r < 0)
+                        return r;
+        }
+        /* pivot_root(".", ".") stacks the old root on the new one; detaching it leaves only
+         * the new root (the runc way, no put_old directory needed). */
+        if (chdir(STAGE) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
+                return fail_with(fail, "pivot_root", NULL);
+        if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+                return fail_with(fail, "detach the old root", NULL);
+        /* The root itself (/etc, /codecell, the mount points) is read-only. */
+        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+                return fail_with(fail, "remount / read-only", NULL);
+        return 0;
+}

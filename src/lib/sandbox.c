@@ -1,0 +1,343 @@
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "error.h"
+#include "util.h"
+
+#define NAMESPACES                                                                                 \
+        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+/* init's exit code for "the interpreter could not be started". */
+#define INIT_EXEC_FAILED 255
+#define SETUP_TIMEOUT_MS 10000
+
+/* ---- in the sandbox: from clone to exec nothing allocates ------------------------------- */
+
+struct child_fds {
+        int ctl, out, err; /* the guest's ends */
+        int failure;       /* close-on-exec pipe: a child_failure record on error */
+        int sync;          /* read end: one byte once the engine has written the id maps */
+};
+
+static _Noreturn void child_fail(int fd, struct child_failure *fail)
+{
+        ssize_t n = write(fd, fail, sizeof(*fail));
+        (void)n;
+        _exit(INIT_EXEC_FAILED);
+}
+
+static _Noreturn void child_fail_errno(int fd, const char *what)
+{
+        struct child_failure fail = { .errno_value = errno };
+        failure_append(&fail, what);
+        child_fail(fd, &fail);
+}
+
+static int drop_capabilities(void)
+{
+        for (int cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -1;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+                return -1;
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct data[2] = { 0 };
+        return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* Moves fd to at least 10 so the dup2s into 0..3 cannot clobber one another. */
+static int lift(int fd)
+{
+        return fcntl(fd, F_DUPFD_CLOEXEC, 10);
+}
+
+static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct child_fds *fds)
+{
+        int fail_fd = fds->failure;
+        int ctl = lift(fds->ctl), out = lift(fds->out), err = lift(fds->err);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (ctl < 0 || out < 0 || err < 0 || null < 0)
+                child_fail_errno(fail_fd, "set up the guest's fds");
+        if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(ctl, 3) < 0)
+                child_fail_errno(fail_fd, "dup2");
+        /* Everything else the engine had open (its own sockets, other sandboxes' pipes) closes
+         * at exec; the failure pipe stays usable until then. */
+        if (syscall(SYS_close_range, 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+                child_fail_errno(fail_fd, "close_range");
+        if (chdir("/work") < 0)
+                child_fail_errno(fail_fd, "chdir /work");
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                child_fail_errno(fail_fd, "set the parent-death signal");
+        for (size_t i = 0; i < spec->n_rlimits; i++)
+                if (setrlimit(spec->rlimits[i].resource, &spec->rlimits[i].value) < 0)
+                        child_fail_errno(fail_fd, "setrlimit");
+        /* Past RLIMIT_FSIZE a write fails with EFBIG, which the guest can read, instead of
+         * killing it with SIGXFSZ. An ignored signal stays ignored across exec. */
+        signal(SIGXFSZ, SIG_IGN);
+        signal(SIGPIPE, SIG_DFL);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail_errno(fail_fd, "no_new_privs");
+        if (spec->landlock->abi > 0) {
+                const char *where = NULL;
+                int r = landlock_apply(spec->landlock, &where);
+                if (r < 0) {
+                        errno = -r;
+                        struct child_failure fail = { .errno_value = -r };
+                        failure_append(&fail, "landlock ");
+                        failure_append(&fail, where);
+                        child_fail(fail_fd, &fail);
+                }
+        }
+        /* Security invariant: from here the guest holds no capability in any namespace, and
+         * no_new_privs keeps exec from granting one back. */
+        if (drop_capabilities() < 0)
+                child_fail_errno(fail_fd, "drop capabilities");
+        int r = seccomp_program_load(spec->seccomp);
+        if (r < 0) {
+                errno = -r;
+                child_fail_errno(fail_fd, "seccomp");
+        }
+        execve(spec->interpreter, (char *const *)spec->argv, (char *const *)spec->envp);
+        child_fail_errno(fail_fd, "exec the interpreter");
+}
+
+/* PID 1 of the sandbox: builds the file system, starts the interpreter and waits for it. When
+ * it exits, the kernel kills whatever else is left in the pid namespace. */
+static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child_fds *fds)
+{
+        struct child_failure fail = { 0 };
+        /* Dies with the engine. The sync read below closes the race with an engine that died
+         * before this prctl: its end of the pipe is then closed and the read returns 0. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                child_fail_errno(fds->failure, "set the parent-death signal");
+        char byte;
+        if (read(fds->sync, &byte, 1) != 1)
+                _exit(INIT_EXEC_FAILED);
+        close(fds->sync);
+        /* The cgroup namespace is made now that the engine has moved us into our cgroup, so
+         * the guest sees that cgroup as its root. */
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                child_fail_errno(fds->failure, "cgroup namespace");
+        if (spec->may_set_groups && setgroups(0, NULL) < 0)
+                child_fail_errno(fds->failure, "clear supplementary groups");
+        /* Switch to the sandbox's ids first: files the plan creates on its tmpfs need an owner
+         * mapped in this namespace. The capabilities of the new user namespace survive the
+         * switch: its uid 0 is not mapped, so the "leaving root drops capabilities" rule does
+         * not apply. They are dropped for good just before exec. */
+        if (setresgid(SANDBOX_INNER_GID, SANDBOX_INNER_GID, SANDBOX_INNER_GID) < 0 ||
+            setresuid(SANDBOX_INNER_UID, SANDBOX_INNER_UID, SANDBOX_INNER_UID) < 0)
+                child_fail_errno(fds->failure, "switch to the sandbox uid");
+        if (mount_plan_apply(spec->plan, spec->tree_fds, &fail) < 0)
+                child_fail(fds->failure, &fail);
+        if (sethostname("codecell", 8) < 0)
+                child_fail_errno(fds->failure, "sethostname");
+
+        pid_t guest = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+        if (guest < 0)
+                child_fail_errno(fds->failure, "fork the interpreter");
+        if (guest == 0)
+                exec_guest(spec, fds);
+        /* init keeps nothing open: EOF on the pipes then means the guest is gone. */
+        syscall(SYS_close_range, 0, ~0U, 0);
+        for (;;) {
+                int status;
+                pid_t p = waitpid(-1, &status, 0);
+                if (p == guest) {
+                        if (WIFSIGNALED(status))
+                                _exit(128 + WTERMSIG(status));
+                        _exit(WEXITSTATUS(status) == INIT_EXEC_FAILED ? INIT_EXEC_FAILED - 1
+                                                                      : WEXITSTATUS(status));
+                }
+                if (p < 0 && errno != EINTR)
+                        _exit(INIT_EXEC_FAILED);
+        }
+}
+
+/* ---- in the engine ---------------------------------------------------------------------- */
+
+static int write_id_maps(pid_t pid, const struct sandbox_spec *spec, codecell_error *err)
+{
+        char path[64], map[64];
+        int r;
+        if (!spec->may_set_groups) {
+                /* An unprivileged writer of gid_map must first give up setgroups(). */
+                snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+                if ((r = write_file(path, "deny")) < 0)
+                        return err_sys(err, -r, "user namespace: %s", path);
+        }
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_INNER_UID, (unsigned)spec->host_uid);
+        if ((r = write_file(path, map)) < 0)
+                return err_sys(err, -r, "user namespace: %s", path);
+        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_INNER_GID, (unsigned)spec->host_gid);
+        if ((r = write_file(path, map)) < 0)
+                return err_sys(err, -r, "user namespace: %s", path);
+        return 0;
+}
+
+/* Waits for the failure pipe: EOF means the interpreter was exec'd; a record means setup
+ * failed and says where. */
+static int wait_setup(int fd, pid_t pid, codecell_error *err)
+{
+        struct child_failure fail;
+        size_t got = 0;
+        double deadline = now_ms() + SETUP_TIMEOUT_MS;
+        while (got < sizeof(fail)) {
+                int left = (int)(deadline - now_ms());
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int n = poll(&p, 1, left > 0 ? left : 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return err_set(err, CODECELL_ERR_SYSTEM, ETIMEDOUT,
+                                       "sandbox set-up did not finish within %d ms", SETUP_TIMEOUT_MS);
+                ssize_t k = read(fd, (char *)&fail + got, sizeof(fail) - got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                got += (size_t)k;
+        }
+        if (got == 0)
+                return 0;
+        if (got < sizeof(fail))
+                return err_set(err, CODECELL_ERR_SYSTEM, EIO,
+                               "sandbox set-up failed (pid %d sent a short report)", (int)pid);
+        fail.what[sizeof(fail.what) - 1] = '\0';
+        return err_sys(err, fail.errno_value ? fail.errno_value : EIO, "sandbox set-up: %s",
+                       fail.what);
+}
+
+int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err)
+{
+        int ctl[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+        int failure[2] = { -1, -1 }, sync[2] = { -1, -1 };
+        int r;
+        *ret = (struct sandbox){ .pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1 };
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
+            pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+            pipe2(failure, O_CLOEXEC) < 0 || pipe2(sync, O_CLOEXEC) < 0) {
+                r = err_sys(err, errno, "sandbox: pipes");
+                goto fail;
+        }
+        struct child_fds fds = { .ctl = ctl[1], .out = out[1], .err = errp[1],
+                                 .failure = failure[1], .sync = sync[0] };
+        pid_t pid = (pid_t)syscall(SYS_clone, NAMESPACES | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (pid < 0) {
+                r = err_sys(err, errno, "sandbox: clone with new namespaces");
+                goto fail;
+        }
+        if (pid == 0) {
+                close(ctl[0]);
+                close(out[0]);
+                close(errp[0]);
+                close(failure[0]);
+                close(sync[1]);
+                sandbox_init(spec, &fds);
+        }
+        ret->pid = pid;
+        close(ctl[1]);
+        close(out[1]);
+        close(errp[1]);
+        close(failure[1]);
+        close(sync[0]);
+        ctl[1] = out[1] = errp[1] = failure[1] = sync[0] = -1;
+
+        r = write_id_maps(pid, spec, err);
+        if (r == 0 && spec->cgroup)
+                r = spec->cgroup->backend->attach(spec->cgroup, pid, err);
+        if (r == 0 && write(sync[1], "x", 1) != 1)
+                r = err_sys(err, errno, "sandbox: release the child");
+        close(sync[1]);
+        sync[1] = -1;
+        if (r == 0)
+                r = wait_setup(failure[0], pid, err);
+        close(failure[0]);
+        failure[0] = -1;
+        if (r < 0)
+                goto fail;
+        ret->ctl_fd = ctl[0];
+        ret->out_fd = out[0];
+        ret->err_fd = errp[0];
+        return 0;
+fail:
+        if (ret->pid > 0) {
+                kill(ret->pid, SIGKILL);
+                while (waitpid(ret->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                ret->pid = -1;
+        }
+        int *all[] = { ctl, out, errp, failure, sync };
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+                for (int j = 0; j < 2; j++)
+                        if (all[i][j] >= 0)
+                                close(all[i][j]);
+        return r;
+}
+
+/* Gives init up to grace_ms to exit by itself (it does right after the guest ends), so its
+ * exit code still tells how the guest ended. */
+static void wait_exit(pid_t pid, int grace_ms)
+{
+        if (grace_ms <= 0)
+                return;
+        _cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+                return;
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        while (poll(&p, 1, grace_ms) < 0 && errno == EINTR)
+                ;
+}
+
+int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
+{
+        int status = -1;
+        if (sb->pid > 0) {
+                wait_exit(sb->pid, grace_ms);
+                kill(sb->pid, SIGKILL);
+                int st = 0;
+                struct rusage usage = { 0 };
+                while (wait4(sb->pid, &st, 0, &usage) < 0 && errno == EINTR)
+                        ;
+                /* Killed by us, init could not report how the guest ended: -1. */
+                status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+                if (ret_usage)
+                        *ret_usage = usage;
+                sb->pid = -1;
+        }
+        int *fds[] = { &sb->ctl_fd, &sb->out_fd, &sb->err_fd };
+        for (size_t i = 0; i < 3; i++)
+                if (*fds[i] >= 0) {
+                        close(*fds[i]);
+                        *fds[i] = -1;
+                }
+        return status;
+}
+
+int sandbox_guest_signal(int init_status)
+{
+        return init_status > 128 && init_status < 128 + 65 ? init_status - 128 : 0;
+}
+
+int sandbox_guest_exit_code(int init_status)
+{
+        if (init_status < 0 || init_status == INIT_EXEC_FAILED || sandbox_guest_signal(init_status))
+                return -1;
+        return init_status;
+}

@@ -1,0 +1,60 @@
+/* One sandbox: clone into fresh namespaces, build the file system, drop every privilege, exec
+ * the interpreter. The engine keeps the control socket and the output pipes. */
+#ifndef CODECELL_SANDBOX_H
+#define CODECELL_SANDBOX_H
+
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "codecell.h"
+#include "landlock.h"
+#include "mount_plan.h"
+#include "seccomp_program.h"
+
+/* The ids the guest has inside its user namespace. */
+#define SANDBOX_INNER_UID 1000
+#define SANDBOX_INNER_GID 1000
+
+struct sandbox_rlimit {
+        int resource;
+        struct rlimit value;
+};
+
+struct sandbox_spec {
+        const struct mount_plan *plan;
+        const int *tree_fds; /* per op, prepared by the engine, or NULL */
+        const struct landlock_plan *landlock; /* abi 0: not applied */
+        const struct seccomp_program *seccomp;
+        const char *interpreter;
+        const char *const *argv;
+        const char *const *envp;
+        struct sandbox_rlimit rlimits[8];
+        size_t n_rlimits;
+        uid_t host_uid; /* the guest's uid as the host sees it */
+        gid_t host_gid;
+        bool may_set_groups; /* the engine is privileged: the guest's groups can be cleared */
+        const struct cgroup *cgroup; /* NULL: none */
+};
+
+struct sandbox {
+        pid_t pid;  /* the sandbox's init (PID 1 inside) */
+        int ctl_fd; /* control socket, the guest's fd 3 */
+        int out_fd; /* the guest's stdout */
+        int err_fd; /* the guest's stderr */
+};
+
+/* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
+ * failure nothing is left: no process, no fd. */
+int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
+/* Kills the whole sandbox (its pid namespace dies with its init) after giving it grace_ms to
+ * exit by itself, and reaps it. Returns init's exit code, which encodes how the guest ended
+ * (see sandbox_guest_signal), or -1 when init had to be killed. Closes the fds. */
+int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage);
+/* From init's exit code: the signal that ended the interpreter, or 0. */
+int sandbox_guest_signal(int init_status);
+/* The interpreter's exit code, or -1 when it was killed by a signal or never ran. */
+int sandbox_guest_exit_code(int init_status);
+
+#endif

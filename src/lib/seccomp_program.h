@@ -1,0 +1,20 @@
+/* The seccomp filter: compiled once per cell with libseccomp, loaded in every sandbox just
+ * before exec without allocating (the crun way). */
+#ifndef CODECELL_SECCOMP_H
+#define CODECELL_SECCOMP_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+
+#include "codecell.h"
+
+struct seccomp_program {
+        struct sock_fprog prog; /* prog.filter is owned (malloc'd) */
+};
+
+int seccomp_program_compile(struct seccomp_program *ret, codecell_error *err);
+void seccomp_program_free(struct seccomp_program *p);
+/* Installs the filter on the calling thread. No allocation. 0 or -errno. */
+int seccomp_program_load(const struct seccomp_program *p);
+
+#endif
