@@ -72,15 +72,33 @@ module CodecellGuest
       reply
     end
 
-    # Values must survive JSON; the round trip normalises what the host will read.
+    # Values must survive JSON; the round trip normalises what the host will read. Objects
+    # with no JSON form of their own come back as their inspect string (json's generic
+    # Object#to_json would give to_s, which says less); integers beyond 64 bits come back as
+    # decimal strings, since JSON readers disagree on them.
     def jsonable(value)
-      JSON.parse(JSON.generate(value))
+      JSON.parse(JSON.generate(plain(value)))
     rescue StandardError, SystemStackError
-      begin
-        value.inspect
-      rescue StandardError
-        "#<#{value.class}>"
+      safe_inspect(value)
+    end
+
+    def plain(value)
+      case value
+      when nil, true, false, String, Float then value
+      when Integer then value.bit_length < 64 ? value : value.to_s
+      when Symbol then value.to_s
+      when Array then value.map { |item| plain(item) }
+      when Hash then value.to_h { |key, item| [key.is_a?(String) ? key : key.to_s, plain(item)] }
+      else
+        generic = value.method(:to_json).owner == JSON::Ext::Generator::GeneratorMethods::Object
+        generic ? safe_inspect(value) : value
       end
+    end
+
+    def safe_inspect(value)
+      value.inspect.to_s.encode("UTF-8", invalid: :replace, undef: :replace)
+    rescue StandardError
+      "#<#{value.class}>"
     end
 
     # Frames of the guest's code (and the libraries it called), never the prelude's.

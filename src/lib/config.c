@@ -110,10 +110,9 @@ int codecell_config_add_mount(codecell_config *c, const char *source, const char
 
         _cleanup_free_ char *real = realpath(source, NULL);
         if (!real)
-                return err_set(err, CODECELL_ERR_INVALID, errno,
-                               "mount %s:%s: source %s: %s", src_shown, dst_shown,
-                               errno == ENOENT ? "does not exist" : "cannot be resolved",
-                               src_shown);
+                return err_set(err, CODECELL_ERR_INVALID, errno, "mount %s:%s: source %s %s",
+                               src_shown, dst_shown, src_shown,
+                               errno == ENOENT ? "does not exist" : "cannot be resolved");
         struct stat st;
         if (stat(real, &st) < 0)
                 return err_sys(err, errno, "mount %s:%s: source", src_shown, dst_shown);

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Runs the end-to-end suite again as an unprivileged user (nobody), the way most users run
+# codecell: no cgroup to write, no idmapped mounts, everything else the same.
+set -eu
+bin="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ "$(id -u)" -ne 0 ]; then
+        echo "SKIP: already running unprivileged; the e2e test covers this case"
+        exit 77
+fi
+dir="$(mktemp -d /tmp/codecell-unprivileged-XXXXXX)"
+trap 'rm -rf "$dir"' EXIT
+# The build tree may sit under a folder nobody cannot enter (/root): copy what the suite
+# needs. The binary embeds its prelude, so it runs from anywhere.
+cp "$bin" "$dir/codecell"
+cp "$here"/*.py "$dir/"
+chmod -R a+rX "$dir"
+cd "$dir"
+setpriv --reuid=65534 --regid=65534 --clear-groups \
+        env -i PATH=/usr/bin:/bin HOME="$dir" PYTHONDONTWRITEBYTECODE=1 \
+        CODECELL_BIN="$dir/codecell" python3 -m unittest test_run

@@ -1,0 +1,84 @@
+"""Helpers for the end-to-end tests: run the real codecell binary and read what it says."""
+import ctypes
+import json
+import os
+import subprocess
+import tempfile
+
+BIN = os.environ.get("CODECELL_BIN") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "codecell")
+
+
+class Run:
+    def __init__(self, proc):
+        self.code = proc.returncode
+        self.stdout = proc.stdout_text
+        self.stderr = proc.stderr_text
+        self.result = None
+        if self.stdout.startswith("{"):
+            self.result = json.loads(self.stdout)
+
+    @property
+    def status(self):
+        return self.result and self.result["status"]
+
+    def __repr__(self):
+        return f"exit {self.code}\nstdout: {self.stdout[:2000]}\nstderr: {self.stderr[:2000]}"
+
+
+LAUNCHED = []  # pids of the codecell processes started, to find what they left behind
+
+
+def codecell(*args, stdin=None, timeout=120):
+    with subprocess.Popen([BIN, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        LAUNCHED.append(proc.pid)
+        proc.stdout_text, proc.stderr_text = proc.communicate(stdin, timeout=timeout)
+    return Run(proc)
+
+
+def run_json(code, *flags, **kw):
+    return codecell("run", "--json", *flags, "-e", code, **kw)
+
+
+def become_subreaper():
+    """Orphans of the codecell processes we start are re-parented to us, so a sandbox that
+    outlived its engine shows up among our children."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_CHILD_SUBREAPER = 36
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def stray_children():
+    """Processes whose parent is this test process (codecell itself has exited by now)."""
+    me = str(os.getpid())
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            found.append(int(pid))
+    return found
+
+
+def leftover_cgroups(pids):
+    """cgroups that the codecell processes `pids` made (named codecell-<pid>-<n>) and left."""
+    prefixes = tuple(f"codecell-{pid}-" for pid in pids)
+    left = set()
+    for dirpath, dirnames, _ in os.walk("/sys/fs/cgroup"):
+        left.update(os.path.join(dirpath, d) for d in dirnames if d.startswith(prefixes))
+        if dirpath.count("/") > 8:
+            dirnames[:] = []
+    return sorted(left)
+
+
+def tempdir(test):
+    d = tempfile.mkdtemp(prefix="codecell-e2e-")
+    test.addCleanup(subprocess.run, ["rm", "-rf", d])
+    return d
