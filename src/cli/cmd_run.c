@@ -165,7 +165,8 @@ static void print_human(const codecell_result *res)
                 fputs("\ncodecell: stderr was truncated\n", stderr);
         switch (codecell_result_status(res)) {
         case CODECELL_STATUS_OK: {
-                char *value = json_dumps(json_object_get(obj, "value"), JSON_ENCODE_ANY | JSON_COMPACT);
+                char *value = json_dumps(json_object_get(obj, "value"),
+                                         JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
                 fflush(stdout);
                 printf("=> %s\n", value ? value : "null");
                 free(value);

@@ -138,10 +138,12 @@ static int plan_landlock(struct codecell_cell *cell, codecell_error *err)
 static int plan_cgroup(struct codecell_cell *cell, codecell_error *err)
 {
         codecell_error why = { 0 };
-        if (cgroup_place_find(&cell->cgroup_place, &why) == 0)
+        if (cgroup_place_find(&cell->cgroup_place, &why) == 0) {
+                cgroup_sweep_stale(&cell->cgroup_place);
                 return add_layer(cell, cell->cgroup_place.backend->name) < 0
                                ? err_sys(err, ENOMEM, "layers")
                                : 0;
+        }
         char what[sizeof(why.message) + 96];
         snprintf(what, sizeof(what), "cgroup: %s; memory is limited by RLIMIT_AS and processes "
                  "by RLIMIT_NPROC instead", why.message);

@@ -1,6 +1,8 @@
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +148,37 @@ int cgroup_place_find(struct cgroup_place *ret, codecell_error *err)
                 return 0;
         memset(ret, 0, sizeof(*ret));
         return err_set(err, CODECELL_ERR_UNSUPPORTED, ENOTSUP, "%s; %s", why_v2, why_v1);
+}
+
+/* An engine killed with SIGKILL cannot remove its cgroups; its sandboxes died with it (their
+ * parent-death signal), leaving empty directories named after its pid. The next engine to
+ * start removes those whose engine is gone. */
+static void sweep_dir(const char *parent)
+{
+        DIR *d = opendir(parent);
+        if (!d)
+                return;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                int pid = 0;
+                unsigned n = 0;
+                if (sscanf(e->d_name, "codecell-%d-%u", &pid, &n) != 2 || pid <= 0 ||
+                    pid == getpid())
+                        continue;
+                if (kill(pid, 0) == 0 || errno != ESRCH)
+                        continue; /* its engine is alive (or not ours to judge) */
+                char path[PATH_MAX + 256];
+                snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
+                (void)rmdir(path); /* fails harmlessly if something still lives there */
+        }
+        closedir(d);
+}
+
+void cgroup_sweep_stale(const struct cgroup_place *place)
+{
+        sweep_dir(place->memory_parent);
+        if (strcmp(place->pids_parent, place->memory_parent) != 0)
+                sweep_dir(place->pids_parent);
 }
 
 void cgroup_unique_name(char *buf, size_t size)

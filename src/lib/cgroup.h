@@ -53,6 +53,9 @@ extern const struct cgroup_backend cgroup_v2_backend;
  * without a delegated v2 subtree. */
 int cgroup_place_find(struct cgroup_place *ret, codecell_error *err);
 
+/* Removes the empty cgroups of engines that died without cleaning up. */
+void cgroup_sweep_stale(const struct cgroup_place *place);
+
 /* A name unique in this process: "codecell-<pid>-<n>". */
 void cgroup_unique_name(char *buf, size_t size);
 

@@ -376,7 +376,9 @@ int execution_run(struct codecell_cell *cell, const char *code, size_t len, code
                 (void)pump_until(&p, drain_until < deadline ? drain_until : deadline, drained);
         }
 teardown:
-        init_status = sandbox_destroy(&sb, o.timed_out ? 0 : 200, &usage);
+        if (o.timed_out)
+                sandbox_kill_guest(&sb);
+        init_status = sandbox_destroy(&sb, 200, &usage);
         res->cpu_ms = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000.0 +
                       (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000.0;
         if (have_cg) {

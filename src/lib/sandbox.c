@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -142,6 +143,14 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         if (setresgid(SANDBOX_INNER_GID, SANDBOX_INNER_GID, SANDBOX_INNER_GID) < 0 ||
             setresuid(SANDBOX_INNER_UID, SANDBOX_INNER_UID, SANDBOX_INNER_UID) < 0)
                 child_fail_errno(fds->failure, "switch to the sandbox uid");
+        /* The kernel clears the parent-death signal when the uid changes: arm it again, then
+         * make sure the engine did not die in between (its end of the failure pipe would be
+         * closed, which poll reports as POLLERR on ours). */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                child_fail_errno(fds->failure, "set the parent-death signal");
+        struct pollfd engine = { .fd = fds->failure, .events = POLLOUT };
+        if (poll(&engine, 1, 0) < 0 || (engine.revents & (POLLERR | POLLHUP)))
+                _exit(INIT_EXEC_FAILED);
         if (mount_plan_apply(spec->plan, spec->tree_fds, &fail) < 0)
                 child_fail(fds->failure, &fail);
         if (sethostname("codecell", 8) < 0)
@@ -303,6 +312,23 @@ static void wait_exit(pid_t pid, int grace_ms)
         struct pollfd p = { .fd = pidfd, .events = POLLIN };
         while (poll(&p, 1, grace_ms) < 0 && errno == EINTR)
                 ;
+}
+
+void sandbox_kill_guest(const struct sandbox *sb)
+{
+        if (sb->pid <= 0)
+                return;
+        /* init's children, by host pid. Killing them rather than init lets init reap them, so
+         * their CPU time reaches us through init's rusage. */
+        char path[64], text[512];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)sb->pid, (int)sb->pid);
+        if (read_file(path, text, sizeof(text)) <= 0) {
+                kill(sb->pid, SIGKILL);
+                return;
+        }
+        for (char *save = NULL, *tok = strtok_r(text, " \n", &save); tok;
+             tok = strtok_r(NULL, " \n", &save))
+                kill((pid_t)atoi(tok), SIGKILL);
 }
 
 int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)

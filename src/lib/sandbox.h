@@ -48,6 +48,8 @@ struct sandbox {
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
  * failure nothing is left: no process, no fd. */
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
+/* Kills the interpreter (not init, which then reaps it and exits by itself). */
+void sandbox_kill_guest(const struct sandbox *sb);
 /* Kills the whole sandbox (its pid namespace dies with its init) after giving it grace_ms to
  * exit by itself, and reaps it. Returns init's exit code, which encodes how the guest ended
  * (see sandbox_guest_signal), or -1 when init had to be killed. Closes the fds. */

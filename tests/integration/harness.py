@@ -51,7 +51,7 @@ def become_subreaper():
 
 
 def stray_children():
-    """Processes whose parent is this test process (codecell itself has exited by now)."""
+    """Live processes whose parent is this test process (codecell itself has exited by now)."""
     me = str(os.getpid())
     found = []
     for pid in os.listdir("/proc"):
@@ -62,8 +62,12 @@ def stray_children():
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[1] == me:
-            found.append(int(pid))
+        if fields[1] != me:
+            continue
+        if fields[0] == "Z":  # dead, and ours to reap now that we are the subreaper
+            os.waitpid(int(pid), os.WNOHANG)
+            continue
+        found.append(int(pid))
     return found
 
 

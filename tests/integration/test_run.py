@@ -4,10 +4,11 @@ Run as root and, by tests/integration/as_unprivileged.sh, as a normal user."""
 import json
 import os
 import socket
-import threading
+import subprocess
+import time
 import unittest
 
-from harness import (LAUNCHED, become_subreaper, codecell, leftover_cgroups, run_json, stray_children,
+from harness import (BIN, LAUNCHED, become_subreaper, codecell, leftover_cgroups, run_json, stray_children,
                      tempdir)
 
 ROOT = os.geteuid() == 0
@@ -49,6 +50,7 @@ class Statuses(unittest.TestCase):
         self.assertEqual(r.status, "timeout", r)
         self.assertEqual(r.code, 3)
         self.assertIn("1000 ms", r.result["error"])
+        self.assertGreater(r.result["cpu_ms"], 500)  # the guest's CPU is counted even when killed
 
     def test_timeout_sleep(self):
         r = run_json("sleep 100", "--timeout", "500ms")
@@ -335,6 +337,23 @@ class Cleanup(unittest.TestCase):
             self.assertIsNotNone(r.result, r)
         self.assertEqual(stray_children(), [])
         self.assertEqual(leftover_cgroups(LAUNCHED[first:]), [])
+
+
+    def test_engine_killed_mid_run_leaves_nothing(self):
+        become_subreaper()
+        proc = subprocess.Popen([BIN, "run", "-e", "sleep 100"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        self.assertNotEqual(stray_children(), [], "the sandbox should be running by now")
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while stray_children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(stray_children(), [])
+        # Its cgroups (root only) are swept by the next engine that starts.
+        run_json("1")
+        self.assertEqual(leftover_cgroups([proc.pid]), [])
 
 
 class CommandLine(unittest.TestCase):
