@@ -337,9 +337,12 @@ int execution_run(struct codecell_cell *cell, const char *code, size_t len, code
 
         struct sandbox_spec spec;
         fill_spec(cell, &spec, tree_fds);
-        spec.cgroup = have_cg ? &cg : NULL;
         if (sandbox_spawn(&spec, &sb, &e) < 0)
                 goto sandbox_failed;
+        if (have_cg && sandbox_attach_cgroup(&sb, &cg, &e) < 0) {
+                sandbox_destroy(&sb, 0, NULL);
+                goto sandbox_failed;
+        }
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 if (tree_fds[i] >= 0) {
                         close(tree_fds[i]);

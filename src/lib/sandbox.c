@@ -126,12 +126,14 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
          * before this prctl: its end of the pipe is then closed and the read returns 0. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail_errno(fds->failure, "set the parent-death signal");
+        /* One byte: the id maps are written. */
         char byte;
         if (read(fds->sync, &byte, 1) != 1)
                 _exit(INIT_EXEC_FAILED);
         close(fds->sync);
-        /* The cgroup namespace is made now that the engine has moved us into our cgroup, so
-         * the guest sees that cgroup as its root. */
+        /* The cgroup namespace hides the host's cgroup tree above the engine's own cgroup. The
+         * engine moves the sandbox into its cgroup only after exec (sandbox_attach_cgroup),
+         * so the guest sees that cgroup as a child of its root. */
         if (unshare(CLONE_NEWCGROUP) < 0)
                 child_fail_errno(fds->failure, "cgroup namespace");
         if (spec->may_set_groups && setgroups(0, NULL) < 0)
@@ -269,8 +271,6 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         ctl[1] = out[1] = errp[1] = failure[1] = sync[0] = -1;
 
         r = write_id_maps(pid, spec, err);
-        if (r == 0 && spec->cgroup)
-                r = spec->cgroup->backend->attach(spec->cgroup, pid, err);
         if (r == 0 && write(sync[1], "x", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the child");
         close(sync[1]);
@@ -314,21 +314,44 @@ static void wait_exit(pid_t pid, int grace_ms)
                 ;
 }
 
+/* init's children by host pid, from /proc. Returns how many were stored. */
+static size_t guest_pids(const struct sandbox *sb, pid_t *pids, size_t max)
+{
+        char path[64], text[512];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)sb->pid, (int)sb->pid);
+        if (read_file(path, text, sizeof(text)) <= 0)
+                return 0;
+        size_t n = 0;
+        for (char *save = NULL, *tok = strtok_r(text, " \n", &save); tok && n < max;
+             tok = strtok_r(NULL, " \n", &save))
+                pids[n++] = (pid_t)atoi(tok);
+        return n;
+}
+
+int sandbox_attach_cgroup(const struct sandbox *sb, const struct cgroup *cg, codecell_error *err)
+{
+        pid_t pids[8];
+        size_t n = guest_pids(sb, pids, 8);
+        if (n == 0)
+                return err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "cgroup: the interpreter is gone");
+        int r = cg->backend->attach(cg, sb->pid, err);
+        for (size_t i = 0; r == 0 && i < n; i++)
+                r = cg->backend->attach(cg, pids[i], err);
+        return r;
+}
+
 void sandbox_kill_guest(const struct sandbox *sb)
 {
         if (sb->pid <= 0)
                 return;
-        /* init's children, by host pid. Killing them rather than init lets init reap them, so
-         * their CPU time reaches us through init's rusage. */
-        char path[64], text[512];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)sb->pid, (int)sb->pid);
-        if (read_file(path, text, sizeof(text)) <= 0) {
+        /* Killing init's children rather than init lets init reap them, so their CPU time
+         * reaches us through init's rusage. */
+        pid_t pids[8];
+        size_t n = guest_pids(sb, pids, 8);
+        for (size_t i = 0; i < n; i++)
+                kill(pids[i], SIGKILL);
+        if (n == 0)
                 kill(sb->pid, SIGKILL);
-                return;
-        }
-        for (char *save = NULL, *tok = strtok_r(text, " \n", &save); tok;
-             tok = strtok_r(NULL, " \n", &save))
-                kill((pid_t)atoi(tok), SIGKILL);
 }
 
 int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)

@@ -35,7 +35,6 @@ struct sandbox_spec {
         uid_t host_uid; /* the guest's uid as the host sees it */
         gid_t host_gid;
         bool may_set_groups; /* the engine is privileged: the guest's groups can be cleared */
-        const struct cgroup *cgroup; /* NULL: none */
 };
 
 struct sandbox {
@@ -48,6 +47,11 @@ struct sandbox {
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
  * failure nothing is left: no process, no fd. */
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
+/* Moves the running sandbox (init and the interpreter) into its cgroup. Done after exec, while
+ * the interpreter boots: a move into a cgroup v1 hierarchy waits for an RCU grace period
+ * (10-20 ms here), which the boot then hides. No guest code runs before the move: the code is
+ * sent only after it. */
+int sandbox_attach_cgroup(const struct sandbox *sb, const struct cgroup *cg, codecell_error *err);
 /* Kills the interpreter (not init, which then reaps it and exits by itself). */
 void sandbox_kill_guest(const struct sandbox *sb);
 /* Kills the whole sandbox (its pid namespace dies with its init) after giving it grace_ms to
