@@ -52,9 +52,10 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_TMP_BYTES,    /* size of the /tmp tmpfs; default 64 MiB */
         CODECELL_LIMIT_WORK_BYTES,   /* size of the /work tmpfs; default 64 MiB */
         CODECELL_LIMIT_OPEN_FILES,   /* RLIMIT_NOFILE; default 256 */
-        CODECELL_LIMIT_FILE_BYTES,   /* RLIMIT_FSIZE, largest file the guest may write; default 64 MiB */
-        CODECELL_LIMIT_CODE_BYTES,   /* largest accepted code; default 1 MiB */
-        CODECELL_LIMIT_FRAME_BYTES,  /* largest protocol frame; default 16 MiB */
+        CODECELL_LIMIT_FILE_BYTES, /* RLIMIT_FSIZE, largest file the guest may write; default 64 MiB
+                                    */
+        CODECELL_LIMIT_CODE_BYTES, /* largest accepted code; default 1 MiB */
+        CODECELL_LIMIT_FRAME_BYTES, /* largest protocol frame; default 16 MiB */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -138,10 +139,10 @@ CODECELL_API void codecell_result_free(codecell_result *result);
 /* ---- host check ------------------------------------------------------------------------ */
 
 typedef struct codecell_layer_report {
-        const char *name;  /* static: "user_namespace", "landlock", "cgroup", … */
+        const char *name; /* static: "user_namespace", "landlock", "cgroup", … */
         bool available;
-        bool required;     /* a required layer missing means nothing can run */
-        char detail[256];  /* what was found, or why it is missing */
+        bool required;    /* a required layer missing means nothing can run */
+        char detail[256]; /* what was found, or why it is missing */
 } codecell_layer_report;
 
 /* Probes every layer for real on this host (a namespace is created, Landlock's ABI is asked,

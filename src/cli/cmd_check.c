@@ -23,7 +23,8 @@ int cmd_check(int argc, char **argv)
                         fputs(usage, stdout);
                         return EXIT_OK;
                 } else {
-                        fprintf(stderr, "codecell check: unknown option \"%s\"\n%s", argv[i], usage);
+                        fprintf(stderr, "codecell check: unknown option \"%s\"\n%s", argv[i],
+                                usage);
                         return EXIT_USAGE;
                 }
         }
@@ -37,8 +38,9 @@ int cmd_check(int argc, char **argv)
                 if (r->required && !r->available)
                         required_missing = true;
                 if (json) {
-                        printf("%s{\"name\":\"%s\",\"available\":%s,\"required\":%s,\"detail\":\"", i ? "," : "",
-                               r->name, r->available ? "true" : "false", r->required ? "true" : "false");
+                        printf("%s{\"name\":\"%s\",\"available\":%s,\"required\":%s,\"detail\":\"",
+                               i ? "," : "", r->name, r->available ? "true" : "false",
+                               r->required ? "true" : "false");
                         for (const char *p = r->detail; *p; p++)
                                 if (*p == '"' || *p == '\\')
                                         printf("\\%c", *p);

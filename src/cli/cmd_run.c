@@ -41,21 +41,29 @@ static const char usage[] =
         "Exit codes: 0 ok, 1 the code raised an error, 2 usage or configuration error,\n"
         "3 a limit was hit (timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
 
-enum { OPT_LANG = 256, OPT_MOUNT, OPT_TIMEOUT, OPT_CPU, OPT_MEMORY, OPT_MAX_OUTPUT,
-       OPT_POLICY, OPT_JSON };
+enum {
+        OPT_LANG = 256,
+        OPT_MOUNT,
+        OPT_TIMEOUT,
+        OPT_CPU,
+        OPT_MEMORY,
+        OPT_MAX_OUTPUT,
+        OPT_POLICY,
+        OPT_JSON
+};
 
 static const struct option options[] = {
-        { "eval", required_argument, NULL, 'e' },
-        { "lang", required_argument, NULL, OPT_LANG },
-        { "mount", required_argument, NULL, OPT_MOUNT },
-        { "timeout", required_argument, NULL, OPT_TIMEOUT },
-        { "cpu", required_argument, NULL, OPT_CPU },
-        { "memory", required_argument, NULL, OPT_MEMORY },
-        { "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
-        { "on-unsupported", required_argument, NULL, OPT_POLICY },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"eval", required_argument, NULL, 'e'},
+        {"lang", required_argument, NULL, OPT_LANG},
+        {"mount", required_argument, NULL, OPT_MOUNT},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"cpu", required_argument, NULL, OPT_CPU},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+        {"on-unsupported", required_argument, NULL, OPT_POLICY},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
 };
 
 static int fail_usage(const char *fmt, const char *arg)
@@ -127,7 +135,8 @@ static int add_mount_flag(codecell_config *config, const char *spec, codecell_er
                 if (strcmp(mode, "rw") == 0) {
                         rw = true;
                 } else if (strcmp(mode, "ro") != 0) {
-                        fprintf(stderr, "codecell run: --mount %s: mode must be ro or rw, not \"%s\"\n",
+                        fprintf(stderr,
+                                "codecell run: --mount %s: mode must be ro or rw, not \"%s\"\n",
                                 spec, mode);
                         free(copy);
                         return -EINVAL;
@@ -182,7 +191,8 @@ static void print_human(const codecell_result *res)
                 break;
         }
         default:
-                fprintf(stderr, "codecell: %s: %s\n", codecell_status_name(codecell_result_status(res)),
+                fprintf(stderr, "codecell: %s: %s\n",
+                        codecell_status_name(codecell_result_status(res)),
                         json_string_value(error));
         }
         size_t i;
@@ -215,10 +225,10 @@ struct limit_flag {
 };
 
 static const struct limit_flag limit_flags[] = {
-        { OPT_TIMEOUT, CODECELL_LIMIT_TIMEOUT_MS, true },
-        { OPT_CPU, CODECELL_LIMIT_CPU_MS, true },
-        { OPT_MEMORY, CODECELL_LIMIT_MEMORY_BYTES, false },
-        { OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false },
+        {OPT_TIMEOUT, CODECELL_LIMIT_TIMEOUT_MS, true},
+        {OPT_CPU, CODECELL_LIMIT_CPU_MS, true},
+        {OPT_MEMORY, CODECELL_LIMIT_MEMORY_BYTES, false},
+        {OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false},
 };
 
 int cmd_run(int argc, char **argv)
@@ -227,8 +237,8 @@ int cmd_run(int argc, char **argv)
         bool json = false;
         const char *mounts[64];
         size_t n_mounts = 0;
-        uint64_t limits[CODECELL_LIMIT__COUNT] = { 0 };
-        const char *limit_text[CODECELL_LIMIT__COUNT] = { 0 };
+        uint64_t limits[CODECELL_LIMIT__COUNT] = {0};
+        const char *limit_text[CODECELL_LIMIT__COUNT] = {0};
         codecell_policy policy = CODECELL_POLICY_WARN;
         int c;
         optind = 1;
@@ -254,7 +264,9 @@ int cmd_run(int argc, char **argv)
                         else if (strcmp(optarg, "ignore") == 0)
                                 policy = CODECELL_POLICY_IGNORE;
                         else
-                                return fail_usage("--on-unsupported must be warn, raise or ignore, not \"%s\"", optarg);
+                                return fail_usage("--on-unsupported must be warn, raise or ignore, "
+                                                  "not \"%s\"",
+                                                  optarg);
                         break;
                 case OPT_JSON:
                         json = true;
@@ -264,7 +276,8 @@ int cmd_run(int argc, char **argv)
                         return EXIT_OK;
                 case '?':
                         if (optopt)
-                                return fail_usage("option -%c needs a value or is unknown", (char[]){ (char)optopt, 0 });
+                                return fail_usage("option -%c needs a value or is unknown",
+                                                  (char[]){(char)optopt, 0});
                         return fail_usage("unknown option \"%s\"", argv[optind - 1]);
                 default: {
                         const struct limit_flag *lf = NULL;
@@ -276,9 +289,10 @@ int cmd_run(int argc, char **argv)
                         int r = lf->duration ? parse_duration_ms(optarg, &limits[lf->limit])
                                              : parse_size(optarg, &limits[lf->limit]);
                         if (r < 0)
-                                return fail_usage(lf->duration ? "bad duration \"%s\" (e.g. 500ms, 5s, 1m)"
-                                                               : "bad size \"%s\" (e.g. 512K, 256M, 1G)",
-                                                  optarg);
+                                return fail_usage(
+                                        lf->duration ? "bad duration \"%s\" (e.g. 500ms, 5s, 1m)"
+                                                     : "bad size \"%s\" (e.g. 512K, 256M, 1G)",
+                                        optarg);
                         limit_text[lf->limit] = optarg;
                 }
                 }
@@ -299,12 +313,13 @@ int cmd_run(int argc, char **argv)
         } else {
                 code = read_code(file, &len);
                 if (!code) {
-                        fprintf(stderr, "codecell run: cannot read %s: %s\n", file, strerror(errno));
+                        fprintf(stderr, "codecell run: cannot read %s: %s\n", file,
+                                strerror(errno));
                         return EXIT_USAGE;
                 }
         }
         int exit_code = EXIT_USAGE;
-        codecell_error err = { 0 };
+        codecell_error err = {0};
         codecell_cell *cell = NULL;
         codecell_result *res = NULL;
         codecell_config *config = codecell_config_new(lang ? lang : language_of(file), &err);
@@ -317,8 +332,10 @@ int cmd_run(int argc, char **argv)
                 if (add_mount_flag(config, mounts[i], &err) < 0)
                         goto out;
         for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
-                if (limits[l] && codecell_config_set_limit(config, (codecell_limit)l, limits[l], &err) < 0) {
-                        fprintf(stderr, "codecell run: %s (from \"%s\")\n", err.message, limit_text[l]);
+                if (limits[l] &&
+                    codecell_config_set_limit(config, (codecell_limit)l, limits[l], &err) < 0) {
+                        fprintf(stderr, "codecell run: %s (from \"%s\")\n", err.message,
+                                limit_text[l]);
                         goto out;
                 }
         cell = codecell_cell_new(config, &err);

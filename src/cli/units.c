@@ -32,10 +32,17 @@ int parse_size(const char *text, uint64_t *ret_bytes)
                 const char *suffix;
                 double scale;
         } units[] = {
-                { "", 1 },           { "B", 1 },
-                { "K", 1024.0 },     { "KB", 1024.0 },     { "KiB", 1024.0 },
-                { "M", 1048576.0 },  { "MB", 1048576.0 },  { "MiB", 1048576.0 },
-                { "G", 1073741824.0 }, { "GB", 1073741824.0 }, { "GiB", 1073741824.0 },
+                {"", 1},
+                {"B", 1},
+                {"K", 1024.0},
+                {"KB", 1024.0},
+                {"KiB", 1024.0},
+                {"M", 1048576.0},
+                {"MB", 1048576.0},
+                {"MiB", 1048576.0},
+                {"G", 1073741824.0},
+                {"GB", 1073741824.0},
+                {"GiB", 1073741824.0},
         };
         for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
                 if (strcasecmp(s, units[i].suffix) != 0)

@@ -137,7 +137,7 @@ static int plan_landlock(struct codecell_cell *cell, codecell_error *err)
 
 static int plan_cgroup(struct codecell_cell *cell, codecell_error *err)
 {
-        codecell_error why = { 0 };
+        codecell_error why = {0};
         if (cgroup_place_find(&cell->cgroup_place, &why) == 0) {
                 cgroup_sweep_stale(&cell->cgroup_place);
                 return add_layer(cell, cell->cgroup_place.backend->name) < 0
@@ -145,8 +145,10 @@ static int plan_cgroup(struct codecell_cell *cell, codecell_error *err)
                                : 0;
         }
         char what[sizeof(why.message) + 96];
-        snprintf(what, sizeof(what), "cgroup: %s; memory is limited by RLIMIT_AS and processes "
-                 "by RLIMIT_NPROC instead", why.message);
+        snprintf(what, sizeof(what),
+                 "cgroup: %s; memory is limited by RLIMIT_AS and processes "
+                 "by RLIMIT_NPROC instead",
+                 why.message);
         int r = missing_layer(cell, what, err);
         return r < 0 ? r : add_layer(cell, "rlimit_as");
 }
@@ -206,8 +208,8 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
         }
         cell->elf_interpreter = elf_interpreter(cell->interpreter_real);
         static const char *const always[] = {
-                "user_namespace", "mount_namespace", "pid_namespace", "network_namespace",
-                "ipc_namespace",  "uts_namespace",   "cgroup_namespace", "pivot_root",
+                "user_namespace", "mount_namespace", "pid_namespace",        "network_namespace",
+                "ipc_namespace",  "uts_namespace",   "cgroup_namespace",     "pivot_root",
                 "seccomp",        "no_new_privs",    "capabilities_dropped", "rlimits",
         };
         for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)

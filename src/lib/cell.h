@@ -20,19 +20,19 @@ struct codecell_cell {
         struct cgroup_place cgroup_place; /* backend NULL: no cgroup on this host */
         uid_t host_uid;                   /* the guest's uid on the host */
         gid_t host_gid;
-        bool privileged;                  /* the engine runs as root */
-        int *idmap_fds;                   /* per user mount: a user namespace fd, or -1 */
-        char *interpreter_real;           /* the interpreter binary, symlinks resolved */
-        char *elf_interpreter;            /* its dynamic loader, or NULL */
-        json_t *layers;                   /* layers in force for every run */
-        json_t *warnings;                 /* layers missing, under the "warn" policy */
+        bool privileged;        /* the engine runs as root */
+        int *idmap_fds;         /* per user mount: a user namespace fd, or -1 */
+        char *interpreter_real; /* the interpreter binary, symlinks resolved */
+        char *elf_interpreter;  /* its dynamic loader, or NULL */
+        json_t *layers;         /* layers in force for every run */
+        json_t *warnings;       /* layers missing, under the "warn" policy */
         char *description;
 };
 
 /* Runs one execution (execution.c). Fills res; returns < 0 only when the engine itself fails
  * (memory), not when the sandbox does. */
-int execution_run(struct codecell_cell *cell, const char *code, size_t len,
-                  codecell_result *res, codecell_error *err);
+int execution_run(struct codecell_cell *cell, const char *code, size_t len, codecell_result *res,
+                  codecell_error *err);
 
 /* The description the model sees (description.c). NULL when out of memory. */
 char *description_build(const codecell_config *config);

@@ -93,7 +93,8 @@ static bool has_word(const char *text, const char *word)
 static int find_v2(struct cgroup_place *ret, char *why, size_t why_size)
 {
         char mnt[PATH_MAX / 2], own[PATH_MAX / 2], text[512];
-        if (hierarchy_mount("", mnt, sizeof(mnt)) < 0 || own_cgroup_path("", own, sizeof(own)) < 0) {
+        if (hierarchy_mount("", mnt, sizeof(mnt)) < 0 ||
+            own_cgroup_path("", own, sizeof(own)) < 0) {
                 snprintf(why, why_size, "no cgroup v2 hierarchy");
                 return -ENOENT;
         }
@@ -117,8 +118,8 @@ static int find_v2(struct cgroup_place *ret, char *why, size_t why_size)
 
 static int find_v1(struct cgroup_place *ret, char *why, size_t why_size)
 {
-        const char *controllers[2] = { "memory", "pids" };
-        char *parents[2] = { ret->memory_parent, ret->pids_parent };
+        const char *controllers[2] = {"memory", "pids"};
+        char *parents[2] = {ret->memory_parent, ret->pids_parent};
         for (int i = 0; i < 2; i++) {
                 char mnt[PATH_MAX / 2], own[PATH_MAX / 2];
                 if (hierarchy_mount(controllers[i], mnt, sizeof(mnt)) < 0 ||
@@ -128,8 +129,10 @@ static int find_v1(struct cgroup_place *ret, char *why, size_t why_size)
                 }
                 snprintf(parents[i], PATH_MAX, "%s%s", mnt, own);
                 if (access(parents[i], W_OK) < 0) {
-                        snprintf(why, why_size, "cgroup v1 %s at %s is not writable (run as root "
-                                 "or delegate it)", controllers[i], parents[i]);
+                        snprintf(why, why_size,
+                                 "cgroup v1 %s at %s is not writable (run as root "
+                                 "or delegate it)",
+                                 controllers[i], parents[i]);
                         return -EACCES;
                 }
         }
@@ -194,7 +197,7 @@ void cgroup_rmdir(const char *dir)
                         return;
                 if (errno != EBUSY)
                         return;
-                nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+                nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
         }
 }
 
@@ -204,7 +207,8 @@ uint64_t cgroup_read_key(const char *path, const char *key)
         if (read_file(path, text, sizeof(text)) < 0)
                 return 0;
         size_t n = strlen(key);
-        for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        for (char *line = text; line && *line;
+             line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
                 if (strncmp(line, key, n) == 0 && line[n] == ' ')
                         return strtoull(line + n + 1, NULL, 10);
         return 0;

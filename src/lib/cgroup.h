@@ -16,9 +16,9 @@ struct cgroup_limits {
 };
 
 struct cgroup_stats {
-        uint64_t oom_kills;          /* processes the kernel killed for memory */
-        uint64_t memory_failures;    /* allocations refused at the limit */
-        int64_t memory_peak_bytes;   /* -1 when the kernel does not say */
+        uint64_t oom_kills;        /* processes the kernel killed for memory */
+        uint64_t memory_failures;  /* allocations refused at the limit */
+        int64_t memory_peak_bytes; /* -1 when the kernel does not say */
 };
 
 /* Where new cgroups go: one parent directory per controller (v2: both the same). */

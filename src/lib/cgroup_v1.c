@@ -51,7 +51,7 @@ static int v1_attach(const struct cgroup *cg, pid_t pid, codecell_error *err)
 {
         char path[PATH_MAX + 32], value[16];
         snprintf(value, sizeof(value), "%d", (int)pid);
-        const char *dirs[2] = { cg->memory_dir, cg->pids_dir };
+        const char *dirs[2] = {cg->memory_dir, cg->pids_dir};
         for (int i = 0; i < 2; i++) {
                 snprintf(path, sizeof(path), "%s/cgroup.procs", dirs[i]);
                 int r = write_file(path, value);
@@ -67,9 +67,11 @@ static void v1_stats(const struct cgroup *cg, struct cgroup_stats *ret)
         snprintf(path, sizeof(path), "%s/memory.oom_control", cg->memory_dir);
         ret->oom_kills = cgroup_read_key(path, "oom_kill");
         snprintf(path, sizeof(path), "%s/memory.failcnt", cg->memory_dir);
-        ret->memory_failures = read_file(path, text, sizeof(text)) > 0 ? strtoull(text, NULL, 10) : 0;
+        ret->memory_failures =
+                read_file(path, text, sizeof(text)) > 0 ? strtoull(text, NULL, 10) : 0;
         snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", cg->memory_dir);
-        ret->memory_peak_bytes = read_file(path, text, sizeof(text)) > 0 ? strtoll(text, NULL, 10) : -1;
+        ret->memory_peak_bytes =
+                read_file(path, text, sizeof(text)) > 0 ? strtoll(text, NULL, 10) : -1;
 }
 
 static void v1_destroy(const struct cgroup *cg)

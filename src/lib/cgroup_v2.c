@@ -22,10 +22,10 @@ static int v2_create(const struct cgroup_place *place, const char *name,
                 const char *file;
                 uint64_t value;
         } settings[] = {
-                { "memory.max", limits->memory_bytes },
+                {"memory.max", limits->memory_bytes},
                 /* No swap: the limit is on memory actually used, not on what can be paged out. */
-                { "memory.swap.max", 0 },
-                { "pids.max", limits->pids },
+                {"memory.swap.max", 0},
+                {"pids.max", limits->pids},
         };
         for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
                 snprintf(path, sizeof(path), "%s/%s", ret->memory_dir, settings[i].file);
@@ -57,7 +57,8 @@ static void v2_stats(const struct cgroup *cg, struct cgroup_stats *ret)
         ret->oom_kills = cgroup_read_key(path, "oom_kill");
         ret->memory_failures = cgroup_read_key(path, "max");
         snprintf(path, sizeof(path), "%s/memory.peak", cg->memory_dir);
-        ret->memory_peak_bytes = read_file(path, text, sizeof(text)) > 0 ? strtoll(text, NULL, 10) : -1;
+        ret->memory_peak_bytes =
+                read_file(path, text, sizeof(text)) > 0 ? strtoll(text, NULL, 10) : -1;
 }
 
 static void v2_destroy(const struct cgroup *cg)

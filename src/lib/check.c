@@ -21,9 +21,9 @@ static const struct {
         const char *name;
         int flag;
 } namespaces[] = {
-        { "mount_namespace", CLONE_NEWNS },   { "pid_namespace", CLONE_NEWPID },
-        { "network_namespace", CLONE_NEWNET }, { "ipc_namespace", CLONE_NEWIPC },
-        { "uts_namespace", CLONE_NEWUTS },    { "cgroup_namespace", CLONE_NEWCGROUP },
+        {"mount_namespace", CLONE_NEWNS},    {"pid_namespace", CLONE_NEWPID},
+        {"network_namespace", CLONE_NEWNET}, {"ipc_namespace", CLONE_NEWIPC},
+        {"uts_namespace", CLONE_NEWUTS},     {"cgroup_namespace", CLONE_NEWCGROUP},
 };
 #define N_NS (sizeof(namespaces) / sizeof(namespaces[0]))
 
@@ -69,7 +69,8 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                "");
         for (size_t i = 0; i < N_NS; i++) {
                 bool ok = !(ns & 0x80) && !(ns & (1 << i));
-                report(&all[n++], namespaces[i].name, ok, true, ok ? "available%s" : "refused%s", "");
+                report(&all[n++], namespaces[i].name, ok, true, ok ? "available%s" : "refused%s",
+                       "");
         }
 
         int abi = landlock_abi();
@@ -84,21 +85,22 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                seccomp ? "available (libseccomp filter, x86_64 only%s)" : "not available%s", "");
 
         struct cgroup_place place;
-        codecell_error err = { 0 };
+        codecell_error err = {0};
         bool cg = cgroup_place_find(&place, &err) == 0;
         if (cg) {
                 /* Found is not enough: make one and remove it. */
                 char name[64];
                 struct cgroup test;
                 cgroup_unique_name(name, sizeof(name));
-                struct cgroup_limits lim = { .memory_bytes = 64 << 20, .pids = 8 };
+                struct cgroup_limits lim = {.memory_bytes = 64 << 20, .pids = 8};
                 cg = place.backend->create(&place, name, &lim, &test, &err) == 0;
                 if (cg)
                         place.backend->destroy(&test);
         }
         char where[PATH_MAX + 64];
         if (cg)
-                snprintf(where, sizeof(where), "%s under %s", place.backend->name, place.memory_parent);
+                snprintf(where, sizeof(where), "%s under %s", place.backend->name,
+                         place.memory_parent);
         report(&all[n++], "cgroup", cg, false, "%s", cg ? where : err.message);
 
         bool root = geteuid() == 0;

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static inline void freep(void *p) { free(*(void **)p); }
+static inline void freep(void *p)
+{
+        free(*(void **)p);
+}
 static inline void closep(int *fd)
 {
         if (*fd >= 0) {

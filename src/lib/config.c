@@ -13,16 +13,11 @@
 #define MIB (1024ULL * 1024ULL)
 
 static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
-        [CODECELL_LIMIT_TIMEOUT_MS] = 30000,
-        [CODECELL_LIMIT_CPU_MS] = 10000,
-        [CODECELL_LIMIT_MEMORY_BYTES] = 256 * MIB,
-        [CODECELL_LIMIT_PIDS] = 64,
-        [CODECELL_LIMIT_OUTPUT_BYTES] = 1 * MIB,
-        [CODECELL_LIMIT_TMP_BYTES] = 64 * MIB,
-        [CODECELL_LIMIT_WORK_BYTES] = 64 * MIB,
-        [CODECELL_LIMIT_OPEN_FILES] = 256,
-        [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,
-        [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_TIMEOUT_MS] = 30000,       [CODECELL_LIMIT_CPU_MS] = 10000,
+        [CODECELL_LIMIT_MEMORY_BYTES] = 256 * MIB, [CODECELL_LIMIT_PIDS] = 64,
+        [CODECELL_LIMIT_OUTPUT_BYTES] = 1 * MIB,   [CODECELL_LIMIT_TMP_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_WORK_BYTES] = 64 * MIB,    [CODECELL_LIMIT_OPEN_FILES] = 256,
+        [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,    [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
         [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,
 };
 
@@ -36,16 +31,11 @@ static const uint64_t minimum_limits[CODECELL_LIMIT__COUNT] = {
 };
 
 static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
-        [CODECELL_LIMIT_TIMEOUT_MS] = "timeout_ms",
-        [CODECELL_LIMIT_CPU_MS] = "cpu_ms",
-        [CODECELL_LIMIT_MEMORY_BYTES] = "memory_bytes",
-        [CODECELL_LIMIT_PIDS] = "pids",
-        [CODECELL_LIMIT_OUTPUT_BYTES] = "output_bytes",
-        [CODECELL_LIMIT_TMP_BYTES] = "tmp_bytes",
-        [CODECELL_LIMIT_WORK_BYTES] = "work_bytes",
-        [CODECELL_LIMIT_OPEN_FILES] = "open_files",
-        [CODECELL_LIMIT_FILE_BYTES] = "file_bytes",
-        [CODECELL_LIMIT_CODE_BYTES] = "code_bytes",
+        [CODECELL_LIMIT_TIMEOUT_MS] = "timeout_ms",     [CODECELL_LIMIT_CPU_MS] = "cpu_ms",
+        [CODECELL_LIMIT_MEMORY_BYTES] = "memory_bytes", [CODECELL_LIMIT_PIDS] = "pids",
+        [CODECELL_LIMIT_OUTPUT_BYTES] = "output_bytes", [CODECELL_LIMIT_TMP_BYTES] = "tmp_bytes",
+        [CODECELL_LIMIT_WORK_BYTES] = "work_bytes",     [CODECELL_LIMIT_OPEN_FILES] = "open_files",
+        [CODECELL_LIMIT_FILE_BYTES] = "file_bytes",     [CODECELL_LIMIT_CODE_BYTES] = "code_bytes",
         [CODECELL_LIMIT_FRAME_BYTES] = "frame_bytes",
 };
 
@@ -92,8 +82,8 @@ int codecell_config_add_mount(codecell_config *c, const char *source, const char
         const char *dst_shown = dest ? dest : "";
         const char *problem = mount_dest_problem(dest);
         if (problem)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "mount %s:%s: dest %s",
-                               src_shown, dst_shown, problem);
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "mount %s:%s: dest %s", src_shown,
+                               dst_shown, problem);
         const char *reserved = mount_dest_reserved(dest);
         if (reserved)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL,

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int err_vset(codecell_error *err, codecell_error_kind kind, int errno_value,
-                    const char *fmt, va_list ap)
+static int err_vset(codecell_error *err, codecell_error_kind kind, int errno_value, const char *fmt,
+                    va_list ap)
 {
         if (err) {
                 err->kind = kind;

@@ -27,7 +27,7 @@
 #define DRAIN_MS 500
 
 static const char *const guest_env[] = {
-        "PATH=/usr/bin:/bin", "HOME=/work",       "TMPDIR=/tmp", "LANG=C.UTF-8",
+        "PATH=/usr/bin:/bin", "HOME=/work",      "TMPDIR=/tmp", "LANG=C.UTF-8",
         "USER=sandbox",       "LOGNAME=sandbox", NULL,
 };
 
@@ -36,8 +36,8 @@ struct pump {
         codecell_result *res;
         struct frame_reader frames;
         bool ctl_open, out_open, err_open;
-        json_t *result_frame;   /* owned */
-        json_t *ready_frame;    /* owned */
+        json_t *result_frame; /* owned */
+        json_t *ready_frame;  /* owned */
         char protocol_error[256];
 };
 
@@ -72,7 +72,8 @@ static void answer_call(struct pump *p, json_t *frame)
                 return;
         }
         char message[300];
-        snprintf(message, sizeof(message), "unknown tool \"%.200s\" (this cell has no host tools)", name);
+        snprintf(message, sizeof(message), "unknown tool \"%.200s\" (this cell has no host tools)",
+                 name);
         json_t *reply = json_pack("{s:s, s:O, s:b, s:{s:s, s:s}}", "t", "reply", "id", id, "ok", 0,
                                   "error", "class", "SB::UnknownTool", "message", message);
         codecell_error e;
@@ -118,7 +119,7 @@ static void read_control(struct pump *p)
         }
         for (;;) {
                 json_t *frame = NULL;
-                codecell_error e = { 0 };
+                codecell_error e = {0};
                 int r = frame_reader_next(&p->frames, &frame, &e);
                 if (r < 0) {
                         protocol_error(p, e.message);
@@ -140,11 +141,11 @@ static bool pump_until(struct pump *p, double deadline, bool (*done)(const struc
                 struct pollfd fds[3];
                 int n = 0;
                 if (p->ctl_open)
-                        fds[n++] = (struct pollfd){ .fd = p->sb->ctl_fd, .events = POLLIN };
+                        fds[n++] = (struct pollfd){.fd = p->sb->ctl_fd, .events = POLLIN};
                 if (p->out_open)
-                        fds[n++] = (struct pollfd){ .fd = p->sb->out_fd, .events = POLLIN };
+                        fds[n++] = (struct pollfd){.fd = p->sb->out_fd, .events = POLLIN};
                 if (p->err_open)
-                        fds[n++] = (struct pollfd){ .fd = p->sb->err_fd, .events = POLLIN };
+                        fds[n++] = (struct pollfd){.fd = p->sb->err_fd, .events = POLLIN};
                 if (n == 0)
                         return false;
                 double left = deadline - now_ms();
@@ -167,9 +168,18 @@ static bool pump_until(struct pump *p, double deadline, bool (*done)(const struc
         return false;
 }
 
-static bool is_ready(const struct pump *p) { return p->ready_frame || !p->ctl_open; }
-static bool has_result(const struct pump *p) { return p->result_frame || !p->ctl_open; }
-static bool drained(const struct pump *p) { return !p->out_open && !p->err_open; }
+static bool is_ready(const struct pump *p)
+{
+        return p->ready_frame || !p->ctl_open;
+}
+static bool has_result(const struct pump *p)
+{
+        return p->result_frame || !p->ctl_open;
+}
+static bool drained(const struct pump *p)
+{
+        return !p->out_open && !p->err_open;
+}
 
 static void set_error_text(codecell_result *res, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
@@ -191,7 +201,8 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
         for (size_t i = 0; i < cell->plan.n_ops; i++) {
                 const struct mount_op *op = &cell->plan.ops[i];
                 tree_fds[i] = -1;
-                if (op->kind != OP_BIND || op->user_mount < 0 || cell->idmap_fds[op->user_mount] < 0)
+                if (op->kind != OP_BIND || op->user_mount < 0 ||
+                    cell->idmap_fds[op->user_mount] < 0)
                         continue;
                 int fd = (int)syscall(SYS_open_tree, AT_FDCWD, op->source,
                                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -228,12 +239,12 @@ static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, con
         };
         struct sandbox_rlimit rl[] = {
                 /* SIGXCPU at the budget, SIGKILL one second later if the guest ignores it. */
-                { RLIMIT_CPU, { cpu_s, cpu_s + 1 } },
-                { RLIMIT_NOFILE, { lim[CODECELL_LIMIT_OPEN_FILES], lim[CODECELL_LIMIT_OPEN_FILES] } },
-                { RLIMIT_FSIZE, { lim[CODECELL_LIMIT_FILE_BYTES], lim[CODECELL_LIMIT_FILE_BYTES] } },
+                {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
+                {RLIMIT_NOFILE, {lim[CODECELL_LIMIT_OPEN_FILES], lim[CODECELL_LIMIT_OPEN_FILES]}},
+                {RLIMIT_FSIZE, {lim[CODECELL_LIMIT_FILE_BYTES], lim[CODECELL_LIMIT_FILE_BYTES]}},
                 /* Counted per user namespace: this caps the sandbox's own threads. */
-                { RLIMIT_NPROC, { lim[CODECELL_LIMIT_PIDS], lim[CODECELL_LIMIT_PIDS] } },
-                { RLIMIT_CORE, { 0, 0 } },
+                {RLIMIT_NPROC, {lim[CODECELL_LIMIT_PIDS], lim[CODECELL_LIMIT_PIDS]}},
+                {RLIMIT_CORE, {0, 0}},
         };
         memcpy(spec->rlimits, rl, sizeof(rl));
         spec->n_rlimits = sizeof(rl) / sizeof(rl[0]);
@@ -242,7 +253,7 @@ static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, con
                  * The interpreter reserves virtual ranges it never touches (seed 003's sharp
                  * edge), so the cap gets 128 MiB of headroom over the configured limit. */
                 rlim_t as = (rlim_t)(lim[CODECELL_LIMIT_MEMORY_BYTES] + (128ULL << 20));
-                spec->rlimits[spec->n_rlimits++] = (struct sandbox_rlimit){ RLIMIT_AS, { as, as } };
+                spec->rlimits[spec->n_rlimits++] = (struct sandbox_rlimit){RLIMIT_AS, {as, as}};
         }
 }
 
@@ -266,17 +277,20 @@ static void finish(struct codecell_cell *cell, codecell_result *res, struct pump
                 }
                 break;
         case CODECELL_STATUS_TIMEOUT:
-                set_error_text(res, "execution timed out after %llu ms (the wall-clock limit) "
+                set_error_text(res,
+                               "execution timed out after %llu ms (the wall-clock limit) "
                                "before finishing; make the code do less work or raise the timeout",
                                (unsigned long long)lim[CODECELL_LIMIT_TIMEOUT_MS]);
                 break;
         case CODECELL_STATUS_FUEL_EXHAUSTED:
-                set_error_text(res, "execution used its CPU budget of %llu ms before finishing; "
+                set_error_text(res,
+                               "execution used its CPU budget of %llu ms before finishing; "
                                "use a cheaper algorithm or less data",
                                (unsigned long long)lim[CODECELL_LIMIT_CPU_MS]);
                 break;
         case CODECELL_STATUS_MEMORY_LIMIT:
-                set_error_text(res, "execution exceeded the sandbox memory limit of %llu MiB; "
+                set_error_text(res,
+                               "execution exceeded the sandbox memory limit of %llu MiB; "
                                "process the data in smaller pieces or stream it",
                                (unsigned long long)(lim[CODECELL_LIMIT_MEMORY_BYTES] >> 20));
                 break;
@@ -287,13 +301,18 @@ static void finish(struct codecell_cell *cell, codecell_result *res, struct pump
                         int sig = sandbox_guest_signal(init_status);
                         int code = sandbox_guest_exit_code(init_status);
                         if (sig)
-                                set_error_text(res, "the interpreter was killed by signal %d (%s) "
-                                               "before returning a result", sig, strsignal(sig));
+                                set_error_text(res,
+                                               "the interpreter was killed by signal %d (%s) "
+                                               "before returning a result",
+                                               sig, strsignal(sig));
                         else if (code >= 0)
-                                set_error_text(res, "the interpreter exited with code %d before "
-                                               "returning a result", code);
+                                set_error_text(res,
+                                               "the interpreter exited with code %d before "
+                                               "returning a result",
+                                               code);
                         else
-                                set_error_text(res, "the interpreter ended before returning a result");
+                                set_error_text(res,
+                                               "the interpreter ended before returning a result");
                 }
                 break;
         }
@@ -304,11 +323,11 @@ int execution_run(struct codecell_cell *cell, const char *code, size_t len, code
                   codecell_error *err)
 {
         const uint64_t *lim = cell->config->limits;
-        struct cgroup cg = { 0 };
+        struct cgroup cg = {0};
         bool have_cg = false;
         int tree_fds[MOUNT_PLAN_MAX_OPS];
-        struct sandbox sb = { .pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1 };
-        struct pump p = { .sb = &sb, .res = res };
+        struct sandbox sb = {.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1};
+        struct pump p = {.sb = &sb, .res = res};
         frame_reader_init(&p.frames, lim[CODECELL_LIMIT_FRAME_BYTES]);
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
@@ -316,18 +335,18 @@ int execution_run(struct codecell_cell *cell, const char *code, size_t len, code
         res->warnings = json_incref(cell->warnings);
         double exec_start = 0;
         int init_status = -1;
-        struct rusage usage = { 0 };
-        struct run_outcome o = { .out_of_memory_class = cell->config->runtime->out_of_memory_class,
-                                 .memory_by_rlimit = !cell->cgroup_place.backend };
-        codecell_error e = { 0 };
+        struct rusage usage = {0};
+        struct run_outcome o = {.out_of_memory_class = cell->config->runtime->out_of_memory_class,
+                                .memory_by_rlimit = !cell->cgroup_place.backend};
+        codecell_error e = {0};
 
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 tree_fds[i] = -1;
         if (cell->cgroup_place.backend) {
                 char name[64];
                 cgroup_unique_name(name, sizeof(name));
-                struct cgroup_limits cl = { .memory_bytes = lim[CODECELL_LIMIT_MEMORY_BYTES],
-                                            .pids = lim[CODECELL_LIMIT_PIDS] };
+                struct cgroup_limits cl = {.memory_bytes = lim[CODECELL_LIMIT_MEMORY_BYTES],
+                                           .pids = lim[CODECELL_LIMIT_PIDS]};
                 if (cell->cgroup_place.backend->create(&cell->cgroup_place, name, &cl, &cg, &e) < 0)
                         goto sandbox_failed;
                 have_cg = true;
@@ -385,7 +404,7 @@ teardown:
         res->cpu_ms = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000.0 +
                       (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000.0;
         if (have_cg) {
-                struct cgroup_stats st = { .memory_peak_bytes = -1 };
+                struct cgroup_stats st = {.memory_peak_bytes = -1};
                 cg.backend->stats(&cg, &st);
                 cg.backend->destroy(&cg);
                 o.oom_killed = st.oom_kills > 0;

@@ -13,13 +13,13 @@
 
 void frame_reader_init(struct frame_reader *r, size_t max_frame)
 {
-        *r = (struct frame_reader){ .max_frame = max_frame };
+        *r = (struct frame_reader){.max_frame = max_frame};
 }
 
 void frame_reader_free(struct frame_reader *r)
 {
         free(r->buf);
-        *r = (struct frame_reader){ 0 };
+        *r = (struct frame_reader){0};
 }
 
 int frame_reader_feed(struct frame_reader *r, const void *data, size_t n)
@@ -54,8 +54,7 @@ int frame_reader_next(struct frame_reader *r, json_t **ret, codecell_error *err)
         if (r->len < 4 + (size_t)size)
                 return 0;
         json_error_t jerr;
-        json_t *obj = json_loadb((const char *)r->buf + 4, size,
-                                 JSON_REJECT_DUPLICATES, &jerr);
+        json_t *obj = json_loadb((const char *)r->buf + 4, size, JSON_REJECT_DUPLICATES, &jerr);
         memmove(r->buf, r->buf + 4 + size, r->len - 4 - size);
         r->len -= 4 + (size_t)size;
         if (!obj)
@@ -115,7 +114,7 @@ int frame_send(int fd, const json_t *obj, int timeout_ms, codecell_error *err)
                 if (left <= 0)
                         return err_set(err, CODECELL_ERR_SYSTEM, ETIMEDOUT,
                                        "the guest did not read its frame in time");
-                struct pollfd p = { .fd = fd, .events = POLLOUT };
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
                 (void)poll(&p, 1, left);
         }
         return 0;

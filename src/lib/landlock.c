@@ -9,11 +9,11 @@
 
 /* Debian 12's kernel headers stop at ABI 2; the kernel we run on may offer more. The values
  * are fixed by the kernel's ABI, so they are safe to spell out here. */
-#define LL_FS_REFER (1ULL << 13)    /* ABI 2 */
-#define LL_FS_TRUNCATE (1ULL << 14) /* ABI 3 */
-#define LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
-#define LL_NET_BIND_TCP (1ULL << 0)    /* ABI 4 */
-#define LL_NET_CONNECT_TCP (1ULL << 1) /* ABI 4 */
+#define LL_FS_REFER (1ULL << 13)                  /* ABI 2 */
+#define LL_FS_TRUNCATE (1ULL << 14)               /* ABI 3 */
+#define LL_FS_IOCTL_DEV (1ULL << 15)              /* ABI 5 */
+#define LL_NET_BIND_TCP (1ULL << 0)               /* ABI 4 */
+#define LL_NET_CONNECT_TCP (1ULL << 1)            /* ABI 4 */
 #define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL (1ULL << 1)               /* ABI 6 */
 #ifndef LANDLOCK_CREATE_RULESET_VERSION
@@ -52,7 +52,7 @@ int landlock_plan_add(struct landlock_plan *plan, const char *path, enum landloc
 {
         if (plan->n_rules >= LANDLOCK_PLAN_MAX_RULES)
                 return -E2BIG;
-        plan->rules[plan->n_rules++] = (struct landlock_rule){ .path = path, .grant = grant };
+        plan->rules[plan->n_rules++] = (struct landlock_rule){.path = path, .grant = grant};
         return 0;
 }
 
@@ -98,7 +98,7 @@ int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_pat
         *ret_failed_path = "ruleset";
         if (plan->abi <= 0)
                 return -EOPNOTSUPP;
-        struct ll_ruleset_attr attr = { .handled_access_fs = handled_fs(plan->abi) };
+        struct ll_ruleset_attr attr = {.handled_access_fs = handled_fs(plan->abi)};
         size_t attr_size = sizeof(uint64_t);
         if (plan->abi >= 4) {
                 /* No TCP rule is ever added: every bind and connect is refused (the empty
@@ -127,7 +127,8 @@ int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_pat
                         .allowed_access = grant_access(rule->grant, attr.handled_access_fs),
                         .parent_fd = fd,
                 };
-                long k = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+                long k =
+                        syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
                 int saved = errno;
                 close(fd);
                 if (k < 0) {

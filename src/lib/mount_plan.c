@@ -45,7 +45,7 @@ static int add(struct mount_plan *plan, struct mount_op op, codecell_error *err)
 /* /bin, /lib … : a link into /usr where the host is merged-usr, else a read-only bind. */
 static int add_top_level_links(struct mount_plan *plan, codecell_error *err)
 {
-        static const char *const names[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+        static const char *const names[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 char host[64], target[256];
                 snprintf(host, sizeof(host), "/%s", names[i]);
@@ -58,11 +58,17 @@ static int add_top_level_links(struct mount_plan *plan, codecell_error *err)
                         if (n <= 0)
                                 continue;
                         target[n] = '\0';
-                        r = add(plan, (struct mount_op){ .kind = OP_SYMLINK, .dest = strdup(host),
-                                                         .source = strdup(target) }, err);
+                        r = add(plan,
+                                (struct mount_op){.kind = OP_SYMLINK,
+                                                  .dest = strdup(host),
+                                                  .source = strdup(target)},
+                                err);
                 } else if (S_ISDIR(st.st_mode)) {
-                        r = add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup(host),
-                                                         .source = strdup(host), .user_mount = -1 },
+                        r = add(plan,
+                                (struct mount_op){.kind = OP_BIND,
+                                                  .dest = strdup(host),
+                                                  .source = strdup(host),
+                                                  .user_mount = -1},
                                 err);
                 } else {
                         continue;
@@ -76,8 +82,10 @@ static int add_top_level_links(struct mount_plan *plan, codecell_error *err)
 static int add_file(struct mount_plan *plan, const char *dest, const char *contents,
                     codecell_error *err)
 {
-        return add(plan, (struct mount_op){ .kind = OP_FILE, .dest = strdup(dest),
-                                            .source = strdup(contents) }, err);
+        return add(plan,
+                   (struct mount_op){
+                           .kind = OP_FILE, .dest = strdup(dest), .source = strdup(contents)},
+                   err);
 }
 
 static int add_host_file(struct mount_plan *plan, const char *path, bool device,
@@ -85,9 +93,14 @@ static int add_host_file(struct mount_plan *plan, const char *path, bool device,
 {
         if (access(path, F_OK) < 0)
                 return 0; /* optional on this host */
-        return add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup(path),
-                                            .source = strdup(path), .is_file = true,
-                                            .devices = device, .user_mount = -1 }, err);
+        return add(plan,
+                   (struct mount_op){.kind = OP_BIND,
+                                     .dest = strdup(path),
+                                     .source = strdup(path),
+                                     .is_file = true,
+                                     .devices = device,
+                                     .user_mount = -1},
+                   err);
 }
 
 int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid_t inner_uid,
@@ -95,8 +108,12 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
 {
         memset(plan, 0, sizeof(*plan));
         char opts[128];
-        int r = add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup("/usr"),
-                                             .source = strdup("/usr"), .user_mount = -1 }, err);
+        int r = add(plan,
+                    (struct mount_op){.kind = OP_BIND,
+                                      .dest = strdup("/usr"),
+                                      .source = strdup("/usr"),
+                                      .user_mount = -1},
+                    err);
         if (r == 0)
                 r = add_top_level_links(plan, err);
         /* A minimal /etc: names for the sandbox's own ids and host name, no resolver. */
@@ -115,40 +132,52 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
         if (r == 0)
                 r = add_host_file(plan, "/etc/localtime", false, err);
         /* A minimal /dev. */
-        static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/full",
-                                               "/dev/random", "/dev/urandom" };
+        static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+                                              "/dev/urandom"};
         for (size_t i = 0; r == 0 && i < sizeof(devices) / sizeof(devices[0]); i++)
                 r = add_host_file(plan, devices[i], true, err);
         static const char *const dev_links[][2] = {
-                { "/dev/fd", "/proc/self/fd" }, { "/dev/stdin", "/proc/self/fd/0" },
-                { "/dev/stdout", "/proc/self/fd/1" }, { "/dev/stderr", "/proc/self/fd/2" },
+                {"/dev/fd", "/proc/self/fd"},
+                {"/dev/stdin", "/proc/self/fd/0"},
+                {"/dev/stdout", "/proc/self/fd/1"},
+                {"/dev/stderr", "/proc/self/fd/2"},
         };
         for (size_t i = 0; r == 0 && i < sizeof(dev_links) / sizeof(dev_links[0]); i++)
-                r = add(plan, (struct mount_op){ .kind = OP_SYMLINK, .dest = strdup(dev_links[i][0]),
-                                                 .source = strdup(dev_links[i][1]) }, err);
+                r = add(plan,
+                        (struct mount_op){.kind = OP_SYMLINK,
+                                          .dest = strdup(dev_links[i][0]),
+                                          .source = strdup(dev_links[i][1])},
+                        err);
         if (r == 0)
-                r = add(plan, (struct mount_op){ .kind = OP_PROC, .dest = strdup("/proc") }, err);
+                r = add(plan, (struct mount_op){.kind = OP_PROC, .dest = strdup("/proc")}, err);
         if (r == 0) {
                 snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=16384,mode=1777",
                          (unsigned long long)config->limits[CODECELL_LIMIT_TMP_BYTES]);
-                r = add(plan, (struct mount_op){ .kind = OP_TMPFS, .dest = strdup("/tmp"),
-                                                 .options = strdup(opts) }, err);
+                r = add(plan,
+                        (struct mount_op){
+                                .kind = OP_TMPFS, .dest = strdup("/tmp"), .options = strdup(opts)},
+                        err);
         }
         if (r == 0) {
                 snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=16384,mode=0700,uid=%u,gid=%u",
                          (unsigned long long)config->limits[CODECELL_LIMIT_WORK_BYTES],
                          (unsigned)inner_uid, (unsigned)inner_uid);
-                r = add(plan, (struct mount_op){ .kind = OP_TMPFS, .dest = strdup("/work"),
-                                                 .options = strdup(opts) }, err);
+                r = add(plan,
+                        (struct mount_op){
+                                .kind = OP_TMPFS, .dest = strdup("/work"), .options = strdup(opts)},
+                        err);
         }
         if (r == 0)
                 r = add_file(plan, config->runtime->prelude_path, config->runtime->prelude, err);
         for (size_t i = 0; r == 0 && i < config->n_mounts; i++) {
                 const struct cc_mount *m = &config->mounts[i];
-                r = add(plan, (struct mount_op){ .kind = OP_BIND, .dest = strdup(m->dest),
-                                                 .source = strdup(m->source),
-                                                 .writable = m->read_write,
-                                                 .user_mount = (int)i }, err);
+                r = add(plan,
+                        (struct mount_op){.kind = OP_BIND,
+                                          .dest = strdup(m->dest),
+                                          .source = strdup(m->source),
+                                          .writable = m->read_write,
+                                          .user_mount = (int)i},
+                        err);
         }
         if (r < 0)
                 mount_plan_free(plan);
@@ -238,12 +267,13 @@ static int clone_tree(const struct mount_op *op)
                               OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (fd < 0)
                 return -1;
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID };
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID};
         if (!op->devices)
                 attr.attr_set |= MOUNT_ATTR_NODEV;
         if (!op->writable)
                 attr.attr_set |= MOUNT_ATTR_RDONLY;
-        if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+        if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) <
+            0) {
                 int saved = errno;
                 close(fd);
                 errno = saved;
@@ -283,7 +313,8 @@ static int apply_op(const struct mount_op *op, int tree_fd, struct child_failure
                                 return fail_with(fail, "create", op->dest);
                         close(fd);
                 }
-                if (syscall(SYS_move_mount, tree_fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                if (syscall(SYS_move_mount, tree_fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) <
+                    0)
                         return fail_with(fail, "bind", op->dest);
                 return 0;
         case OP_TMPFS:
@@ -312,7 +343,8 @@ int mount_plan_apply(const struct mount_plan *plan, const int *tree_fds, struct 
                 if (fds[i] < 0)
                         return fail_with(fail, "open", plan->ops[i].source);
         }
-        if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755") < 0)
+        if (mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV,
+                  "size=1m,nr_inodes=4096,mode=0755") < 0)
                 return fail_with(fail, "mount root tmpfs on", STAGE);
         for (size_t i = 0; i < plan->n_ops; i++) {
                 int r = apply_op(&plan->ops[i], fds[i], fail);
@@ -328,7 +360,8 @@ int mount_plan_apply(const struct mount_plan *plan, const int *tree_fds, struct 
         if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
                 return fail_with(fail, "detach the old root", NULL);
         /* The root itself (/etc, /codecell, the mount points) is read-only. */
-        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+            0)
                 return fail_with(fail, "remount / read-only", NULL);
         return 0;
 }

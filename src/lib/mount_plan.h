@@ -23,12 +23,12 @@ enum mount_op_kind {
 
 struct mount_op {
         enum mount_op_kind kind;
-        char *dest;    /* inside the sandbox, absolute */
-        char *source;  /* BIND: host path; SYMLINK: target; FILE: contents */
-        char *options; /* TMPFS: mount data */
-        bool writable; /* BIND: read-write */
-        bool devices;  /* BIND: a device node (no nodev) */
-        bool is_file;  /* BIND: the source is a file */
+        char *dest;     /* inside the sandbox, absolute */
+        char *source;   /* BIND: host path; SYMLINK: target; FILE: contents */
+        char *options;  /* TMPFS: mount data */
+        bool writable;  /* BIND: read-write */
+        bool devices;   /* BIND: a device node (no nodev) */
+        bool is_file;   /* BIND: the source is a file */
         int user_mount; /* BIND: index of the user's mount, or -1 for a system bind */
 };
 
@@ -50,7 +50,8 @@ void mount_plan_free(struct mount_plan *plan);
 /* Builds the new root and pivots into it. tree_fds[i] >= 0 is a detached tree the engine
  * prepared for op i (an idmapped user mount); otherwise the op's source is cloned here.
  * Runs after clone, before exec: no allocation. 0, or -errno with *fail filled. */
-int mount_plan_apply(const struct mount_plan *plan, const int *tree_fds, struct child_failure *fail);
+int mount_plan_apply(const struct mount_plan *plan, const int *tree_fds,
+                     struct child_failure *fail);
 
 /* Appends s to a fixed buffer without allocating (for child_failure.what). */
 void failure_append(struct child_failure *fail, const char *s);

@@ -5,8 +5,8 @@
 /* Trees the engine itself builds; a user mount over or under them would hide the interpreter,
  * the prelude or the scratch folders. */
 static const char *const reserved_trees[] = {
-        "/work", "/usr",   "/codecell", "/proc", "/dev",  "/etc",  "/tmp",
-        "/bin",  "/sbin",  "/lib",      "/lib32", "/lib64", "/libx32", "/sys",
+        "/work", "/usr",  "/codecell", "/proc",  "/dev",   "/etc",    "/tmp",
+        "/bin",  "/sbin", "/lib",      "/lib32", "/lib64", "/libx32", "/sys",
 };
 
 const char *mount_dest_problem(const char *dest)

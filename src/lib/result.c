@@ -48,7 +48,7 @@ codecell_status outcome_classify(const struct run_outcome *o)
 
 void output_init(struct output_buffer *b, size_t cap)
 {
-        *b = (struct output_buffer){ .cap = cap };
+        *b = (struct output_buffer){.cap = cap};
 }
 
 int output_append(struct output_buffer *b, const char *data, size_t n)
@@ -138,17 +138,20 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
                 bad |= json_object_set(obj, "error", r->error);
         bad |= set_output(obj, "stdout", "stdout_truncated", &r->out);
         bad |= set_output(obj, "stderr", "stderr_truncated", &r->err);
-        bad |= json_object_set_new(obj, "duration_ms", json_real((double)(long)(r->duration_ms * 100) / 100));
+        bad |= json_object_set_new(obj, "duration_ms",
+                                   json_real((double)(long)(r->duration_ms * 100) / 100));
         bad |= json_object_set_new(obj, "cpu_ms", json_real((double)(long)(r->cpu_ms * 100) / 100));
         if (r->memory_peak_bytes >= 0)
-                bad |= json_object_set_new(obj, "memory_peak_bytes", json_integer(r->memory_peak_bytes));
+                bad |= json_object_set_new(obj, "memory_peak_bytes",
+                                           json_integer(r->memory_peak_bytes));
         if (r->layers)
                 bad |= json_object_set(obj, "sandbox", r->layers);
         if (r->warnings && json_array_size(r->warnings) > 0)
                 bad |= json_object_set(obj, "warnings", r->warnings);
         if (!bad)
                 /* 15 significant digits: 0.1 prints as 0.1, not as 0.10000000000000001. */
-                text = json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_REAL_PRECISION(15));
+                text = json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
+                                               JSON_REAL_PRECISION(15));
         json_decref(obj);
         return text;
 }

@@ -7,7 +7,10 @@ extern const char codecell_prelude_ruby[];
 /* --disable-gems: RubyGems costs ~50 ms of start-up; the standard library and Debian's
  * vendor_ruby packages stay requirable without it. */
 static const char *const ruby_argv[] = {
-        "ruby", "--disable-gems", "/codecell/prelude.rb", NULL,
+        "ruby",
+        "--disable-gems",
+        "/codecell/prelude.rb",
+        NULL,
 };
 
 static const struct runtime runtimes[] = {
@@ -31,4 +34,3 @@ const struct runtime *runtime_find(const char *name)
                         return &runtimes[i];
         return NULL;
 }
-

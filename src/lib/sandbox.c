@@ -44,7 +44,7 @@ static _Noreturn void child_fail(int fd, struct child_failure *fail)
 
 static _Noreturn void child_fail_errno(int fd, const char *what)
 {
-        struct child_failure fail = { .errno_value = errno };
+        struct child_failure fail = {.errno_value = errno};
         failure_append(&fail, what);
         child_fail(fd, &fail);
 }
@@ -56,8 +56,8 @@ static int drop_capabilities(void)
                         return -1;
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
                 return -1;
-        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-        struct __user_cap_data_struct data[2] = { 0 };
+        struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct data[2] = {0};
         return (int)syscall(SYS_capset, &hdr, data);
 }
 
@@ -98,7 +98,7 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
                 int r = landlock_apply(spec->landlock, &where);
                 if (r < 0) {
                         errno = -r;
-                        struct child_failure fail = { .errno_value = -r };
+                        struct child_failure fail = {.errno_value = -r};
                         failure_append(&fail, "landlock ");
                         failure_append(&fail, where);
                         child_fail(fail_fd, &fail);
@@ -121,7 +121,7 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
  * it exits, the kernel kills whatever else is left in the pid namespace. */
 static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child_fds *fds)
 {
-        struct child_failure fail = { 0 };
+        struct child_failure fail = {0};
         /* Dies with the engine. The sync read below closes the race with an engine that died
          * before this prctl: its end of the pipe is then closed and the read returns 0. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -150,7 +150,7 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
          * closed, which poll reports as POLLERR on ours). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail_errno(fds->failure, "set the parent-death signal");
-        struct pollfd engine = { .fd = fds->failure, .events = POLLOUT };
+        struct pollfd engine = {.fd = fds->failure, .events = POLLOUT};
         if (poll(&engine, 1, 0) < 0 || (engine.revents & (POLLERR | POLLHUP)))
                 _exit(INIT_EXEC_FAILED);
         if (mount_plan_apply(spec->plan, spec->tree_fds, &fail) < 0)
@@ -211,13 +211,14 @@ static int wait_setup(int fd, pid_t pid, codecell_error *err)
         double deadline = now_ms() + SETUP_TIMEOUT_MS;
         while (got < sizeof(fail)) {
                 int left = (int)(deadline - now_ms());
-                struct pollfd p = { .fd = fd, .events = POLLIN };
+                struct pollfd p = {.fd = fd, .events = POLLIN};
                 int n = poll(&p, 1, left > 0 ? left : 0);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
                         return err_set(err, CODECELL_ERR_SYSTEM, ETIMEDOUT,
-                                       "sandbox set-up did not finish within %d ms", SETUP_TIMEOUT_MS);
+                                       "sandbox set-up did not finish within %d ms",
+                                       SETUP_TIMEOUT_MS);
                 ssize_t k = read(fd, (char *)&fail + got, sizeof(fail) - got);
                 if (k < 0 && errno == EINTR)
                         continue;
@@ -237,18 +238,21 @@ static int wait_setup(int fd, pid_t pid, codecell_error *err)
 
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err)
 {
-        int ctl[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
-        int failure[2] = { -1, -1 }, sync[2] = { -1, -1 };
+        int ctl[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+        int failure[2] = {-1, -1}, sync[2] = {-1, -1};
         int r;
-        *ret = (struct sandbox){ .pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1 };
+        *ret = (struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1};
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
             pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
             pipe2(failure, O_CLOEXEC) < 0 || pipe2(sync, O_CLOEXEC) < 0) {
                 r = err_sys(err, errno, "sandbox: pipes");
                 goto fail;
         }
-        struct child_fds fds = { .ctl = ctl[1], .out = out[1], .err = errp[1],
-                                 .failure = failure[1], .sync = sync[0] };
+        struct child_fds fds = {.ctl = ctl[1],
+                                .out = out[1],
+                                .err = errp[1],
+                                .failure = failure[1],
+                                .sync = sync[0]};
         pid_t pid = (pid_t)syscall(SYS_clone, NAMESPACES | SIGCHLD, NULL, NULL, NULL, NULL);
         if (pid < 0) {
                 r = err_sys(err, errno, "sandbox: clone with new namespaces");
@@ -292,7 +296,7 @@ fail:
                         ;
                 ret->pid = -1;
         }
-        int *all[] = { ctl, out, errp, failure, sync };
+        int *all[] = {ctl, out, errp, failure, sync};
         for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
                 for (int j = 0; j < 2; j++)
                         if (all[i][j] >= 0)
@@ -309,7 +313,7 @@ static void wait_exit(pid_t pid, int grace_ms)
         _cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
         if (pidfd < 0)
                 return;
-        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
         while (poll(&p, 1, grace_ms) < 0 && errno == EINTR)
                 ;
 }
@@ -361,7 +365,7 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
                 wait_exit(sb->pid, grace_ms);
                 kill(sb->pid, SIGKILL);
                 int st = 0;
-                struct rusage usage = { 0 };
+                struct rusage usage = {0};
                 while (wait4(sb->pid, &st, 0, &usage) < 0 && errno == EINTR)
                         ;
                 /* Killed by us, init could not report how the guest ended: -1. */
@@ -370,7 +374,7 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
                         *ret_usage = usage;
                 sb->pid = -1;
         }
-        int *fds[] = { &sb->ctl_fd, &sb->out_fd, &sb->err_fd };
+        int *fds[] = {&sb->ctl_fd, &sb->out_fd, &sb->err_fd};
         for (size_t i = 0; i < 3; i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);

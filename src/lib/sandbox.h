@@ -24,7 +24,7 @@ struct sandbox_rlimit {
 
 struct sandbox_spec {
         const struct mount_plan *plan;
-        const int *tree_fds; /* per op, prepared by the engine, or NULL */
+        const int *tree_fds;                  /* per op, prepared by the engine, or NULL */
         const struct landlock_plan *landlock; /* abi 0: not applied */
         const struct seccomp_program *seccomp;
         const char *interpreter;

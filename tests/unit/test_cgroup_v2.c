@@ -30,13 +30,13 @@ int main(void)
 {
         char root[] = "/tmp/codecell-fake-cgroup-XXXXXX";
         CHECK(mkdtemp(root) != NULL);
-        struct cgroup_place place = { .backend = &cgroup_v2_backend };
+        struct cgroup_place place = {.backend = &cgroup_v2_backend};
         snprintf(place.memory_parent, sizeof(place.memory_parent), "%s", root);
         snprintf(place.pids_parent, sizeof(place.pids_parent), "%s", root);
 
         struct cgroup cg;
-        codecell_error err = { 0 };
-        struct cgroup_limits lim = { .memory_bytes = 128 << 20, .pids = 32 };
+        codecell_error err = {0};
+        struct cgroup_limits lim = {.memory_bytes = 128 << 20, .pids = 32};
         CHECK(cgroup_v2_backend.create(&place, "sandbox-1", &lim, &cg, &err) == 0);
         CHECK(cg.backend == &cgroup_v2_backend);
         expect(cg.memory_dir, "memory.max", "134217728");
@@ -46,9 +46,10 @@ int main(void)
         expect(cg.memory_dir, "cgroup.procs", "4242");
 
         /* The kernel's counters after an OOM kill. */
-        put(cg.memory_dir, "memory.events", "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\noom_group_kill 0\n");
+        put(cg.memory_dir, "memory.events",
+            "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\noom_group_kill 0\n");
         put(cg.memory_dir, "memory.peak", "134213632\n");
-        struct cgroup_stats st = { 0 };
+        struct cgroup_stats st = {0};
         cgroup_v2_backend.stats(&cg, &st);
         CHECK(st.oom_kills == 1);
         CHECK(st.memory_failures == 7);
@@ -61,8 +62,8 @@ int main(void)
 
         /* destroy removes the directory once the kernel's files are gone (a real cgroupfs
          * removes them itself; here the test does). */
-        const char *files[] = { "memory.max", "memory.swap.max", "pids.max", "cgroup.procs",
-                                "memory.events", "memory.peak" };
+        const char *files[] = {"memory.max",   "memory.swap.max", "pids.max",
+                               "cgroup.procs", "memory.events",   "memory.peak"};
         for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
                 char path[PATH_MAX];
                 snprintf(path, sizeof(path), "%s/%s", cg.memory_dir, files[i]);

@@ -8,8 +8,8 @@
 static void feed_text(struct frame_reader *r, const char *json)
 {
         size_t n = strlen(json);
-        unsigned char hdr[4] = { (unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                                 (unsigned char)(n >> 8), (unsigned char)n };
+        unsigned char hdr[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                                (unsigned char)(n >> 8), (unsigned char)n};
         frame_reader_feed(r, hdr, 4);
         frame_reader_feed(r, json, n);
 }
@@ -17,7 +17,7 @@ static void feed_text(struct frame_reader *r, const char *json)
 int main(void)
 {
         struct frame_reader r;
-        codecell_error err = { 0 };
+        codecell_error err = {0};
         json_t *f = NULL;
 
         /* A frame arriving byte by byte is returned once, whole. */
@@ -50,14 +50,15 @@ int main(void)
 
         /* Over the cap: refused from the header alone, before the body arrives. */
         frame_reader_init(&r, 16);
-        unsigned char big[4] = { 0, 0, 1, 0 };
+        unsigned char big[4] = {0, 0, 1, 0};
         frame_reader_feed(&r, big, 4);
         CHECK(frame_reader_next(&r, &f, &err) == -EMSGSIZE);
         CHECK(strstr(err.message, "over the 16-byte limit") != NULL);
         frame_reader_free(&r);
 
-        const char *bad[] = { "{\"t\":", "[1,2]", "{\"x\":1}", "{\"t\":1}", "{\"t\":\"a\",\"t\":\"b\"}",
-                              "{\"t\":\"\xff\"}" };
+        const char *bad[] = {
+                "{\"t\":",         "[1,2]", "{\"x\":1}", "{\"t\":1}", "{\"t\":\"a\",\"t\":\"b\"}",
+                "{\"t\":\"\xff\"}"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 frame_reader_init(&r, 1024);
                 feed_text(&r, bad[i]);
@@ -66,7 +67,7 @@ int main(void)
                 frame_reader_free(&r);
         }
         frame_reader_init(&r, 1024);
-        unsigned char zero[4] = { 0 };
+        unsigned char zero[4] = {0};
         frame_reader_feed(&r, zero, 4);
         CHECK(frame_reader_next(&r, &f, &err) == -EBADMSG);
         frame_reader_free(&r);

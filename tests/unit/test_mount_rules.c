@@ -43,7 +43,7 @@ static void reserved_and_overlap(void)
 
 static void config_errors(void)
 {
-        codecell_error err = { 0 };
+        codecell_error err = {0};
         codecell_config *c = codecell_config_new("ruby", &err);
         CHECK(c != NULL);
         char dir[] = "/tmp/codecell-test-XXXXXX";

@@ -4,7 +4,10 @@
 #include "check.h"
 #include "result.h"
 
-static codecell_status classify(struct run_outcome o) { return outcome_classify(&o); }
+static codecell_status classify(struct run_outcome o)
+{
+        return outcome_classify(&o);
+}
 
 int main(void)
 {
@@ -15,21 +18,31 @@ int main(void)
                                 "class", "NoMemoryError", "message", "failed to allocate memory");
         const char *oom_class = "NoMemoryError";
 
-        CHECK(classify((struct run_outcome){ .result_frame = ok }) == CODECELL_STATUS_OK);
-        CHECK(classify((struct run_outcome){ .result_frame = raised }) == CODECELL_STATUS_ERROR);
+        CHECK(classify((struct run_outcome){.result_frame = ok}) == CODECELL_STATUS_OK);
+        CHECK(classify((struct run_outcome){.result_frame = raised}) == CODECELL_STATUS_ERROR);
         /* Kernel facts win over the guest's words. */
-        CHECK(classify((struct run_outcome){ .result_frame = ok, .timed_out = true }) == CODECELL_STATUS_TIMEOUT);
-        CHECK(classify((struct run_outcome){ .timed_out = true, .oom_killed = true }) == CODECELL_STATUS_TIMEOUT);
-        CHECK(classify((struct run_outcome){ .oom_killed = true }) == CODECELL_STATUS_MEMORY_LIMIT);
-        CHECK(classify((struct run_outcome){ .cpu_exhausted = true }) == CODECELL_STATUS_FUEL_EXHAUSTED);
-        CHECK(classify((struct run_outcome){ 0 }) == CODECELL_STATUS_SANDBOX_ERROR);
-        CHECK(classify((struct run_outcome){ .result_frame = ok, .protocol_error = "x" }) == CODECELL_STATUS_SANDBOX_ERROR);
+        CHECK(classify((struct run_outcome){.result_frame = ok, .timed_out = true}) ==
+              CODECELL_STATUS_TIMEOUT);
+        CHECK(classify((struct run_outcome){.timed_out = true, .oom_killed = true}) ==
+              CODECELL_STATUS_TIMEOUT);
+        CHECK(classify((struct run_outcome){.oom_killed = true}) == CODECELL_STATUS_MEMORY_LIMIT);
+        CHECK(classify((struct run_outcome){.cpu_exhausted = true}) ==
+              CODECELL_STATUS_FUEL_EXHAUSTED);
+        CHECK(classify((struct run_outcome){0}) == CODECELL_STATUS_SANDBOX_ERROR);
+        CHECK(classify((struct run_outcome){.result_frame = ok, .protocol_error = "x"}) ==
+              CODECELL_STATUS_SANDBOX_ERROR);
         /* The interpreter's OOM error is memory_limit only when the kernel confirms it. */
-        CHECK(classify((struct run_outcome){ .result_frame = oom, .out_of_memory_class = oom_class }) == CODECELL_STATUS_ERROR);
-        CHECK(classify((struct run_outcome){ .result_frame = oom, .out_of_memory_class = oom_class,
-                                             .memory_refused = true }) == CODECELL_STATUS_MEMORY_LIMIT);
-        CHECK(classify((struct run_outcome){ .result_frame = oom, .out_of_memory_class = oom_class,
-                                             .memory_by_rlimit = true }) == CODECELL_STATUS_MEMORY_LIMIT);
+        CHECK(classify((struct run_outcome){.result_frame = oom,
+                                            .out_of_memory_class = oom_class}) ==
+              CODECELL_STATUS_ERROR);
+        CHECK(classify((struct run_outcome){.result_frame = oom,
+                                            .out_of_memory_class = oom_class,
+                                            .memory_refused = true}) ==
+              CODECELL_STATUS_MEMORY_LIMIT);
+        CHECK(classify((struct run_outcome){.result_frame = oom,
+                                            .out_of_memory_class = oom_class,
+                                            .memory_by_rlimit = true}) ==
+              CODECELL_STATUS_MEMORY_LIMIT);
 
         CHECK_STR(codecell_status_name(CODECELL_STATUS_FUEL_EXHAUSTED), "fuel_exhausted");
         CHECK_STR(codecell_status_name((codecell_status)99), "unknown");
@@ -44,7 +57,8 @@ int main(void)
         CHECK(output_append(&r->out, "cdef", 4) == 0);
         CHECK(r->out.len == 4 && r->out.truncated);
         char *text = codecell_result_to_json(r, false);
-        CHECK_STR(text, "{\"status\":\"ok\",\"value\":0.1,\"stdout\":\"ab\xef\xbf\xbd" "c\","
+        CHECK_STR(text, "{\"status\":\"ok\",\"value\":0.1,\"stdout\":\"ab\xef\xbf\xbd"
+                        "c\","
                         "\"stdout_truncated\":true,\"duration_ms\":1.5,\"cpu_ms\":0.0}");
         free(text);
         codecell_result_free(r);

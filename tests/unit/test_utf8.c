@@ -14,8 +14,12 @@ int main(void)
         CHECK(!utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
         CHECK(!utf8_valid("\xe2\x82", 2));         /* cut short */
         size_t n;
-        char *s = utf8_sanitize("a\xff" "b\0c", 5, &n);
-        CHECK_STR(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c");
+        char *s = utf8_sanitize("a\xff"
+                                "b\0c",
+                                5, &n);
+        CHECK_STR(s, "a\xef\xbf\xbd"
+                     "b\xef\xbf\xbd"
+                     "c");
         CHECK(n == 9);
         free(s);
         CHECK_DONE();
