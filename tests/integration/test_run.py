@@ -325,6 +325,56 @@ class Isolation(unittest.TestCase):
         self.assertLessEqual(max(r.result["value"]), 12, r)
 
 
+MACHINE_CODE = """
+require "fiddle"
+code = [%s].pack("C*")
+mem = Fiddle::Pointer.malloc(8192)
+page = (mem.to_i + 4095) & ~4095
+Fiddle::Pointer.new(page)[0, code.bytesize] = code
+syscall(10, page, 4096, 7) # mprotect RWX
+Fiddle::Function.new(page, [], Fiddle::TYPE_LONG).call
+"""
+
+
+class Seccomp(unittest.TestCase):
+    """The filter, tried from inside with Ruby's raw Kernel#syscall (x86_64 numbers)."""
+
+    DENIED = {
+        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272,
+        "setns": 308, "ptrace": 101, "bpf": 321, "perf_event_open": 298, "keyctl": 250,
+        "io_uring_setup": 425, "userfaultfd": 323, "init_module": 175, "kexec_load": 246,
+        "reboot": 169, "clock_settime": 227, "personality": 135, "open_tree": 428,
+        "fsopen": 430, "fork": 57, "vfork": 58,
+    }
+
+    def test_denied_calls_answer_eperm(self):
+        probes = ", ".join(f'"{name}" => (syscall({nr}, 0, 0, 0, 0, 0) rescue $!.class.name)'
+                           for name, nr in self.DENIED.items())
+        r = run_json("{" + probes + "}")
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual(r.result["value"], {name: "Errno::EPERM" for name in self.DENIED})
+
+    def test_clone3_answers_enosys_so_threads_fall_back_to_clone(self):
+        r = run_json("syscall(435, 0, 0) rescue $!.class.name")
+        self.assertEqual(r.result["value"], "Errno::ENOSYS")
+
+    def test_native_machine_code_runs(self):
+        # mov eax, 39 (getpid); syscall; ret: the control case for the two below.
+        r = run_json(MACHINE_CODE % "0xB8, 0x27, 0, 0, 0, 0x0F, 0x05, 0xC3")
+        self.assertEqual(r.result["value"], 2, r)
+
+    def test_i386_entry_kills_the_process(self):
+        # mov eax, 20 (getpid on i386); int 0x80; ret
+        r = run_json(MACHINE_CODE % "0xB8, 0x14, 0, 0, 0, 0xCD, 0x80, 0xC3")
+        self.assertEqual(r.status, "sandbox_error", r)
+        self.assertIn("signal 31", r.result["error"])
+
+    def test_x32_entry_kills_the_process(self):
+        r = run_json("syscall(0x40000000 | 39)")
+        self.assertEqual(r.status, "sandbox_error", r)
+        self.assertIn("signal 31", r.result["error"])
+
+
 class Cleanup(unittest.TestCase):
     def test_nothing_left_after_every_kind_of_end(self):
         become_subreaper()

@@ -1,0 +1,86 @@
+/* The public C API end to end, the way an embedding program uses it: only codecell.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codecell.h"
+
+static int failures;
+#define CHECK(cond)                                                                                \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+                        failures++;                                                                \
+                }                                                                                  \
+        } while (0)
+
+static codecell_result *run(codecell_cell *cell, const char *code)
+{
+        codecell_result *res = NULL;
+        codecell_error err = { 0 };
+        if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0)
+                fprintf(stderr, "run: %s\n", err.message);
+        return res;
+}
+
+int main(void)
+{
+        char dir[] = "/tmp/codecell-api-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        chmod(dir, 0755);
+        char path[sizeof(dir) + 16];
+        snprintf(path, sizeof(path), "%s/n.txt", dir);
+        FILE *f = fopen(path, "w");
+        fputs("41\n", f);
+        fclose(f);
+
+        codecell_error err = { 0 };
+        codecell_config *config = codecell_config_new("ruby", &err);
+        CHECK(config != NULL);
+        CHECK(codecell_config_add_mount(config, dir, "/data", false, "a number", &err) == 0);
+        CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 2000, &err) == 0);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_cell *cell = codecell_cell_new(config, &err);
+        codecell_config_free(config); /* the cell keeps its own copy */
+        CHECK(cell != NULL);
+        if (!cell) {
+                fprintf(stderr, "cell: %s\n", err.message);
+                return 1;
+        }
+
+        codecell_result *res = run(cell, "puts 'side'; File.read('/data/n.txt').to_i + 1");
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_OK);
+        size_t n = 0;
+        CHECK(res && strncmp(codecell_result_stdout(res, &n), "side\n", 5) == 0 && n == 5);
+        char *json = res ? codecell_result_to_json(res, false) : NULL;
+        CHECK(json && strstr(json, "\"status\":\"ok\",\"value\":42,\"stdout\":\"side\\n\"") == json + 1);
+        free(json);
+        codecell_result_free(res);
+
+        res = run(cell, "sleep 10");
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_TIMEOUT);
+        CHECK(strcmp(codecell_status_name(codecell_result_status(res)), "timeout") == 0);
+        codecell_result_free(res);
+
+        /* Refused input: no result, a clear error. */
+        res = NULL;
+        CHECK(codecell_cell_run(cell, "'\xff'", 3, &res, &err) < 0 && res == NULL);
+        CHECK(err.kind == CODECELL_ERR_INVALID && strstr(err.message, "UTF-8"));
+
+        const char *desc = codecell_cell_description(cell);
+        CHECK(strstr(desc, "## Read-only folders (readable, never writable)\n- `/data` — a number"));
+
+        codecell_layer_report layers[16];
+        int count = codecell_host_check(layers, 16);
+        CHECK(count > 5);
+        codecell_cell_free(cell);
+        codecell_cell_free(NULL);
+        codecell_result_free(NULL);
+        unlink(path);
+        rmdir(dir);
+        if (failures)
+                fprintf(stderr, "%d check(s) failed\n", failures);
+        return failures ? 1 : 0;
+}
