@@ -45,7 +45,7 @@ typedef struct codecell_error {
 
 typedef enum codecell_limit {
         CODECELL_LIMIT_TIMEOUT_MS,   /* wall clock of one execution, from `exec`; default 30000 */
-        CODECELL_LIMIT_CPU_MS,       /* CPU time budget; default 10000 (kernel granularity: 1 s) */
+        CODECELL_LIMIT_CPU_MS,       /* CPU time budget from `exec`; default 10000 (checked every 10 ms) */
         CODECELL_LIMIT_MEMORY_BYTES, /* memory of the whole sandbox; default 256 MiB */
         CODECELL_LIMIT_PIDS,         /* processes and threads; default 64 */
         CODECELL_LIMIT_OUTPUT_BYTES, /* captured stdout and stderr, each; default 1 MiB */
@@ -90,6 +90,12 @@ CODECELL_API uint64_t codecell_config_get_limit(const codecell_config *config,
                                                 codecell_limit limit);
 CODECELL_API void codecell_config_set_policy(codecell_config *config, codecell_policy policy);
 
+/* Sandboxes kept standing by (namespaces built, interpreter and prelude loaded) so that a run
+ * starts in about a millisecond. Each serves exactly one execution and is replaced in the
+ * background. Default 2; 0 starts every run cold. At most 64. */
+CODECELL_API int codecell_config_set_pool(codecell_config *config, size_t size,
+                                          codecell_error *err);
+
 /* ---- cells and runs -------------------------------------------------------------------- */
 
 typedef struct codecell_cell codecell_cell;
@@ -99,10 +105,16 @@ typedef struct codecell_result codecell_result;
  * interpreter, compiles the seccomp filter and finds the cgroup backend once. NULL on failure;
  * CODECELL_ERR_UNSUPPORTED when a layer is missing under the "raise" policy. */
 CODECELL_API codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *err);
+/* Fills the cell's pool and returns when every sandbox in it is ready (the seed's warmup).
+ * Returns at once for a cell without a pool. Fails when sandboxes cannot be started on this
+ * host (the reason in err). Thread-safe. */
+CODECELL_API int codecell_cell_warmup(codecell_cell *cell, codecell_error *err);
 /* Frees the cell. No sandbox of it outlives this call. */
 CODECELL_API void codecell_cell_free(codecell_cell *cell);
 
 /* Runs `code` (len bytes of UTF-8) in a fresh sandbox and stores the result in *ret_result.
+ * Thread-safe: many threads may run code on one cell at once. A run takes a sandbox from the
+ * pool, or starts one cold when the pool is empty rather than waiting.
  * Returns 0 whenever a result was produced, whatever its status (a sandbox that failed is a
  * result with status "sandbox_error"). Returns < 0 only for input the cell refuses (code not
  * UTF-8 or over CODECELL_LIMIT_CODE_BYTES: CODECELL_ERR_INVALID) or when the engine itself

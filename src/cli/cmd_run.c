@@ -26,7 +26,8 @@ static const char usage[] =
         "                           repeatable\n"
         "      --timeout DURATION   wall-clock limit, from the start of the code\n"
         "                           (default 30s; units ms, s, m; a bare number is seconds)\n"
-        "      --cpu DURATION       CPU-time budget (default 10s; whole seconds)\n"
+        "      --cpu DURATION       CPU-time budget, from the start of the code\n"
+        "                           (default 10s)\n"
         "      --memory SIZE        memory limit (default 256M; units K, M, G)\n"
         "      --max-output SIZE    stdout and stderr kept, each (default 1M)\n"
         "      --on-unsupported warn|raise|ignore\n"
@@ -328,6 +329,8 @@ int cmd_run(int argc, char **argv)
                 goto out;
         }
         codecell_config_set_policy(config, policy);
+        /* One run, then exit: a pool would start sandboxes that are never used. */
+        (void)codecell_config_set_pool(config, 0, &err);
         for (size_t i = 0; i < n_mounts; i++)
                 if (add_mount_flag(config, mounts[i], &err) < 0)
                         goto out;

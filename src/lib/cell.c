@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "error.h"
+#include "pool.h"
 #include "result.h"
 #include "sandbox.h"
 #include "util.h"
@@ -223,6 +224,8 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 err_sys(err, ENOMEM, "description");
                 goto fail;
         }
+        if (cell->config->pool > 0 && pool_start(cell, cell->config->pool, &cell->pool, err) < 0)
+                goto fail;
         return cell;
 fail:
         codecell_cell_free(cell);
@@ -233,6 +236,8 @@ void codecell_cell_free(codecell_cell *cell)
 {
         if (!cell)
                 return;
+        /* First: the pool's sandboxes use everything below. */
+        pool_stop(cell->pool);
         if (cell->idmap_fds && cell->config)
                 for (size_t i = 0; i < cell->config->n_mounts; i++)
                         if (cell->idmap_fds[i] >= 0)
@@ -247,6 +252,11 @@ void codecell_cell_free(codecell_cell *cell)
         free(cell->description);
         codecell_config_free(cell->config);
         free(cell);
+}
+
+int codecell_cell_warmup(codecell_cell *cell, codecell_error *err)
+{
+        return cell->pool ? pool_warmup(cell->pool, err) : 0;
 }
 
 const char *codecell_cell_description(const codecell_cell *cell)

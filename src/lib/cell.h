@@ -27,6 +27,7 @@ struct codecell_cell {
         json_t *layers;         /* layers in force for every run */
         json_t *warnings;       /* layers missing, under the "warn" policy */
         char *description;
+        struct pool *pool; /* NULL: every run starts cold */
 };
 
 /* Runs one execution (execution.c). Fills res; returns < 0 only when the engine itself fails

@@ -55,6 +55,7 @@ codecell_config *codecell_config_new(const char *language, codecell_error *err)
         c->runtime = rt;
         memcpy(c->limits, default_limits, sizeof(c->limits));
         c->policy = CODECELL_POLICY_WARN;
+        c->pool = 2;
         return c;
 }
 
@@ -155,6 +156,15 @@ uint64_t codecell_config_get_limit(const codecell_config *c, codecell_limit limi
 void codecell_config_set_policy(codecell_config *c, codecell_policy policy)
 {
         c->policy = policy;
+}
+
+int codecell_config_set_pool(codecell_config *c, size_t size, codecell_error *err)
+{
+        if (size > 64)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "pool: %zu is over the maximum 64",
+                               size);
+        c->pool = size;
+        return 0;
 }
 
 codecell_config *config_copy(const codecell_config *src)

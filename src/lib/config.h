@@ -18,6 +18,7 @@ struct codecell_config {
         size_t n_mounts;
         uint64_t limits[CODECELL_LIMIT__COUNT];
         codecell_policy policy;
+        size_t pool; /* sandboxes standing by */
 };
 
 /* A deep copy, for the cell to own. NULL when out of memory. */

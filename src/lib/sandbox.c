@@ -136,14 +136,17 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
          * so the guest sees that cgroup as a child of its root. */
         if (unshare(CLONE_NEWCGROUP) < 0)
                 child_fail_errno(fds->failure, "cgroup namespace");
-        if (spec->may_set_groups && setgroups(0, NULL) < 0)
+        /* Raw system calls, not glibc's set*id(): in a multi-threaded engine glibc would try to
+         * apply them to every thread, threads that do not exist in this child, and wait for
+         * them forever. */
+        if (spec->may_set_groups && syscall(SYS_setgroups, 0, NULL) < 0)
                 child_fail_errno(fds->failure, "clear supplementary groups");
         /* Switch to the sandbox's ids first: files the plan creates on its tmpfs need an owner
          * mapped in this namespace. The capabilities of the new user namespace survive the
          * switch: its uid 0 is not mapped, so the "leaving root drops capabilities" rule does
          * not apply. They are dropped for good just before exec. */
-        if (setresgid(SANDBOX_INNER_GID, SANDBOX_INNER_GID, SANDBOX_INNER_GID) < 0 ||
-            setresuid(SANDBOX_INNER_UID, SANDBOX_INNER_UID, SANDBOX_INNER_UID) < 0)
+        if (syscall(SYS_setresgid, SANDBOX_INNER_GID, SANDBOX_INNER_GID, SANDBOX_INNER_GID) < 0 ||
+            syscall(SYS_setresuid, SANDBOX_INNER_UID, SANDBOX_INNER_UID, SANDBOX_INNER_UID) < 0)
                 child_fail_errno(fds->failure, "switch to the sandbox uid");
         /* The kernel clears the parent-death signal when the uid changes: arm it again, then
          * make sure the engine did not die in between (its end of the failure pipe would be
@@ -330,6 +333,12 @@ static size_t guest_pids(const struct sandbox *sb, pid_t *pids, size_t max)
              tok = strtok_r(NULL, " \n", &save))
                 pids[n++] = (pid_t)atoi(tok);
         return n;
+}
+
+pid_t sandbox_guest_pid(const struct sandbox *sb)
+{
+        pid_t pid = -1;
+        return guest_pids(sb, &pid, 1) == 1 ? pid : -1;
 }
 
 int sandbox_attach_cgroup(const struct sandbox *sb, const struct cgroup *cg, codecell_error *err)

@@ -47,6 +47,8 @@ struct sandbox {
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
  * failure nothing is left: no process, no fd. */
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
+/* The interpreter's host pid (init's child), or -1. */
+pid_t sandbox_guest_pid(const struct sandbox *sb);
 /* Moves the running sandbox (init and the interpreter) into its cgroup. Done after exec, while
  * the interpreter boots: a move into a cgroup v1 hierarchy waits for an RCU grace period
  * (10-20 ms here), which the boot then hides. No guest code runs before the move: the code is

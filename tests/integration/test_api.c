@@ -51,6 +51,11 @@ int main(void)
         }
 
         codecell_result *res = run(cell, "puts 'side'; File.read('/data/n.txt').to_i + 1");
+        if (res && codecell_result_status(res) != CODECELL_STATUS_OK) {
+                char *text = codecell_result_to_json(res, false);
+                fprintf(stderr, "unexpected result: %s\n", text);
+                free(text);
+        }
         CHECK(res && codecell_result_status(res) == CODECELL_STATUS_OK);
         size_t n = 0;
         CHECK(res && strncmp(codecell_result_stdout(res, &n), "side\n", 5) == 0 && n == 5);

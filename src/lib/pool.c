@@ -1,0 +1,147 @@
+#include "pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "error.h"
+
+/* After this many failed starts in a row, warmup gives up and the thread slows down. */
+#define MAX_FAILURES_IN_ROW 3
+#define RETRY_DELAY_MS 1000
+
+struct pool {
+        struct codecell_cell *cell;
+        pthread_mutex_t lock;
+        pthread_cond_t changed; /* a sandbox was added or taken, or the pool stops */
+        struct standby **ready;
+        size_t n_ready, size;
+        bool stopping;
+        pthread_t thread;
+        unsigned failures_in_row;
+        codecell_error last_error;
+};
+
+static void wait_ms(struct pool *pool, int ms)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+        }
+        (void)pthread_cond_timedwait(&pool->changed, &pool->lock, &ts);
+}
+
+/* The one thread that starts sandboxes for the pool. The sandboxes' parent-death signal is
+ * tied to it, so it must outlive them: it ends only in pool_stop. */
+static void *fill(void *arg)
+{
+        struct pool *pool = arg;
+        pthread_mutex_lock(&pool->lock);
+        while (!pool->stopping) {
+                if (pool->n_ready >= pool->size) {
+                        pthread_cond_wait(&pool->changed, &pool->lock);
+                        continue;
+                }
+                pthread_mutex_unlock(&pool->lock);
+                struct standby *s = NULL;
+                codecell_error err = {0};
+                int r = standby_start(pool->cell, &s, &err);
+                pthread_mutex_lock(&pool->lock);
+                if (r < 0) {
+                        pool->failures_in_row++;
+                        pool->last_error = err;
+                        pthread_cond_broadcast(&pool->changed);
+                        if (pool->failures_in_row >= MAX_FAILURES_IN_ROW && !pool->stopping)
+                                wait_ms(pool, RETRY_DELAY_MS);
+                        continue;
+                }
+                pool->failures_in_row = 0;
+                if (pool->stopping) {
+                        standby_free(s);
+                        break;
+                }
+                pool->ready[pool->n_ready++] = s;
+                pthread_cond_broadcast(&pool->changed);
+        }
+        pthread_mutex_unlock(&pool->lock);
+        return NULL;
+}
+
+int pool_start(struct codecell_cell *cell, size_t size, struct pool **ret, codecell_error *err)
+{
+        struct pool *pool = calloc(1, sizeof(*pool));
+        if (!pool || !(pool->ready = calloc(size, sizeof(*pool->ready)))) {
+                free(pool);
+                return err_sys(err, ENOMEM, "pool");
+        }
+        pool->cell = cell;
+        pool->size = size;
+        pthread_mutex_init(&pool->lock, NULL);
+        pthread_cond_init(&pool->changed, NULL);
+        int r = pthread_create(&pool->thread, NULL, fill, pool);
+        if (r != 0) {
+                free(pool->ready);
+                free(pool);
+                return err_sys(err, r, "pool: start its thread");
+        }
+        *ret = pool;
+        return 0;
+}
+
+struct standby *pool_take(struct pool *pool)
+{
+        struct standby *found = NULL;
+        for (;;) {
+                pthread_mutex_lock(&pool->lock);
+                struct standby *s = pool->n_ready > 0 ? pool->ready[--pool->n_ready] : NULL;
+                pthread_cond_broadcast(&pool->changed); /* the thread replaces it */
+                pthread_mutex_unlock(&pool->lock);
+                if (!s || standby_alive(s)) {
+                        found = s;
+                        break;
+                }
+                /* It died while waiting: end it and try the next, unseen by the caller. */
+                standby_free(s);
+        }
+        return found;
+}
+
+int pool_warmup(struct pool *pool, codecell_error *err)
+{
+        int r = 0;
+        pthread_mutex_lock(&pool->lock);
+        while (pool->n_ready < pool->size) {
+                if (pool->failures_in_row >= MAX_FAILURES_IN_ROW) {
+                        r = err_set(err, CODECELL_ERR_SYSTEM, pool->last_error.errno_value,
+                                    "warmup: %s", pool->last_error.message);
+                        break;
+                }
+                pthread_cond_wait(&pool->changed, &pool->lock);
+        }
+        pthread_mutex_unlock(&pool->lock);
+        return r;
+}
+
+void pool_stop(struct pool *pool)
+{
+        if (!pool)
+                return;
+        pthread_mutex_lock(&pool->lock);
+        pool->stopping = true;
+        pthread_cond_broadcast(&pool->changed);
+        pthread_mutex_unlock(&pool->lock);
+        pthread_join(pool->thread, NULL);
+        for (size_t i = 0; i < pool->n_ready; i++)
+                standby_free(pool->ready[i]);
+        pthread_mutex_destroy(&pool->lock);
+        pthread_cond_destroy(&pool->changed);
+        free(pool->ready);
+        free(pool);
+}

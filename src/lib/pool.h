@@ -1,0 +1,23 @@
+/* The warm pool of one cell (DESIGN §9): sandboxes standing by, each serving exactly one
+ * execution, replaced in the background by one thread that lives as long as the cell. */
+#ifndef CODECELL_POOL_H
+#define CODECELL_POOL_H
+
+#include <stddef.h>
+
+#include "codecell.h"
+#include "standby.h"
+
+struct pool;
+
+/* Starts the pool's thread, which begins filling at once. */
+int pool_start(struct codecell_cell *cell, size_t size, struct pool **ret, codecell_error *err);
+/* A live sandbox standing by, or NULL when none is ready (the caller then starts one cold).
+ * Thread-safe. Wakes the thread to replace it. */
+struct standby *pool_take(struct pool *pool);
+/* Waits until the pool is full. Fails when sandboxes cannot be started (the reason in err). */
+int pool_warmup(struct pool *pool, codecell_error *err);
+/* Stops the thread and ends every sandbox standing by. Accepts NULL. */
+void pool_stop(struct pool *pool);
+
+#endif

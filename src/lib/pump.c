@@ -1,0 +1,188 @@
+/* The engine's side of one sandbox's I/O: control frames on fd 3 and the two output pipes,
+ * read as they come until a condition holds or a deadline passes. */
+#include "pump.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame)
+{
+        *p = (struct pump){.sb = sb, .ctl_open = true, .out_open = true, .err_open = true};
+        frame_reader_init(&p->frames, max_frame);
+}
+
+void pump_free(struct pump *p)
+{
+        json_decref(p->result_frame);
+        p->result_frame = NULL;
+        frame_reader_free(&p->frames);
+}
+
+static int read_output(int *fd, bool *open_flag, struct output_buffer *b)
+{
+        char buf[65536];
+        ssize_t n = read(*fd, buf, sizeof(buf));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return 0;
+        if (n <= 0) {
+                *open_flag = false;
+                return 0;
+        }
+        return output_append(b, buf, (size_t)n);
+}
+
+void pump_protocol_error(struct pump *p, const char *msg)
+{
+        if (!p->protocol_error[0])
+                snprintf(p->protocol_error, sizeof(p->protocol_error), "%s", msg);
+        p->ctl_open = false;
+}
+
+/* A host RPC request. No host tools are registered in this version, so every name is
+ * unknown; the guest gets SB::UnknownTool, which its code can rescue. */
+static void answer_call(struct pump *p, json_t *frame)
+{
+        json_t *id = json_object_get(frame, "id");
+        const char *name = json_string_value(json_object_get(frame, "name"));
+        if (!json_is_integer(id) || !name) {
+                pump_protocol_error(p, "call frame without an integer \"id\" and a string \"name\"");
+                return;
+        }
+        char message[300];
+        snprintf(message, sizeof(message), "unknown tool \"%.200s\" (this cell has no host tools)",
+                 name);
+        json_t *reply = json_pack("{s:s, s:O, s:b, s:{s:s, s:s}}", "t", "reply", "id", id, "ok", 0,
+                                  "error", "class", "SB::UnknownTool", "message", message);
+        codecell_error e;
+        if (!reply || frame_send(p->sb->ctl_fd, reply, 1000, &e) < 0)
+                pump_protocol_error(p, "could not answer a host call");
+        json_decref(reply);
+}
+
+static void handle_frame(struct pump *p, json_t *frame)
+{
+        const char *t = json_string_value(json_object_get(frame, "t"));
+        if (strcmp(t, "ready") == 0 && !p->ready) {
+                p->ready = true;
+        } else if (strcmp(t, "result") == 0 && p->exec_sent && !p->result_frame) {
+                if (json_integer_value(json_object_get(frame, "id")) != 1 ||
+                    !json_is_boolean(json_object_get(frame, "ok"))) {
+                        pump_protocol_error(p, "result frame without id 1 and a boolean \"ok\"");
+                        return;
+                }
+                p->result_frame = json_incref(frame);
+        } else if (strcmp(t, "call") == 0 && p->exec_sent && !p->result_frame) {
+                answer_call(p, frame);
+        } else {
+                char msg[128];
+                snprintf(msg, sizeof(msg), "unexpected \"%.40s\" frame", t);
+                pump_protocol_error(p, msg);
+        }
+}
+
+static void read_control(struct pump *p)
+{
+        char buf[65536];
+        ssize_t n = read(p->sb->ctl_fd, buf, sizeof(buf));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return;
+        if (n <= 0) {
+                p->ctl_open = false;
+                return;
+        }
+        if (frame_reader_feed(&p->frames, buf, (size_t)n) < 0) {
+                pump_protocol_error(p, "out of memory reading a frame");
+                return;
+        }
+        for (;;) {
+                json_t *frame = NULL;
+                codecell_error e = {0};
+                int r = frame_reader_next(&p->frames, &frame, &e);
+                if (r < 0) {
+                        pump_protocol_error(p, e.message);
+                        return;
+                }
+                if (r == 0)
+                        return;
+                handle_frame(p, frame);
+                json_decref(frame);
+                if (!p->ctl_open || p->result_frame)
+                        return;
+        }
+}
+
+/* How often the CPU budget is checked while the guest runs. */
+#define CPU_CHECK_MS 10
+
+double process_cpu_ms(clockid_t clock)
+{
+        struct timespec ts;
+        if (clock_gettime(clock, &ts) < 0)
+                return 0;
+        return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool over_cpu_budget(struct pump *p)
+{
+        if (p->cpu_limit_ms <= 0 || p->cpu_exhausted)
+                return p->cpu_exhausted;
+        p->cpu_exhausted = process_cpu_ms(p->guest_clock) >= p->cpu_limit_ms;
+        return p->cpu_exhausted;
+}
+
+/* Polls until `done` holds, the CPU budget is spent or the deadline passes. True when the
+ * deadline passed. */
+bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *))
+{
+        while (!done(p) && !over_cpu_budget(p)) {
+                struct pollfd fds[3];
+                int n = 0;
+                if (p->ctl_open)
+                        fds[n++] = (struct pollfd){.fd = p->sb->ctl_fd, .events = POLLIN};
+                if (p->out_open)
+                        fds[n++] = (struct pollfd){.fd = p->sb->out_fd, .events = POLLIN};
+                if (p->err_open)
+                        fds[n++] = (struct pollfd){.fd = p->sb->err_fd, .events = POLLIN};
+                if (n == 0)
+                        return false;
+                double left = deadline - now_ms();
+                if (left <= 0)
+                        return true;
+                int wait = (int)left + 1;
+                if (p->cpu_limit_ms > 0 && wait > CPU_CHECK_MS)
+                        wait = CPU_CHECK_MS;
+                int k = poll(fds, (nfds_t)n, wait);
+                if (k < 0 && errno != EINTR)
+                        return false;
+                for (int i = 0; i < n && k > 0; i++) {
+                        if (!fds[i].revents)
+                                continue;
+                        if (fds[i].fd == p->sb->ctl_fd)
+                                read_control(p);
+                        else if (fds[i].fd == p->sb->out_fd)
+                                (void)read_output(&p->sb->out_fd, &p->out_open, p->out);
+                        else
+                                (void)read_output(&p->sb->err_fd, &p->err_open, p->err);
+                }
+        }
+        return false;
+}
+
+bool pump_is_ready(const struct pump *p)
+{
+        return p->ready || !p->ctl_open;
+}
+bool pump_has_result(const struct pump *p)
+{
+        return p->result_frame || !p->ctl_open;
+}
+bool pump_drained(const struct pump *p)
+{
+        return !p->out_open && !p->err_open;
+}
+

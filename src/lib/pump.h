@@ -1,0 +1,42 @@
+/* The engine's side of one sandbox's I/O (DESIGN §5): frames on the control socket, stdout
+ * and stderr read as they come. */
+#ifndef CODECELL_PUMP_H
+#define CODECELL_PUMP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "frame.h"
+#include "result.h"
+#include "sandbox.h"
+
+struct pump {
+        struct sandbox *sb;
+        struct output_buffer *out, *err; /* where output goes; may change between phases */
+        struct frame_reader frames;
+        bool ctl_open, out_open, err_open;
+        bool ready;           /* the prelude said "ready" */
+        bool exec_sent;       /* the code was handed over: "call" and "result" are allowed */
+        json_t *result_frame; /* owned */
+        /* CPU budget, checked while reading: the interpreter's CPU clock must stay below
+         * cpu_limit_ms (0: not checked). */
+        clockid_t guest_clock;
+        double cpu_limit_ms;
+        bool cpu_exhausted;
+        char protocol_error[256];
+};
+
+void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame);
+void pump_free(struct pump *p);
+/* Reads until done(p) holds or the deadline (now_ms() clock) passes; true when it passed. */
+bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *));
+/* The CPU time of a process by its CPU clock, in ms (0 when it cannot be read). */
+double process_cpu_ms(clockid_t clock);
+bool pump_is_ready(const struct pump *p);
+bool pump_has_result(const struct pump *p);
+bool pump_drained(const struct pump *p);
+/* Records the first protocol violation and stops reading the control socket. */
+void pump_protocol_error(struct pump *p, const char *msg);
+
+#endif

@@ -1,0 +1,199 @@
+/* A sandbox standing by: namespaces and mounts built, interpreter and prelude loaded, the
+ * prelude's "ready" received, waiting for the code. The pool keeps some; a cold run makes one
+ * on the spot. Each serves exactly one execution. */
+#include "standby.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cell.h"
+#include "error.h"
+#include "util.h"
+
+/* The interpreter and prelude must be ready this long after the sandbox exists. Start-up is
+ * not counted in the execution's own limits, which start at `exec`. */
+#define STARTUP_TIMEOUT_MS 10000
+/* Output written while booting is not any execution's; a little is kept for diagnostics. */
+#define BOOT_OUTPUT_BYTES 4096
+
+static const char *const guest_env[] = {
+        "PATH=/usr/bin:/bin", "HOME=/work",      "TMPDIR=/tmp", "LANG=C.UTF-8",
+        "USER=sandbox",       "LOGNAME=sandbox", NULL,
+};
+
+/* Detached, idmapped copies of the user's mounts, made by the privileged engine because only
+ * it may idmap a host file system. The sandbox attaches them where they belong. */
+static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, codecell_error *err)
+{
+        for (size_t i = 0; i < cell->plan.n_ops; i++) {
+                const struct mount_op *op = &cell->plan.ops[i];
+                tree_fds[i] = -1;
+                if (op->kind != OP_BIND || op->user_mount < 0 ||
+                    cell->idmap_fds[op->user_mount] < 0)
+                        continue;
+                int fd = (int)syscall(SYS_open_tree, AT_FDCWD, op->source,
+                                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+                if (fd < 0)
+                        return err_sys(err, errno, "mount %s: open_tree", op->dest);
+                tree_fds[i] = fd;
+                struct mount_attr attr = {
+                        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                    (op->writable ? 0 : MOUNT_ATTR_RDONLY),
+                        .userns_fd = (uint64_t)cell->idmap_fds[op->user_mount],
+                };
+                if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                            sizeof(attr)) < 0)
+                        return err_sys(err, errno, "mount %s: idmap", op->dest);
+        }
+        return 0;
+}
+
+static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, const int *tree_fds)
+{
+        const uint64_t *lim = cell->config->limits;
+        /* A backstop only: the budget itself is enforced by the engine from exec on. */
+        rlim_t cpu_s = (rlim_t)((STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) / 1000 + 1);
+        *spec = (struct sandbox_spec){
+                .plan = &cell->plan,
+                .tree_fds = tree_fds,
+                .landlock = &cell->landlock,
+                .seccomp = &cell->seccomp,
+                .interpreter = cell->config->runtime->interpreter,
+                .argv = cell->config->runtime->argv,
+                .envp = guest_env,
+                .host_uid = cell->host_uid,
+                .host_gid = cell->host_gid,
+                .may_set_groups = cell->privileged,
+        };
+        struct sandbox_rlimit rl[] = {
+                {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
+                {RLIMIT_NOFILE, {lim[CODECELL_LIMIT_OPEN_FILES], lim[CODECELL_LIMIT_OPEN_FILES]}},
+                {RLIMIT_FSIZE, {lim[CODECELL_LIMIT_FILE_BYTES], lim[CODECELL_LIMIT_FILE_BYTES]}},
+                /* Counted per user namespace: this caps the sandbox's own threads. */
+                {RLIMIT_NPROC, {lim[CODECELL_LIMIT_PIDS], lim[CODECELL_LIMIT_PIDS]}},
+                {RLIMIT_CORE, {0, 0}},
+        };
+        memcpy(spec->rlimits, rl, sizeof(rl));
+        spec->n_rlimits = sizeof(rl) / sizeof(rl[0]);
+        if (!cell->cgroup_place.backend) {
+                /* Without a memory cgroup, address space is the only memory limit we have.
+                 * The interpreter reserves virtual ranges it never touches (seed 003's sharp
+                 * edge), so the cap gets 128 MiB of headroom over the configured limit. */
+                rlim_t as = (rlim_t)(lim[CODECELL_LIMIT_MEMORY_BYTES] + (128ULL << 20));
+                spec->rlimits[spec->n_rlimits++] = (struct sandbox_rlimit){RLIMIT_AS, {as, as}};
+        }
+}
+
+void standby_free(struct standby *s)
+{
+        if (!s)
+                return;
+        (void)standby_teardown(s, false, NULL, NULL);
+        free(s->boot_out.data);
+        free(s->boot_err.data);
+        free(s);
+}
+
+int standby_teardown(struct standby *s, bool kill_guest_first, struct rusage *ret_usage,
+                     struct cgroup_stats *ret_stats)
+{
+        /* Killing the interpreter rather than init lets init reap it and report how it ended,
+         * and its CPU time reaches us through init's rusage. */
+        if (kill_guest_first)
+                sandbox_kill_guest(&s->sb);
+        int status = sandbox_destroy(&s->sb, 200, ret_usage);
+        if (s->have_cg) {
+                if (ret_stats)
+                        s->cg.backend->stats(&s->cg, ret_stats);
+                s->cg.backend->destroy(&s->cg);
+                s->have_cg = false;
+        }
+        pump_free(&s->pump);
+        return status;
+}
+
+int standby_start(struct codecell_cell *cell, struct standby **ret, codecell_error *err)
+{
+        const uint64_t *lim = cell->config->limits;
+        int tree_fds[MOUNT_PLAN_MAX_OPS];
+        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
+                tree_fds[i] = -1;
+        struct standby *s = calloc(1, sizeof(*s));
+        if (!s)
+                return err_sys(err, ENOMEM, "sandbox");
+        s->sb = (struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1};
+        pump_init(&s->pump, &s->sb, lim[CODECELL_LIMIT_FRAME_BYTES]);
+        output_init(&s->boot_out, BOOT_OUTPUT_BYTES);
+        output_init(&s->boot_err, BOOT_OUTPUT_BYTES);
+        s->pump.out = &s->boot_out;
+        s->pump.err = &s->boot_err;
+        int r = 0;
+        if (cell->cgroup_place.backend) {
+                char name[64];
+                cgroup_unique_name(name, sizeof(name));
+                struct cgroup_limits cl = {.memory_bytes = lim[CODECELL_LIMIT_MEMORY_BYTES],
+                                           .pids = lim[CODECELL_LIMIT_PIDS]};
+                r = cell->cgroup_place.backend->create(&cell->cgroup_place, name, &cl, &s->cg, err);
+                if (r < 0)
+                        goto fail;
+                s->have_cg = true;
+        }
+        if (cell->privileged && (r = prepare_idmapped_trees(cell, tree_fds, err)) < 0)
+                goto fail;
+        struct sandbox_spec spec;
+        fill_spec(cell, &spec, tree_fds);
+        r = sandbox_spawn(&spec, &s->sb, err);
+        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
+                if (tree_fds[i] >= 0)
+                        close(tree_fds[i]);
+        if (r < 0)
+                goto fail;
+        s->guest = sandbox_guest_pid(&s->sb);
+        if (s->have_cg && (r = sandbox_attach_cgroup(&s->sb, &s->cg, err)) < 0)
+                goto fail;
+        if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
+                size_t n = 0;
+                const char *why = s->pump.protocol_error[0] ? s->pump.protocol_error : NULL;
+                r = err_set(err, CODECELL_ERR_SYSTEM, EPROTO,
+                            "the interpreter did not become ready%s%s%s%.*s", why ? ": " : "",
+                            why ? why : "", s->boot_err.len ? "; it said: " : "",
+                            (int)(n = s->boot_err.len < 300 ? s->boot_err.len : 300),
+                            s->boot_err.data ? s->boot_err.data : "");
+                goto fail;
+        }
+        *ret = s;
+        return 0;
+fail:
+        standby_free(s);
+        return r;
+}
+
+bool standby_alive(struct standby *s)
+{
+        /* Waiting for code, a healthy prelude writes nothing: anything readable on the control
+         * socket (data or hang-up) means it is gone or misbehaving. */
+        struct pollfd p = {.fd = s->sb.ctl_fd, .events = POLLIN};
+        return poll(&p, 1, 0) == 0 && kill(s->sb.pid, 0) == 0;
+}
+
+void standby_arm(struct standby *s, uint64_t cpu_budget_ms)
+{
+        /* The budget counts from now, not from the interpreter's birth: the engine watches the
+         * interpreter's CPU clock (RLIMIT_CPU, set at spawn, is only a backstop). */
+        clockid_t clock;
+        if (s->guest <= 0 || clock_getcpuclockid(s->guest, &clock) != 0)
+                return; /* gone already: the run will find out */
+        s->boot_cpu_ms = process_cpu_ms(clock);
+        s->pump.guest_clock = clock;
+        s->pump.cpu_limit_ms = s->boot_cpu_ms + (double)cpu_budget_ms;
+}

@@ -1,0 +1,38 @@
+/* A sandbox standing by, ready for its one execution (DESIGN §9). */
+#ifndef CODECELL_STANDBY_H
+#define CODECELL_STANDBY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "cgroup.h"
+#include "pump.h"
+#include "sandbox.h"
+
+struct codecell_cell;
+
+struct standby {
+        struct sandbox sb;
+        struct cgroup cg;
+        bool have_cg;
+        pid_t guest; /* the interpreter, by host pid */
+        struct pump pump;
+        struct output_buffer boot_out, boot_err;
+        double boot_cpu_ms; /* set by standby_arm */
+};
+
+/* Builds a sandbox and waits for the prelude's "ready". Called from the pool's thread or, on
+ * a cold start, from the caller's: the sandbox's parent-death signal is tied to that thread. */
+int standby_start(struct codecell_cell *cell, struct standby **ret, codecell_error *err);
+/* False when the sandbox died (or spoke) while waiting. */
+bool standby_alive(struct standby *s);
+/* Starts the CPU budget now (the pump enforces it); records boot_cpu_ms. */
+void standby_arm(struct standby *s, uint64_t cpu_budget_ms);
+/* Ends the sandbox and removes its cgroup; returns init's exit code (see sandbox_destroy). */
+int standby_teardown(struct standby *s, bool kill_guest_first, struct rusage *ret_usage,
+                     struct cgroup_stats *ret_stats);
+/* Tears down (if not yet) and frees. Accepts NULL. */
+void standby_free(struct standby *s);
+
+#endif
