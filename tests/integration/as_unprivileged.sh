@@ -3,6 +3,7 @@
 # codecell: no cgroup to write, no idmapped mounts, everything else the same.
 set -eu
 bin="$1"
+shift # then: the C test programs to run as well, linked against libcodecell.so
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ "$(id -u)" -ne 0 ]; then
         echo "SKIP: already running unprivileged; the e2e test covers this case"
@@ -14,8 +15,20 @@ trap 'rm -rf "$dir"' EXIT
 # needs. The binary embeds its prelude, so it runs from anywhere.
 cp "$bin" "$dir/codecell"
 cp "$here"/*.py "$dir/"
+cp -P "$(dirname "$bin")"/libcodecell.so* "$dir/"
+for program in "$@"; do
+        cp "$program" "$dir/"
+done
 chmod -R a+rX "$dir"
 cd "$dir"
-setpriv --reuid=65534 --regid=65534 --clear-groups \
-        env -i PATH=/usr/bin:/bin HOME="$dir" PYTHONDONTWRITEBYTECODE=1 \
-        CODECELL_BIN="$dir/codecell" python3 -m unittest test_run
+as_nobody() {
+        setpriv --reuid=65534 --regid=65534 --clear-groups \
+                env -i PATH=/usr/bin:/bin HOME="$dir" PYTHONDONTWRITEBYTECODE=1 \
+                LD_LIBRARY_PATH="$dir" CODECELL_BIN="$dir/codecell" "$@"
+}
+for program in "$@"; do
+        echo "== $(basename "$program") as nobody"
+        as_nobody "$dir/$(basename "$program")"
+done
+echo "== test_run.py as nobody"
+as_nobody python3 -m unittest test_run

@@ -1,0 +1,210 @@
+/* The warm pool's behaviour through the public API: one execution per sandbox, nothing shared
+ * between runs, replacement after death, many threads at once, and nothing left after free. */
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "codecell.h"
+
+static int failures;
+#define CHECK(cond)                                                                                \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+                        failures++;                                                                \
+                }                                                                                  \
+        } while (0)
+
+/* The result JSON of one run (caller frees), or NULL. */
+static char *run(codecell_cell *cell, const char *code)
+{
+        codecell_result *res = NULL;
+        codecell_error err = {0};
+        if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0) {
+                fprintf(stderr, "run: %s\n", err.message);
+                return NULL;
+        }
+        char *json = codecell_result_to_json(res, false);
+        codecell_result_free(res);
+        return json;
+}
+
+static bool run_gives(codecell_cell *cell, const char *code, const char *expected_prefix)
+{
+        char *json = run(cell, code);
+        bool ok = json && strncmp(json, expected_prefix, strlen(expected_prefix)) == 0;
+        if (!ok)
+                fprintf(stderr, "code %s\n  gave     %s\n  expected %s…\n", code, json, expected_prefix);
+        free(json);
+        return ok;
+}
+
+/* The sandboxes' inits are children of this process (of whichever thread made them). */
+static size_t children(pid_t *pids, size_t max)
+{
+        size_t n = 0;
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+                char path[300], text[4096];
+                snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                size_t k = fread(text, 1, sizeof(text) - 1, f);
+                text[k] = '\0';
+                fclose(f);
+                for (char *save = NULL, *t = strtok_r(text, " \n", &save); t && n < max;
+                     t = strtok_r(NULL, " \n", &save))
+                        pids[n++] = atoi(t);
+        }
+        if (d)
+                closedir(d);
+        return n;
+}
+
+static void kill_guests_of(pid_t init)
+{
+        char path[64], text[256];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", init, init);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return;
+        size_t k = fread(text, 1, sizeof(text) - 1, f);
+        text[k] = '\0';
+        fclose(f);
+        for (char *save = NULL, *t = strtok_r(text, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+                kill(atoi(t), SIGKILL);
+}
+
+static size_t own_cgroups(void)
+{
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "codecell-%d-", (int)getpid());
+        const char *roots[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"};
+        size_t n = 0;
+        for (size_t i = 0; i < 2; i++) {
+                char cmd[400];
+                snprintf(cmd, sizeof(cmd), "find %s -maxdepth 4 -name '%s*' 2>/dev/null | wc -l",
+                         roots[i], prefix);
+                FILE *p = popen(cmd, "r");
+                int k = 0;
+                if (p && fscanf(p, "%d", &k) == 1)
+                        n += (size_t)k;
+                if (p)
+                        pclose(p);
+        }
+        return n;
+}
+
+struct worker {
+        codecell_cell *cell;
+        int id, ok;
+};
+
+static void *work(void *arg)
+{
+        struct worker *w = arg;
+        for (int i = 0; i < 12; i++) {
+                char code[64], expected[64];
+                int n = w->id * 1000 + i;
+                snprintf(code, sizeof(code), "%d * 2", n);
+                snprintf(expected, sizeof(expected), "{\"status\":\"ok\",\"value\":%d,", n * 2);
+                w->ok += run_gives(w->cell, code, expected);
+        }
+        return NULL;
+}
+
+static codecell_cell *new_cell(size_t pool)
+{
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new("ruby", &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        CHECK(codecell_config_set_pool(config, pool, &err) == 0);
+        CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 1000, &err) == 0);
+        codecell_cell *cell = codecell_cell_new(config, &err);
+        if (!cell)
+                fprintf(stderr, "cell: %s\n", err.message);
+        codecell_config_free(config);
+        return cell;
+}
+
+int main(void)
+{
+        codecell_error err = {0};
+        pid_t before[64], after[64];
+        codecell_config *config = codecell_config_new("ruby", &err);
+        CHECK(codecell_config_set_pool(config, 65, &err) < 0 && strstr(err.message, "maximum 64"));
+        codecell_config_free(config);
+
+        codecell_cell *cell = new_cell(2);
+        if (!cell)
+                return 1;
+        CHECK(codecell_cell_warmup(cell, &err) == 0);
+        size_t n_before = children(before, 64);
+        CHECK(n_before == 2);
+
+        /* One execution per sandbox: the one used is replaced by a new one. */
+        CHECK(run_gives(cell, "$g = 1; File.write('/tmp/m', 'x'); File.write('/work/m', 'x'); 1",
+                        "{\"status\":\"ok\",\"value\":1,"));
+        CHECK(codecell_cell_warmup(cell, &err) == 0);
+        size_t n_after = children(after, 64);
+        CHECK(n_after == 2);
+        size_t same = 0;
+        for (size_t i = 0; i < n_before; i++)
+                for (size_t j = 0; j < n_after; j++)
+                        same += before[i] == after[j];
+        CHECK(same == 1);
+
+        /* Nothing shared between consecutive runs. */
+        CHECK(run_gives(cell, "[defined?($g), File.exist?('/tmp/m'), File.exist?('/work/m')]",
+                        "{\"status\":\"ok\",\"value\":[null,false,false],"));
+
+        /* The wall clock starts at exec, not at the sandbox's birth. */
+        CHECK(codecell_cell_warmup(cell, &err) == 0);
+        sleep(2);
+        CHECK(run_gives(cell, "sleep 0.5; :awake", "{\"status\":\"ok\",\"value\":\"awake\","));
+
+        /* Sandboxes that died while standing by are replaced without the caller noticing. */
+        CHECK(codecell_cell_warmup(cell, &err) == 0);
+        n_before = children(before, 64);
+        for (size_t i = 0; i < n_before; i++)
+                kill_guests_of(before[i]);
+        usleep(200000);
+        CHECK(run_gives(cell, "6 * 7", "{\"status\":\"ok\",\"value\":42,"));
+        CHECK(codecell_cell_warmup(cell, &err) == 0);
+        CHECK(run_gives(cell, "7 * 7", "{\"status\":\"ok\",\"value\":49,"));
+
+        /* Many threads on one cell: every run its own answer. */
+        pthread_t threads[4];
+        struct worker workers[4];
+        for (int i = 0; i < 4; i++) {
+                workers[i] = (struct worker){.cell = cell, .id = i + 1};
+                pthread_create(&threads[i], NULL, work, &workers[i]);
+        }
+        for (int i = 0; i < 4; i++) {
+                pthread_join(threads[i], NULL);
+                CHECK(workers[i].ok == 12);
+        }
+
+        /* Nothing left once the cell is freed. */
+        codecell_cell_free(cell);
+        CHECK(children(after, 64) == 0);
+        CHECK(own_cgroups() == 0);
+
+        /* pool 0: every run cold, nothing standing by between runs. */
+        cell = new_cell(0);
+        CHECK(cell && codecell_cell_warmup(cell, &err) == 0);
+        CHECK(run_gives(cell, "1 + 1", "{\"status\":\"ok\",\"value\":2,"));
+        CHECK(children(after, 64) == 0);
+        codecell_cell_free(cell);
+
+        if (failures)
+                fprintf(stderr, "%d check(s) failed\n", failures);
+        return failures ? 1 : 0;
+}
