@@ -20,7 +20,9 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
 bench: build
+	cmake --build $(BUILD) --target latency
 	bench/cold.sh
+	$(BUILD)/latency
 
 clean:
 	rm -rf $(BUILD)

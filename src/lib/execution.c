@@ -121,10 +121,13 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
                 pump_protocol_error(p, e.message);
         } else {
                 p->exec_sent = true;
-                /* Until the result, the guest's death, or the deadline. */
+                /* Until the result, the guest's death, the CPU budget or the deadline. */
                 o.timed_out = pump_until(p, deadline, pump_has_result);
-                /* Output written before the result belongs to this execution: drain it. */
-                if (!o.timed_out) {
+                if (p->result_frame) {
+                        /* Output written before the result is in the pipes already. */
+                        pump_drain_now(p);
+                } else if (!o.timed_out && !p->cpu_exhausted) {
+                        /* The guest died: what it wrote ends at EOF. */
                         double until = now_ms() + DRAIN_MS;
                         (void)pump_until(p, until < deadline ? until : deadline, pump_drained);
                 }
@@ -135,10 +138,20 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
         char protocol_error[sizeof(p->protocol_error)];
         snprintf(protocol_error, sizeof(protocol_error), "%s", p->protocol_error);
         bool cpu_spent = p->cpu_exhausted && !result_frame;
-        int init_status = standby_teardown(s, o.timed_out || cpu_spent, &usage, &st);
-        double cpu = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000.0 +
-                     (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000.0;
-        res->cpu_ms = cpu > s->boot_cpu_ms ? cpu - s->boot_cpu_ms : 0;
+        enum standby_end how = END_WAIT;
+        double guest_cpu = 0;
+        if (result_frame) {
+                /* The result is in hand: read the CPU the code used, then end it all at once. */
+                how = END_NOW;
+                guest_cpu = p->cpu_limit_ms > 0 ? process_cpu_ms(p->guest_clock) : 0;
+        } else if (o.timed_out || cpu_spent) {
+                how = END_GUEST_FIRST;
+        }
+        int init_status = standby_teardown(s, how, &usage, &st);
+        if (how != END_NOW)
+                guest_cpu = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000.0 +
+                            (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000.0;
+        res->cpu_ms = guest_cpu > s->boot_cpu_ms ? guest_cpu - s->boot_cpu_ms : 0;
         res->memory_peak_bytes = st.memory_peak_bytes;
         o.oom_killed = st.oom_kills > 0;
         o.memory_refused = st.memory_failures > 0;

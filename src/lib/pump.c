@@ -173,6 +173,27 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
         return false;
 }
 
+static void drain_pipe(int fd, bool *open_flag, struct output_buffer *b)
+{
+        char buf[65536];
+        while (*open_flag) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n > 0) {
+                        (void)output_append(b, buf, (size_t)n);
+                } else if (n == 0) {
+                        *open_flag = false;
+                } else if (errno != EINTR) {
+                        return; /* EAGAIN: the pipe is empty */
+                }
+        }
+}
+
+void pump_drain_now(struct pump *p)
+{
+        drain_pipe(p->sb->out_fd, &p->out_open, p->out);
+        drain_pipe(p->sb->err_fd, &p->err_open, p->err);
+}
+
 bool pump_is_ready(const struct pump *p)
 {
         return p->ready || !p->ctl_open;

@@ -33,6 +33,9 @@ void pump_free(struct pump *p);
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *));
 /* The CPU time of a process by its CPU clock, in ms (0 when it cannot be read). */
 double process_cpu_ms(clockid_t clock);
+/* Takes what the output pipes hold now, without waiting for more. The prelude flushes its
+ * output before it sends the result frame, so after that frame this is all of it. */
+void pump_drain_now(struct pump *p);
 bool pump_is_ready(const struct pump *p);
 bool pump_has_result(const struct pump *p);
 bool pump_drained(const struct pump *p);

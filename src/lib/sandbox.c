@@ -288,6 +288,10 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         failure[0] = -1;
         if (r < 0)
                 goto fail;
+        /* Non-blocking: after the result frame the engine takes what the pipes hold without
+         * waiting for the guest to exit. */
+        (void)fcntl(out[0], F_SETFL, O_NONBLOCK);
+        (void)fcntl(errp[0], F_SETFL, O_NONBLOCK);
         ret->ctl_fd = ctl[0];
         ret->out_fd = out[0];
         ret->err_fd = errp[0];

@@ -98,20 +98,18 @@ void standby_free(struct standby *s)
 {
         if (!s)
                 return;
-        (void)standby_teardown(s, false, NULL, NULL);
+        (void)standby_teardown(s, END_NOW, NULL, NULL);
         free(s->boot_out.data);
         free(s->boot_err.data);
         free(s);
 }
 
-int standby_teardown(struct standby *s, bool kill_guest_first, struct rusage *ret_usage,
+int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret_usage,
                      struct cgroup_stats *ret_stats)
 {
-        /* Killing the interpreter rather than init lets init reap it and report how it ended,
-         * and its CPU time reaches us through init's rusage. */
-        if (kill_guest_first)
+        if (how == END_GUEST_FIRST)
                 sandbox_kill_guest(&s->sb);
-        int status = sandbox_destroy(&s->sb, 200, ret_usage);
+        int status = sandbox_destroy(&s->sb, how == END_NOW ? 0 : 200, ret_usage);
         if (s->have_cg) {
                 if (ret_stats)
                         s->cg.backend->stats(&s->cg, ret_stats);

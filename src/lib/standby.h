@@ -29,8 +29,14 @@ int standby_start(struct codecell_cell *cell, struct standby **ret, codecell_err
 bool standby_alive(struct standby *s);
 /* Starts the CPU budget now (the pump enforces it); records boot_cpu_ms. */
 void standby_arm(struct standby *s, uint64_t cpu_budget_ms);
+enum standby_end {
+        END_NOW,         /* kill everything at once: its result, if any, is in hand */
+        END_GUEST_FIRST, /* kill the interpreter, let init reap it (its CPU time is counted) */
+        END_WAIT,        /* the interpreter is ending by itself: give init a moment */
+};
+
 /* Ends the sandbox and removes its cgroup; returns init's exit code (see sandbox_destroy). */
-int standby_teardown(struct standby *s, bool kill_guest_first, struct rusage *ret_usage,
+int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret_usage,
                      struct cgroup_stats *ret_stats);
 /* Tears down (if not yet) and frees. Accepts NULL. */
 void standby_free(struct standby *s);

@@ -1,0 +1,348 @@
+/* bench/latency: how long a result takes, through the public API, beside the peers measured
+ * in the same run: the bare interpreter spawned per run, and bubblewrap + interpreter.
+ *
+ *   latency [--seconds S] [--hits N] [--colds N]
+ *
+ * For two workloads (Ruby `1+1`, and reading a 1 MB CSV from a read-only mount) it prints:
+ * pool-hit latency (median, p99; the pool refilled before each run), cold latency (median),
+ * and throughput with 1 and 2 client threads for S seconds. Every figure is "from the call to
+ * the parsed result". Medians and ratios are what to quote: this machine is shared. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codecell.h"
+
+extern char **environ;
+
+static double now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return (x > y) - (x < y);
+}
+
+static double percentile(double *v, size_t n, double p)
+{
+        qsort(v, n, sizeof(*v), cmp_double);
+        size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+        return v[i < n ? i : n - 1];
+}
+
+struct workload {
+        const char *name;
+        const char *code; /* the script, the same for every system */
+        const char *data; /* host folder mounted read-only at /data, or NULL */
+};
+
+/* ---- the systems ------------------------------------------------------------------------ */
+
+struct system {
+        const char *name;
+        /* One run from call to parsed result; false when it failed. */
+        bool (*run)(struct system *sys, const struct workload *w);
+        codecell_cell *cell;
+};
+
+static bool parsed_ok(const char *json, const char *key)
+{
+        json_t *v = json_loads(json, JSON_DECODE_ANY, NULL);
+        bool ok = v && (!key || json_is_string(json_object_get(v, "status")));
+        if (key && ok)
+                ok = strcmp(json_string_value(json_object_get(v, "status")), "ok") == 0;
+        json_decref(v);
+        return ok;
+}
+
+static bool run_codecell(struct system *sys, const struct workload *w)
+{
+        codecell_result *res = NULL;
+        codecell_error err;
+        if (codecell_cell_run(sys->cell, w->code, strlen(w->code), &res, &err) < 0)
+                return false;
+        char *json = codecell_result_to_json(res, false);
+        bool ok = json && parsed_ok(json, "status");
+        free(json);
+        codecell_result_free(res);
+        return ok;
+}
+
+/* Spawns argv, reads its stdout, parses it as JSON. */
+static bool spawn_and_parse(char *const argv[])
+{
+        int out[2];
+        if (pipe2(out, O_CLOEXEC) < 0)
+                return false;
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        pid_t pid;
+        int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(out[1]);
+        if (r != 0) {
+                close(out[0]);
+                return false;
+        }
+        char buf[4096];
+        size_t len = 0;
+        ssize_t n;
+        while ((n = read(out[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+                len += (size_t)n;
+        buf[len] = '\0';
+        close(out[0]);
+        int st;
+        waitpid(pid, &st, 0);
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0 && parsed_ok(buf, NULL);
+}
+
+/* The peers print the value as JSON, loading json as codecell's prelude does. */
+static void peer_script(const struct workload *w, char *buf, size_t size)
+{
+        snprintf(buf, size, "puts JSON.generate(begin; %s; end)", w->code);
+}
+
+static bool run_bare(struct system *sys, const struct workload *w)
+{
+        (void)sys;
+        char script[1024], code[1024];
+        peer_script(w, script, sizeof(script));
+        /* The bare interpreter reads the data where it is on the host. */
+        const char *from = w->data ? w->data : "";
+        char *p = strstr(w->code, "/data");
+        snprintf(code, sizeof(code), "%s", script);
+        if (p) {
+                char tmp[1024];
+                snprintf(tmp, sizeof(tmp), "%.*s%s%s", (int)(strstr(script, "/data") - script),
+                         script, from, strstr(script, "/data") + 5);
+                snprintf(code, sizeof(code), "%s", tmp);
+        }
+        char *argv[] = {"ruby", "--disable-gems", "-rjson", "-e", code, NULL};
+        return spawn_and_parse(argv);
+}
+
+static bool run_bwrap(struct system *sys, const struct workload *w)
+{
+        (void)sys;
+        char script[1024];
+        peer_script(w, script, sizeof(script));
+        char *argv[64];
+        int i = 0;
+        const char *fixed[] = {"bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+                               "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr", "--symlink",
+                               "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
+                               "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
+                               "/tmp", "--tmpfs", "/work", "--chdir", "/work", NULL};
+        for (int k = 0; fixed[k]; k++)
+                argv[i++] = (char *)fixed[k];
+        if (w->data) {
+                argv[i++] = "--ro-bind";
+                argv[i++] = (char *)w->data;
+                argv[i++] = "/data";
+        }
+        argv[i++] = "ruby";
+        argv[i++] = "--disable-gems";
+        argv[i++] = "-rjson";
+        argv[i++] = "-e";
+        argv[i++] = script;
+        argv[i] = NULL;
+        return spawn_and_parse(argv);
+}
+
+/* ---- measurements ----------------------------------------------------------------------- */
+
+static double seconds = 10;
+static int hits = 500, colds = 30;
+
+struct latency {
+        double median, p99;
+        int failed;
+};
+
+static struct latency measure(struct system *sys, const struct workload *w, int runs, bool warm)
+{
+        double *v = calloc((size_t)runs, sizeof(double));
+        struct latency l = {0};
+        codecell_error err;
+        for (int i = 0; i < runs; i++) {
+                if (warm)
+                        codecell_cell_warmup(sys->cell, &err); /* a pool hit, not a cold start */
+                double t0 = now_ms();
+                if (!sys->run(sys, w))
+                        l.failed++;
+                v[i] = now_ms() - t0;
+        }
+        l.median = percentile(v, (size_t)runs, 0.5);
+        l.p99 = percentile(v, (size_t)runs, 0.99);
+        free(v);
+        return l;
+}
+
+struct worker {
+        struct system *sys;
+        const struct workload *w;
+        double until;
+        long runs, failed;
+};
+
+static void *hammer(void *arg)
+{
+        struct worker *k = arg;
+        while (now_ms() < k->until) {
+                if (k->sys->run(k->sys, k->w))
+                        k->runs++;
+                else
+                        k->failed++;
+        }
+        return NULL;
+}
+
+static double throughput(struct system *sys, const struct workload *w, int threads, long *failed)
+{
+        pthread_t t[8];
+        struct worker k[8];
+        double start = now_ms();
+        for (int i = 0; i < threads; i++) {
+                k[i] = (struct worker){.sys = sys, .w = w, .until = start + seconds * 1000};
+                pthread_create(&t[i], NULL, hammer, &k[i]);
+        }
+        long runs = 0;
+        for (int i = 0; i < threads; i++) {
+                pthread_join(t[i], NULL);
+                runs += k[i].runs;
+                *failed += k[i].failed;
+        }
+        return (double)runs / ((now_ms() - start) / 1000.0);
+}
+
+static codecell_cell *cell_for(const struct workload *w, size_t pool)
+{
+        codecell_error err;
+        codecell_config *c = codecell_config_new("ruby", &err);
+        codecell_config_set_policy(c, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(c, pool, &err);
+        if (w->data && codecell_config_add_mount(c, w->data, "/data", false, NULL, &err) < 0) {
+                fprintf(stderr, "latency: %s\n", err.message);
+                exit(2);
+        }
+        codecell_cell *cell = codecell_cell_new(c, &err);
+        codecell_config_free(c);
+        if (!cell) {
+                fprintf(stderr, "latency: %s\n", err.message);
+                exit(2);
+        }
+        return cell;
+}
+
+static void make_csv(char *dir)
+{
+        if (!mkdtemp(dir)) {
+                perror("mkdtemp");
+                exit(2);
+        }
+        chmod(dir, 0755);
+        char path[256];
+        snprintf(path, sizeof(path), "%s/big.csv", dir);
+        FILE *f = fopen(path, "w");
+        fputs("date,region,product,units,unit_price\n", f);
+        for (long size = 0; size < 1024 * 1024;)
+                size += fprintf(f, "2026-%02ld-%02ld,region%ld,product%ld,%ld,%ld.99\n", size % 12 + 1,
+                                size % 28 + 1, size % 7, size % 13, size % 40, size % 20);
+        fclose(f);
+        chmod(path, 0644);
+}
+
+static void row(const char *workload, const char *system, double p50, double p99, double t1,
+                double t2, long failed)
+{
+        char a[16] = "-", b[16] = "-", c[16] = "-", d[16] = "-";
+        if (p50 > 0)
+                snprintf(a, sizeof(a), "%.2f", p50);
+        if (p99 > 0)
+                snprintf(b, sizeof(b), "%.2f", p99);
+        if (t1 > 0)
+                snprintf(c, sizeof(c), "%.0f", t1);
+        if (t2 > 0)
+                snprintf(d, sizeof(d), "%.0f", t2);
+        printf("%-10s %-20s %9s %9s %10s %10s%s\n", workload, system, a, b, c, d,
+               failed ? "  (some runs failed!)" : "");
+        fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+                        seconds = atof(argv[++i]);
+                else if (strcmp(argv[i], "--hits") == 0 && i + 1 < argc)
+                        hits = atoi(argv[++i]);
+                else if (strcmp(argv[i], "--colds") == 0 && i + 1 < argc)
+                        colds = atoi(argv[++i]);
+                else {
+                        fprintf(stderr, "usage: latency [--seconds S] [--hits N] [--colds N]\n");
+                        return 2;
+                }
+        }
+        char dir[] = "/tmp/codecell-bench-XXXXXX";
+        make_csv(dir);
+        struct workload workloads[] = {
+                {"1+1", "1+1", NULL},
+                {"csv-1MB", "File.read(\"/data/big.csv\").count(\"\\n\")", dir},
+        };
+        bool have_bwrap = system("command -v bwrap >/dev/null 2>&1") == 0;
+        printf("latency and throughput, %s, uid %d; ms from the call to the parsed result\n",
+               "same run, interleaved by system", (int)getuid());
+        printf("%-10s %-20s %9s %9s %10s %10s\n", "workload", "system", "p50 ms", "p99 ms",
+               "runs/s x1", "runs/s x2");
+        for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+                const struct workload *w = &workloads[i];
+                struct system pooled = {"codecell pool hit", run_codecell, cell_for(w, 2)};
+                struct system cold = {"codecell cold", run_codecell, cell_for(w, 0)};
+                struct system bare = {"bare ruby", run_bare, NULL};
+                struct system bwrap = {"bwrap + ruby", run_bwrap, NULL};
+                codecell_error err;
+                if (codecell_cell_warmup(pooled.cell, &err) < 0) {
+                        fprintf(stderr, "latency: warmup: %s\n", err.message);
+                        return 2;
+                }
+                long failed = 0;
+                struct latency hit = measure(&pooled, w, hits, true);
+                double t1 = throughput(&pooled, w, 1, &failed);
+                double t2 = throughput(&pooled, w, 2, &failed);
+                row(w->name, pooled.name, hit.median, hit.p99, t1, t2, failed + hit.failed);
+                struct latency c = measure(&cold, w, colds, false);
+                row(w->name, cold.name, c.median, c.p99, 0, 0, c.failed);
+                failed = 0;
+                struct latency b = measure(&bare, w, colds, false);
+                t1 = throughput(&bare, w, 1, &failed);
+                t2 = throughput(&bare, w, 2, &failed);
+                row(w->name, bare.name, b.median, b.p99, t1, t2, failed + b.failed);
+                if (have_bwrap) {
+                        failed = 0;
+                        struct latency x = measure(&bwrap, w, colds, false);
+                        t1 = throughput(&bwrap, w, 1, &failed);
+                        t2 = throughput(&bwrap, w, 2, &failed);
+                        row(w->name, bwrap.name, x.median, x.p99, t1, t2, failed + x.failed);
+                }
+                codecell_cell_free(pooled.cell);
+                codecell_cell_free(cold.cell);
+        }
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        return system(cmd) == 0 ? 0 : 1;
+}
