@@ -143,11 +143,35 @@ static bool run_bwrap(struct system *sys, const struct workload *w)
         peer_script(w, script, sizeof(script));
         char *argv[64];
         int i = 0;
-        const char *fixed[] = {"bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-                               "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr", "--symlink",
-                               "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink",
-                               "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
-                               "/tmp", "--tmpfs", "/work", "--chdir", "/work", NULL};
+        const char *fixed[] = {"bwrap",
+                               "--unshare-all",
+                               "--die-with-parent",
+                               "--new-session",
+                               "--cap-drop",
+                               "ALL",
+                               "--ro-bind",
+                               "/usr",
+                               "/usr",
+                               "--symlink",
+                               "usr/lib",
+                               "/lib",
+                               "--symlink",
+                               "usr/lib64",
+                               "/lib64",
+                               "--symlink",
+                               "usr/bin",
+                               "/bin",
+                               "--proc",
+                               "/proc",
+                               "--dev",
+                               "/dev",
+                               "--tmpfs",
+                               "/tmp",
+                               "--tmpfs",
+                               "/work",
+                               "--chdir",
+                               "/work",
+                               NULL};
         for (int k = 0; fixed[k]; k++)
                 argv[i++] = (char *)fixed[k];
         if (w->data) {
@@ -261,8 +285,9 @@ static void make_csv(char *dir)
         FILE *f = fopen(path, "w");
         fputs("date,region,product,units,unit_price\n", f);
         for (long size = 0; size < 1024 * 1024;)
-                size += fprintf(f, "2026-%02ld-%02ld,region%ld,product%ld,%ld,%ld.99\n", size % 12 + 1,
-                                size % 28 + 1, size % 7, size % 13, size % 40, size % 20);
+                size += fprintf(f, "2026-%02ld-%02ld,region%ld,product%ld,%ld,%ld.99\n",
+                                size % 12 + 1, size % 28 + 1, size % 7, size % 13, size % 40,
+                                size % 20);
         fclose(f);
         chmod(path, 0644);
 }

@@ -44,8 +44,9 @@ typedef struct codecell_error {
 /* ---- configuration --------------------------------------------------------------------- */
 
 typedef enum codecell_limit {
-        CODECELL_LIMIT_TIMEOUT_MS,   /* wall clock of one execution, from `exec`; default 30000 */
-        CODECELL_LIMIT_CPU_MS,       /* CPU time budget from `exec`; default 10000 (checked every 10 ms) */
+        CODECELL_LIMIT_TIMEOUT_MS, /* wall clock of one execution, from `exec`; default 30000 */
+        CODECELL_LIMIT_CPU_MS, /* CPU time budget from `exec`; default 10000 (checked every 10 ms)
+                                */
         CODECELL_LIMIT_MEMORY_BYTES, /* memory of the whole sandbox; default 256 MiB */
         CODECELL_LIMIT_PIDS,         /* processes and threads; default 64 */
         CODECELL_LIMIT_OUTPUT_BYTES, /* captured stdout and stderr, each; default 1 MiB */
@@ -55,7 +56,11 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_FILE_BYTES, /* RLIMIT_FSIZE, largest file the guest may write; default 64 MiB
                                     */
         CODECELL_LIMIT_CODE_BYTES, /* largest accepted code; default 1 MiB */
-        CODECELL_LIMIT_FRAME_BYTES, /* largest protocol frame; default 16 MiB */
+        CODECELL_LIMIT_FRAME_BYTES,        /* largest protocol frame; default 16 MiB */
+        CODECELL_LIMIT_TOOL_CALLS,         /* SB.call calls per execution; default 1000 */
+        CODECELL_LIMIT_TOOL_REQUEST_BYTES, /* JSON arguments of one call; default 1 MiB */
+        CODECELL_LIMIT_TOOL_ANSWER_BYTES,  /* JSON answer of one call; default 1 MiB */
+        CODECELL_LIMIT_TOOL_CALL_MS, /* time of one call (a tool may set less); default 10000 */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -122,9 +127,38 @@ CODECELL_API void codecell_cell_free(codecell_cell *cell);
 CODECELL_API int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
                                    codecell_result **ret_result, codecell_error *err);
 
-/* The cell's description as the model sees it (seed 000): how to use, the folders. Owned by
- * the cell; valid until codecell_cell_free(). */
+/* The cell's description as the model sees it (seed 000): how to use, the folders, the tools.
+ * Owned by the cell; valid until the next codecell_cell_add_tool()/_load_tools() or
+ * codecell_cell_free(). */
 CODECELL_API const char *codecell_cell_description(const codecell_cell *cell);
+
+/* ---- host tools ------------------------------------------------------------------------- */
+
+/* A host function the guest reaches with SB.call(name, key: value) (Ruby). It runs on an engine
+ * thread, one call at a time per execution, while the guest waits. args_json is the arguments
+ * object as NUL-terminated JSON. Return 0 and set *ret_json to a malloc'd JSON text (any JSON
+ * value), or return < 0 and set *ret_error to a malloc'd message (or leave it NULL): the guest
+ * then gets SB::ToolError with that message. The engine frees both strings. A handler that
+ * never returns cannot be interrupted: the execution still ends at its wall-clock limit, but
+ * the handler's thread is left running until it returns. */
+typedef int (*codecell_tool_handler)(const char *args_json, char **ret_json, char **ret_error,
+                                     void *userdata);
+
+/* Registers a tool on the cell. name: 1-64 characters of [A-Za-z0-9_.-], starting with a
+ * letter, unique in the cell. description: shown to the model (may be NULL). input_schema_json:
+ * a JSON Schema object for the arguments ({"type":"object","properties":{…},"required":[…]}),
+ * or NULL for no arguments. Thread-safe; tools cannot be removed. */
+CODECELL_API int codecell_cell_add_tool(codecell_cell *cell, const char *name,
+                                        const char *description, const char *input_schema_json,
+                                        codecell_tool_handler handler, void *userdata,
+                                        codecell_error *err);
+
+/* Registers the command tools of a JSON file (docs/tools.md): each runs a host command outside
+ * the sandbox, with the arguments as JSON on stdin and its JSON result on stdout; a non-zero
+ * exit becomes SB::ToolError carrying its stderr. Validated whole before any tool is added;
+ * errors name the JSON path ("tools[1].command: …"). */
+CODECELL_API int codecell_cell_load_tools(codecell_cell *cell, const char *path,
+                                          codecell_error *err);
 
 /* ---- results --------------------------------------------------------------------------- */
 

@@ -59,17 +59,38 @@ module CodecellGuest
     end
 
     def rpc(name, args)
+      check_json!(args, "args")
       @rpc_id = (@rpc_id || 1) + 1
-      frame = begin
-        JSON.generate({ t: "call", id: @rpc_id, name: name, args: args })
-      rescue StandardError => e
-        raise TypeError, "tool arguments must be JSON-serializable: #{e.message}"
-      end
+      frame = JSON.generate({ t: "call", id: @rpc_id, name: name, args: args })
       control.write([frame.bytesize].pack("N"), frame)
       reply = read_frame
       raise SB::RpcUnavailable, "the host closed the tool channel" if reply.nil?
+      unless reply["t"] == "reply" && reply["id"] == @rpc_id
+        raise SB::RpcUnavailable, "unexpected answer from the host"
+      end
 
       reply
+    end
+
+    # Tool arguments are JSON data, nothing else (json's generic to_json would quietly turn any
+    # object into its to_s).
+    def check_json!(value, path)
+      case value
+      when nil, true, false, String, Integer, Symbol then nil
+      when Float
+        raise TypeError, "tool arguments must be JSON: #{path} is #{value}" unless value.finite?
+      when Array then value.each_with_index { |item, i| check_json!(item, "#{path}[#{i}]") }
+      when Hash
+        value.each do |key, item|
+          unless key.is_a?(String) || key.is_a?(Symbol)
+            raise TypeError, "tool arguments must be JSON: #{path} has a #{key.class} key"
+          end
+
+          check_json!(item, "#{path}[#{key.inspect}]")
+        end
+      else
+        raise TypeError, "tool arguments must be JSON: #{path} is a #{value.class}"
+      end
     end
 
     # Values must survive JSON; the round trip normalises what the host will read. Objects

@@ -8,6 +8,7 @@
 
 #include "codecell.h"
 #include "commands.h"
+#include "cell_flags.h"
 #include "units.h"
 
 static const char usage[] =
@@ -30,6 +31,8 @@ static const char usage[] =
         "                           (default 10s)\n"
         "      --memory SIZE        memory limit (default 256M; units K, M, G)\n"
         "      --max-output SIZE    stdout and stderr kept, each (default 1M)\n"
+        "      --tools FILE         host tools the code may call with SB.call\n"
+        "                           (docs/tools.md)\n"
         "      --on-unsupported warn|raise|ignore\n"
         "                           when the host lacks Landlock or a cgroup\n"
         "                           (default warn)\n"
@@ -45,6 +48,7 @@ static const char usage[] =
 enum {
         OPT_LANG = 256,
         OPT_MOUNT,
+        OPT_TOOLS,
         OPT_TIMEOUT,
         OPT_CPU,
         OPT_MEMORY,
@@ -57,6 +61,7 @@ static const struct option options[] = {
         {"eval", required_argument, NULL, 'e'},
         {"lang", required_argument, NULL, OPT_LANG},
         {"mount", required_argument, NULL, OPT_MOUNT},
+        {"tools", required_argument, NULL, OPT_TOOLS},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"cpu", required_argument, NULL, OPT_CPU},
         {"memory", required_argument, NULL, OPT_MEMORY},
@@ -113,49 +118,6 @@ static char *read_code(const char *path, size_t *ret_len)
                 *ret_len = len;
         }
         return buf;
-}
-
-/* SRC:DST[:ro|rw] */
-static int add_mount_flag(codecell_config *config, const char *spec, codecell_error *err)
-{
-        char *copy = strdup(spec);
-        if (!copy)
-                return -ENOMEM;
-        bool rw = false;
-        char *first = strchr(copy, ':');
-        char *mode = first ? strchr(first + 1, ':') : NULL;
-        int r;
-        if (!first) {
-                fprintf(stderr, "codecell run: --mount %s: expected SRC:DST[:ro|rw]\n", spec);
-                free(copy);
-                return -EINVAL;
-        }
-        *first = '\0';
-        if (mode) {
-                *mode++ = '\0';
-                if (strcmp(mode, "rw") == 0) {
-                        rw = true;
-                } else if (strcmp(mode, "ro") != 0) {
-                        fprintf(stderr,
-                                "codecell run: --mount %s: mode must be ro or rw, not \"%s\"\n",
-                                spec, mode);
-                        free(copy);
-                        return -EINVAL;
-                }
-        }
-        r = codecell_config_add_mount(config, copy, first + 1, rw, NULL, err);
-        if (r < 0)
-                fprintf(stderr, "codecell run: %s\n", err->message);
-        free(copy);
-        return r;
-}
-
-static const char *language_of(const char *path)
-{
-        const char *dot = path ? strrchr(path, '.') : NULL;
-        if (dot && strcmp(dot, ".rb") == 0)
-                return "ruby";
-        return "ruby";
 }
 
 static void print_human(const codecell_result *res)
@@ -234,7 +196,7 @@ static const struct limit_flag limit_flags[] = {
 
 int cmd_run(int argc, char **argv)
 {
-        const char *eval = NULL, *lang = NULL;
+        const char *eval = NULL, *lang = NULL, *tools = NULL;
         bool json = false;
         const char *mounts[64];
         size_t n_mounts = 0;
@@ -251,6 +213,9 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_LANG:
                         lang = optarg;
+                        break;
+                case OPT_TOOLS:
+                        tools = optarg;
                         break;
                 case OPT_MOUNT:
                         if (n_mounts == sizeof(mounts) / sizeof(mounts[0]))
@@ -332,7 +297,7 @@ int cmd_run(int argc, char **argv)
         /* One run, then exit: a pool would start sandboxes that are never used. */
         (void)codecell_config_set_pool(config, 0, &err);
         for (size_t i = 0; i < n_mounts; i++)
-                if (add_mount_flag(config, mounts[i], &err) < 0)
+                if (add_mount_flag("codecell run", config, mounts[i], &err) < 0)
                         goto out;
         for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
                 if (limits[l] &&
@@ -345,6 +310,10 @@ int cmd_run(int argc, char **argv)
         if (!cell) {
                 fprintf(stderr, "codecell run: %s\n", err.message);
                 exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
+                goto out;
+        }
+        if (tools && codecell_cell_load_tools(cell, tools, &err) < 0) {
+                fprintf(stderr, "codecell run: --tools %s\n", err.message);
                 goto out;
         }
         if (codecell_cell_run(cell, code, len, &res, &err) < 0) {

@@ -189,6 +189,8 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 err_sys(err, ENOMEM, "cell");
                 return NULL;
         }
+        tool_table_init(&cell->tools);
+        pthread_mutex_init(&cell->description_lock, NULL);
         cell->config = config_copy(config);
         cell->layers = json_array();
         cell->warnings = json_array();
@@ -219,7 +221,7 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
             seccomp_program_compile(&cell->seccomp, err) < 0 || plan_landlock(cell, err) < 0 ||
             plan_cgroup(cell, err) < 0 || plan_idmaps(cell, err) < 0)
                 goto fail;
-        cell->description = description_build(cell->config);
+        cell->description = description_build(cell->config, &cell->tools);
         if (!cell->description) {
                 err_sys(err, ENOMEM, "description");
                 goto fail;
@@ -250,6 +252,8 @@ void codecell_cell_free(codecell_cell *cell)
         free(cell->interpreter_real);
         free(cell->elf_interpreter);
         free(cell->description);
+        tool_table_free(&cell->tools);
+        pthread_mutex_destroy(&cell->description_lock);
         codecell_config_free(cell->config);
         free(cell);
 }
@@ -262,6 +266,61 @@ int codecell_cell_warmup(codecell_cell *cell, codecell_error *err)
 const char *codecell_cell_description(const codecell_cell *cell)
 {
         return cell->description;
+}
+
+int cell_add_tool(codecell_cell *cell, struct tool *tool, codecell_error *err)
+{
+        int r = tool_table_add(&cell->tools, tool, err);
+        if (r < 0)
+                return r;
+        char *text = description_build(cell->config, &cell->tools);
+        if (!text)
+                return err_sys(err, ENOMEM, "description");
+        pthread_mutex_lock(&cell->description_lock);
+        free(cell->description);
+        cell->description = text;
+        pthread_mutex_unlock(&cell->description_lock);
+        return 0;
+}
+
+int codecell_cell_add_tool(codecell_cell *cell, const char *name, const char *description,
+                           const char *input_schema_json, codecell_tool_handler handler,
+                           void *userdata, codecell_error *err)
+{
+        const char *problem = tool_name_problem(name);
+        if (problem)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "tool \"%s\": name %s",
+                               name ? name : "", problem);
+        if (!handler)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "tool \"%s\": no handler", name);
+        json_error_t jerr;
+        json_t *schema = input_schema_json
+                                 ? json_loads(input_schema_json, JSON_REJECT_DUPLICATES, &jerr)
+                                 : json_pack("{s:s, s:{}}", "type", "object", "properties");
+        if (!schema)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "tool \"%s\": input schema is not valid JSON: %s", name, jerr.text);
+        problem = tool_schema_problem(schema);
+        if (problem) {
+                json_decref(schema);
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "tool \"%s\": input schema %s",
+                               name, problem);
+        }
+        struct tool *tool = calloc(1, sizeof(*tool));
+        if (!tool) {
+                json_decref(schema);
+                return err_sys(err, ENOMEM, "tool");
+        }
+        tool->name = strdup(name);
+        tool->description = strdup(description ? description : "");
+        tool->input_schema = schema;
+        tool->handler = handler;
+        tool->userdata = userdata;
+        if (!tool->name || !tool->description) {
+                tool_free(tool);
+                return err_sys(err, ENOMEM, "tool");
+        }
+        return cell_add_tool(cell, tool, err);
 }
 
 int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,

@@ -11,6 +11,7 @@
 #include "landlock.h"
 #include "mount_plan.h"
 #include "seccomp_program.h"
+#include "tools.h"
 
 struct codecell_cell {
         codecell_config *config;
@@ -28,7 +29,12 @@ struct codecell_cell {
         json_t *warnings;       /* layers missing, under the "warn" policy */
         char *description;
         struct pool *pool; /* NULL: every run starts cold */
+        struct tool_table tools;
+        pthread_mutex_t description_lock; /* guards description, rebuilt as tools are added */
 };
+
+/* Adds a tool (owned from then on, freed on failure) and rebuilds the description. */
+int cell_add_tool(struct codecell_cell *cell, struct tool *tool, codecell_error *err);
 
 /* Runs one execution (execution.c). Fills res; returns < 0 only when the engine itself fails
  * (memory), not when the sandbox does. */
@@ -36,6 +42,6 @@ int execution_run(struct codecell_cell *cell, const char *code, size_t len, code
                   codecell_error *err);
 
 /* The description the model sees (description.c). NULL when out of memory. */
-char *description_build(const codecell_config *config);
+char *description_build(const codecell_config *config, struct tool_table *tools);
 
 #endif

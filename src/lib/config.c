@@ -13,12 +13,14 @@
 #define MIB (1024ULL * 1024ULL)
 
 static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
-        [CODECELL_LIMIT_TIMEOUT_MS] = 30000,       [CODECELL_LIMIT_CPU_MS] = 10000,
-        [CODECELL_LIMIT_MEMORY_BYTES] = 256 * MIB, [CODECELL_LIMIT_PIDS] = 64,
-        [CODECELL_LIMIT_OUTPUT_BYTES] = 1 * MIB,   [CODECELL_LIMIT_TMP_BYTES] = 64 * MIB,
-        [CODECELL_LIMIT_WORK_BYTES] = 64 * MIB,    [CODECELL_LIMIT_OPEN_FILES] = 256,
-        [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,    [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
-        [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,
+        [CODECELL_LIMIT_TIMEOUT_MS] = 30000,           [CODECELL_LIMIT_CPU_MS] = 10000,
+        [CODECELL_LIMIT_MEMORY_BYTES] = 256 * MIB,     [CODECELL_LIMIT_PIDS] = 64,
+        [CODECELL_LIMIT_OUTPUT_BYTES] = 1 * MIB,       [CODECELL_LIMIT_TMP_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_WORK_BYTES] = 64 * MIB,        [CODECELL_LIMIT_OPEN_FILES] = 256,
+        [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,        [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,       [CODECELL_LIMIT_TOOL_CALLS] = 1000,
+        [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = 1 * MIB, [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_TOOL_CALL_MS] = 10000,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -31,12 +33,21 @@ static const uint64_t minimum_limits[CODECELL_LIMIT__COUNT] = {
 };
 
 static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
-        [CODECELL_LIMIT_TIMEOUT_MS] = "timeout_ms",     [CODECELL_LIMIT_CPU_MS] = "cpu_ms",
-        [CODECELL_LIMIT_MEMORY_BYTES] = "memory_bytes", [CODECELL_LIMIT_PIDS] = "pids",
-        [CODECELL_LIMIT_OUTPUT_BYTES] = "output_bytes", [CODECELL_LIMIT_TMP_BYTES] = "tmp_bytes",
-        [CODECELL_LIMIT_WORK_BYTES] = "work_bytes",     [CODECELL_LIMIT_OPEN_FILES] = "open_files",
-        [CODECELL_LIMIT_FILE_BYTES] = "file_bytes",     [CODECELL_LIMIT_CODE_BYTES] = "code_bytes",
+        [CODECELL_LIMIT_TIMEOUT_MS] = "timeout_ms",
+        [CODECELL_LIMIT_CPU_MS] = "cpu_ms",
+        [CODECELL_LIMIT_MEMORY_BYTES] = "memory_bytes",
+        [CODECELL_LIMIT_PIDS] = "pids",
+        [CODECELL_LIMIT_OUTPUT_BYTES] = "output_bytes",
+        [CODECELL_LIMIT_TMP_BYTES] = "tmp_bytes",
+        [CODECELL_LIMIT_WORK_BYTES] = "work_bytes",
+        [CODECELL_LIMIT_OPEN_FILES] = "open_files",
+        [CODECELL_LIMIT_FILE_BYTES] = "file_bytes",
+        [CODECELL_LIMIT_CODE_BYTES] = "code_bytes",
         [CODECELL_LIMIT_FRAME_BYTES] = "frame_bytes",
+        [CODECELL_LIMIT_TOOL_CALLS] = "tool_calls",
+        [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = "tool_request_bytes",
+        [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = "tool_answer_bytes",
+        [CODECELL_LIMIT_TOOL_CALL_MS] = "tool_call_ms",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)
@@ -161,8 +172,8 @@ void codecell_config_set_policy(codecell_config *c, codecell_policy policy)
 int codecell_config_set_pool(codecell_config *c, size_t size, codecell_error *err)
 {
         if (size > 64)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "pool: %zu is over the maximum 64",
-                               size);
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "pool: %zu is over the maximum 64", size);
         c->pool = size;
         return 0;
 }

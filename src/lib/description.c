@@ -41,7 +41,7 @@ static void folder_section(FILE *f, const codecell_config *c, bool rw, const cha
         }
 }
 
-char *description_build(const codecell_config *c)
+char *description_build(const codecell_config *c, struct tool_table *tools)
 {
         char *text = NULL;
         size_t len = 0;
@@ -51,6 +51,7 @@ char *description_build(const codecell_config *c)
         fputs(how_to_use, f);
         folder_section(f, c, false, "## Read-only folders (readable, never writable)");
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
+        tools_describe(tools, f);
         if (fclose(f) != 0) {
                 free(text);
                 return NULL;

@@ -104,6 +104,7 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
         struct run_outcome o = {.out_of_memory_class = cell->config->runtime->out_of_memory_class,
                                 .memory_by_rlimit = !cell->cgroup_place.backend};
         struct rusage usage = {0};
+        struct rpc rpc = {0};
         struct cgroup_stats st = {.memory_peak_bytes = -1};
         codecell_error e = {0};
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
@@ -121,10 +122,19 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
                 pump_protocol_error(p, e.message);
         } else {
                 p->exec_sent = true;
+                rpc_init(&rpc, &cell->tools,
+                         &(struct rpc_limits){.calls = lim[CODECELL_LIMIT_TOOL_CALLS],
+                                              .request_bytes =
+                                                      lim[CODECELL_LIMIT_TOOL_REQUEST_BYTES],
+                                              .answer_bytes = lim[CODECELL_LIMIT_TOOL_ANSWER_BYTES],
+                                              .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS]},
+                         deadline);
+                p->rpc = &rpc;
                 /* Until the result, the guest's death, the CPU budget or the deadline. */
                 o.timed_out = pump_until(p, deadline, pump_has_result);
-                if (p->result_frame) {
-                        /* Output written before the result is in the pipes already. */
+                if (p->result_frame || p->protocol_error[0]) {
+                        /* Output written before the result is in the pipes already; a guest
+                         * that broke the protocol gets no more time. */
                         pump_drain_now(p);
                 } else if (!o.timed_out && !p->cpu_exhausted) {
                         /* The guest died: what it wrote ends at EOF. */
@@ -133,6 +143,9 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
                 }
         }
         json_decref(exec);
+        /* A tool still running is not this execution's any more. */
+        rpc_end(&rpc);
+        p->rpc = NULL;
 
         json_t *result_frame = json_incref(p->result_frame);
         char protocol_error[sizeof(p->protocol_error)];
@@ -144,6 +157,8 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
                 /* The result is in hand: read the CPU the code used, then end it all at once. */
                 how = END_NOW;
                 guest_cpu = p->cpu_limit_ms > 0 ? process_cpu_ms(p->guest_clock) : 0;
+        } else if (p->protocol_error[0]) {
+                how = END_NOW;
         } else if (o.timed_out || cpu_spent) {
                 how = END_GUEST_FIRST;
         }

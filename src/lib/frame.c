@@ -54,7 +54,8 @@ int frame_reader_next(struct frame_reader *r, json_t **ret, codecell_error *err)
         if (r->len < 4 + (size_t)size)
                 return 0;
         json_error_t jerr;
-        json_t *obj = json_loadb((const char *)r->buf + 4, size, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *obj = json_loadb((const char *)r->buf + 4, size,
+                                 JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         memmove(r->buf, r->buf + 4 + size, r->len - 4 - size);
         r->len -= 4 + (size_t)size;
         if (!obj)

@@ -43,25 +43,25 @@ void pump_protocol_error(struct pump *p, const char *msg)
         p->ctl_open = false;
 }
 
-/* A host RPC request. No host tools are registered in this version, so every name is
- * unknown; the guest gets SB::UnknownTool, which its code can rescue. */
-static void answer_call(struct pump *p, json_t *frame)
+static void send_reply(struct pump *p, json_t *reply)
 {
-        json_t *id = json_object_get(frame, "id");
-        const char *name = json_string_value(json_object_get(frame, "name"));
-        if (!json_is_integer(id) || !name) {
-                pump_protocol_error(p, "call frame without an integer \"id\" and a string \"name\"");
-                return;
-        }
-        char message[300];
-        snprintf(message, sizeof(message), "unknown tool \"%.200s\" (this cell has no host tools)",
-                 name);
-        json_t *reply = json_pack("{s:s, s:O, s:b, s:{s:s, s:s}}", "t", "reply", "id", id, "ok", 0,
-                                  "error", "class", "SB::UnknownTool", "message", message);
         codecell_error e;
         if (!reply || frame_send(p->sb->ctl_fd, reply, 1000, &e) < 0)
                 pump_protocol_error(p, "could not answer a host call");
         json_decref(reply);
+}
+
+/* A host RPC request: answered now (an error, an unknown tool) or by a tool in the background. */
+static void answer_call(struct pump *p, json_t *frame)
+{
+        const char *why = NULL;
+        json_t *reply = p->rpc ? rpc_call(p->rpc, frame, &why) : NULL;
+        if (!p->rpc)
+                why = "a call before the code was handed over";
+        if (why)
+                pump_protocol_error(p, why);
+        else if (reply)
+                send_reply(p, reply);
 }
 
 static void handle_frame(struct pump *p, json_t *frame)
@@ -140,8 +140,11 @@ static bool over_cpu_budget(struct pump *p)
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *))
 {
         while (!done(p) && !over_cpu_budget(p)) {
-                struct pollfd fds[3];
+                struct pollfd fds[4];
                 int n = 0;
+                int rpc = p->rpc ? rpc_fd(p->rpc) : -1;
+                if (rpc >= 0)
+                        fds[n++] = (struct pollfd){.fd = rpc, .events = POLLIN};
                 if (p->ctl_open)
                         fds[n++] = (struct pollfd){.fd = p->sb->ctl_fd, .events = POLLIN};
                 if (p->out_open)
@@ -162,7 +165,9 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                 for (int i = 0; i < n && k > 0; i++) {
                         if (!fds[i].revents)
                                 continue;
-                        if (fds[i].fd == p->sb->ctl_fd)
+                        if (fds[i].fd == rpc)
+                                send_reply(p, rpc_answer(p->rpc));
+                        else if (fds[i].fd == p->sb->ctl_fd)
                                 read_control(p);
                         else if (fds[i].fd == p->sb->out_fd)
                                 (void)read_output(&p->sb->out_fd, &p->out_open, p->out);
@@ -206,4 +211,3 @@ bool pump_drained(const struct pump *p)
 {
         return !p->out_open && !p->err_open;
 }
-

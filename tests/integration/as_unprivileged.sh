@@ -14,7 +14,10 @@ trap 'rm -rf "$dir"' EXIT
 # The build tree may sit under a folder nobody cannot enter (/root): copy what the suite
 # needs. The binary embeds its prelude, so it runs from anywhere.
 cp "$bin" "$dir/codecell"
-cp "$here"/*.py "$dir/"
+cp "$here"/*.py "$here"/expected_description.txt "$dir/"
+cp -r "$here/tools" "$dir/tools"
+mkdir -p "$dir/examples"
+cp -r "$here/../../examples/data" "$here/../../examples/tools" "$here/../../examples/tools.json" "$dir/examples/"
 cp -P "$(dirname "$bin")"/libcodecell.so* "$dir/"
 for program in "$@"; do
         cp "$program" "$dir/"
@@ -24,11 +27,12 @@ cd "$dir"
 as_nobody() {
         setpriv --reuid=65534 --regid=65534 --clear-groups \
                 env -i PATH=/usr/bin:/bin HOME="$dir" PYTHONDONTWRITEBYTECODE=1 \
-                LD_LIBRARY_PATH="$dir" CODECELL_BIN="$dir/codecell" "$@"
+                LD_LIBRARY_PATH="$dir" CODECELL_BIN="$dir/codecell" \
+                CODECELL_EXAMPLES="$dir/examples" "$@"
 }
 for program in "$@"; do
         echo "== $(basename "$program") as nobody"
         as_nobody "$dir/$(basename "$program")"
 done
-echo "== test_run.py as nobody"
-as_nobody python3 -m unittest test_run
+echo "== test_run.py test_tools.py as nobody"
+as_nobody python3 -m unittest test_run test_tools

@@ -19,7 +19,7 @@ static int failures;
 static codecell_result *run(codecell_cell *cell, const char *code)
 {
         codecell_result *res = NULL;
-        codecell_error err = { 0 };
+        codecell_error err = {0};
         if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0)
                 fprintf(stderr, "run: %s\n", err.message);
         return res;
@@ -36,7 +36,7 @@ int main(void)
         fputs("41\n", f);
         fclose(f);
 
-        codecell_error err = { 0 };
+        codecell_error err = {0};
         codecell_config *config = codecell_config_new("ruby", &err);
         CHECK(config != NULL);
         CHECK(codecell_config_add_mount(config, dir, "/data", false, "a number", &err) == 0);
@@ -60,7 +60,8 @@ int main(void)
         size_t n = 0;
         CHECK(res && strncmp(codecell_result_stdout(res, &n), "side\n", 5) == 0 && n == 5);
         char *json = res ? codecell_result_to_json(res, false) : NULL;
-        CHECK(json && strstr(json, "\"status\":\"ok\",\"value\":42,\"stdout\":\"side\\n\"") == json + 1);
+        CHECK(json &&
+              strstr(json, "\"status\":\"ok\",\"value\":42,\"stdout\":\"side\\n\"") == json + 1);
         free(json);
         codecell_result_free(res);
 
@@ -75,7 +76,8 @@ int main(void)
         CHECK(err.kind == CODECELL_ERR_INVALID && strstr(err.message, "UTF-8"));
 
         const char *desc = codecell_cell_description(cell);
-        CHECK(strstr(desc, "## Read-only folders (readable, never writable)\n- `/data` — a number"));
+        CHECK(strstr(desc,
+                     "## Read-only folders (readable, never writable)\n- `/data` — a number"));
 
         codecell_layer_report layers[16];
         int count = codecell_host_check(layers, 16);

@@ -39,7 +39,8 @@ static bool run_gives(codecell_cell *cell, const char *code, const char *expecte
         char *json = run(cell, code);
         bool ok = json && strncmp(json, expected_prefix, strlen(expected_prefix)) == 0;
         if (!ok)
-                fprintf(stderr, "code %s\n  gave     %s\n  expected %s…\n", code, json, expected_prefix);
+                fprintf(stderr, "code %s\n  gave     %s\n  expected %s…\n", code, json,
+                        expected_prefix);
         free(json);
         return ok;
 }
@@ -78,7 +79,8 @@ static void kill_guests_of(pid_t init)
         size_t k = fread(text, 1, sizeof(text) - 1, f);
         text[k] = '\0';
         fclose(f);
-        for (char *save = NULL, *t = strtok_r(text, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+        for (char *save = NULL, *t = strtok_r(text, " \n", &save); t;
+             t = strtok_r(NULL, " \n", &save))
                 kill(atoi(t), SIGKILL);
 }
 

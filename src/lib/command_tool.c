@@ -1,0 +1,199 @@
+/* A command tool: a host program run outside the sandbox for each call, with the arguments as
+ * JSON on stdin and its JSON answer on stdout (DESIGN §8). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tools.h"
+#include "util.h"
+
+/* What of a failing tool's stderr reaches the guest. */
+#define STDERR_KEPT 2000
+
+static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dup_printf(const char *fmt, ...)
+{
+        char *s = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        return s;
+}
+
+struct stream {
+        int fd;
+        char *data;
+        size_t len, cap; /* cap: bytes kept */
+        bool overflow;
+};
+
+static void take(struct stream *s)
+{
+        char buf[65536];
+        ssize_t n = read(s->fd, buf, sizeof(buf));
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return;
+        if (n <= 0) {
+                close(s->fd);
+                s->fd = -1;
+                return;
+        }
+        size_t keep = (size_t)n;
+        if (s->len + keep > s->cap) {
+                keep = s->cap - s->len;
+                s->overflow = true;
+        }
+        if (keep) {
+                char *grown = realloc(s->data, s->len + keep + 1);
+                if (!grown) {
+                        s->overflow = true;
+                        return;
+                }
+                s->data = grown;
+                memcpy(s->data + s->len, buf, keep);
+                s->len += keep;
+                s->data[s->len] = '\0';
+        }
+}
+
+int command_tool_call(const struct command_spec *cmd, const char *name, const char *args_json,
+                      double deadline_ms, uint64_t timeout_ms, size_t max_answer, char **ret_json,
+                      char **ret_error)
+{
+        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+        *ret_json = *ret_error = NULL;
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                *ret_error =
+                        dup_printf("tool \"%s\" could not be started: %s", name, strerror(errno));
+                goto out;
+        }
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+        posix_spawnattr_init(&attr);
+        /* Its own process group, so a timeout ends whatever it started too. */
+        posix_spawnattr_setpgroup(&attr, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+        pid_t pid;
+        int r = posix_spawn(&pid, cmd->argv[0], &fa, &attr, cmd->argv, cmd->env);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        close(in[0]);
+        close(out[1]);
+        close(err[1]);
+        in[0] = out[1] = err[1] = -1;
+        if (r != 0) {
+                *ret_error = dup_printf("tool \"%s\" could not be started: %s: %s", name,
+                                        cmd->argv[0], strerror(r));
+                goto out;
+        }
+        (void)fcntl(in[1], F_SETFL, O_NONBLOCK);
+        struct stream so = {.fd = out[0], .cap = max_answer + 1};
+        struct stream se = {.fd = err[0], .cap = STDERR_KEPT};
+        out[0] = err[0] = -1;
+        size_t sent = 0, total = strlen(args_json);
+        double call_deadline = now_ms() + (double)timeout_ms;
+        double deadline = call_deadline < deadline_ms ? call_deadline : deadline_ms;
+        bool timed_out = false;
+        while (so.fd >= 0 || se.fd >= 0) {
+                struct pollfd p[3];
+                int n = 0;
+                if (in[1] >= 0)
+                        p[n++] = (struct pollfd){.fd = in[1], .events = POLLOUT};
+                if (so.fd >= 0)
+                        p[n++] = (struct pollfd){.fd = so.fd, .events = POLLIN};
+                if (se.fd >= 0)
+                        p[n++] = (struct pollfd){.fd = se.fd, .events = POLLIN};
+                double left = deadline - now_ms();
+                if (left <= 0) {
+                        timed_out = true;
+                        break;
+                }
+                if (poll(p, (nfds_t)n, (int)left + 1) < 0 && errno != EINTR)
+                        break;
+                for (int i = 0; i < n; i++) {
+                        if (!p[i].revents)
+                                continue;
+                        if (p[i].fd == in[1]) {
+                                ssize_t w = write(in[1], args_json + sent, total - sent);
+                                if (w > 0)
+                                        sent += (size_t)w;
+                                if ((w < 0 && errno != EAGAIN && errno != EINTR) || sent == total) {
+                                        close(in[1]); /* EOF: the arguments are complete */
+                                        in[1] = -1;
+                                }
+                        } else if (p[i].fd == so.fd) {
+                                take(&so);
+                        } else {
+                                take(&se);
+                        }
+                }
+        }
+        if (timed_out)
+                kill(-pid, SIGKILL);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        if (so.fd >= 0)
+                close(so.fd);
+        if (se.fd >= 0)
+                close(se.fd);
+        if (timed_out) {
+                if (call_deadline <= deadline_ms)
+                        *ret_error = dup_printf("tool \"%s\" did not answer within %llu ms", name,
+                                                (unsigned long long)timeout_ms);
+                else
+                        *ret_error = dup_printf("tool \"%s\" was stopped: the execution's time "
+                                                "limit was reached",
+                                                name);
+        } else if (WIFSIGNALED(status)) {
+                *ret_error =
+                        dup_printf("tool \"%s\" was killed by signal %d", name, WTERMSIG(status));
+        } else if (WEXITSTATUS(status) != 0) {
+                /* Its stderr, trimmed, is what the guest can act on. */
+                size_t n = se.len;
+                while (n > 0 && (se.data[n - 1] == '\n' || se.data[n - 1] == ' '))
+                        n--;
+                size_t clean_len = 0;
+                char *clean = utf8_sanitize(se.data ? se.data : "", n, &clean_len);
+                *ret_error = dup_printf("tool \"%s\" failed (exit code %d)%s%s%s", name,
+                                        WEXITSTATUS(status), clean_len ? ": " : "",
+                                        clean ? clean : "", se.overflow ? " …" : "");
+                free(clean);
+        } else if (so.overflow) {
+                *ret_error = dup_printf("tool \"%s\" answered more than the %zu-byte limit", name,
+                                        max_answer);
+        } else {
+                *ret_json = so.data ? so.data : strdup("");
+                so.data = NULL;
+        }
+        free(so.data);
+        free(se.data);
+out:
+        for (int i = 0; i < 2; i++) {
+                if (in[i] >= 0)
+                        close(in[i]);
+                if (out[i] >= 0)
+                        close(out[i]);
+                if (err[i] >= 0)
+                        close(err[i]);
+        }
+        return *ret_json ? 0 : -1;
+}

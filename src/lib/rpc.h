@@ -1,0 +1,40 @@
+/* Host RPC for one execution (DESIGN §5, §8): "call" frames from the guest, answered by the
+ * cell's tools on a helper thread so the engine keeps watching the wall clock meanwhile. */
+#ifndef CODECELL_RPC_H
+#define CODECELL_RPC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tools.h"
+
+struct rpc_limits {
+        uint64_t calls, request_bytes, answer_bytes, call_ms;
+};
+
+struct runner;
+
+struct rpc {
+        struct tool_table *tools;
+        struct rpc_limits limits;
+        double deadline;       /* the execution's, on the now_ms() clock */
+        uint64_t calls;        /* made so far */
+        json_t *pending_id;    /* the call in flight, or NULL */
+        struct runner *runner; /* started at the first call */
+};
+
+void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
+              double deadline);
+/* A "call" frame. Returns a reply frame to send now (new reference), or NULL when the call went
+ * to a tool and its answer comes through rpc_fd(). Sets *ret_protocol_error for a frame that is
+ * not a valid call (or a call while another is in flight). */
+json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error);
+/* A descriptor that becomes readable when the call in flight has its answer; -1 when none. */
+int rpc_fd(const struct rpc *rpc);
+/* The reply frame for the call in flight, once rpc_fd() is readable (new reference). */
+json_t *rpc_answer(struct rpc *rpc);
+/* Ends the helper thread; a handler still running is left to finish on its own. */
+void rpc_end(struct rpc *rpc);
+
+#endif

@@ -1,0 +1,229 @@
+#include "tools.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+void tool_table_init(struct tool_table *t)
+{
+        *t = (struct tool_table){0};
+        pthread_mutex_init(&t->lock, NULL);
+}
+
+void tool_free(struct tool *tool)
+{
+        if (!tool)
+                return;
+        free(tool->name);
+        free(tool->description);
+        json_decref(tool->input_schema);
+        for (char **p = tool->command.argv; p && *p; p++)
+                free(*p);
+        free(tool->command.argv);
+        for (char **p = tool->command.env; p && *p; p++)
+                free(*p);
+        free(tool->command.env);
+        free(tool);
+}
+
+void tool_table_free(struct tool_table *t)
+{
+        for (size_t i = 0; i < t->n; i++)
+                tool_free(t->tools[i]);
+        free(t->tools);
+        pthread_mutex_destroy(&t->lock);
+}
+
+const char *tool_name_problem(const char *name)
+{
+        if (!name || !*name)
+                return "must not be empty";
+        if (strlen(name) > 64)
+                return "must be at most 64 characters";
+        if (!isalpha((unsigned char)name[0]))
+                return "must start with a letter";
+        for (const char *p = name; *p; p++)
+                if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
+                        return "may hold only letters, digits, '_', '.' and '-'";
+        return NULL;
+}
+
+const char *tool_schema_problem(const json_t *schema)
+{
+        if (!json_is_object(schema))
+                return "must be a JSON object";
+        const json_t *type = json_object_get(schema, "type");
+        if (type && !(json_is_string(type) && strcmp(json_string_value(type), "object") == 0))
+                return "must have \"type\": \"object\" (the arguments are keywords)";
+        const json_t *props = json_object_get(schema, "properties");
+        if (props && !json_is_object(props))
+                return "\"properties\" must be an object";
+        const char *key;
+        const json_t *value;
+        json_object_foreach(
+                (json_t *)props, key,
+                value) if (!json_is_object(value)) return "every property must be a schema object";
+        const json_t *required = json_object_get(schema, "required");
+        if (required && !json_is_array(required))
+                return "\"required\" must be an array of property names";
+        size_t i;
+        json_array_foreach(
+                required, i,
+                value) if (!json_is_string(value) ||
+                           !json_object_get(
+                                   props,
+                                   json_string_value(
+                                           value))) return "\"required\" names a property that "
+                                                           "\"properties\" does not define";
+        return NULL;
+}
+
+int tool_table_add(struct tool_table *t, struct tool *tool, codecell_error *err)
+{
+        pthread_mutex_lock(&t->lock);
+        int r = 0;
+        for (size_t i = 0; i < t->n; i++)
+                if (strcmp(t->tools[i]->name, tool->name) == 0) {
+                        r = err_set(err, CODECELL_ERR_INVALID, EEXIST,
+                                    "tool \"%s\": a tool of that name exists already", tool->name);
+                        goto out;
+                }
+        struct tool **grown = realloc(t->tools, (t->n + 1) * sizeof(*grown));
+        if (!grown) {
+                r = err_sys(err, ENOMEM, "tool");
+                goto out;
+        }
+        t->tools = grown;
+        t->tools[t->n++] = tool;
+        tool = NULL;
+out:
+        pthread_mutex_unlock(&t->lock);
+        tool_free(tool);
+        return r;
+}
+
+const struct tool *tool_table_find(struct tool_table *t, const char *name)
+{
+        const struct tool *found = NULL;
+        pthread_mutex_lock(&t->lock);
+        for (size_t i = 0; i < t->n && !found; i++)
+                if (strcmp(t->tools[i]->name, name) == 0)
+                        found = t->tools[i];
+        pthread_mutex_unlock(&t->lock);
+        return found;
+}
+
+/* ---- the description's Tools section ----------------------------------------------------- */
+
+/* The Ruby type a model should pass for a property schema. */
+static void ruby_type(FILE *f, const json_t *schema)
+{
+        const json_t *enumeration = json_object_get(schema, "enum");
+        if (json_is_array(enumeration)) {
+                size_t i;
+                const json_t *v;
+                json_array_foreach(enumeration, i, v)
+                {
+                        char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                        fprintf(f, "%s%s", i ? " | " : "", text ? text : "?");
+                        free(text);
+                }
+                return;
+        }
+        const json_t *type = json_object_get(schema, "type");
+        const json_t *types[8];
+        size_t n = 0;
+        if (json_is_string(type))
+                types[n++] = type;
+        else if (json_is_array(type))
+                for (size_t i = 0; i < json_array_size(type) && n < 8; i++)
+                        types[n++] = json_array_get(type, i);
+        if (n == 0) {
+                fputs("Object", f);
+                return;
+        }
+        static const char *const map[][2] = {
+                {"string", "String"}, {"integer", "Integer"},
+                {"number", "Float"},  {"boolean", "true | false"},
+                {"array", "Array"},   {"object", "Hash"},
+                {"null", "nil"},
+        };
+        for (size_t i = 0; i < n; i++) {
+                const char *name = json_string_value(types[i]);
+                const char *ruby = "Object";
+                for (size_t k = 0; name && k < sizeof(map) / sizeof(map[0]); k++)
+                        if (strcmp(name, map[k][0]) == 0)
+                                ruby = map[k][1];
+                fprintf(f, "%s%s", i ? " | " : "", ruby);
+        }
+}
+
+static bool is_required(const json_t *schema, const char *key)
+{
+        size_t i;
+        const json_t *v;
+        json_array_foreach(json_object_get(schema, "required"), i,
+                           v) if (json_is_string(v) &&
+                                  strcmp(json_string_value(v), key) == 0) return true;
+        return false;
+}
+
+static void describe_tool(FILE *f, const struct tool *tool)
+{
+        const json_t *props = json_object_get(tool->input_schema, "properties");
+        fprintf(f, "\n\n### %s", tool->name);
+        if (*tool->description)
+                fprintf(f, "\n\n%s", tool->description);
+        fprintf(f, "\n\n    SB.call(\"%s\"", tool->name);
+        const char *key;
+        const json_t *prop;
+        json_object_foreach((json_t *)props, key, prop)
+        {
+                fprintf(f, ", %s: ", key);
+                bool optional = !is_required(tool->input_schema, key);
+                if (optional && json_object_get(prop, "enum"))
+                        fputs("(", f);
+                ruby_type(f, prop);
+                if (optional && json_object_get(prop, "enum"))
+                        fputs(")", f);
+                if (optional)
+                        fputs("?", f);
+        }
+        fputs(")", f);
+        bool any = false;
+        json_object_foreach((json_t *)props, key, prop)
+        {
+                fprintf(f, "%s- `%s` (", any ? "\n" : "\n\n", key);
+                any = true;
+                ruby_type(f, prop);
+                fprintf(f, ", %s)", is_required(tool->input_schema, key) ? "required" : "optional");
+                const char *desc = json_string_value(json_object_get(prop, "description"));
+                if (desc && *desc)
+                        fprintf(f, " — %s", desc);
+        }
+}
+
+void tools_describe(struct tool_table *t, FILE *f)
+{
+        pthread_mutex_lock(&t->lock);
+        if (t->n > 0) {
+                fputs("\n\n## Tools\n\n"
+                      "Call these host functions from your code with `SB.call`. They run outside "
+                      "the\n"
+                      "sandbox and return plain Ruby data (hashes with string keys, arrays, "
+                      "strings,\n"
+                      "numbers). Arguments must be JSON data. A failure raises `SB::ToolError` and "
+                      "an\n"
+                      "unknown name raises `SB::UnknownTool` (a kind of `SB::ToolError`); both can "
+                      "be\n"
+                      "rescued. A `?` marks an optional argument.",
+                      f);
+                for (size_t i = 0; i < t->n; i++)
+                        describe_tool(f, t->tools[i]);
+        }
+        pthread_mutex_unlock(&t->lock);
+}

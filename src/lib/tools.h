@@ -1,0 +1,56 @@
+/* The host tools of a cell (DESIGN §8): a C handler, or a host command run outside the
+ * sandbox. The registry only grows, so a tool found once stays valid for the cell's life. */
+#ifndef CODECELL_TOOLS_H
+#define CODECELL_TOOLS_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codecell.h"
+
+struct command_spec {
+        char **argv;         /* argv[0] absolute, NULL-terminated */
+        char **env;          /* "NAME=value" for the variables the tool's config names */
+        uint64_t timeout_ms; /* 0: the cell's CODECELL_LIMIT_TOOL_CALL_MS */
+};
+
+struct tool {
+        char *name;
+        char *description;             /* never NULL */
+        json_t *input_schema;          /* a JSON Schema object */
+        codecell_tool_handler handler; /* or NULL for a command tool */
+        void *userdata;
+        struct command_spec command;
+};
+
+struct tool_table {
+        pthread_mutex_t lock;
+        struct tool **tools;
+        size_t n;
+};
+
+void tool_table_init(struct tool_table *t);
+void tool_table_free(struct tool_table *t);
+/* Takes ownership of tool (freed on failure). */
+int tool_table_add(struct tool_table *t, struct tool *tool, codecell_error *err);
+const struct tool *tool_table_find(struct tool_table *t, const char *name);
+
+/* NULL when name is a valid tool name, else what is wrong with it. */
+const char *tool_name_problem(const char *name);
+/* Checks that a schema is a JSON Schema object for arguments; NULL or what is wrong. */
+const char *tool_schema_problem(const json_t *schema);
+void tool_free(struct tool *tool);
+
+/* Appends the "## Tools" section for every tool to the description f (description.c). */
+void tools_describe(struct tool_table *t, FILE *f);
+
+/* Runs one call to a command tool: args on stdin, the result from stdout (at most max_answer
+ * bytes), stderr kept for the error (capped). deadline_ms is on the now_ms() clock. Returns 0
+ * with *ret_json, or < 0 with *ret_error (both malloc'd). */
+int command_tool_call(const struct command_spec *cmd, const char *name, const char *args_json,
+                      double deadline_ms, uint64_t timeout_ms, size_t max_answer, char **ret_json,
+                      char **ret_error);
+
+#endif

@@ -1,0 +1,230 @@
+/* Command tools from a JSON file (docs/tools.md), validated whole before any is added, with
+ * errors that name the JSON path of the bad key. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cell.h"
+#include "cleanup.h"
+#include "error.h"
+#include "tools.h"
+
+/* A tool's environment: this, plus the variables its config names. Nothing else of the
+ * engine's environment reaches a tool. */
+static const char *const base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+
+static int bad(codecell_error *err, const char *path, size_t i, const char *key, const char *what)
+{
+        return err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: tools[%zu]%s%s: %s", path, i,
+                       key ? "." : "", key ? key : "", what);
+}
+
+/* argv[0] as an absolute path: relative to the file's folder when it has a '/', else looked
+ * up in PATH. NULL when not found or not executable. */
+static char *resolve_program(const char *program, const char *file_dir)
+{
+        char candidate[PATH_MAX];
+        if (strchr(program, '/')) {
+                if (program[0] == '/')
+                        snprintf(candidate, sizeof(candidate), "%s", program);
+                else
+                        snprintf(candidate, sizeof(candidate), "%s/%s", file_dir, program);
+                return access(candidate, X_OK) == 0 ? realpath(candidate, NULL) : NULL;
+        }
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+        for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+             dir = strtok_r(NULL, ":", &save)) {
+                snprintf(candidate, sizeof(candidate), "%s/%s", dir, program);
+                if (access(candidate, X_OK) == 0)
+                        return realpath(candidate, NULL);
+        }
+        return NULL;
+}
+
+static char **string_list(size_t n)
+{
+        return calloc(n + 1, sizeof(char *));
+}
+
+static int parse_tool(const json_t *obj, size_t i, const char *path, const char *dir,
+                      uint64_t max_call_ms, struct tool **ret, codecell_error *err)
+{
+        static const char *const keys[] = {"name",         "description", "command",
+                                           "input_schema", "timeout_ms",  "env"};
+        if (!json_is_object(obj))
+                return bad(err, path, i, NULL, "must be an object");
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)obj, key, value)
+        {
+                bool known = false;
+                for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+                        known |= strcmp(key, keys[k]) == 0;
+                if (!known)
+                        return bad(err, path, i, key,
+                                   "unknown key (known: name, description, "
+                                   "command, input_schema, timeout_ms, env)");
+        }
+        const char *name = json_string_value(json_object_get(obj, "name"));
+        const char *problem = tool_name_problem(name);
+        if (problem)
+                return bad(err, path, i, "name", problem);
+        const json_t *description = json_object_get(obj, "description");
+        if (description && !json_is_string(description))
+                return bad(err, path, i, "description", "must be a string");
+        const json_t *command = json_object_get(obj, "command");
+        if (!json_is_array(command) || json_array_size(command) == 0)
+                return bad(err, path, i, "command", "must be a non-empty array of strings");
+        for (size_t k = 0; k < json_array_size(command); k++)
+                if (!json_is_string(json_array_get(command, k)))
+                        return bad(err, path, i, "command", "must be a non-empty array of strings");
+        const json_t *schema = json_object_get(obj, "input_schema");
+        if (schema && (problem = tool_schema_problem(schema)))
+                return bad(err, path, i, "input_schema", problem);
+        const json_t *timeout = json_object_get(obj, "timeout_ms");
+        if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) <= 0 ||
+                        (uint64_t)json_integer_value(timeout) > max_call_ms)) {
+                char what[128];
+                snprintf(what, sizeof(what), "must be an integer from 1 to %llu",
+                         (unsigned long long)max_call_ms);
+                return bad(err, path, i, "timeout_ms", what);
+        }
+        const json_t *env = json_object_get(obj, "env");
+        if (env && !json_is_array(env))
+                return bad(err, path, i, "env", "must be an array of variable names");
+
+        struct tool *tool = calloc(1, sizeof(*tool));
+        if (!tool)
+                return err_sys(err, ENOMEM, "tool");
+        tool->name = strdup(name);
+        tool->description = strdup(description ? json_string_value(description) : "");
+        tool->input_schema = schema ? json_deep_copy(schema)
+                                    : json_pack("{s:s, s:{}}", "type", "object", "properties");
+        tool->command.timeout_ms = timeout ? (uint64_t)json_integer_value(timeout) : 0;
+        tool->command.argv = string_list(json_array_size(command));
+        size_t n_env = sizeof(base_env) / sizeof(base_env[0]) + json_array_size(env);
+        tool->command.env = string_list(n_env);
+        int r = 0;
+        if (!tool->name || !tool->description || !tool->input_schema || !tool->command.argv ||
+            !tool->command.env) {
+                r = err_sys(err, ENOMEM, "tool");
+                goto fail;
+        }
+        tool->command.argv[0] = resolve_program(json_string_value(json_array_get(command, 0)), dir);
+        if (!tool->command.argv[0]) {
+                char what[PATH_MAX + 64];
+                snprintf(what, sizeof(what), "%s: not found or not executable",
+                         json_string_value(json_array_get(command, 0)));
+                r = bad(err, path, i, "command", what);
+                goto fail;
+        }
+        for (size_t k = 1; k < json_array_size(command); k++)
+                if (!(tool->command.argv[k] =
+                              strdup(json_string_value(json_array_get(command, k))))) {
+                        r = err_sys(err, ENOMEM, "tool");
+                        goto fail;
+                }
+        size_t e = 0;
+        for (; e < sizeof(base_env) / sizeof(base_env[0]); e++)
+                tool->command.env[e] = strdup(base_env[e]);
+        for (size_t k = 0; k < json_array_size(env); k++) {
+                const char *var = json_string_value(json_array_get(env, k));
+                const char *val = var ? getenv(var) : NULL;
+                if (!var || !*var || strchr(var, '=')) {
+                        r = bad(err, path, i, "env", "must be an array of variable names");
+                        goto fail;
+                }
+                if (!val) {
+                        char what[300];
+                        snprintf(what, sizeof(what), "%.200s is not set in codecell's environment",
+                                 var);
+                        r = bad(err, path, i, "env", what);
+                        goto fail;
+                }
+                if (asprintf(&tool->command.env[e++], "%s=%s", var, val) < 0) {
+                        tool->command.env[e - 1] = NULL;
+                        r = err_sys(err, ENOMEM, "tool");
+                        goto fail;
+                }
+        }
+        *ret = tool;
+        return 0;
+fail:
+        tool_free(tool);
+        return r;
+}
+
+int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_error *err)
+{
+        json_error_t jerr;
+        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line,
+                               jerr.text);
+        int r = 0;
+        struct tool **tools = NULL;
+        size_t n = 0;
+        char *copy = strdup(path);
+        char *dir = copy ? dirname(copy) : NULL;
+        const json_t *list = json_object_get(root, "tools");
+        const char *key;
+        const json_t *value;
+        if (!json_is_object(root)) {
+                r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: must be a JSON object", path);
+                goto out;
+        }
+        json_object_foreach(root, key,
+                            value) if (strcmp(key, "tools") != 0 && strcmp(key, "cells") != 0)
+        {
+                r = err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                            "%s: %s: unknown key (known: tools, cells)", path, key);
+                goto out;
+        }
+        if (!json_is_array(list)) {
+                r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: tools: must be an array", path);
+                goto out;
+        }
+        tools = calloc(json_array_size(list) + 1, sizeof(*tools));
+        if (!tools || !dir) {
+                r = err_sys(err, ENOMEM, "tools");
+                goto out;
+        }
+        /* Every tool is checked before any is added: a bad file changes nothing. */
+        for (; n < json_array_size(list); n++) {
+                r = parse_tool(json_array_get(list, n), n, path, dir,
+                               cell->config->limits[CODECELL_LIMIT_TOOL_CALL_MS], &tools[n], err);
+                if (r < 0)
+                        goto out;
+                for (size_t k = 0; k < n; k++)
+                        if (strcmp(tools[k]->name, tools[n]->name) == 0) {
+                                n++;
+                                r = bad(err, path, n - 1, "name",
+                                        "a tool of that name is defined "
+                                        "above");
+                                goto out;
+                        }
+                if (tool_table_find(&cell->tools, tools[n]->name)) {
+                        n++;
+                        r = bad(err, path, n - 1, "name", "the cell has a tool of that name");
+                        goto out;
+                }
+        }
+        for (size_t k = 0; k < n; k++) {
+                struct tool *t = tools[k];
+                tools[k] = NULL;
+                if ((r = cell_add_tool(cell, t, err)) < 0)
+                        goto out;
+        }
+out:
+        for (size_t k = 0; tools && k < n; k++)
+                tool_free(tools[k]);
+        free(tools);
+        free(copy);
+        json_decref(root);
+        return r;
+}

@@ -1,0 +1,146 @@
+/* Host tools with C handlers, through the public API and a real sandbox: answers, failures, a
+ * handler that hangs (the wall clock still ends the run), bad JSON, large answers, many calls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codecell.h"
+
+static int failures;
+#define CHECK(cond)                                                                                \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+                        failures++;                                                                \
+                }                                                                                  \
+        } while (0)
+
+static int echo(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)ret_error;
+        (*(int *)userdata)++;
+        return asprintf(ret_json, "{\"got\":%s}", args) < 0 ? -1 : 0;
+}
+
+static int fail(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)args, (void)ret_json, (void)userdata;
+        *ret_error = strdup("no such repository");
+        return -1;
+}
+
+static int fail_silently(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)args, (void)ret_json, (void)ret_error, (void)userdata;
+        return -1;
+}
+
+static int hang(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)args, (void)ret_error, (void)userdata;
+        sleep(3);
+        *ret_json = strdup("null");
+        return 0;
+}
+
+static int bad_json(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)args, (void)ret_error, (void)userdata;
+        *ret_json = strdup("[1, 2");
+        return 0;
+}
+
+static int big(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)args, (void)ret_error, (void)userdata;
+        size_t n = 2 * 1024 * 1024;
+        char *s = malloc(n + 3);
+        s[0] = '"';
+        memset(s + 1, 'x', n);
+        s[n + 1] = '"';
+        s[n + 2] = '\0';
+        *ret_json = s;
+        return 0;
+}
+
+static char *run(codecell_cell *cell, const char *code)
+{
+        codecell_result *res = NULL;
+        codecell_error err;
+        if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0)
+                return NULL;
+        char *json = codecell_result_to_json(res, false);
+        codecell_result_free(res);
+        return json;
+}
+
+static void expect(codecell_cell *cell, const char *code, const char *prefix)
+{
+        char *json = run(cell, code);
+        if (!json || strncmp(json, prefix, strlen(prefix)) != 0) {
+                fprintf(stderr, "code: %s\n  gave:     %.300s\n  expected: %s…\n", code, json,
+                        prefix);
+                failures++;
+        }
+        free(json);
+}
+
+int main(void)
+{
+        codecell_error err = {0};
+        int echo_calls = 0;
+        codecell_config *config = codecell_config_new("ruby", &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 1000, &err);
+        codecell_cell *cell = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        if (!cell)
+                return 1;
+        CHECK(codecell_cell_add_tool(cell, "echo", "Echoes.",
+                                     "{\"type\":\"object\",\"properties\":"
+                                     "{\"q\":{\"type\":\"string\"}},\"required\":[\"q\"]}",
+                                     echo, &echo_calls, &err) == 0);
+        CHECK(codecell_cell_add_tool(cell, "fail", NULL, NULL, fail, NULL, &err) == 0);
+        CHECK(codecell_cell_add_tool(cell, "fail.silently", NULL, NULL, fail_silently, NULL,
+                                     &err) == 0);
+        CHECK(codecell_cell_add_tool(cell, "hang", NULL, NULL, hang, NULL, &err) == 0);
+        CHECK(codecell_cell_add_tool(cell, "bad_json", NULL, NULL, bad_json, NULL, &err) == 0);
+        CHECK(codecell_cell_add_tool(cell, "big", NULL, NULL, big, NULL, &err) == 0);
+        /* Registration errors. */
+        CHECK(codecell_cell_add_tool(cell, "echo", NULL, NULL, echo, NULL, &err) < 0 &&
+              strstr(err.message, "exists already"));
+        CHECK(codecell_cell_add_tool(cell, "9lives", NULL, NULL, echo, NULL, &err) < 0 &&
+              strstr(err.message, "must start with a letter"));
+        CHECK(codecell_cell_add_tool(cell, "x", NULL, "{nope", echo, NULL, &err) < 0 &&
+              strstr(err.message, "not valid JSON"));
+        CHECK(codecell_cell_add_tool(cell, "x", NULL, "[]", echo, NULL, &err) < 0 &&
+              strstr(err.message, "must be a JSON object"));
+        CHECK(codecell_cell_add_tool(cell, "x", NULL, NULL, NULL, NULL, &err) < 0);
+        CHECK(strstr(codecell_cell_description(cell), "    SB.call(\"echo\", q: String)\n"));
+
+        expect(cell, "SB.call('echo', q: 'hi', n: [1, {'a' => nil}])",
+               "{\"status\":\"ok\",\"value\":{\"got\":{\"q\":\"hi\",\"n\":[1,{\"a\":null}]}},");
+        expect(cell, "begin; SB.call('fail'); rescue SB::ToolError => e; e.message; end",
+               "{\"status\":\"ok\",\"value\":\"no such repository\",");
+        expect(cell, "begin; SB.call('fail.silently'); rescue SB::ToolError => e; e.message; end",
+               "{\"status\":\"ok\",\"value\":\"tool \\\"fail.silently\\\" failed\",");
+        expect(cell, "begin; SB.call('bad_json'); rescue SB::ToolError => e; e.message; end",
+               "{\"status\":\"ok\",\"value\":\"tool \\\"bad_json\\\" returned invalid JSON");
+        expect(cell, "begin; SB.call('big'); rescue SB::ToolError => e; e.message; end",
+               "{\"status\":\"ok\",\"value\":\"tool \\\"big\\\": an answer of 2097154 bytes is "
+               "over");
+        echo_calls = 0;
+        expect(cell, "500.times { |i| SB.call('echo', q: i.to_s) }; :done",
+               "{\"status\":\"ok\",\"value\":\"done\",");
+        CHECK(echo_calls == 500);
+        /* A hanging handler: the execution still ends at its wall clock, and the next run works. */
+        expect(cell, "SB.call('hang')", "{\"status\":\"timeout\",");
+        expect(cell, "SB.call('echo', q: 'after')",
+               "{\"status\":\"ok\",\"value\":{\"got\":{\"q\":\"after\"}},");
+        codecell_cell_free(cell);
+        sleep(3); /* let the abandoned handler finish before the process ends (for leak checkers) */
+        if (failures)
+                fprintf(stderr, "%d check(s) failed\n", failures);
+        return failures ? 1 : 0;
+}
