@@ -20,9 +20,10 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
 bench: build
-	cmake --build $(BUILD) --target latency
+	cmake --build $(BUILD) --target latency rpc
 	bench/cold.sh
 	$(BUILD)/latency
+	$(BUILD)/rpc
 
 clean:
 	rm -rf $(BUILD)

@@ -128,7 +128,7 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
                                                       lim[CODECELL_LIMIT_TOOL_REQUEST_BYTES],
                                               .answer_bytes = lim[CODECELL_LIMIT_TOOL_ANSWER_BYTES],
                                               .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS]},
-                         deadline);
+                         deadline, s->sb.ctl_fd);
                 p->rpc = &rpc;
                 /* Until the result, the guest's death, the CPU budget or the deadline. */
                 o.timed_out = pump_until(p, deadline, pump_has_result);

@@ -140,11 +140,8 @@ static bool over_cpu_budget(struct pump *p)
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *))
 {
         while (!done(p) && !over_cpu_budget(p)) {
-                struct pollfd fds[4];
+                struct pollfd fds[3];
                 int n = 0;
-                int rpc = p->rpc ? rpc_fd(p->rpc) : -1;
-                if (rpc >= 0)
-                        fds[n++] = (struct pollfd){.fd = rpc, .events = POLLIN};
                 if (p->ctl_open)
                         fds[n++] = (struct pollfd){.fd = p->sb->ctl_fd, .events = POLLIN};
                 if (p->out_open)
@@ -165,9 +162,7 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                 for (int i = 0; i < n && k > 0; i++) {
                         if (!fds[i].revents)
                                 continue;
-                        if (fds[i].fd == rpc)
-                                send_reply(p, rpc_answer(p->rpc));
-                        else if (fds[i].fd == p->sb->ctl_fd)
+                        if (fds[i].fd == p->sb->ctl_fd)
                                 read_control(p);
                         else if (fds[i].fd == p->sb->out_fd)
                                 (void)read_output(&p->sb->out_fd, &p->out_open, p->out);

@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "util.h"
 
 /* The helper thread of one execution. Owned by the execution; if it is ended while a handler
@@ -17,96 +21,27 @@ struct runner {
         pthread_t thread;
         pthread_mutex_t lock;
         pthread_cond_t wake;
-        int done_fd; /* eventfd: an answer is ready */
+        /* Its own duplicate of the control socket: after the execution ends, a late reply goes
+         * to a closed peer, never to whatever the engine's descriptor number means by then. */
+        int ctl_fd;
+        atomic_bool have_request; /* a call is in flight: set by the engine, cleared here */
+        bool quit, abandoned;
         /* request */
         const struct tool *tool;
+        json_t *id;
         char *args;
         double deadline;
-        uint64_t call_ms, answer_bytes;
-        bool have_request, quit, abandoned;
-        /* answer */
-        int status;
-        char *json, *error;
+        struct rpc_limits limits;
 };
 
 static void runner_destroy(struct runner *r)
 {
-        close(r->done_fd);
+        close(r->ctl_fd);
         free(r->args);
-        free(r->json);
-        free(r->error);
+        json_decref(r->id);
         pthread_mutex_destroy(&r->lock);
         pthread_cond_destroy(&r->wake);
         free(r);
-}
-
-static void *runner_main(void *arg)
-{
-        struct runner *r = arg;
-        pthread_mutex_lock(&r->lock);
-        for (;;) {
-                while (!r->have_request && !r->quit)
-                        pthread_cond_wait(&r->wake, &r->lock);
-                if (r->quit)
-                        break;
-                const struct tool *tool = r->tool;
-                char *args = r->args;
-                r->args = NULL;
-                double deadline = r->deadline;
-                uint64_t call_ms = r->call_ms, answer_bytes = r->answer_bytes;
-                pthread_mutex_unlock(&r->lock);
-
-                char *json = NULL, *error = NULL;
-                int status;
-                if (tool->handler) {
-                        status = tool->handler(args, &json, &error, tool->userdata);
-                } else {
-                        uint64_t ms = tool->command.timeout_ms && tool->command.timeout_ms < call_ms
-                                              ? tool->command.timeout_ms
-                                              : call_ms;
-                        status = command_tool_call(&tool->command, tool->name, args, deadline, ms,
-                                                   answer_bytes, &json, &error);
-                }
-                free(args);
-
-                pthread_mutex_lock(&r->lock);
-                r->have_request = false;
-                r->status = status;
-                r->json = json;
-                r->error = error;
-                if (r->abandoned)
-                        break;
-                uint64_t one = 1;
-                (void)!write(r->done_fd, &one, sizeof(one));
-        }
-        bool abandoned = r->abandoned;
-        pthread_mutex_unlock(&r->lock);
-        if (abandoned)
-                runner_destroy(r);
-        return NULL;
-}
-
-static struct runner *runner_start(void)
-{
-        struct runner *r = calloc(1, sizeof(*r));
-        if (!r)
-                return NULL;
-        r->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        pthread_mutex_init(&r->lock, NULL);
-        pthread_cond_init(&r->wake, NULL);
-        if (r->done_fd < 0 || pthread_create(&r->thread, NULL, runner_main, r) != 0) {
-                if (r->done_fd >= 0)
-                        close(r->done_fd);
-                free(r);
-                return NULL;
-        }
-        return r;
-}
-
-void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
-              double deadline)
-{
-        *rpc = (struct rpc){.tools = tools, .limits = *limits, .deadline = deadline};
 }
 
 static json_t *reply_error(const json_t *id, const char *cls, const char *message)
@@ -127,6 +62,143 @@ static json_t *tool_error(const json_t *id, const char *fmt, ...)
         return reply_error(id, "SB::ToolError", message);
 }
 
+/* The reply frame for a tool's outcome. Takes json and error. */
+static json_t *build_reply(const json_t *id, const char *name, int status, char *json, char *error,
+                           uint64_t answer_bytes)
+{
+        json_t *reply = NULL;
+        if (status < 0) {
+                size_t len = 0;
+                char *clean = error ? utf8_sanitize(error, strlen(error), &len) : NULL;
+                reply = (clean && *clean) ? reply_error(id, "SB::ToolError", clean)
+                                          : tool_error(id, "tool \"%s\" failed", name);
+                free(clean);
+        } else if (!json) {
+                reply = tool_error(id, "tool \"%s\" returned nothing", name);
+        } else if (strlen(json) > answer_bytes) {
+                reply = tool_error(
+                        id, "tool \"%s\": an answer of %zu bytes is over the %llu-byte limit", name,
+                        strlen(json), (unsigned long long)answer_bytes);
+        } else {
+                json_error_t jerr;
+                json_t *value = json_loads(
+                        json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+                if (!value)
+                        reply = tool_error(id, "tool \"%s\" returned invalid JSON: %s", name,
+                                           jerr.text);
+                else
+                        reply = json_pack("{s:s, s:O, s:b, s:o}", "t", "reply", "id", id, "ok", 1,
+                                          "result", value);
+        }
+        free(json);
+        free(error);
+        return reply;
+}
+
+/* Calls come in bursts (a loop of SB.call): after answering one, wait briefly for the next
+ * without sleeping, which saves the wake-up of a sleeping thread on each call. */
+#define SPIN_NS 100000
+
+static bool spin_for_request(struct runner *r)
+{
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        do {
+                if (atomic_load_explicit(&r->have_request, memory_order_acquire))
+                        return true;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+        } while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) <
+                 SPIN_NS);
+        return false;
+}
+
+static void *runner_main(void *arg)
+{
+        struct runner *r = arg;
+        for (;;) {
+                if (!spin_for_request(r)) {
+                        pthread_mutex_lock(&r->lock);
+                        while (!atomic_load(&r->have_request) && !r->quit)
+                                pthread_cond_wait(&r->wake, &r->lock);
+                        bool quit = r->quit && !atomic_load(&r->have_request);
+                        pthread_mutex_unlock(&r->lock);
+                        if (quit)
+                                break;
+                }
+                pthread_mutex_lock(&r->lock);
+                const struct tool *tool = r->tool;
+                char *args = r->args;
+                json_t *id = r->id;
+                r->args = NULL;
+                r->id = NULL;
+                double deadline = r->deadline;
+                struct rpc_limits limits = r->limits;
+                pthread_mutex_unlock(&r->lock);
+
+                char *json = NULL, *error = NULL;
+                int status;
+                if (tool->handler) {
+                        status = tool->handler(args, &json, &error, tool->userdata);
+                } else {
+                        uint64_t ms = tool->command.timeout_ms &&
+                                                      tool->command.timeout_ms < limits.call_ms
+                                              ? tool->command.timeout_ms
+                                              : limits.call_ms;
+                        status = command_tool_call(&tool->command, tool->name, args, deadline, ms,
+                                                   limits.answer_bytes, &json, &error);
+                }
+                free(args);
+                json_t *reply =
+                        build_reply(id, tool->name, status, json, error, limits.answer_bytes);
+                json_decref(id);
+
+                pthread_mutex_lock(&r->lock);
+                bool abandoned = r->abandoned;
+                /* Cleared before the reply leaves: the guest's next call may follow at once. */
+                atomic_store_explicit(&r->have_request, false, memory_order_release);
+                pthread_mutex_unlock(&r->lock);
+                if (!abandoned) {
+                        codecell_error e;
+                        if (!reply || frame_send(r->ctl_fd, reply, 1000, &e) < 0)
+                                shutdown(r->ctl_fd,
+                                         SHUT_RDWR); /* the guest sees the channel close */
+                }
+                json_decref(reply);
+                if (abandoned)
+                        break;
+        }
+        pthread_mutex_lock(&r->lock);
+        bool abandoned = r->abandoned;
+        pthread_mutex_unlock(&r->lock);
+        if (abandoned)
+                runner_destroy(r);
+        return NULL;
+}
+
+static struct runner *runner_start(int ctl_fd)
+{
+        struct runner *r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        r->ctl_fd = fcntl(ctl_fd, F_DUPFD_CLOEXEC, 3);
+        pthread_mutex_init(&r->lock, NULL);
+        pthread_cond_init(&r->wake, NULL);
+        if (r->ctl_fd < 0 || pthread_create(&r->thread, NULL, runner_main, r) != 0) {
+                if (r->ctl_fd >= 0)
+                        close(r->ctl_fd);
+                free(r);
+                return NULL;
+        }
+        return r;
+}
+
+void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
+              double deadline, int ctl_fd)
+{
+        *rpc = (struct rpc){
+                .tools = tools, .limits = *limits, .deadline = deadline, .ctl_fd = ctl_fd};
+}
+
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error)
 {
         *ret_protocol_error = NULL;
@@ -139,7 +211,7 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                                       "string \"name\" and an object \"args\"";
                 return NULL;
         }
-        if (rpc->pending_id) {
+        if (rpc->runner && atomic_load(&rpc->runner->have_request)) {
                 *ret_protocol_error = "a second call while one is in flight";
                 return NULL;
         }
@@ -163,7 +235,7 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                                   "limit",
                                   name, size, (unsigned long long)rpc->limits.request_bytes);
         }
-        if (!rpc->runner && !(rpc->runner = runner_start())) {
+        if (!rpc->runner && !(rpc->runner = runner_start(rpc->ctl_fd))) {
                 free(text);
                 return tool_error(id, "tool \"%s\" could not be called: out of resources", name);
         }
@@ -171,77 +243,23 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         pthread_mutex_lock(&r->lock);
         r->tool = tool;
         r->args = text;
+        r->id = json_incref((json_t *)id);
         r->deadline = rpc->deadline;
-        r->call_ms = rpc->limits.call_ms;
-        r->answer_bytes = rpc->limits.answer_bytes;
-        r->have_request = true;
+        r->limits = rpc->limits;
+        atomic_store_explicit(&r->have_request, true, memory_order_release);
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);
-        rpc->pending_id = json_incref((json_t *)id);
         return NULL;
-}
-
-int rpc_fd(const struct rpc *rpc)
-{
-        return rpc->pending_id && rpc->runner ? rpc->runner->done_fd : -1;
-}
-
-json_t *rpc_answer(struct rpc *rpc)
-{
-        struct runner *r = rpc->runner;
-        uint64_t n;
-        (void)!read(r->done_fd, &n, sizeof(n));
-        pthread_mutex_lock(&r->lock);
-        int status = r->status;
-        char *json = r->json, *error = r->error;
-        r->json = r->error = NULL;
-        const char *name = r->tool->name;
-        pthread_mutex_unlock(&r->lock);
-
-        json_t *id = rpc->pending_id;
-        rpc->pending_id = NULL;
-        json_t *reply = NULL;
-        if (status < 0) {
-                size_t len = 0;
-                char *clean = error ? utf8_sanitize(error, strlen(error), &len) : NULL;
-                reply = (clean && *clean) ? reply_error(id, "SB::ToolError", clean)
-                                          : tool_error(id, "tool \"%s\" failed", name);
-                free(clean);
-        } else if (!json) {
-                reply = tool_error(id, "tool \"%s\" returned nothing", name);
-        } else if (strlen(json) > rpc->limits.answer_bytes) {
-                reply = tool_error(id,
-                                   "tool \"%s\": an answer of %zu bytes is over the %llu-byte "
-                                   "limit",
-                                   name, strlen(json),
-                                   (unsigned long long)rpc->limits.answer_bytes);
-        } else {
-                json_error_t jerr;
-                json_t *value = json_loads(
-                        json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-                if (!value)
-                        reply = tool_error(id, "tool \"%s\" returned invalid JSON: %s", name,
-                                           jerr.text);
-                else
-                        reply = json_pack("{s:s, s:O, s:b, s:o}", "t", "reply", "id", id, "ok", 1,
-                                          "result", value);
-        }
-        free(json);
-        free(error);
-        json_decref(id);
-        return reply;
 }
 
 void rpc_end(struct rpc *rpc)
 {
         struct runner *r = rpc->runner;
-        json_decref(rpc->pending_id);
-        rpc->pending_id = NULL;
         rpc->runner = NULL;
         if (!r)
                 return;
         pthread_mutex_lock(&r->lock);
-        bool busy = r->have_request;
+        bool busy = atomic_load(&r->have_request);
         if (busy)
                 r->abandoned = true; /* the thread frees it when its handler returns */
         r->quit = true;

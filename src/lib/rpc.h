@@ -20,20 +20,16 @@ struct rpc {
         struct rpc_limits limits;
         double deadline;       /* the execution's, on the now_ms() clock */
         uint64_t calls;        /* made so far */
-        json_t *pending_id;    /* the call in flight, or NULL */
+        int ctl_fd;            /* the control socket, where replies go */
         struct runner *runner; /* started at the first call */
 };
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
-              double deadline);
+              double deadline, int ctl_fd);
 /* A "call" frame. Returns a reply frame to send now (new reference), or NULL when the call went
- * to a tool and its answer comes through rpc_fd(). Sets *ret_protocol_error for a frame that is
- * not a valid call (or a call while another is in flight). */
+ * to a tool, whose helper thread sends the reply itself. Sets *ret_protocol_error for a frame
+ * that is not a valid call (or a call while another is in flight). */
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error);
-/* A descriptor that becomes readable when the call in flight has its answer; -1 when none. */
-int rpc_fd(const struct rpc *rpc);
-/* The reply frame for the call in flight, once rpc_fd() is readable (new reference). */
-json_t *rpc_answer(struct rpc *rpc);
 /* Ends the helper thread; a handler still running is left to finish on its own. */
 void rpc_end(struct rpc *rpc);
 
