@@ -74,8 +74,12 @@ typedef enum codecell_policy {
 
 typedef struct codecell_config codecell_config;
 
-/* A new configuration for `language` ("ruby"). NULL with CODECELL_ERR_INVALID for an unknown
- * language. */
+/* The language of a script file from its extension ("ruby" for .rb, "python" for .py), or
+ * NULL. Static string. */
+CODECELL_API const char *codecell_language_of(const char *path);
+
+/* A new configuration for `language` ("ruby", "python"). NULL with CODECELL_ERR_INVALID for an
+ * unknown language. */
 CODECELL_API codecell_config *codecell_config_new(const char *language, codecell_error *err);
 CODECELL_API void codecell_config_free(codecell_config *config);
 

@@ -42,8 +42,6 @@ int add_mount_flag(const char *who, codecell_config *config, const char *spec, c
 
 const char *language_of(const char *path)
 {
-        const char *dot = path ? strrchr(path, '.') : NULL;
-        if (dot && strcmp(dot, ".rb") == 0)
-                return "ruby";
-        return "ruby";
+        const char *lang = codecell_language_of(path);
+        return lang ? lang : "ruby";
 }

@@ -15,7 +15,7 @@ static const char usage[] =
         "SB.call signature.\n"
         "\n"
         "Options:\n"
-        "      --lang LANG          guest language: ruby (default)\n"
+        "      --lang LANG          guest language: ruby (default) or python\n"
         "      --mount SRC:DST[:ro|rw]\n"
         "                           a host folder, as for codecell run; repeatable\n"
         "      --tools FILE         host tools (docs/tools.md)\n"

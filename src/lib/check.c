@@ -110,10 +110,15 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                       "invoking user%s",
                "");
 
-        const struct runtime *rt = runtime_find("ruby");
-        bool ruby = rt && access(rt->interpreter, X_OK) == 0;
-        report(&all[n++], "ruby", ruby, true, ruby ? "%s" : "%s not found: install ruby",
-               rt ? rt->interpreter : "ruby");
+        static const char *const languages[] = {"ruby", "python"};
+        for (size_t i = 0; i < sizeof(languages) / sizeof(languages[0]); i++) {
+                const struct runtime *rt = runtime_find(languages[i]);
+                bool ok = access(rt->interpreter, X_OK) == 0;
+                char found[256];
+                snprintf(found, sizeof(found), "%s %s", rt->interpreter,
+                         ok ? "" : "not found: install it to run this language");
+                report(&all[n++], rt->name, ok, false, "%s", found);
+        }
 
         size_t count = n < max ? n : max;
         memcpy(out, all, count * sizeof(*out));

@@ -55,7 +55,8 @@ codecell_config *codecell_config_new(const char *language, codecell_error *err)
         const struct runtime *rt = runtime_find(language);
         if (!rt) {
                 err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                        "unknown language \"%s\" (supported: ruby)", language ? language : "");
+                        "unknown language \"%s\" (supported: %s)", language ? language : "",
+                        runtime_names());
                 return NULL;
         }
         codecell_config *c = calloc(1, sizeof(*c));

@@ -6,25 +6,6 @@
 
 #include "cell.h"
 
-static const char how_to_use[] =
-        "Executes Ruby code inside a secure sandbox and returns what it produced.\n"
-        "\n"
-        "## How to use\n"
-        "\n"
-        "Pass a complete, self-contained Ruby script as the `code` argument. It runs\n"
-        "as a fresh Ruby process with:\n"
-        "- no network, no subprocesses, and no access to the host filesystem outside\n"
-        "  the mounted folders listed below;\n"
-        "- a private writable scratch directory at `/work`, empty at the start of\n"
-        "  every execution;\n"
-        "- no state carried over between executions, except the contents of\n"
-        "  read-write folders.\n"
-        "\n"
-        "Capture progress with `puts` (returned as `stdout`) and end with a value or\n"
-        "a JSON-serializable data structure (returned as `value`; non-serializable\n"
-        "objects come back as their inspect string). If the code raises, the error\n"
-        "class, message and backtrace are returned so you can fix and retry.";
-
 static void folder_section(FILE *f, const codecell_config *c, bool rw, const char *header)
 {
         bool any = false;
@@ -48,10 +29,10 @@ char *description_build(const codecell_config *c, struct tool_table *tools)
         FILE *f = open_memstream(&text, &len);
         if (!f)
                 return NULL;
-        fputs(how_to_use, f);
+        fputs(c->runtime->how_to_use, f);
         folder_section(f, c, false, "## Read-only folders (readable, never writable)");
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
-        tools_describe(tools, f);
+        tools_describe(tools, &c->runtime->tools, f);
         if (fclose(f) != 0) {
                 free(text);
                 return NULL;

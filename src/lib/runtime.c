@@ -2,7 +2,10 @@
 
 #include <string.h>
 
+#include "codecell.h"
+
 extern const char codecell_prelude_ruby[];
+extern const char codecell_prelude_python[];
 
 /* --disable-gems: RubyGems costs ~50 ms of start-up; the standard library and Debian's
  * vendor_ruby packages stay requirable without it. */
@@ -13,24 +16,144 @@ static const char *const ruby_argv[] = {
         NULL,
 };
 
+/* -I: no user site, no PYTHON* variables, no script folder on sys.path. -S: no site.py (the
+ * prelude adds the system's dist-packages itself, without running .pth files). */
+static const char *const python_argv[] = {
+        "python3",
+        "-I",
+        "-S",
+        "/codecell/prelude.py",
+        NULL,
+};
+
+#define SHARED_RULES                                                                               \
+        "- no network, no subprocesses, and no access to the host filesystem outside\n"          \
+        "  the mounted folders listed below;\n"                                                    \
+        "- a private writable scratch directory at `/work`, empty at the start of\n"              \
+        "  every execution;\n"                                                                     \
+        "- no state carried over between executions, except the contents of\n"                   \
+        "  read-write folders.\n"
+
 static const struct runtime runtimes[] = {
         {
                 .name = "ruby",
+                .extension = ".rb",
                 .interpreter = "/usr/bin/ruby",
                 .argv = ruby_argv,
                 .prelude_path = "/codecell/prelude.rb",
                 .prelude = codecell_prelude_ruby,
                 .package_hint = "the Debian package \"ruby\"",
                 .out_of_memory_class = "NoMemoryError",
+                .how_to_use =
+                        "Executes Ruby code inside a secure sandbox and returns what it produced.\n"
+                        "\n"
+                        "## How to use\n"
+                        "\n"
+                        "Pass a complete, self-contained Ruby script as the `code` argument. It runs\n"
+                        "as a fresh Ruby process with:\n" SHARED_RULES
+                        "\n"
+                        "Capture progress with `puts` (returned as `stdout`) and end with a value or\n"
+                        "a JSON-serializable data structure (returned as `value`; non-serializable\n"
+                        "objects come back as their inspect string). If the code raises, the error\n"
+                        "class, message and backtrace are returned so you can fix and retry.",
+                .tools =
+                        {
+                                .intro = "Call these host functions from your code with `SB.call`. "
+                                         "They run outside the\n"
+                                         "sandbox and return plain Ruby data (hashes with string "
+                                         "keys, arrays, strings,\n"
+                                         "numbers). Arguments must be JSON data. A failure raises "
+                                         "`SB::ToolError` and an\n"
+                                         "unknown name raises `SB::UnknownTool` (a kind of "
+                                         "`SB::ToolError`); both can be\n"
+                                         "rescued. A `?` marks an optional argument.",
+                                .call = "SB.call(\"%s\"",
+                                .keyword = ", %s: ",
+                                .string = "String",
+                                .integer = "Integer",
+                                .number = "Float",
+                                .boolean = "true | false",
+                                .array = "Array",
+                                .object = "Hash",
+                                .null = "nil",
+                        },
+        },
+        {
+                .name = "python",
+                .extension = ".py",
+                .interpreter = "/usr/bin/python3",
+                .argv = python_argv,
+                .prelude_path = "/codecell/prelude.py",
+                .prelude = codecell_prelude_python,
+                .package_hint = "the Debian package \"python3\"",
+                .out_of_memory_class = "MemoryError",
+                .how_to_use =
+                        "Executes Python code inside a secure sandbox and returns what it produced.\n"
+                        "\n"
+                        "## How to use\n"
+                        "\n"
+                        "Pass a complete, self-contained Python script as the `code` argument. It\n"
+                        "runs as a fresh Python 3 process with:\n" SHARED_RULES
+                        "\n"
+                        "Capture progress with `print` (returned as `stdout`). If the last statement\n"
+                        "is an expression, its value is returned as `value`, as in a notebook cell\n"
+                        "(JSON-serializable data as it is; other objects as their repr string). If\n"
+                        "the code raises, the exception's class, message and traceback are\n"
+                        "returned so you can fix and retry.",
+                .tools =
+                        {
+                                .intro = "Call these host functions from your code with `sb.call` "
+                                         "(`sb` is always\n"
+                                         "defined). They run outside the sandbox and return plain "
+                                         "data (dicts, lists,\n"
+                                         "str, numbers). Arguments must be JSON data. A failure "
+                                         "raises `sb.ToolError`\n"
+                                         "and an unknown name raises `sb.UnknownTool` (a kind of "
+                                         "`sb.ToolError`); both\n"
+                                         "can be caught. A `?` marks an optional argument.",
+                                .call = "sb.call(\"%s\"",
+                                .keyword = ", %s=",
+                                .string = "str",
+                                .integer = "int",
+                                .number = "float",
+                                .boolean = "bool",
+                                .array = "list",
+                                .object = "dict",
+                                .null = "None",
+                        },
         },
 };
+
+#define N_RUNTIMES (sizeof(runtimes) / sizeof(runtimes[0]))
 
 const struct runtime *runtime_find(const char *name)
 {
         if (!name)
                 return NULL;
-        for (size_t i = 0; i < sizeof(runtimes) / sizeof(runtimes[0]); i++)
+        for (size_t i = 0; i < N_RUNTIMES; i++)
                 if (strcmp(runtimes[i].name, name) == 0)
                         return &runtimes[i];
         return NULL;
+}
+
+const struct runtime *runtime_for_file(const char *path)
+{
+        const char *dot = path ? strrchr(path, '.') : NULL;
+        if (!dot || strchr(dot, '/'))
+                return NULL;
+        for (size_t i = 0; i < N_RUNTIMES; i++)
+                if (strcmp(runtimes[i].extension, dot) == 0)
+                        return &runtimes[i];
+        return NULL;
+}
+
+const char *runtime_names(void)
+{
+        return "ruby, python";
+}
+
+const char *codecell_language_of(const char *path)
+{
+        const struct runtime *rt = runtime_for_file(path);
+        return rt ? rt->name : NULL;
 }

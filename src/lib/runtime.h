@@ -1,12 +1,23 @@
-/* The guest languages: which interpreter runs, with which flags, and the prelude it loads.
- * Adding a language means one entry here and one guest/<language>/prelude file. */
+/* The guest languages: which interpreter runs, with which flags, the prelude it loads, and how
+ * the model is told to use it. Adding a language means one entry in runtime.c and one
+ * guest/<language>/prelude file. */
 #ifndef CODECELL_RUNTIME_H
 #define CODECELL_RUNTIME_H
 
 #include <stddef.h>
 
+/* How the description writes a tool call in this language. */
+struct tool_syntax {
+        const char *intro;   /* the paragraph under "## Tools" */
+        const char *call;    /* printf format of the call's start: SB.call("%s" */
+        const char *keyword; /* printf format of one keyword argument: ", %s: " */
+        /* The language's names for the JSON Schema types. */
+        const char *string, *integer, *number, *boolean, *array, *object, *null;
+};
+
 struct runtime {
         const char *name;         /* "ruby" */
+        const char *extension;    /* of script files: ".rb" */
         const char *interpreter;  /* absolute path on the host and inside the sandbox */
         const char *const *argv;  /* argv for execve; the prelude path is the last element */
         const char *prelude_path; /* where the prelude appears inside the sandbox */
@@ -14,8 +25,14 @@ struct runtime {
         const char *package_hint; /* what to install when the interpreter is missing */
         /* The guest error class that means the interpreter ran out of memory. */
         const char *out_of_memory_class;
+        const char *how_to_use; /* the description's fixed text (seed 000) */
+        struct tool_syntax tools;
 };
 
 const struct runtime *runtime_find(const char *name);
+/* The runtime whose scripts end in the extension of path, or NULL. */
+const struct runtime *runtime_for_file(const char *path);
+/* "ruby, python": for error messages. */
+const char *runtime_names(void);
 
 #endif

@@ -119,8 +119,8 @@ const struct tool *tool_table_find(struct tool_table *t, const char *name)
 
 /* ---- the description's Tools section ----------------------------------------------------- */
 
-/* The Ruby type a model should pass for a property schema. */
-static void ruby_type(FILE *f, const json_t *schema)
+/* The guest language's type for a property schema, e.g. "String" or "int". */
+static void type_name(FILE *f, const struct tool_syntax *syn, const json_t *schema)
 {
         const json_t *enumeration = json_object_get(schema, "enum");
         if (json_is_array(enumeration)) {
@@ -142,23 +142,24 @@ static void ruby_type(FILE *f, const json_t *schema)
         else if (json_is_array(type))
                 for (size_t i = 0; i < json_array_size(type) && n < 8; i++)
                         types[n++] = json_array_get(type, i);
+        const struct {
+                const char *json, *guest;
+        } map[] = {
+                {"string", syn->string}, {"integer", syn->integer}, {"number", syn->number},
+                {"boolean", syn->boolean}, {"array", syn->array}, {"object", syn->object},
+                {"null", syn->null},
+        };
         if (n == 0) {
-                fputs("Object", f);
+                fputs("any JSON", f);
                 return;
         }
-        static const char *const map[][2] = {
-                {"string", "String"}, {"integer", "Integer"},
-                {"number", "Float"},  {"boolean", "true | false"},
-                {"array", "Array"},   {"object", "Hash"},
-                {"null", "nil"},
-        };
         for (size_t i = 0; i < n; i++) {
                 const char *name = json_string_value(types[i]);
-                const char *ruby = "Object";
+                const char *guest = "any JSON";
                 for (size_t k = 0; name && k < sizeof(map) / sizeof(map[0]); k++)
-                        if (strcmp(name, map[k][0]) == 0)
-                                ruby = map[k][1];
-                fprintf(f, "%s%s", i ? " | " : "", ruby);
+                        if (strcmp(name, map[k].json) == 0)
+                                guest = map[k].guest;
+                fprintf(f, "%s%s", i ? " | " : "", guest);
         }
 }
 
@@ -172,22 +173,23 @@ static bool is_required(const json_t *schema, const char *key)
         return false;
 }
 
-static void describe_tool(FILE *f, const struct tool *tool)
+static void describe_tool(FILE *f, const struct tool_syntax *syn, const struct tool *tool)
 {
         const json_t *props = json_object_get(tool->input_schema, "properties");
         fprintf(f, "\n\n### %s", tool->name);
         if (*tool->description)
                 fprintf(f, "\n\n%s", tool->description);
-        fprintf(f, "\n\n    SB.call(\"%s\"", tool->name);
+        fputs("\n\n    ", f);
+        fprintf(f, syn->call, tool->name);
         const char *key;
         const json_t *prop;
         json_object_foreach((json_t *)props, key, prop)
         {
-                fprintf(f, ", %s: ", key);
+                fprintf(f, syn->keyword, key);
                 bool optional = !is_required(tool->input_schema, key);
                 if (optional && json_object_get(prop, "enum"))
                         fputs("(", f);
-                ruby_type(f, prop);
+                type_name(f, syn, prop);
                 if (optional && json_object_get(prop, "enum"))
                         fputs(")", f);
                 if (optional)
@@ -199,7 +201,7 @@ static void describe_tool(FILE *f, const struct tool *tool)
         {
                 fprintf(f, "%s- `%s` (", any ? "\n" : "\n\n", key);
                 any = true;
-                ruby_type(f, prop);
+                type_name(f, syn, prop);
                 fprintf(f, ", %s)", is_required(tool->input_schema, key) ? "required" : "optional");
                 const char *desc = json_string_value(json_object_get(prop, "description"));
                 if (desc && *desc)
@@ -207,23 +209,13 @@ static void describe_tool(FILE *f, const struct tool *tool)
         }
 }
 
-void tools_describe(struct tool_table *t, FILE *f)
+void tools_describe(struct tool_table *t, const struct tool_syntax *syn, FILE *f)
 {
         pthread_mutex_lock(&t->lock);
         if (t->n > 0) {
-                fputs("\n\n## Tools\n\n"
-                      "Call these host functions from your code with `SB.call`. They run outside "
-                      "the\n"
-                      "sandbox and return plain Ruby data (hashes with string keys, arrays, "
-                      "strings,\n"
-                      "numbers). Arguments must be JSON data. A failure raises `SB::ToolError` and "
-                      "an\n"
-                      "unknown name raises `SB::UnknownTool` (a kind of `SB::ToolError`); both can "
-                      "be\n"
-                      "rescued. A `?` marks an optional argument.",
-                      f);
+                fprintf(f, "\n\n## Tools\n\n%s", syn->intro);
                 for (size_t i = 0; i < t->n; i++)
-                        describe_tool(f, t->tools[i]);
+                        describe_tool(f, syn, t->tools[i]);
         }
         pthread_mutex_unlock(&t->lock);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "codecell.h"
+#include "runtime.h"
 
 struct command_spec {
         char **argv;         /* argv[0] absolute, NULL-terminated */
@@ -44,7 +45,7 @@ const char *tool_schema_problem(const json_t *schema);
 void tool_free(struct tool *tool);
 
 /* Appends the "## Tools" section for every tool to the description f (description.c). */
-void tools_describe(struct tool_table *t, FILE *f);
+void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);
 
 /* Runs one call to a command tool: args on stdin, the result from stdout (at most max_answer
  * bytes), stderr kept for the error (capped). deadline_ms is on the now_ms() clock. Returns 0

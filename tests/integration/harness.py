@@ -37,8 +37,24 @@ def codecell(*args, stdin=None, timeout=120):
     return Run(proc)
 
 
-def run_json(code, *flags, **kw):
-    return codecell("run", "--json", *flags, "-e", code, **kw)
+def run_json(code, *flags, lang=None, **kw):
+    lang_flags = ("--lang", lang) if lang else ()
+    return codecell("run", "--json", *lang_flags, *flags, "-e", code, **kw)
+
+
+LANGUAGES = ("ruby", "python")
+
+
+class EachLanguage:
+    """Mixin: run one case in every guest language. `code` maps a language to its snippet; the
+    same `check` applies to each result, which is the point: the behaviour is the same."""
+
+    def each_language(self, code, check, *flags):
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                r = run_json(code[lang], *flags, lang=lang)
+                self.assertIsNotNone(r.result, r)
+                check(r, lang)
 
 
 def become_subreaper():

@@ -8,159 +8,215 @@ import subprocess
 import time
 import unittest
 
-from harness import (BIN, LAUNCHED, become_subreaper, codecell, leftover_cgroups, run_json, stray_children,
+from harness import (BIN, LANGUAGES, LAUNCHED, EachLanguage, become_subreaper, codecell, leftover_cgroups, run_json, stray_children,
                      tempdir)
 
 ROOT = os.geteuid() == 0
 
 
-class Statuses(unittest.TestCase):
-    """Every status of DESIGN §6, decided by the host."""
+class Statuses(EachLanguage, unittest.TestCase):
+    """Every status of DESIGN §6, decided by the host, in every language."""
 
     def test_ok_value_of_last_expression(self):
-        r = run_json("x = 20\nx + 22")
-        self.assertEqual(r.status, "ok", r)
-        self.assertEqual(r.result["value"], 42)
-        self.assertEqual(r.code, 0)
-        self.assertIn("duration_ms", r.result)
-        self.assertIn("seccomp", r.result["sandbox"])
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], 42)
+            self.assertEqual(r.code, 0)
+            self.assertIn("duration_ms", r.result)
+            self.assertIn("seccomp", r.result["sandbox"])
+        self.each_language({"ruby": "x = 20\nx + 22", "python": "x = 20\nx + 22"}, check)
+
+    def test_no_final_expression_is_null(self):
+        self.each_language({"ruby": "x = 1\nnil", "python": "x = 1\nif x:\n    y = 2"},
+                           lambda r, lang: self.assertIsNone(r.result["value"], r))
 
     def test_error_with_class_message_and_guest_backtrace(self):
-        r = run_json("def boom = raise(ArgumentError, 'bad input')\nboom")
-        self.assertEqual(r.status, "error", r)
-        self.assertEqual(r.code, 1)
-        err = r.result["error"]
-        self.assertEqual(err["class"], "ArgumentError")
-        self.assertEqual(err["message"], "bad input")
-        self.assertEqual(err["backtrace"][0], "sandbox:1:in `boom'")
-        self.assertFalse(any("/codecell/" in f for f in err["backtrace"]), err)
+        def check(r, lang):
+            self.assertEqual(r.status, "error", r)
+            self.assertEqual(r.code, 1)
+            err = r.result["error"]
+            self.assertEqual(err["class"], "ArgumentError" if lang == "ruby" else "ValueError")
+            self.assertEqual(err["message"], "bad input")
+            self.assertEqual(err["backtrace"][0],
+                             "sandbox:1:in `boom'" if lang == "ruby" else "sandbox:2:in boom")
+            self.assertFalse(any("/codecell/" in f for f in err["backtrace"]), err)
+        self.each_language({"ruby": "def boom = raise(ArgumentError, 'bad input')\nboom",
+                            "python": "def boom():\n    raise ValueError('bad input')\nboom()"},
+                           check)
+
+    def test_qualified_class_of_a_library_error(self):
+        def check(r, lang):
+            self.assertEqual(r.result["error"]["class"],
+                             "JSON::ParserError" if lang == "ruby" else "json.decoder.JSONDecodeError")
+        self.each_language({"ruby": "require 'json'; JSON.parse('{')",
+                            "python": "import json\njson.loads('{')"}, check)
 
     def test_backtrace_is_capped_at_20_frames(self):
-        r = run_json("def f(n) = n.zero? ? raise('deep') : f(n - 1)\nf(100)")
-        self.assertEqual(r.status, "error", r)
-        self.assertEqual(len(r.result["error"]["backtrace"]), 20)
+        self.each_language({"ruby": "def f(n) = n.zero? ? raise('deep') : f(n - 1)\nf(100)",
+                            "python": "def f(n):\n    if n == 0: raise Exception('deep')\n"
+                                      "    return f(n - 1)\nf(100)"},
+                           lambda r, lang: self.assertEqual(len(r.result["error"]["backtrace"]), 20, r))
 
     def test_syntax_error_is_an_error(self):
-        r = run_json("def (")
-        self.assertEqual(r.status, "error", r)
-        self.assertEqual(r.result["error"]["class"], "SyntaxError")
+        def check(r, lang):
+            self.assertEqual(r.status, "error", r)
+            self.assertEqual(r.result["error"]["class"], "SyntaxError")
+        self.each_language({"ruby": "def (", "python": "def ("}, check)
 
     def test_timeout_busy_loop(self):
-        r = run_json("loop {}", "--timeout", "1s")
-        self.assertEqual(r.status, "timeout", r)
-        self.assertEqual(r.code, 3)
-        self.assertIn("1000 ms", r.result["error"])
-        self.assertGreater(r.result["cpu_ms"], 500)  # the guest's CPU is counted even when killed
+        def check(r, lang):
+            self.assertEqual(r.status, "timeout", r)
+            self.assertEqual(r.code, 3)
+            self.assertIn("1000 ms", r.result["error"])
+            self.assertGreater(r.result["cpu_ms"], 500)  # the guest's CPU is counted when killed
+        self.each_language({"ruby": "loop {}", "python": "while True: pass"}, check,
+                           "--timeout", "1s")
 
     def test_timeout_sleep(self):
-        r = run_json("sleep 100", "--timeout", "500ms")
-        self.assertEqual(r.status, "timeout", r)
+        self.each_language({"ruby": "sleep 100", "python": "import time\ntime.sleep(100)"},
+                           lambda r, lang: self.assertEqual(r.status, "timeout", r),
+                           "--timeout", "500ms")
 
     def test_fuel_exhausted(self):
-        r = run_json("loop {}", "--cpu", "1s", "--timeout", "20s")
-        self.assertEqual(r.status, "fuel_exhausted", r)
-        self.assertEqual(r.code, 3)
-        self.assertGreaterEqual(r.result["cpu_ms"], 900)
+        def check(r, lang):
+            self.assertEqual(r.status, "fuel_exhausted", r)
+            self.assertEqual(r.code, 3)
+            self.assertGreaterEqual(r.result["cpu_ms"], 500)
+        self.each_language({"ruby": "loop {}", "python": "while True: pass"}, check,
+                           "--cpu", "500ms", "--timeout", "20s")
 
-    def test_memory_limit_huge_string(self):
-        r = run_json('"x" * 2**31', "--memory", "128M")
-        self.assertEqual(r.status, "memory_limit", r)
-        self.assertEqual(r.code, 3)
-        self.assertIn("128 MiB", r.result["error"])
+    def test_memory_limit_huge_allocation(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "memory_limit", r)
+            self.assertEqual(r.code, 3)
+            self.assertIn("128 MiB", r.result["error"])
+        self.each_language({"ruby": '"x" * 2**31', "python": "b = b'x' * 2**31"}, check,
+                           "--memory", "128M")
 
     def test_memory_limit_slow_leak(self):
-        r = run_json('a = []; loop { a << "x" * 1_000_000 }', "--memory", "128M")
-        self.assertEqual(r.status, "memory_limit", r)
+        self.each_language({"ruby": 'a = []; loop { a << "x" * 1_000_000 }',
+                            "python": "a = []\nwhile True: a.append(bytearray(1_000_000))"},
+                           lambda r, lang: self.assertEqual(r.status, "memory_limit", r),
+                           "--memory", "128M")
 
-    def test_guest_raising_nomemoryerror_by_hand_is_an_error(self):
-        r = run_json('raise NoMemoryError, "fake"')
-        self.assertEqual(r.status, "error" if ROOT else "memory_limit", r)
+    def test_guest_raising_out_of_memory_by_hand(self):
+        # With a cgroup the kernel's word decides; under the RLIMIT_AS fallback it cannot.
+        self.each_language({"ruby": 'raise NoMemoryError, "fake"', "python": "raise MemoryError('fake')"},
+                           lambda r, lang: self.assertEqual(
+                               r.status, "error" if ROOT else "memory_limit", r))
 
     def test_exit_without_result_is_sandbox_error(self):
-        r = run_json("exit!(3)")
-        self.assertEqual(r.status, "sandbox_error", r)
-        self.assertEqual(r.code, 4)
-        self.assertIn("exited with code 3", r.result["error"])
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertEqual(r.code, 4)
+            self.assertIn("exited with code 3", r.result["error"])
+        self.each_language({"ruby": "exit!(3)", "python": "import os\nos._exit(3)"}, check)
 
     def test_killed_interpreter_is_sandbox_error(self):
-        r = run_json("Process.kill(:KILL, Process.pid)")
-        self.assertEqual(r.status, "sandbox_error", r)
-        self.assertIn("signal 9", r.result["error"])
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("signal 9", r.result["error"])
+        self.each_language({"ruby": "Process.kill(:KILL, Process.pid)",
+                            "python": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"}, check)
+
+    WRITE_FD3 = {"ruby": 'io = IO.for_fd(3, autoclose: false); io.write(%s); io.flush; sleep 5',
+                 "python": "import os, time\nos.write(3, %s)\ntime.sleep(5)"}
 
     def test_corrupt_frame_is_sandbox_error(self):
-        r = run_json('io = IO.for_fd(3, autoclose: false); io.write("\\x00\\x00\\x00\\x05hello"); io.flush; sleep 5')
-        self.assertEqual(r.status, "sandbox_error", r)
-        self.assertIn("not valid JSON", r.result["error"])
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("not valid JSON", r.result["error"])
+        self.each_language({"ruby": self.WRITE_FD3["ruby"] % '"\\x00\\x00\\x00\\x05hello"',
+                            "python": self.WRITE_FD3["python"] % "b'\\x00\\x00\\x00\\x05hello'"},
+                           check)
 
     def test_oversize_frame_is_sandbox_error(self):
-        r = run_json('io = IO.for_fd(3, autoclose: false); io.write("\\x7f\\xff\\xff\\xff"); io.flush; sleep 5')
-        self.assertEqual(r.status, "sandbox_error", r)
-        self.assertIn("over the", r.result["error"])
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("over the", r.result["error"])
+        self.each_language({"ruby": self.WRITE_FD3["ruby"] % '"\\x7f\\xff\\xff\\xff"',
+                            "python": self.WRITE_FD3["python"] % "b'\\x7f\\xff\\xff\\xff'"},
+                           check)
 
-    def test_unknown_host_tool_raises_unknowntool(self):
-        r = run_json('begin; SB.call("nope"); rescue SB::UnknownTool => e; e.message; end')
-        self.assertEqual(r.status, "ok", r)
-        self.assertIn('unknown tool "nope"', r.result["value"])
+    def test_unknown_host_tool(self):
+        self.each_language(
+            {"ruby": 'begin; SB.call("nope"); rescue SB::UnknownTool => e; e.message; end',
+             "python": "try:\n    sb.call('nope')\nexcept sb.UnknownTool as e:\n    m = str(e)\nm"},
+            lambda r, lang: self.assertEqual(r.result["value"], 'unknown tool "nope"', r))
 
 
-class Values(unittest.TestCase):
+class Values(EachLanguage, unittest.TestCase):
     CASES = [
-        ("nil", None),
-        ("42", 42),
-        ("-7.25", -7.25),
-        ("0.1 + 0.2", 0.3),
-        ("'héllo wörld ✓ 🎉'", "héllo wörld ✓ 🎉"),
-        ("[1, 'two', nil, [3]]", [1, "two", None, [3]]),
-        ("{a: 1, 'b' => {c: [true, false]}}", {"a": 1, "b": {"c": [True, False]}}),
-        (":sym", "sym"),
-        ("2**70", str(2**70)),
-        ("Struct.new(:x).new(1)", "#<struct x=1>"),
-        ("Float::INFINITY", "Infinity"),
+        ({"ruby": "nil", "python": "None"}, None),
+        ({"ruby": "42", "python": "42"}, 42),
+        ({"ruby": "-7.25", "python": "-7.25"}, -7.25),
+        ({"ruby": "0.1 + 0.2", "python": "0.1 + 0.2"}, 0.3),
+        ({"ruby": "'héllo wörld ✓ 🎉'", "python": "'héllo wörld ✓ 🎉'"}, "héllo wörld ✓ 🎉"),
+        ({"ruby": "[1, 'two', nil, [3]]", "python": "[1, 'two', None, (3,)]"}, [1, "two", None, [3]]),
+        ({"ruby": "{a: 1, 'b' => {c: [true, false]}}", "python": "{'a': 1, 'b': {'c': [True, False]}}"},
+         {"a": 1, "b": {"c": [True, False]}}),
+        ({"ruby": "2**70", "python": "2**70"}, str(2**70)),
+        ({"ruby": "Float::INFINITY", "python": "float('inf')"}, "Infinity"),
     ]
 
     def test_values_survive_json(self):
         for code, expected in self.CASES:
-            with self.subTest(code=code):
-                r = run_json(code)
+            def check(r, lang, expected=expected):
                 self.assertEqual(r.status, "ok", r)
                 if isinstance(expected, float):
                     self.assertAlmostEqual(r.result["value"], expected)
+                elif lang == "python" and expected == "Infinity":
+                    self.assertEqual(r.result["value"], "inf")
                 else:
                     self.assertEqual(r.result["value"], expected)
+            self.each_language(code, check)
 
     def test_object_that_only_inspects(self):
-        r = run_json("class Point; def inspect = '#<Point 1,2>'; end; Point.new")
-        self.assertEqual(r.result["value"], "#<Point 1,2>")
+        self.each_language(
+            {"ruby": "class Point; def inspect = '#<Point 1,2>'; end; Point.new",
+             "python": "class Point:\n    def __repr__(self): return '#<Point 1,2>'\nPoint()"},
+            lambda r, lang: self.assertEqual(r.result["value"], "#<Point 1,2>", r))
 
     def test_nan_falls_back_to_inspect(self):
-        r = run_json("0.0 / 0")
-        self.assertEqual(r.result["value"], "NaN")
+        self.each_language({"ruby": "0.0 / 0", "python": "float('nan')"},
+                           lambda r, lang: self.assertEqual(r.result["value"],
+                                                            "NaN" if lang == "ruby" else "nan", r))
 
 
-class Output(unittest.TestCase):
+class Output(EachLanguage, unittest.TestCase):
     def test_stdout_and_stderr_are_captured(self):
-        r = run_json('puts "out ✓"; $stderr.puts "err"; print "tail"; 1')
-        self.assertEqual(r.result["stdout"], "out ✓\ntail")
-        self.assertEqual(r.result["stderr"], "err\n")
-        self.assertNotIn("stdout_truncated", r.result)
+        def check(r, lang):
+            self.assertEqual(r.result["stdout"], "out ✓\ntail")
+            self.assertEqual(r.result["stderr"], "err\n")
+            self.assertNotIn("stdout_truncated", r.result)
+        self.each_language({"ruby": 'puts "out ✓"; $stderr.puts "err"; print "tail"; 1',
+                            "python": "import sys\nprint('out ✓')\nprint('err', file=sys.stderr)\n"
+                                      "print('tail', end='')\n1"}, check)
 
     def test_output_is_capped_with_flags(self):
-        r = run_json('$stdout.write("a" * 100_000); $stderr.write("b" * 100_000); 1',
-                     "--max-output", "1K")
-        self.assertEqual(r.status, "ok", r)
-        self.assertEqual(r.result["stdout"], "a" * 1024)
-        self.assertTrue(r.result["stdout_truncated"])
-        self.assertEqual(len(r.result["stderr"]), 1024)
-        self.assertTrue(r.result["stderr_truncated"])
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["stdout"], "a" * 1024)
+            self.assertTrue(r.result["stdout_truncated"])
+            self.assertEqual(len(r.result["stderr"]), 1024)
+            self.assertTrue(r.result["stderr_truncated"])
+        self.each_language({"ruby": '$stdout.write("a" * 100_000); $stderr.write("b" * 100_000); 1',
+                            "python": "import sys\nsys.stdout.write('a' * 100_000)\n"
+                                      "sys.stderr.write('b' * 100_000)\n1"},
+                           check, "--max-output", "1K")
 
     def test_invalid_utf8_output_is_replaced(self):
-        r = run_json('$stdout.write("a\\xffb".b); 1')
-        self.assertEqual(r.result["stdout"], "a\ufffdb")
+        self.each_language({"ruby": '$stdout.write("a\\xffb".b); 1',
+                            "python": "import sys\nsys.stdout.flush()\nsys.stdout.buffer.write(b'a\\xffb')\n1"},
+                           lambda r, lang: self.assertEqual(r.result["stdout"], "a\ufffdb", r))
 
     def test_output_before_a_timeout_is_kept(self):
-        r = run_json('puts "started"; $stdout.flush; sleep 100', "--timeout", "500ms")
-        self.assertEqual(r.status, "timeout")
-        self.assertEqual(r.result["stdout"], "started\n")
+        def check(r, lang):
+            self.assertEqual(r.status, "timeout")
+            self.assertEqual(r.result["stdout"], "started\n")
+        self.each_language({"ruby": 'puts "started"; $stdout.flush; sleep 100',
+                            "python": "import time\nprint('started', flush=True)\ntime.sleep(100)"},
+                           check, "--timeout", "500ms")
 
     def test_human_output(self):
         r = codecell("run", "-e", 'puts "hi"; [1, 2]')
@@ -170,50 +226,75 @@ class Output(unittest.TestCase):
         self.assertEqual(r.code, 1)
         self.assertIn("RuntimeError: nope", r.stderr)
         self.assertIn("from sandbox:1:in `<main>'", r.stderr)
+        r = codecell("run", "--lang", "python", "-e", "print('hi')\n[1, 2]")
+        self.assertEqual(r.stdout, "hi\n=> [1,2]\n")
 
 
-class Mounts(unittest.TestCase):
+# t { … } / t(lambda: …): the value, or the errno name (EROFS) or class of what was raised.
+PRELUDE = {
+    "ruby": 'def t; yield; rescue SystemCallError => e; e.class.name.sub("Errno::", ""); '
+            'rescue => e; e.class.name; end\n',
+    "python": "import errno, os\n"
+              "def t(f):\n"
+              "    try:\n        return f()\n"
+              "    except OSError as e:\n        return errno.errorcode.get(e.errno, type(e).__name__)\n"
+              "    except Exception as e:\n        return type(e).__name__\n",
+}
+
+
+def probe(ruby, python):
+    """Code for each language, with t() defined."""
+    return {"ruby": PRELUDE["ruby"] + ruby, "python": PRELUDE["python"] + python}
+
+
+class Mounts(EachLanguage, unittest.TestCase):
     def test_read_only_mount_is_readable_and_refuses_writes(self):
         d = tempdir(self)
         with open(os.path.join(d, "sales.csv"), "w") as f:
             f.write("a,b\n1,2\n")
         os.chmod(os.path.join(d, "sales.csv"), 0o600)
-        r = run_json('[File.read("/data/sales.csv"), '
-                     '(File.write("/data/new", "x") rescue $!.class.name), '
-                     '(File.write("/data/sales.csv", "x") rescue $!.class.name)]',
-                     "--mount", f"{d}:/data")
-        self.assertEqual(r.status, "ok", r)
-        self.assertEqual(r.result["value"][0], "a,b\n1,2\n")
-        self.assertEqual(r.result["value"][1], "Errno::EROFS")
-        self.assertEqual(r.result["value"][2], "Errno::EROFS")
-        self.assertEqual(sorted(os.listdir(d)), ["sales.csv"])
-        with open(os.path.join(d, "sales.csv")) as f:
-            self.assertEqual(f.read(), "a,b\n1,2\n")
+
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], ["a,b\n1,2\n", "EROFS", "EROFS"])
+            self.assertEqual(sorted(os.listdir(d)), ["sales.csv"])
+            with open(os.path.join(d, "sales.csv")) as f:
+                self.assertEqual(f.read(), "a,b\n1,2\n")
+        self.each_language(probe(
+            '[File.read("/data/sales.csv"), t { File.write("/data/new", "x") }, '
+            't { File.write("/data/sales.csv", "x") }]',
+            "[open('/data/sales.csv').read(), t(lambda: open('/data/new', 'w')), "
+            "t(lambda: open('/data/sales.csv', 'w'))]"), check, "--mount", f"{d}:/data")
 
     def test_read_write_mount_file_belongs_to_the_folder_owner(self):
-        d = tempdir(self)
-        owner = 12345 if ROOT else os.geteuid()
-        if ROOT:
-            os.chown(d, owner, owner)
-        r = run_json('File.write("/out/report.md", "# hi"); Dir.mkdir("/out/sub"); '
-                     'File.write("/out/sub/x", "1"); Process.uid',
-                     "--mount", f"{d}:/out:rw")
-        self.assertEqual(r.status, "ok", r)
-        path = os.path.join(d, "report.md")
-        with open(path) as f:
-            self.assertEqual(f.read(), "# hi")
-        for p in (path, os.path.join(d, "sub"), os.path.join(d, "sub", "x")):
-            self.assertEqual(os.stat(p).st_uid, owner, p)
-            self.assertEqual(os.stat(p).st_gid, os.stat(d).st_gid, p)
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                d = tempdir(self)
+                owner = 12345 if ROOT else os.geteuid()
+                if ROOT:
+                    os.chown(d, owner, owner)
+                code = {"ruby": 'File.write("/out/report.md", "# hi"); Dir.mkdir("/out/sub"); '
+                                'File.write("/out/sub/x", "1")',
+                        "python": "import os\nopen('/out/report.md', 'w').write('# hi')\n"
+                                  "os.mkdir('/out/sub')\nopen('/out/sub/x', 'w').write('1')"}[lang]
+                r = run_json(code, "--mount", f"{d}:/out:rw", lang=lang)
+                self.assertEqual(r.status, "ok", r)
+                path = os.path.join(d, "report.md")
+                with open(path) as f:
+                    self.assertEqual(f.read(), "# hi")
+                for p in (path, os.path.join(d, "sub"), os.path.join(d, "sub", "x")):
+                    self.assertEqual(os.stat(p).st_uid, owner, p)
+                    self.assertEqual(os.stat(p).st_gid, os.stat(d).st_gid, p)
 
     def test_symlink_in_mount_cannot_escape(self):
         d = tempdir(self)
         os.symlink("/etc/shadow", os.path.join(d, "shadow"))
         os.symlink("../../../../../../etc", os.path.join(d, "up"))
-        r = run_json('[(File.read("/data/shadow") rescue $!.class.name), '
-                     '(File.read("/data/up/shadow") rescue $!.class.name)]',
-                     "--mount", f"{d}:/data")
-        self.assertEqual(r.result["value"], ["Errno::ENOENT", "Errno::ENOENT"], r)
+        self.each_language(probe('[t { File.read("/data/shadow") }, t { File.read("/data/up/shadow") }]',
+                                 "[t(lambda: open('/data/shadow').read()), "
+                                 "t(lambda: open('/data/up/shadow').read())]"),
+                           lambda r, lang: self.assertEqual(r.result["value"], ["ENOENT", "ENOENT"], r),
+                           "--mount", f"{d}:/data")
 
     def test_bad_mounts_are_usage_errors(self):
         d = tempdir(self)
@@ -236,48 +317,65 @@ class Mounts(unittest.TestCase):
                 self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
 
 
-class Isolation(unittest.TestCase):
+class Isolation(EachLanguage, unittest.TestCase):
     def test_work_is_empty_at_every_start(self):
         for _ in range(2):
-            r = run_json('before = Dir.children("/work"); File.write("/work/x", "1"); before')
-            self.assertEqual(r.result["value"], [], r)
+            self.each_language({"ruby": 'before = Dir.children("/work"); File.write("/work/x", "1"); before',
+                                "python": "import os\nbefore = os.listdir('/work')\n"
+                                          "open('/work/x', 'w').write('1')\nbefore"},
+                               lambda r, lang: self.assertEqual(r.result["value"], [], r))
 
     def test_host_files_outside_mounts_are_invisible(self):
-        r = run_json('%w[/etc/shadow /root /home /etc/ssh /var /sys/kernel /boot].map { |p| File.exist?(p) }')
-        self.assertEqual(r.result["value"], [False] * 7, r)
-        r = run_json('Dir.children("/").sort')
-        self.assertEqual(r.result["value"],
-                         sorted(["bin", "codecell", "dev", "etc", "lib", "lib32", "lib64", "proc",
-                                 "sbin", "tmp", "usr", "work"]), r)
+        paths = "/etc/shadow /root /home /etc/ssh /var /sys/kernel /boot".split()
+        self.each_language({"ruby": f"{paths!r}.map {{ |p| File.exist?(p) }}".replace("'", '"'),
+                            "python": f"import os\n[os.path.exists(p) for p in {paths!r}]"},
+                           lambda r, lang: self.assertEqual(r.result["value"], [False] * 7, r))
+        self.each_language({"ruby": 'Dir.children("/").sort', "python": "import os\nsorted(os.listdir('/'))"},
+                           lambda r, lang: self.assertEqual(
+                               r.result["value"],
+                               sorted(["bin", "codecell", "dev", "etc", "lib", "lib32", "lib64",
+                                       "proc", "sbin", "tmp", "usr", "work"]), r))
 
     def test_root_and_etc_are_read_only(self):
-        r = run_json('[(File.write("/etc/hostname", "x") rescue $!.class.name), '
-                     '(File.write("/new", "x") rescue $!.class.name), '
-                     '(File.write("/codecell/prelude.rb", "x") rescue $!.class.name)]')
-        self.assertEqual(r.result["value"], ["Errno::EROFS"] * 3, r)
+        self.each_language(probe('[t { File.write("/etc/hostname", "x") }, t { File.write("/new", "x") }, '
+                                 't { File.write("/codecell/prelude.rb", "x") }]',
+                                 "[t(lambda: open('/etc/hostname', 'w')), t(lambda: open('/new', 'w')), "
+                                 "t(lambda: open('/codecell/prelude.py', 'w'))]"),
+                           lambda r, lang: self.assertEqual(r.result["value"], ["EROFS"] * 3, r))
 
     def test_hostname_and_pid_namespace(self):
-        r = run_json('[File.read("/etc/hostname"), Socket.gethostname, Process.pid, '
-                     'Dir.children("/proc").grep(/\\A\\d+\\z/).size]'.replace(
-                         "Socket", "(require 'socket'; Socket)"))
-        self.assertEqual(r.result["value"][:3], ["codecell\n", "codecell", 2], r)
-        self.assertLessEqual(r.result["value"][3], 3)
+        def check(r, lang):
+            self.assertEqual(r.result["value"][:3], ["codecell\n", "codecell", 2], r)
+            self.assertLessEqual(r.result["value"][3], 3)
+        self.each_language({"ruby": 'require "socket"; [File.read("/etc/hostname"), Socket.gethostname, '
+                                    'Process.pid, Dir.children("/proc").grep(/\\A\\d+\\z/).size]',
+                            "python": "import os, socket\n[open('/etc/hostname').read(), socket.gethostname(), "
+                                      "os.getpid(), len([p for p in os.listdir('/proc') if p.isdigit()])]"},
+                           check)
 
     def test_guest_is_never_host_root(self):
-        r = run_json('[Process.uid, File.read("/proc/self/uid_map").split.map(&:to_i)]')
-        uid, (inside, outside, count) = r.result["value"]
-        self.assertEqual(uid, 1000)
-        self.assertEqual(inside, 1000)
-        self.assertNotEqual(outside, 0)
-        self.assertEqual(count, 1)
+        def check(r, lang):
+            uid, (inside, outside, count) = r.result["value"]
+            self.assertEqual(uid, 1000)
+            self.assertEqual(inside, 1000)
+            self.assertNotEqual(outside, 0)
+            self.assertEqual(count, 1)
+        self.each_language({"ruby": '[Process.uid, File.read("/proc/self/uid_map").split.map(&:to_i)]',
+                            "python": "import os\n[os.getuid(), [int(x) for x in open('/proc/self/uid_map').read().split()]]"},
+                           check)
 
     def test_no_capabilities_and_no_new_privs(self):
-        r = run_json('File.read("/proc/self/status").lines.grep(/^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):/).map(&:split).to_h')
-        v = r.result["value"]
-        for cap in ("CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"):
-            self.assertEqual(int(v[cap], 16), 0, v)
-        self.assertEqual(v["NoNewPrivs:"], "1")
-        self.assertEqual(v["Seccomp:"], "2")
+        def check(r, lang):
+            v = r.result["value"]
+            for cap in ("CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"):
+                self.assertEqual(int(v[cap], 16), 0, v)
+            self.assertEqual(v["NoNewPrivs:"], "1")
+            self.assertEqual(v["Seccomp:"], "2")
+        self.each_language({"ruby": 'File.read("/proc/self/status").lines.grep(/^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):/).map(&:split).to_h',
+                            "python": "dict(l.split()[:2] for l in open('/proc/self/status') "
+                                      "if l.split()[0] in ('CapInh:', 'CapPrm:', 'CapEff:', 'CapBnd:', "
+                                      "'CapAmb:', 'NoNewPrivs:', 'Seccomp:'))"},
+                           check)
 
     def test_network_is_unreachable(self):
         server = socket.socket()
@@ -286,46 +384,73 @@ class Isolation(unittest.TestCase):
         server.settimeout(0.5)
         port = server.getsockname()[1]
         self.addCleanup(server.close)
-        r = run_json(f'require "socket"; [(TCPSocket.new("127.0.0.1", {port}) rescue $!.class.name), '
-                     '(Addrinfo.getaddrinfo("example.com", 80) rescue $!.class.name), '
-                     '(UDPSocket.new.send("x", 0, "127.0.0.1", 53) rescue $!.class.name)]')
-        self.assertEqual(r.status, "ok", r)
-        self.assertEqual(r.result["value"][0], "Errno::EAFNOSUPPORT")
-        self.assertIn(r.result["value"][1], ("SocketError", "Errno::EAFNOSUPPORT"))
-        self.assertEqual(r.result["value"][2], "Errno::EAFNOSUPPORT")
+
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"][0], "EAFNOSUPPORT")
+            self.assertIn(r.result["value"][1], ("SocketError", "gaierror", "EAFNOSUPPORT"))
+            self.assertEqual(r.result["value"][2], "EAFNOSUPPORT")
+        self.each_language(probe(
+            f'require "socket"; [t {{ TCPSocket.new("127.0.0.1", {port}) }}, '
+            't { Addrinfo.getaddrinfo("example.com", 80) }, '
+            't { UDPSocket.new.send("x", 0, "127.0.0.1", 53) }]',
+            "import socket\n"
+            f"[t(lambda: socket.create_connection(('127.0.0.1', {port}))), "
+            "t(lambda: socket.getaddrinfo('example.com', 80)), "
+            "t(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 53)))]"),
+            check)
         with self.assertRaises(socket.timeout):
             server.accept()
 
     def test_no_subprocesses(self):
-        r = run_json('[(`id` rescue $!.class.name), (fork rescue $!.class.name), '
-                     '(exec("/bin/ls") rescue $!.class.name)]')
-        self.assertEqual(r.result["value"], ["Errno::EPERM", "Errno::EPERM", "Errno::EACCES"], r)
+        self.each_language(probe('[t { `id` }, t { fork }, t { exec("/bin/ls") }]',
+                                 "import subprocess\n[t(lambda: subprocess.run(['id'])), t(os.fork), "
+                                 "t(lambda: os.execv('/bin/ls', ['ls']))]"),
+                           lambda r, lang: self.assertEqual(r.result["value"], ["EPERM", "EPERM", "EACCES"], r))
 
     def test_threads_work(self):
-        r = run_json("4.times.map { |i| Thread.new { i * 2 } }.map(&:value)")
-        self.assertEqual(r.result["value"], [0, 2, 4, 6], r)
+        self.each_language({"ruby": "4.times.map { |i| Thread.new { i * 2 } }.map(&:value)",
+                            "python": "from concurrent.futures import ThreadPoolExecutor\n"
+                                      "list(ThreadPoolExecutor(4).map(lambda i: i * 2, range(4)))"},
+                           lambda r, lang: self.assertEqual(r.result["value"], [0, 2, 4, 6], r))
 
-    def test_stdlib_requires_work(self):
-        r = run_json('require "csv"; require "set"; require "digest"; '
-                     'CSV.parse("a,b\\n1,2", headers: true).map(&:to_h)')
-        self.assertEqual(r.result["value"], [{"a": "1", "b": "2"}], r)
+    def test_stdlib_imports_work(self):
+        self.each_language({"ruby": 'require "csv"; require "set"; require "digest"; '
+                                    'CSV.parse("a,b\\n1,2", headers: true).map(&:to_h)',
+                            "python": "import csv, io, hashlib, sqlite3\n"
+                                      "list(csv.DictReader(io.StringIO('a,b\\n1,2')))"},
+                           lambda r, lang: self.assertEqual(r.result["value"], [{"a": "1", "b": "2"}], r))
+
+    def test_system_packages_are_importable_in_python(self):
+        r = run_json("import yaml\nyaml.safe_load('a: [1, 2]')", lang="python")
+        self.assertEqual(r.result["value"], {"a": [1, 2]}, r)
 
     def test_engine_environment_does_not_leak(self):
         os.environ["CODECELL_TEST_SECRET"] = "hunter2"
+        os.environ["PYTHONPATH"] = "/tmp/evil"
         try:
-            r = run_json("ENV.to_h")
+            def check(r, lang):
+                self.assertNotIn("CODECELL_TEST_SECRET", r.result["value"])
+                self.assertNotIn("PYTHONPATH", r.result["value"])
+                self.assertEqual(r.result["value"]["HOME"], "/work")
+            self.each_language({"ruby": "ENV.to_h", "python": "import os\ndict(os.environ)"}, check)
         finally:
             del os.environ["CODECELL_TEST_SECRET"]
-        self.assertNotIn("CODECELL_TEST_SECRET", r.result["value"])
-        self.assertEqual(r.result["value"]["HOME"], "/work")
+            del os.environ["PYTHONPATH"]
+        r = run_json("import sys\n[sys.flags.isolated, sys.flags.no_user_site, '/tmp/evil' in sys.path]",
+                     lang="python")
+        self.assertEqual(r.result["value"], [1, 1, False], r)
 
     def test_engine_fds_do_not_leak(self):
-        r = run_json('Dir.children("/proc/self/fd").map(&:to_i).sort')
-        # 0-2 stdio, 3 control socket, plus the one Dir.children itself opens and Ruby's own.
-        self.assertLessEqual(max(r.result["value"]), 12, r)
+        # 0-2 stdio, 3 control socket, plus what the interpreter itself opens.
+        self.each_language({"ruby": 'Dir.children("/proc/self/fd").map(&:to_i).sort',
+                            "python": "import os\nsorted(int(f) for f in os.listdir('/proc/self/fd'))"},
+                           lambda r, lang: self.assertLessEqual(max(r.result["value"]), 12, r))
 
 
-MACHINE_CODE = """
+# Run machine code in the guest: mprotect a page RWX and call it. %s: the bytes.
+MACHINE_CODE = {
+    "ruby": """
 require "fiddle"
 code = [%s].pack("C*")
 mem = Fiddle::Pointer.malloc(8192)
@@ -333,11 +458,30 @@ page = (mem.to_i + 4095) & ~4095
 Fiddle::Pointer.new(page)[0, code.bytesize] = code
 syscall(10, page, 4096, 7) # mprotect RWX
 Fiddle::Function.new(page, [], Fiddle::TYPE_LONG).call
-"""
+""",
+    "python": """
+import ctypes, mmap
+code = bytes([%s])
+page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(code)
+address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+ctypes.CFUNCTYPE(ctypes.c_long)(address)()
+""",
+}
+
+# A raw system call: its result, or the errno name.
+RAW_SYSCALL = {
+    "ruby": 'def sc(*a); syscall(*a); rescue SystemCallError => e; e.class.name.sub("Errno::", ""); end\n',
+    "python": "import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+              "libc.syscall.restype = ctypes.c_long\n"
+              "def sc(*a):\n"
+              "    r = libc.syscall(*[ctypes.c_long(x) for x in a])\n"
+              "    return errno.errorcode[ctypes.get_errno()] if r == -1 else r\n",
+}
 
 
-class Seccomp(unittest.TestCase):
-    """The filter, tried from inside with Ruby's raw Kernel#syscall (x86_64 numbers)."""
+class Seccomp(EachLanguage, unittest.TestCase):
+    """The filter, tried from inside with raw system calls (x86_64 numbers)."""
 
     DENIED = {
         "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "unshare": 272,
@@ -348,72 +492,92 @@ class Seccomp(unittest.TestCase):
     }
 
     def test_denied_calls_answer_eperm(self):
-        probes = ", ".join(f'"{name}" => (syscall({nr}, 0, 0, 0, 0, 0) rescue $!.class.name)'
-                           for name, nr in self.DENIED.items())
-        r = run_json("{" + probes + "}")
-        self.assertEqual(r.status, "ok", r)
-        self.assertEqual(r.result["value"], {name: "Errno::EPERM" for name in self.DENIED})
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], {name: "EPERM" for name in self.DENIED})
+        pairs = ", ".join(f'"{name}" => sc({nr}, 0, 0, 0, 0, 0)' for name, nr in self.DENIED.items())
+        py_pairs = ", ".join(f'"{name}": sc({nr}, 0, 0, 0, 0, 0)' for name, nr in self.DENIED.items())
+        self.each_language({"ruby": RAW_SYSCALL["ruby"] + "{" + pairs + "}",
+                            "python": RAW_SYSCALL["python"] + "{" + py_pairs + "}"}, check)
 
     def test_clone3_answers_enosys_so_threads_fall_back_to_clone(self):
-        r = run_json("syscall(435, 0, 0) rescue $!.class.name")
-        self.assertEqual(r.result["value"], "Errno::ENOSYS")
+        self.each_language({"ruby": RAW_SYSCALL["ruby"] + "sc(435, 0, 0)",
+                            "python": RAW_SYSCALL["python"] + "sc(435, 0, 0)"},
+                           lambda r, lang: self.assertEqual(r.result["value"], "ENOSYS", r))
 
     def test_native_machine_code_runs(self):
         # mov eax, 39 (getpid); syscall; ret: the control case for the two below.
-        r = run_json(MACHINE_CODE % "0xB8, 0x27, 0, 0, 0, 0x0F, 0x05, 0xC3")
-        self.assertEqual(r.result["value"], 2, r)
+        code = "0xB8, 0x27, 0, 0, 0, 0x0F, 0x05, 0xC3"
+        self.each_language({lang: MACHINE_CODE[lang] % code for lang in LANGUAGES},
+                           lambda r, lang: self.assertEqual(r.result["value"], 2, r))
 
     def test_i386_entry_kills_the_process(self):
         # mov eax, 20 (getpid on i386); int 0x80; ret
-        r = run_json(MACHINE_CODE % "0xB8, 0x14, 0, 0, 0, 0xCD, 0x80, 0xC3")
-        self.assertEqual(r.status, "sandbox_error", r)
-        self.assertIn("signal 31", r.result["error"])
+        code = "0xB8, 0x14, 0, 0, 0, 0xCD, 0x80, 0xC3"
+
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("signal 31", r.result["error"])
+        self.each_language({lang: MACHINE_CODE[lang] % code for lang in LANGUAGES}, check)
 
     def test_x32_entry_kills_the_process(self):
-        r = run_json("syscall(0x40000000 | 39)")
-        self.assertEqual(r.status, "sandbox_error", r)
-        self.assertIn("signal 31", r.result["error"])
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("signal 31", r.result["error"])
+        self.each_language({lang: RAW_SYSCALL[lang] + "sc(0x40000000 | 39)" for lang in LANGUAGES},
+                           check)
 
 
 class Cleanup(unittest.TestCase):
+    ENDINGS = [
+        ({"ruby": "1", "python": "1"}, []),
+        ({"ruby": "loop {}", "python": "while True: pass"}, ["--timeout", "300ms"]),
+        ({"ruby": "sleep 100", "python": "import time\ntime.sleep(100)"}, ["--timeout", "300ms"]),
+        ({"ruby": '"x" * 2**31', "python": "b'x' * 2**31"}, ["--memory", "64M"]),
+        ({"ruby": "exit!(1)", "python": "import os\nos._exit(1)"}, []),
+        ({"ruby": "Thread.new { sleep 100 }; 1",
+          "python": "import threading, time\nthreading.Thread(target=time.sleep, args=(100,)).start()\n1"}, []),
+    ]
+
     def test_nothing_left_after_every_kind_of_end(self):
         become_subreaper()
         first = len(LAUNCHED)
-        for code, flags in [("1", []), ("loop {}", ["--timeout", "300ms"]),
-                            ("sleep 100", ["--timeout", "300ms"]),
-                            ('"x" * 2**31', ["--memory", "64M"]), ("exit!(1)", []),
-                            ("Thread.new { sleep 100 }; 1", [])]:
-            r = run_json(code, *flags)
-            self.assertIsNotNone(r.result, r)
+        for code, flags in self.ENDINGS:
+            for lang in LANGUAGES:
+                r = run_json(code[lang], *flags, lang=lang)
+                self.assertIsNotNone(r.result, r)
         self.assertEqual(stray_children(), [])
         self.assertEqual(leftover_cgroups(LAUNCHED[first:]), [])
 
-
     def test_engine_killed_mid_run_leaves_nothing(self):
         become_subreaper()
-        proc = subprocess.Popen([BIN, "run", "-e", "sleep 100"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(1.0)
-        self.assertNotEqual(stray_children(), [], "the sandbox should be running by now")
-        proc.kill()
-        proc.wait()
-        deadline = time.monotonic() + 5
-        while stray_children() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertEqual(stray_children(), [])
-        # Its cgroups (root only) are swept by the next engine that starts.
-        run_json("1")
-        self.assertEqual(leftover_cgroups([proc.pid]), [])
+        for lang, code in (("ruby", "sleep 100"), ("python", "import time\ntime.sleep(100)")):
+            proc = subprocess.Popen([BIN, "run", "--lang", lang, "-e", code],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)
+            self.assertNotEqual(stray_children(), [], "the sandbox should be running by now")
+            proc.kill()
+            proc.wait()
+            deadline = time.monotonic() + 5
+            while stray_children() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(stray_children(), [])
+            # Its cgroups (root only) are swept by the next engine that starts.
+            run_json("1")
+            self.assertEqual(leftover_cgroups([proc.pid]), [])
 
 
 class CommandLine(unittest.TestCase):
     def test_file_and_stdin(self):
         d = tempdir(self)
-        path = os.path.join(d, "script.rb")
-        with open(path, "w") as f:
-            f.write("[1, 2, 3].sum\n")
-        self.assertEqual(codecell("run", "--json", path).result["value"], 6)
+        for name, text in (("script.rb", "[1, 2, 3].sum\n"), ("script.py", "sum([1, 2, 3])\n")):
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                f.write(text)
+            # The language comes from the extension.
+            self.assertEqual(codecell("run", "--json", path).result["value"], 6, name)
         self.assertEqual(codecell("run", "--json", "-", stdin="6 * 7").result["value"], 42)
+        self.assertEqual(codecell("run", "--json", "--lang", "python", "-", stdin="6 * 7").result["value"], 42)
 
     def test_bad_input_is_one_line_and_exit_2(self):
         d = tempdir(self)
@@ -456,7 +620,7 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         layers = {l["name"]: l for l in json.loads(r.stdout)["layers"]}
         for name in ("user_namespace", "mount_namespace", "pid_namespace", "network_namespace",
-                     "seccomp", "landlock", "cgroup", "ruby"):
+                     "seccomp", "landlock", "cgroup", "ruby", "python"):
             self.assertIn(name, layers)
         self.assertTrue(layers["seccomp"]["available"])
         self.assertEqual(layers["cgroup"]["available"], ROOT)

@@ -168,6 +168,51 @@ class ToolsFile(unittest.TestCase):
                 self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
 
 
+class PythonCalls(unittest.TestCase):
+    """The same calls from Python's sb module."""
+
+    def py(self, code):
+        return run_json(code, "--tools", TOOLS, lang="python")
+
+    def test_keyword_and_dict_forms_and_plain_data(self):
+        r = self.py("[sb.call('echo', q='x', n=1), sb.call('echo', {'q': 'y', 'l': [1, 2]}), "
+                    "sb.call('echo', {'a': 1}, b=2)]")
+        self.assertEqual(r.result["value"], [{"got": {"q": "x", "n": 1}},
+                                             {"got": {"q": "y", "l": [1, 2]}},
+                                             {"got": {"a": 1, "b": 2}}], r)
+
+    def test_errors(self):
+        r = self.py("out = []\n"
+                    "for name in ('fail', 'nope', 'badjson'):\n"
+                    "    try:\n        sb.call(name)\n"
+                    "    except sb.ToolError as e:\n        out.append([type(e).__name__, str(e)])\n"
+                    "out")
+        self.assertEqual(r.result["value"][0], ["ToolError", 'tool "fail" failed (exit code 3): '
+                                                             "the upstream API said no: quota exceeded"])
+        self.assertEqual(r.result["value"][1], ["UnknownTool", 'unknown tool "nope"'])
+        self.assertIn("returned invalid JSON", r.result["value"][2][1])
+        r = self.py("sb.call('fail')")
+        self.assertEqual(r.result["error"]["class"], "sb.ToolError", r)
+
+    def test_non_json_arguments_are_a_type_error(self):
+        for args in ("x=object()", "x=float('nan')", "x={1: 2}", "x={1, 2}"):
+            with self.subTest(args=args):
+                r = self.py(f"try:\n    sb.call('echo', {args})\nexcept TypeError as e:\n    m = str(e)\nm")
+                self.assertIn("tool arguments must be JSON", r.result["value"], r)
+
+    def test_many_calls_and_limits(self):
+        r = self.py("sum(sb.call('echo', n=i)['got']['n'] for i in range(1, 201))")
+        self.assertEqual(r.result["value"], 200 * 201 // 2, r)
+        r = self.py("try:\n    sb.call('hang')\nexcept sb.ToolError as e:\n    m = str(e)\nm")
+        self.assertEqual(r.result["value"], 'tool "hang" did not answer within 300 ms', r)
+        r = run_json("sb.call('hang_long')", "--tools", TOOLS, "--timeout", "1s", lang="python")
+        self.assertEqual(r.status, "timeout", r)
+
+    def test_import_sb(self):
+        r = self.py("import sb as tools\ntools.call('echo', q='i')")
+        self.assertEqual(r.result["value"], {"got": {"q": "i"}}, r)
+
+
 class Description(unittest.TestCase):
     def test_tools_section_matches_the_expected_text(self):
         examples = os.environ.get("CODECELL_EXAMPLES") or os.path.join(HERE, "..", "..", "examples")
@@ -176,6 +221,15 @@ class Description(unittest.TestCase):
         self.assertEqual(r.code, 0, r)
         with open(os.path.join(HERE, "expected_description.txt")) as f:
             self.assertEqual(r.stdout, f.read())
+
+    def test_python_description_speaks_python(self):
+        examples = os.environ.get("CODECELL_EXAMPLES") or os.path.join(HERE, "..", "..", "examples")
+        r = codecell("describe", "--lang", "python", "--tools", os.path.join(examples, "tools.json"))
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("Pass a complete, self-contained Python script", r.stdout)
+        self.assertIn('    sb.call("weather.today", city=str, days=int?)\n', r.stdout)
+        self.assertIn("- `city` (str, required) — the city name", r.stdout)
+        self.assertNotIn("Ruby", r.stdout)
 
 
 if __name__ == "__main__":
