@@ -19,19 +19,15 @@ static const char *const ruby_argv[] = {
 /* -I: no user site, no PYTHON* variables, no script folder on sys.path. -S: no site.py (the
  * prelude adds the system's dist-packages itself, without running .pth files). */
 static const char *const python_argv[] = {
-        "python3",
-        "-I",
-        "-S",
-        "/codecell/prelude.py",
-        NULL,
+        "python3", "-I", "-S", "/codecell/prelude.py", NULL,
 };
 
 #define SHARED_RULES                                                                               \
-        "- no network, no subprocesses, and no access to the host filesystem outside\n"          \
+        "- no network, no subprocesses, and no access to the host filesystem outside\n"            \
         "  the mounted folders listed below;\n"                                                    \
-        "- a private writable scratch directory at `/work`, empty at the start of\n"              \
+        "- a private writable scratch directory at `/work`, empty at the start of\n"               \
         "  every execution;\n"                                                                     \
-        "- no state carried over between executions, except the contents of\n"                   \
+        "- no state carried over between executions, except the contents of\n"                     \
         "  read-write folders.\n"
 
 static const struct runtime runtimes[] = {
@@ -49,12 +45,15 @@ static const struct runtime runtimes[] = {
                         "\n"
                         "## How to use\n"
                         "\n"
-                        "Pass a complete, self-contained Ruby script as the `code` argument. It runs\n"
-                        "as a fresh Ruby process with:\n" SHARED_RULES
-                        "\n"
-                        "Capture progress with `puts` (returned as `stdout`) and end with a value or\n"
-                        "a JSON-serializable data structure (returned as `value`; non-serializable\n"
-                        "objects come back as their inspect string). If the code raises, the error\n"
+                        "Pass a complete, self-contained Ruby script as the `code` argument. It "
+                        "runs\n"
+                        "as a fresh Ruby process with:\n" SHARED_RULES "\n"
+                        "Capture progress with `puts` (returned as `stdout`) and end with a value "
+                        "or\n"
+                        "a JSON-serializable data structure (returned as `value`; "
+                        "non-serializable\n"
+                        "objects come back as their inspect string). If the code raises, the "
+                        "error\n"
                         "class, message and backtrace are returned so you can fix and retry.",
                 .tools =
                         {
@@ -88,16 +87,19 @@ static const struct runtime runtimes[] = {
                 .package_hint = "the Debian package \"python3\"",
                 .out_of_memory_class = "MemoryError",
                 .how_to_use =
-                        "Executes Python code inside a secure sandbox and returns what it produced.\n"
+                        "Executes Python code inside a secure sandbox and returns what it "
+                        "produced.\n"
                         "\n"
                         "## How to use\n"
                         "\n"
                         "Pass a complete, self-contained Python script as the `code` argument. It\n"
-                        "runs as a fresh Python 3 process with:\n" SHARED_RULES
-                        "\n"
-                        "Capture progress with `print` (returned as `stdout`). If the last statement\n"
-                        "is an expression, its value is returned as `value`, as in a notebook cell\n"
-                        "(JSON-serializable data as it is; other objects as their repr string). If\n"
+                        "runs as a fresh Python 3 process with:\n" SHARED_RULES "\n"
+                        "Capture progress with `print` (returned as `stdout`). If the last "
+                        "statement\n"
+                        "is an expression, its value is returned as `value`, as in a notebook "
+                        "cell\n"
+                        "(JSON-serializable data as it is; other objects as their repr string). "
+                        "If\n"
                         "the code raises, the exception's class, message and traceback are\n"
                         "returned so you can fix and retry.",
                 .tools =

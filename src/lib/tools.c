@@ -145,8 +145,8 @@ static void type_name(FILE *f, const struct tool_syntax *syn, const json_t *sche
         const struct {
                 const char *json, *guest;
         } map[] = {
-                {"string", syn->string}, {"integer", syn->integer}, {"number", syn->number},
-                {"boolean", syn->boolean}, {"array", syn->array}, {"object", syn->object},
+                {"string", syn->string},   {"integer", syn->integer}, {"number", syn->number},
+                {"boolean", syn->boolean}, {"array", syn->array},     {"object", syn->object},
                 {"null", syn->null},
         };
         if (n == 0) {

@@ -31,8 +31,10 @@ as_nobody() {
                 CODECELL_EXAMPLES="$dir/examples" "$@"
 }
 for program in "$@"; do
-        echo "== $(basename "$program") as nobody"
-        as_nobody "$dir/$(basename "$program")"
+        for lang in ruby python; do
+                echo "== $(basename "$program") $lang as nobody"
+                as_nobody "$dir/$(basename "$program")" "$lang"
+        done
 done
 echo "== test_run.py test_tools.py as nobody"
 as_nobody python3 -m unittest test_run test_tools

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "codecell.h"
+#include "languages.h"
 
 static int failures;
 #define CHECK(cond)                                                                                \
@@ -25,8 +26,9 @@ static codecell_result *run(codecell_cell *cell, const char *code)
         return res;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+        pick_language(argc, argv);
         char dir[] = "/tmp/codecell-api-XXXXXX";
         CHECK(mkdtemp(dir) != NULL);
         chmod(dir, 0755);
@@ -37,7 +39,7 @@ int main(void)
         fclose(f);
 
         codecell_error err = {0};
-        codecell_config *config = codecell_config_new("ruby", &err);
+        codecell_config *config = codecell_config_new(language, &err);
         CHECK(config != NULL);
         CHECK(codecell_config_add_mount(config, dir, "/data", false, "a number", &err) == 0);
         CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 2000, &err) == 0);
@@ -50,7 +52,8 @@ int main(void)
                 return 1;
         }
 
-        codecell_result *res = run(cell, "puts 'side'; File.read('/data/n.txt').to_i + 1");
+        codecell_result *res = run(cell, L("puts 'side'; File.read('/data/n.txt').to_i + 1",
+                                           "print('side')\nint(open('/data/n.txt').read()) + 1"));
         if (res && codecell_result_status(res) != CODECELL_STATUS_OK) {
                 char *text = codecell_result_to_json(res, false);
                 fprintf(stderr, "unexpected result: %s\n", text);
@@ -65,7 +68,7 @@ int main(void)
         free(json);
         codecell_result_free(res);
 
-        res = run(cell, "sleep 10");
+        res = run(cell, L("sleep 10", "import time\ntime.sleep(10)"));
         CHECK(res && codecell_result_status(res) == CODECELL_STATUS_TIMEOUT);
         CHECK(strcmp(codecell_status_name(codecell_result_status(res)), "timeout") == 0);
         codecell_result_free(res);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "codecell.h"
+#include "languages.h"
 
 static int failures;
 #define CHECK(cond)                                                                                \
@@ -125,7 +126,7 @@ static void *work(void *arg)
 static codecell_cell *new_cell(size_t pool)
 {
         codecell_error err = {0};
-        codecell_config *config = codecell_config_new("ruby", &err);
+        codecell_config *config = codecell_config_new(language, &err);
         codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
         CHECK(codecell_config_set_pool(config, pool, &err) == 0);
         CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 1000, &err) == 0);
@@ -136,11 +137,12 @@ static codecell_cell *new_cell(size_t pool)
         return cell;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+        pick_language(argc, argv);
         codecell_error err = {0};
         pid_t before[64], after[64];
-        codecell_config *config = codecell_config_new("ruby", &err);
+        codecell_config *config = codecell_config_new(language, &err);
         CHECK(codecell_config_set_pool(config, 65, &err) < 0 && strstr(err.message, "maximum 64"));
         codecell_config_free(config);
 
@@ -152,7 +154,10 @@ int main(void)
         CHECK(n_before == 2);
 
         /* One execution per sandbox: the one used is replaced by a new one. */
-        CHECK(run_gives(cell, "$g = 1; File.write('/tmp/m', 'x'); File.write('/work/m', 'x'); 1",
+        CHECK(run_gives(cell,
+                        L("$g = 1; File.write('/tmp/m', 'x'); File.write('/work/m', 'x'); 1",
+                          "import builtins\nbuiltins.g = 1\nopen('/tmp/m', 'w').write('x')\n"
+                          "open('/work/m', 'w').write('x')\n1"),
                         "{\"status\":\"ok\",\"value\":1,"));
         CHECK(codecell_cell_warmup(cell, &err) == 0);
         size_t n_after = children(after, 64);
@@ -164,13 +169,17 @@ int main(void)
         CHECK(same == 1);
 
         /* Nothing shared between consecutive runs. */
-        CHECK(run_gives(cell, "[defined?($g), File.exist?('/tmp/m'), File.exist?('/work/m')]",
+        CHECK(run_gives(cell,
+                        L("[defined?($g), File.exist?('/tmp/m'), File.exist?('/work/m')]",
+                          "import os, builtins\n[getattr(builtins, 'g', None), "
+                          "os.path.exists('/tmp/m'), os.path.exists('/work/m')]"),
                         "{\"status\":\"ok\",\"value\":[null,false,false],"));
 
         /* The wall clock starts at exec, not at the sandbox's birth. */
         CHECK(codecell_cell_warmup(cell, &err) == 0);
         sleep(2);
-        CHECK(run_gives(cell, "sleep 0.5; :awake", "{\"status\":\"ok\",\"value\":\"awake\","));
+        CHECK(run_gives(cell, L("sleep 0.5; :awake", "import time\ntime.sleep(0.5)\n'awake'"),
+                        "{\"status\":\"ok\",\"value\":\"awake\","));
 
         /* Sandboxes that died while standing by are replaced without the caller noticing. */
         CHECK(codecell_cell_warmup(cell, &err) == 0);

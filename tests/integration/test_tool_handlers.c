@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "codecell.h"
+#include "languages.h"
 
 static int failures;
 #define CHECK(cond)                                                                                \
@@ -86,11 +87,12 @@ static void expect(codecell_cell *cell, const char *code, const char *prefix)
         free(json);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+        pick_language(argc, argv);
         codecell_error err = {0};
         int echo_calls = 0;
-        codecell_config *config = codecell_config_new("ruby", &err);
+        codecell_config *config = codecell_config_new(language, &err);
         codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
         codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 1000, &err);
         codecell_cell *cell = codecell_cell_new(config, &err);
@@ -117,26 +119,40 @@ int main(void)
         CHECK(codecell_cell_add_tool(cell, "x", NULL, "[]", echo, NULL, &err) < 0 &&
               strstr(err.message, "must be a JSON object"));
         CHECK(codecell_cell_add_tool(cell, "x", NULL, NULL, NULL, NULL, &err) < 0);
-        CHECK(strstr(codecell_cell_description(cell), "    SB.call(\"echo\", q: String)\n"));
+        CHECK(strstr(codecell_cell_description(cell),
+                     L("    SB.call(\"echo\", q: String)\n", "    sb.call(\"echo\", q=str)\n")));
 
-        expect(cell, "SB.call('echo', q: 'hi', n: [1, {'a' => nil}])",
+        expect(cell,
+               L("SB.call('echo', q: 'hi', n: [1, {'a' => nil}])",
+                 "sb.call('echo', q='hi', n=[1, {'a': None}])"),
                "{\"status\":\"ok\",\"value\":{\"got\":{\"q\":\"hi\",\"n\":[1,{\"a\":null}]}},");
-        expect(cell, "begin; SB.call('fail'); rescue SB::ToolError => e; e.message; end",
+        expect(cell,
+               L("begin; SB.call('fail'); rescue SB::ToolError => e; e.message; end",
+                 "try:\n    sb.call('fail')\nexcept sb.ToolError as e:\n    m = str(e)\nm"),
                "{\"status\":\"ok\",\"value\":\"no such repository\",");
-        expect(cell, "begin; SB.call('fail.silently'); rescue SB::ToolError => e; e.message; end",
+        expect(cell,
+               L("begin; SB.call('fail.silently'); rescue SB::ToolError => e; e.message; end",
+                 "try:\n    sb.call('fail.silently')\nexcept sb.ToolError as e:\n    m = "
+                 "str(e)\nm"),
                "{\"status\":\"ok\",\"value\":\"tool \\\"fail.silently\\\" failed\",");
-        expect(cell, "begin; SB.call('bad_json'); rescue SB::ToolError => e; e.message; end",
+        expect(cell,
+               L("begin; SB.call('bad_json'); rescue SB::ToolError => e; e.message; end",
+                 "try:\n    sb.call('bad_json')\nexcept sb.ToolError as e:\n    m = str(e)\nm"),
                "{\"status\":\"ok\",\"value\":\"tool \\\"bad_json\\\" returned invalid JSON");
-        expect(cell, "begin; SB.call('big'); rescue SB::ToolError => e; e.message; end",
+        expect(cell,
+               L("begin; SB.call('big'); rescue SB::ToolError => e; e.message; end",
+                 "try:\n    sb.call('big')\nexcept sb.ToolError as e:\n    m = str(e)\nm"),
                "{\"status\":\"ok\",\"value\":\"tool \\\"big\\\": an answer of 2097154 bytes is "
                "over");
         echo_calls = 0;
-        expect(cell, "500.times { |i| SB.call('echo', q: i.to_s) }; :done",
+        expect(cell,
+               L("500.times { |i| SB.call('echo', q: i.to_s) }; :done",
+                 "for i in range(500): sb.call('echo', q=str(i))\n'done'"),
                "{\"status\":\"ok\",\"value\":\"done\",");
         CHECK(echo_calls == 500);
         /* A hanging handler: the execution still ends at its wall clock, and the next run works. */
-        expect(cell, "SB.call('hang')", "{\"status\":\"timeout\",");
-        expect(cell, "SB.call('echo', q: 'after')",
+        expect(cell, L("SB.call('hang')", "sb.call('hang')"), "{\"status\":\"timeout\",");
+        expect(cell, L("SB.call('echo', q: 'after')", "sb.call('echo', q='after')"),
                "{\"status\":\"ok\",\"value\":{\"got\":{\"q\":\"after\"}},");
         codecell_cell_free(cell);
         sleep(3); /* let the abandoned handler finish before the process ends (for leak checkers) */

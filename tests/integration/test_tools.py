@@ -3,7 +3,7 @@ import json
 import os
 import unittest
 
-from harness import codecell, run_json, tempdir
+from harness import EachLanguage, codecell, run_json, tempdir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.join(HERE, "tools", "tools.json")
@@ -18,122 +18,183 @@ def setUpModule():
     os.environ["CODECELL_ENGINE_SECRET"] = "never-passed"
 
 
-class Calls(unittest.TestCase):
-    def test_kwargs_and_hash_forms(self):
-        r = call('[SB.call("echo", q: "x", n: 1), SB.call("echo", {"q" => "y", "list" => [1, 2]}),'
-                 ' SB.call("echo", {"a" => 1}, b: 2)]')
-        self.assertEqual(r.status, "ok", r)
-        self.assertEqual(r.result["value"], [{"got": {"q": "x", "n": 1}},
-                                             {"got": {"q": "y", "list": [1, 2]}},
-                                             {"got": {"a": 1, "b": 2}}])
+# c(name, …): the tool's answer, or [error class without its module, message].
+HELPER = {
+    "ruby": 'def c(*a, **k); SB.call(*a, **k); rescue SB::ToolError, TypeError => e; '
+            '[e.class.name.sub("SB::", ""), e.message]; end\n',
+    "python": "def c(*a, **k):\n"
+              "    try:\n        return sb.call(*a, **k)\n"
+              "    except (sb.ToolError, TypeError) as e:\n        return [type(e).__name__, str(e)]\n",
+}
+
+
+class ToolLanguages(EachLanguage):
+    def calls(self, ruby, python, check, *flags):
+        self.each_language({"ruby": HELPER["ruby"] + ruby, "python": HELPER["python"] + python},
+                           check, "--tools", TOOLS, *flags)
+
+
+class Calls(ToolLanguages, unittest.TestCase):
+    def test_keyword_and_hash_forms(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], [{"got": {"q": "x", "n": 1}},
+                                                 {"got": {"q": "y", "list": [1, 2]}},
+                                                 {"got": {"a": 1, "b": 2}}])
+        self.calls('[SB.call("echo", q: "x", n: 1), SB.call("echo", {"q" => "y", "list" => [1, 2]}),'
+                   ' SB.call("echo", {"a" => 1}, b: 2)]',
+                   "[sb.call('echo', q='x', n=1), sb.call('echo', {'q': 'y', 'list': [1, 2]}), "
+                   "sb.call('echo', {'a': 1}, b=2)]", check)
 
     def test_nested_data_and_unicode_round_trip(self):
-        r = call('SB.call("echo", deep: {"a" => [{"b" => nil, "c" => true}, 2.5]}, '
-                 'text: "héllo ✓ 🎉 \\u0000 \\"q\\"")')
-        self.assertEqual(r.result["value"]["got"],
-                         {"deep": {"a": [{"b": None, "c": True}, 2.5]},
-                          "text": 'héllo ✓ 🎉 \u0000 "q"'}, r)
+        self.calls('SB.call("echo", deep: {"a" => [{"b" => nil, "c" => true}, 2.5]}, '
+                   'text: "héllo ✓ 🎉 \\u0000 \\"q\\"")',
+                   "sb.call('echo', deep={'a': [{'b': None, 'c': True}, 2.5]}, "
+                   "text='héllo ✓ 🎉 \\u0000 \"q\"')",
+                   lambda r, lang: self.assertEqual(
+                       r.result["value"]["got"], {"deep": {"a": [{"b": None, "c": True}, 2.5]},
+                                                  "text": 'héllo ✓ 🎉 \u0000 "q"'}, r))
 
-    def test_result_is_plain_ruby_data(self):
-        r = call('v = SB.call("echo", q: "x"); [v.class.name, v["got"].class.name, v.keys]')
-        self.assertEqual(r.result["value"], ["Hash", "Hash", ["got"]])
+    def test_result_is_plain_data(self):
+        self.calls('v = SB.call("echo", q: "x"); [v.class.name, v["got"].class.name, v.keys]',
+                   "v = sb.call('echo', q='x')\n[type(v).__name__, type(v['got']).__name__, list(v)]",
+                   lambda r, lang: self.assertEqual(
+                       r.result["value"], ["Hash", "Hash", ["got"]] if lang == "ruby"
+                       else ["dict", "dict", ["got"]], r))
 
-    def test_unknown_tool(self):
-        r = call('begin; SB.call("nope"); rescue SB::UnknownTool => e; [e.class.name, e.message, '
-                 'e.is_a?(SB::ToolError)]; end')
-        self.assertEqual(r.result["value"], ["SB::UnknownTool", 'unknown tool "nope"', True], r)
+    def test_unknown_tool_is_a_tool_error(self):
+        self.calls('[c("nope"), (SB.call("nope") rescue $!.is_a?(SB::ToolError))]',
+                   "def kind():\n    try: sb.call('nope')\n    except sb.ToolError: return True\n"
+                   "[c('nope'), kind()]",
+                   lambda r, lang: self.assertEqual(
+                       r.result["value"], [["UnknownTool", 'unknown tool "nope"'], True], r))
 
     def test_failing_tool_carries_its_stderr(self):
-        r = call('begin; SB.call("fail"); rescue SB::ToolError => e; e.message; end')
-        self.assertEqual(r.result["value"],
-                         'tool "fail" failed (exit code 3): the upstream API said no: quota exceeded')
+        self.calls('c("fail")', "c('fail')", lambda r, lang: self.assertEqual(
+            r.result["value"], ["ToolError", 'tool "fail" failed (exit code 3): the upstream API '
+                                             "said no: quota exceeded"], r))
 
-    def test_unrescued_tool_error_is_a_guest_error(self):
-        r = call('SB.call("fail")')
-        self.assertEqual(r.status, "error", r)
-        self.assertEqual(r.result["error"]["class"], "SB::ToolError")
+    def test_uncaught_tool_error_is_a_guest_error(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "error", r)
+            self.assertEqual(r.result["error"]["class"],
+                             "SB::ToolError" if lang == "ruby" else "sb.ToolError")
+        self.calls('SB.call("fail")', "sb.call('fail')", check)
 
     def test_call_from_inside_rescue(self):
-        r = call('begin; raise "first"; rescue => e; SB.call("echo", q: e.message); end')
-        self.assertEqual(r.result["value"], {"got": {"q": "first"}}, r)
+        self.calls('begin; raise "first"; rescue => e; SB.call("echo", q: e.message); end',
+                   "try:\n    raise Exception('first')\nexcept Exception as e:\n"
+                   "    v = sb.call('echo', q=str(e))\nv",
+                   lambda r, lang: self.assertEqual(r.result["value"], {"got": {"q": "first"}}, r))
 
     def test_invalid_json_from_a_tool(self):
-        r = call('begin; SB.call("badjson"); rescue SB::ToolError => e; e.message; end')
-        self.assertIn('tool "badjson" returned invalid JSON', r.result["value"], r)
+        def check(r, lang):
+            self.assertEqual(r.result["value"][0], "ToolError")
+            self.assertIn('tool "badjson" returned invalid JSON', r.result["value"][1], r)
+        self.calls('c("badjson")', "c('badjson')", check)
 
     def test_many_calls_in_a_loop(self):
-        r = call('(1..200).sum { |i| SB.call("echo", n: i)["got"]["n"] }')
-        self.assertEqual(r.result["value"], 200 * 201 // 2, r)
+        self.calls('(1..200).sum { |i| SB.call("echo", n: i)["got"]["n"] }',
+                   "sum(sb.call('echo', n=i)['got']['n'] for i in range(1, 201))",
+                   lambda r, lang: self.assertEqual(r.result["value"], 200 * 201 // 2, r))
 
     def test_non_json_arguments_are_a_type_error(self):
-        for args in ("x: Object.new", "x: [1, 0.0/0]", "x: {1 => 2}", "x: Time.now"):
-            with self.subTest(args=args):
-                r = call(f'begin; SB.call("echo", {args}); rescue TypeError => e; e.message; end')
-                self.assertIn("tool arguments must be JSON", r.result["value"], r)
-        r = call('begin; SB.call("echo", [1]); rescue TypeError => e; e.message; end')
-        self.assertIn("must be a Hash", r.result["value"])
+        def check(r, lang):
+            for kind, message in r.result["value"][:4]:
+                self.assertEqual(kind, "TypeError", r)
+                self.assertIn("tool arguments must be JSON", message)
+            self.assertEqual(r.result["value"][4][0], "TypeError")
+        self.calls('[c("echo", x: Object.new), c("echo", x: [1, 0.0/0]), c("echo", x: {1 => 2}), '
+                   'c("echo", x: Time.now), c("echo", [1])]',
+                   "import datetime\n[c('echo', x=object()), c('echo', x=[1, float('nan')]), "
+                   "c('echo', x={1: 2}), c('echo', x=datetime.datetime.now()), c('echo', [1])]", check)
 
     def test_tool_environment_is_clean(self):
-        r = call('SB.call("secret_env", show_env: true)')
-        env = r.result["value"]
-        self.assertEqual(env.get("CODECELL_TOOL_SECRET"), "named-so-passed")
-        self.assertNotIn("CODECELL_ENGINE_SECRET", env)
-        self.assertNotIn("HOME", env)
-        r = call('SB.call("echo", show_env: true)')
-        self.assertNotIn("CODECELL_TOOL_SECRET", r.result["value"])
+        def check(r, lang):
+            env, plain = r.result["value"]
+            self.assertEqual(env.get("CODECELL_TOOL_SECRET"), "named-so-passed")
+            self.assertNotIn("CODECELL_ENGINE_SECRET", env)
+            self.assertNotIn("HOME", env)
+            self.assertNotIn("CODECELL_TOOL_SECRET", plain)
+        self.calls('[SB.call("secret_env", show_env: true), SB.call("echo", show_env: true)]',
+                   "[sb.call('secret_env', show_env=True), sb.call('echo', show_env=True)]", check)
+
+    def test_import_sb_in_python(self):
+        r = run_json("import sb as tools\ntools.call('echo', q='i')", "--tools", TOOLS, lang="python")
+        self.assertEqual(r.result["value"], {"got": {"q": "i"}}, r)
 
 
-class Limits(unittest.TestCase):
+class Limits(ToolLanguages, unittest.TestCase):
     def test_request_at_and_over_the_limit(self):
         # The arguments {"measure":true,"q":"…"} are 23 bytes plus the string.
-        limit = 1024 * 1024
-        r = call(f'SB.call("echo", measure: true, q: "a" * {limit - 23})["len"]')
-        self.assertEqual(r.result["value"], limit - 23, r)
-        r = call(f'begin; SB.call("echo", measure: true, q: "a" * {limit - 22}); '
-                 'rescue SB::ToolError => e; e.message; end')
-        self.assertIn("over the 1048576-byte limit", r.result["value"], r)
+        n = 1024 * 1024 - 23
 
-    def test_answer_over_the_limit(self):
-        r = call('SB.call("echo", repeat: 1024 * 1024 - 2).size')
-        self.assertEqual(r.result["value"], 1024 * 1024 - 2, r)  # with its quotes: the limit
-        r = call('begin; SB.call("echo", repeat: 1024 * 1024); rescue SB::ToolError => e; '
-                 'e.message; end')
-        self.assertIn("more than the 1048576-byte limit", r.result["value"], r)
+        def check(r, lang):
+            self.assertEqual(r.result["value"][0], n, r)
+            self.assertEqual(r.result["value"][1][0], "ToolError")
+            self.assertIn("over the 1048576-byte limit", r.result["value"][1][1])
+        self.calls(f'[SB.call("echo", measure: true, q: "a" * {n})["len"], '
+                   f'c("echo", measure: true, q: "a" * {n + 1})]',
+                   f"[sb.call('echo', measure=True, q='a' * {n})['len'], "
+                   f"c('echo', measure=True, q='a' * {n + 1})]", check)
+
+    def test_answer_at_and_over_the_limit(self):
+        def check(r, lang):
+            self.assertEqual(r.result["value"][0], 1024 * 1024 - 2, r)  # with quotes: the limit
+            self.assertIn("more than the 1048576-byte limit", r.result["value"][1][1])
+        self.calls('[SB.call("echo", repeat: 1024 * 1024 - 2).size, c("echo", repeat: 1024 * 1024)]',
+                   "[len(sb.call('echo', repeat=1024 * 1024 - 2)), c('echo', repeat=1024 * 1024)]",
+                   check)
 
     def test_time_per_call(self):
-        r = call('begin; SB.call("hang"); rescue SB::ToolError => e; e.message; end')
-        self.assertEqual(r.result["value"], 'tool "hang" did not answer within 300 ms', r)
+        self.calls('c("hang")', "c('hang')", lambda r, lang: self.assertEqual(
+            r.result["value"], ["ToolError", 'tool "hang" did not answer within 300 ms'], r))
 
     def test_hanging_tool_under_the_wall_clock(self):
-        r = call('SB.call("hang_long")', "--timeout", "1s")
-        self.assertEqual(r.status, "timeout", r)
+        self.calls('SB.call("hang_long")', "sb.call('hang_long')",
+                   lambda r, lang: self.assertEqual(r.status, "timeout", r), "--timeout", "1s")
 
     def test_calls_per_execution(self):
-        r = call('n = 0; begin; loop { begin; SB.call("nope"); rescue SB::UnknownTool; end; '
-                 'n += 1 }; rescue SB::ToolError => e; [n, e.message]; end')
-        self.assertEqual(r.result["value"], [1000, "too many tool calls: the limit is 1000 per "
-                                                   "execution"], r)
+        self.calls('n = 0; n += 1 while c("nope")[0] == "UnknownTool"; [n, c("nope")]',
+                   "n = 0\nwhile c('nope')[0] == 'UnknownTool':\n    n += 1\n[n, c('nope')]",
+                   lambda r, lang: self.assertEqual(
+                       r.result["value"],
+                       [1000, ["ToolError", "too many tool calls: the limit is 1000 per execution"]], r))
 
 
-class Forgery(unittest.TestCase):
-    FRAME = ('io = IO.for_fd(3, autoclose: false); body = %s; '
-             'io.write([body.bytesize].pack("N") + body); io.flush; ')
+class Forgery(EachLanguage, unittest.TestCase):
+    """Frames written by hand on fd 3: a valid call is a call, anything else ends the run."""
+
+    SEND = {
+        "ruby": 'require "json"; io = IO.for_fd(3, autoclose: false); body = JSON.generate(%s); '
+                'io.write([body.bytesize].pack("N") + body); io.flush\n',
+        "python": "import json, os, struct\nbody = json.dumps(%s).encode()\n"
+                  "os.write(3, struct.pack('>I', len(body)) + body)\n",
+    }
+    READ = {"ruby": 'n = io.read(4).unpack1("N"); JSON.parse(io.read(n))',
+            "python": "n = struct.unpack('>I', os.read(3, 4))[0]\njson.loads(os.read(3, n))"}
 
     def test_hand_written_call_frame_is_a_call(self):
-        r = call(self.FRAME % 'JSON.generate({t: "call", id: 99, name: "echo", args: {q: "forged"}})'
-                 + 'n = io.read(4).unpack1("N"); JSON.parse(io.read(n))')
-        self.assertEqual(r.result["value"],
-                         {"t": "reply", "id": 99, "ok": True, "result": {"got": {"q": "forged"}}}, r)
+        frame = {"t": "call", "id": 99, "name": "echo", "args": {"q": "forged"}}
+        self.each_language({lang: self.SEND[lang] % json.dumps(frame).replace("true", "True")
+                            + self.READ[lang] for lang in ("ruby", "python")},
+                           lambda r, lang: self.assertEqual(
+                               r.result["value"], {"t": "reply", "id": 99, "ok": True,
+                                                   "result": {"got": {"q": "forged"}}}, r),
+                           "--tools", TOOLS)
 
-    def test_malformed_call_frame_ends_the_run(self):
-        for body in ('JSON.generate({t: "call", id: "x", name: "echo", args: {}})',
-                     'JSON.generate({t: "call", id: 1, name: "echo", args: [1]})',
-                     'JSON.generate({t: "call", id: 1, name: "echo", args: {}, extra: 1})',
-                     'JSON.generate({t: "reply", id: 1})'):
-            with self.subTest(body=body):
-                r = call(self.FRAME % body + "sleep 5")
+    def test_malformed_call_frames_end_the_run(self):
+        frames = [{"t": "call", "id": "x", "name": "echo", "args": {}},
+                  {"t": "call", "id": 1, "name": "echo", "args": [1]},
+                  {"t": "call", "id": 1, "name": "echo", "args": {}, "extra": 1},
+                  {"t": "reply", "id": 1}]
+        for frame in frames:
+            def check(r, lang):
                 self.assertEqual(r.status, "sandbox_error", r)
                 self.assertIn("protocol", r.result["error"])
+            self.each_language({"ruby": self.SEND["ruby"] % json.dumps(frame) + "sleep 5",
+                                "python": self.SEND["python"] % json.dumps(frame)
+                                + "import time\ntime.sleep(5)"}, check, "--tools", TOOLS)
 
 
 class ToolsFile(unittest.TestCase):
@@ -166,51 +227,6 @@ class ToolsFile(unittest.TestCase):
                 self.assertEqual(r.code, 2, r)
                 self.assertIn(message, r.stderr)
                 self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
-
-
-class PythonCalls(unittest.TestCase):
-    """The same calls from Python's sb module."""
-
-    def py(self, code):
-        return run_json(code, "--tools", TOOLS, lang="python")
-
-    def test_keyword_and_dict_forms_and_plain_data(self):
-        r = self.py("[sb.call('echo', q='x', n=1), sb.call('echo', {'q': 'y', 'l': [1, 2]}), "
-                    "sb.call('echo', {'a': 1}, b=2)]")
-        self.assertEqual(r.result["value"], [{"got": {"q": "x", "n": 1}},
-                                             {"got": {"q": "y", "l": [1, 2]}},
-                                             {"got": {"a": 1, "b": 2}}], r)
-
-    def test_errors(self):
-        r = self.py("out = []\n"
-                    "for name in ('fail', 'nope', 'badjson'):\n"
-                    "    try:\n        sb.call(name)\n"
-                    "    except sb.ToolError as e:\n        out.append([type(e).__name__, str(e)])\n"
-                    "out")
-        self.assertEqual(r.result["value"][0], ["ToolError", 'tool "fail" failed (exit code 3): '
-                                                             "the upstream API said no: quota exceeded"])
-        self.assertEqual(r.result["value"][1], ["UnknownTool", 'unknown tool "nope"'])
-        self.assertIn("returned invalid JSON", r.result["value"][2][1])
-        r = self.py("sb.call('fail')")
-        self.assertEqual(r.result["error"]["class"], "sb.ToolError", r)
-
-    def test_non_json_arguments_are_a_type_error(self):
-        for args in ("x=object()", "x=float('nan')", "x={1: 2}", "x={1, 2}"):
-            with self.subTest(args=args):
-                r = self.py(f"try:\n    sb.call('echo', {args})\nexcept TypeError as e:\n    m = str(e)\nm")
-                self.assertIn("tool arguments must be JSON", r.result["value"], r)
-
-    def test_many_calls_and_limits(self):
-        r = self.py("sum(sb.call('echo', n=i)['got']['n'] for i in range(1, 201))")
-        self.assertEqual(r.result["value"], 200 * 201 // 2, r)
-        r = self.py("try:\n    sb.call('hang')\nexcept sb.ToolError as e:\n    m = str(e)\nm")
-        self.assertEqual(r.result["value"], 'tool "hang" did not answer within 300 ms', r)
-        r = run_json("sb.call('hang_long')", "--tools", TOOLS, "--timeout", "1s", lang="python")
-        self.assertEqual(r.status, "timeout", r)
-
-    def test_import_sb(self):
-        r = self.py("import sb as tools\ntools.call('echo', q='i')")
-        self.assertEqual(r.result["value"], {"got": {"q": "i"}}, r)
 
 
 class Description(unittest.TestCase):
