@@ -22,7 +22,8 @@ test: build
 bench: build
 	cmake --build $(BUILD) --target latency rpc
 	bench/cold.sh
-	$(BUILD)/latency
+	$(BUILD)/latency --lang ruby
+	$(BUILD)/latency --lang python
 	$(BUILD)/rpc
 
 clean:

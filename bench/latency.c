@@ -1,9 +1,9 @@
 /* bench/latency: how long a result takes, through the public API, beside the peers measured
  * in the same run: the bare interpreter spawned per run, and bubblewrap + interpreter.
  *
- *   latency [--seconds S] [--hits N] [--colds N]
+ *   latency [--lang ruby|python] [--seconds S] [--hits N] [--colds N]
  *
- * For two workloads (Ruby `1+1`, and reading a 1 MB CSV from a read-only mount) it prints:
+ * For two workloads (`1+1`, and reading a 1 MB CSV from a read-only mount) it prints:
  * pool-hit latency (median, p99; the pool refilled before each run), cold latency (median),
  * and throughput with 1 and 2 client threads for S seconds. Every figure is "from the call to
  * the parsed result". Medians and ratios are what to quote: this machine is shared. */
@@ -111,10 +111,27 @@ static bool spawn_and_parse(char *const argv[])
         return WIFEXITED(st) && WEXITSTATUS(st) == 0 && parsed_ok(buf, NULL);
 }
 
-/* The peers print the value as JSON, loading json as codecell's prelude does. */
+/* The guest language, and how its bare interpreter is started: the same flags as codecell's
+ * runtime, printing the value as JSON as the prelude does. */
+static bool python;
+
 static void peer_script(const struct workload *w, char *buf, size_t size)
 {
-        snprintf(buf, size, "puts JSON.generate(begin; %s; end)", w->code);
+        if (python)
+                snprintf(buf, size, "import json\nprint(json.dumps(%s))", w->code);
+        else
+                snprintf(buf, size, "puts JSON.generate(begin; %s; end)", w->code);
+}
+
+/* Appends the interpreter's argv for script to argv at *i. */
+static void interpreter_argv(char **argv, int *i, char *script)
+{
+        const char *ruby[] = {"/usr/bin/ruby", "--disable-gems", "-rjson", "-e"};
+        const char *py[] = {"/usr/bin/python3", "-I", "-S", "-c"};
+        for (int k = 0; k < 4; k++)
+                argv[(*i)++] = (char *)(python ? py[k] : ruby[k]);
+        argv[(*i)++] = script;
+        argv[*i] = NULL;
 }
 
 static bool run_bare(struct system *sys, const struct workload *w)
@@ -132,7 +149,9 @@ static bool run_bare(struct system *sys, const struct workload *w)
                          script, from, strstr(script, "/data") + 5);
                 snprintf(code, sizeof(code), "%s", tmp);
         }
-        char *argv[] = {"ruby", "--disable-gems", "-rjson", "-e", code, NULL};
+        char *argv[8];
+        int i = 0;
+        interpreter_argv(argv, &i, code);
         return spawn_and_parse(argv);
 }
 
@@ -179,12 +198,7 @@ static bool run_bwrap(struct system *sys, const struct workload *w)
                 argv[i++] = (char *)w->data;
                 argv[i++] = "/data";
         }
-        argv[i++] = "ruby";
-        argv[i++] = "--disable-gems";
-        argv[i++] = "-rjson";
-        argv[i++] = "-e";
-        argv[i++] = script;
-        argv[i] = NULL;
+        interpreter_argv(argv, &i, script);
         return spawn_and_parse(argv);
 }
 
@@ -257,7 +271,7 @@ static double throughput(struct system *sys, const struct workload *w, int threa
 static codecell_cell *cell_for(const struct workload *w, size_t pool)
 {
         codecell_error err;
-        codecell_config *c = codecell_config_new("ruby", &err);
+        codecell_config *c = codecell_config_new(python ? "python" : "ruby", &err);
         codecell_config_set_policy(c, CODECELL_POLICY_IGNORE);
         codecell_config_set_pool(c, pool, &err);
         if (w->data && codecell_config_add_mount(c, w->data, "/data", false, NULL, &err) < 0) {
@@ -312,14 +326,16 @@ static void row(const char *workload, const char *system, double p50, double p99
 int main(int argc, char **argv)
 {
         for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+                if (strcmp(argv[i], "--lang") == 0 && i + 1 < argc)
+                        python = strcmp(argv[++i], "python") == 0;
+                else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
                         seconds = atof(argv[++i]);
                 else if (strcmp(argv[i], "--hits") == 0 && i + 1 < argc)
                         hits = atoi(argv[++i]);
                 else if (strcmp(argv[i], "--colds") == 0 && i + 1 < argc)
                         colds = atoi(argv[++i]);
                 else {
-                        fprintf(stderr, "usage: latency [--seconds S] [--hits N] [--colds N]\n");
+                        fprintf(stderr, "usage: latency [--lang ruby|python] [--seconds S] [--hits N] [--colds N]\n");
                         return 2;
                 }
         }
@@ -327,19 +343,23 @@ int main(int argc, char **argv)
         make_csv(dir);
         struct workload workloads[] = {
                 {"1+1", "1+1", NULL},
-                {"csv-1MB", "File.read(\"/data/big.csv\").count(\"\\n\")", dir},
+                {"csv-1MB",
+                 python ? "open(\"/data/big.csv\").read().count(\"\\n\")"
+                        : "File.read(\"/data/big.csv\").count(\"\\n\")",
+                 dir},
         };
         bool have_bwrap = system("command -v bwrap >/dev/null 2>&1") == 0;
-        printf("latency and throughput, %s, uid %d; ms from the call to the parsed result\n",
-               "same run, interleaved by system", (int)getuid());
+        printf("%s: latency and throughput in one run, uid %d; ms from the call to the parsed "
+               "result\n",
+               python ? "python" : "ruby", (int)getuid());
         printf("%-10s %-20s %9s %9s %10s %10s\n", "workload", "system", "p50 ms", "p99 ms",
                "runs/s x1", "runs/s x2");
         for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
                 const struct workload *w = &workloads[i];
                 struct system pooled = {"codecell pool hit", run_codecell, cell_for(w, 2)};
                 struct system cold = {"codecell cold", run_codecell, cell_for(w, 0)};
-                struct system bare = {"bare ruby", run_bare, NULL};
-                struct system bwrap = {"bwrap + ruby", run_bwrap, NULL};
+                struct system bare = {python ? "bare python3 -I -S" : "bare ruby", run_bare, NULL};
+                struct system bwrap = {python ? "bwrap + python3" : "bwrap + ruby", run_bwrap, NULL};
                 codecell_error err;
                 if (codecell_cell_warmup(pooled.cell, &err) < 0) {
                         fprintf(stderr, "latency: warmup: %s\n", err.message);
