@@ -20,11 +20,12 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
 bench: build
-	cmake --build $(BUILD) --target latency rpc
+	cmake --build $(BUILD) --target latency rpc session
 	bench/cold.sh
 	$(BUILD)/latency --lang ruby
 	$(BUILD)/latency --lang python
 	$(BUILD)/rpc
+	$(BUILD)/session
 
 clean:
 	rm -rf $(BUILD)

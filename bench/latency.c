@@ -335,7 +335,8 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--colds") == 0 && i + 1 < argc)
                         colds = atoi(argv[++i]);
                 else {
-                        fprintf(stderr, "usage: latency [--lang ruby|python] [--seconds S] [--hits N] [--colds N]\n");
+                        fprintf(stderr, "usage: latency [--lang ruby|python] [--seconds S] [--hits "
+                                        "N] [--colds N]\n");
                         return 2;
                 }
         }
@@ -359,7 +360,8 @@ int main(int argc, char **argv)
                 struct system pooled = {"codecell pool hit", run_codecell, cell_for(w, 2)};
                 struct system cold = {"codecell cold", run_codecell, cell_for(w, 0)};
                 struct system bare = {python ? "bare python3 -I -S" : "bare ruby", run_bare, NULL};
-                struct system bwrap = {python ? "bwrap + python3" : "bwrap + ruby", run_bwrap, NULL};
+                struct system bwrap = {python ? "bwrap + python3" : "bwrap + ruby", run_bwrap,
+                                       NULL};
                 codecell_error err;
                 if (codecell_cell_warmup(pooled.cell, &err) < 0) {
                         fprintf(stderr, "latency: warmup: %s\n", err.message);

@@ -60,7 +60,9 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_TOOL_CALLS,         /* SB.call calls per execution; default 1000 */
         CODECELL_LIMIT_TOOL_REQUEST_BYTES, /* JSON arguments of one call; default 1 MiB */
         CODECELL_LIMIT_TOOL_ANSWER_BYTES,  /* JSON answer of one call; default 1 MiB */
-        CODECELL_LIMIT_TOOL_CALL_MS, /* time of one call (a tool may set less); default 10000 */
+        CODECELL_LIMIT_TOOL_CALL_MS,    /* time of one call (a tool may set less); default 10000 */
+        CODECELL_LIMIT_SESSIONS,        /* sessions open at once per cell; default 8 */
+        CODECELL_LIMIT_SESSION_IDLE_MS, /* a session unused this long is closed; 300000 */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -135,6 +137,30 @@ CODECELL_API int codecell_cell_run(codecell_cell *cell, const char *code, size_t
  * Owned by the cell; valid until the next codecell_cell_add_tool()/_load_tools() or
  * codecell_cell_free(). */
 CODECELL_API const char *codecell_cell_description(const codecell_cell *cell);
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+/* Runs code in the named session of the cell: a persistent sandbox (the same layers as a run)
+ * whose interpreter keeps its state — variables, definitions, loaded libraries, files in
+ * /work — from one eval to the next. The session is started on first use. Every caller of the
+ * cell reaches the same session by the same name; evals of one session run one at a time.
+ * name: 1-64 characters of [A-Za-z0-9_.-]. Limits apply per eval (wall clock, CPU budget) and
+ * per session (memory, processes). An eval that hits a limit, or whose interpreter dies, ends
+ * the session: its result says the state was lost, and the next eval starts a fresh session.
+ * Returns like codecell_cell_run(); also < 0 (CODECELL_ERR_INVALID) for a bad name, or
+ * (CODECELL_ERR_UNSUPPORTED, EMFILE) when CODECELL_LIMIT_SESSIONS sessions are open. */
+CODECELL_API int codecell_session_eval(codecell_cell *cell, const char *name, const char *code,
+                                       size_t len, codecell_result **ret_result,
+                                       codecell_error *err);
+/* Ends the named session and frees everything it held (its state is discarded; the next eval
+ * under that name starts afresh). Waits for an eval in progress to end. -ENOENT when there is
+ * no such session. */
+CODECELL_API int codecell_session_close(codecell_cell *cell, const char *name, codecell_error *err);
+/* codecell_session_close() for every session of the cell. */
+CODECELL_API void codecell_session_close_all(codecell_cell *cell);
+/* Names of the open sessions, as a malloc'd NULL-terminated array of malloc'd strings (free
+ * each and the array), or NULL when out of memory. */
+CODECELL_API char **codecell_session_list(codecell_cell *cell);
 
 /* ---- host tools ------------------------------------------------------------------------- */
 

@@ -194,33 +194,32 @@ def _evaluate(code, scope):
 
 
 def _run():
+    """One "exec" after another in the same globals: a one-shot sandbox is ended by the engine
+    after its first result, a session's kernel lives on."""
     _send({"t": "ready", "runtime": "python", "version": "%d.%d.%d" % sys.version_info[:3]})
-    frame = _read_frame()
-    if not isinstance(frame, dict) or frame.get("t") != "exec":
-        os._exit(2)
     scope = {"__name__": "__main__", "__builtins__": __builtins__, "sb": sb}
-    started = time.monotonic()
-    out = _evaluate(str(frame.get("code", "")), scope)
-    out["duration_ms"] = round((time.monotonic() - started) * 1000, 2)
-    # Output written before the result belongs to this execution: flush it first.
-    for stream in (sys.stdout, sys.stderr):
+    while True:
+        frame = _read_frame()
+        if frame is None:  # the engine is gone
+            os._exit(0)
+        if not isinstance(frame, dict) or frame.get("t") != "exec":
+            os._exit(2)
+        started = time.monotonic()
+        out = _evaluate(str(frame.get("code", "")), scope)
+        out["duration_ms"] = round((time.monotonic() - started) * 1000, 2)
+        # Output written before the result belongs to this execution: flush it first.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        result = {"t": "result", "id": frame.get("id")}
+        result.update(out)
         try:
-            stream.flush()
-        except Exception:
-            pass
-    result = {"t": "result", "id": frame.get("id")}
-    result.update(out)
-    try:
-        _send(result)
-    except (ValueError, TypeError):
-        result["value"] = _safe_repr(result.get("value"))
-        _send(result)
-    # Wait for the engine to end the sandbox (it reads our CPU time first), then leave without
-    # atexit hooks or finalizers: nothing of the guest's runs after the result.
-    try:
-        os.read(CONTROL_FD, 1)
-    finally:
-        os._exit(0)
+            _send(result)
+        except (ValueError, TypeError):
+            result["value"] = _safe_repr(result.get("value"))
+            _send(result)
 
 
 _run()

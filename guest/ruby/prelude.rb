@@ -144,22 +144,29 @@ module CodecellGuest
       }
     end
 
+    # One "exec" after another, all in the same top-level binding: a one-shot sandbox is
+    # ended by the engine after its first result, a session's kernel lives on.
     def run
       send_frame({ t: "ready", runtime: "ruby", version: RUBY_VERSION })
-      frame = read_frame
-      exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
+      loop do
+        frame = read_frame
+        exit!(0) if frame.nil? # the engine is gone
+        exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
 
-      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-      out = evaluate(frame["code"].to_s)
-      out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
-      # Output written before the result belongs to this execution: flush it first.
+        started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        out = evaluate(frame["code"].to_s)
+        out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
+        # Output written before the result belongs to this execution: flush it first.
+        flush_output
+        send_frame({ t: "result", id: frame["id"] }.merge(out))
+      end
+    end
+
+    def flush_output
       $stdout.flush
       $stderr.flush
-      send_frame({ t: "result", id: frame["id"] }.merge(out))
-      # Wait for the engine to end the sandbox (it reads our CPU time first), then leave
-      # without the guest's at_exit hooks or finalizers: nothing of it runs after the result.
-      control.read(1)
-      exit!(0)
+    rescue StandardError
+      nil
     end
   end
 end

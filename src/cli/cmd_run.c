@@ -9,6 +9,7 @@
 #include "codecell.h"
 #include "commands.h"
 #include "cell_flags.h"
+#include "result_print.h"
 #include "units.h"
 
 static const char usage[] =
@@ -118,51 +119,6 @@ static char *read_code(const char *path, size_t *ret_len)
                 *ret_len = len;
         }
         return buf;
-}
-
-static void print_human(const codecell_result *res)
-{
-        size_t n;
-        const char *out = codecell_result_stdout(res, &n);
-        fwrite(out, 1, n, stdout);
-        const char *err = codecell_result_stderr(res, &n);
-        fwrite(err, 1, n, stderr);
-        char *text = codecell_result_to_json(res, false);
-        json_t *obj = text ? json_loads(text, 0, NULL) : NULL;
-        free(text);
-        json_t *error = json_object_get(obj, "error");
-        if (json_is_true(json_object_get(obj, "stdout_truncated")))
-                fputs("\ncodecell: stdout was truncated\n", stderr);
-        if (json_is_true(json_object_get(obj, "stderr_truncated")))
-                fputs("\ncodecell: stderr was truncated\n", stderr);
-        switch (codecell_result_status(res)) {
-        case CODECELL_STATUS_OK: {
-                char *value = json_dumps(json_object_get(obj, "value"),
-                                         JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
-                fflush(stdout);
-                printf("=> %s\n", value ? value : "null");
-                free(value);
-                break;
-        }
-        case CODECELL_STATUS_ERROR: {
-                fprintf(stderr, "%s: %s\n", json_string_value(json_object_get(error, "class")),
-                        json_string_value(json_object_get(error, "message")));
-                size_t i;
-                json_t *frame;
-                json_array_foreach(json_object_get(error, "backtrace"), i, frame)
-                        fprintf(stderr, "\tfrom %s\n", json_string_value(frame));
-                break;
-        }
-        default:
-                fprintf(stderr, "codecell: %s: %s\n",
-                        codecell_status_name(codecell_result_status(res)),
-                        json_string_value(error));
-        }
-        size_t i;
-        json_t *warning;
-        json_array_foreach(json_object_get(obj, "warnings"), i, warning)
-                fprintf(stderr, "codecell: warning: %s\n", json_string_value(warning));
-        json_decref(obj);
 }
 
 static int exit_code_for(codecell_status status)
@@ -327,7 +283,7 @@ int cmd_run(int argc, char **argv)
                         puts(text);
                 free(text);
         } else {
-                print_human(res);
+                print_result(res);
         }
         exit_code = exit_code_for(codecell_result_status(res));
 out:

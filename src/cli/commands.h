@@ -14,5 +14,6 @@ enum {
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_describe(int argc, char **argv);
+int cmd_repl(int argc, char **argv);
 
 #endif

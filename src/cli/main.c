@@ -12,6 +12,7 @@ static const char usage[] =
         "Commands:\n"
         "  run      run one script in a fresh sandbox (codecell run --help)\n"
         "  check    report which isolation layers this host gives\n"
+        "  repl     an interactive session whose state survives between entries\n"
         "  describe print the description a model sees for a cell\n"
         "\n"
         "Exit codes: 0 ok, 1 guest error, 2 usage or configuration error, 3 limit hit\n"
@@ -30,6 +31,8 @@ int main(int argc, char **argv)
         }
         if (strcmp(verb, "run") == 0)
                 return cmd_run(argc - 1, argv + 1);
+        if (strcmp(verb, "repl") == 0)
+                return cmd_repl(argc - 1, argv + 1);
         if (strcmp(verb, "describe") == 0)
                 return cmd_describe(argc - 1, argv + 1);
         if (strcmp(verb, "check") == 0)

@@ -190,6 +190,7 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 return NULL;
         }
         tool_table_init(&cell->tools);
+        session_table_init(&cell->sessions);
         pthread_mutex_init(&cell->description_lock, NULL);
         cell->config = config_copy(config);
         cell->layers = json_array();
@@ -226,7 +227,7 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 err_sys(err, ENOMEM, "description");
                 goto fail;
         }
-        if (cell->config->pool > 0 && pool_start(cell, cell->config->pool, &cell->pool, err) < 0)
+        if (pool_start(cell, cell->config->pool, &cell->pool, err) < 0)
                 goto fail;
         return cell;
 fail:
@@ -238,7 +239,9 @@ void codecell_cell_free(codecell_cell *cell)
 {
         if (!cell)
                 return;
-        /* First: the pool's sandboxes use everything below. */
+        /* First the sessions, then the pool whose thread started their kernels: both use
+         * everything below. */
+        session_table_free(cell);
         pool_stop(cell->pool);
         if (cell->idmap_fds && cell->config)
                 for (size_t i = 0; i < cell->config->n_mounts; i++)
@@ -260,7 +263,7 @@ void codecell_cell_free(codecell_cell *cell)
 
 int codecell_cell_warmup(codecell_cell *cell, codecell_error *err)
 {
-        return cell->pool ? pool_warmup(cell->pool, err) : 0;
+        return pool_warmup(cell->pool, err);
 }
 
 const char *codecell_cell_description(const codecell_cell *cell)
@@ -323,10 +326,8 @@ int codecell_cell_add_tool(codecell_cell *cell, const char *name, const char *de
         return cell_add_tool(cell, tool, err);
 }
 
-int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
-                      codecell_result **ret_result, codecell_error *err)
+int cell_check_code(struct codecell_cell *cell, const char *code, size_t len, codecell_error *err)
 {
-        *ret_result = NULL;
         uint64_t max = cell->config->limits[CODECELL_LIMIT_CODE_BYTES];
         if (!code)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: missing");
@@ -338,10 +339,20 @@ int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
                 return err_set(err, CODECELL_ERR_INVALID, EILSEQ, "code: not valid UTF-8");
         if (memchr(code, '\0', len))
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: contains a NUL byte");
+        return 0;
+}
+
+int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
+                      codecell_result **ret_result, codecell_error *err)
+{
+        *ret_result = NULL;
+        int r = cell_check_code(cell, code, len, err);
+        if (r < 0)
+                return r;
         codecell_result *res = result_new();
         if (!res)
                 return err_sys(err, ENOMEM, "result");
-        int r = execution_run(cell, code, len, res, err);
+        r = execution_run(cell, code, len, res, err);
         if (r < 0) {
                 codecell_result_free(res);
                 return r;

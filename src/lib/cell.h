@@ -11,6 +11,7 @@
 #include "landlock.h"
 #include "mount_plan.h"
 #include "seccomp_program.h"
+#include "session.h"
 #include "tools.h"
 
 struct codecell_cell {
@@ -28,13 +29,26 @@ struct codecell_cell {
         json_t *layers;         /* layers in force for every run */
         json_t *warnings;       /* layers missing, under the "warn" policy */
         char *description;
-        struct pool *pool; /* NULL: every run starts cold */
+        struct pool *pool; /* its thread also starts sessions' kernels */
         struct tool_table tools;
+        struct session_table sessions;
         pthread_mutex_t description_lock; /* guards description, rebuilt as tools are added */
 };
 
+/* Refuses code that is not UTF-8, holds a NUL, or is over the limit. */
+int cell_check_code(struct codecell_cell *cell, const char *code, size_t len, codecell_error *err);
+
 /* Adds a tool (owned from then on, freed on failure) and rebuilds the description. */
 int cell_add_tool(struct codecell_cell *cell, struct tool *tool, codecell_error *err);
+
+struct standby;
+/* Runs one `exec` on a sandbox standing by (execution.c). With keep, a sandbox that returned
+ * "ok" or "error" is left running for the next exec (a session) and true is returned;
+ * otherwise it is torn down (not freed) and false is returned. */
+bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
+                  int64_t exec_id, bool keep, codecell_result *res);
+/* Fills the parts of a result every run has (the layers, the warnings). */
+void execution_prepare(struct codecell_cell *cell, codecell_result *res);
 
 /* Runs one execution (execution.c). Fills res; returns < 0 only when the engine itself fails
  * (memory), not when the sandbox does. */

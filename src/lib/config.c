@@ -20,7 +20,8 @@ static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,        [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
         [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,       [CODECELL_LIMIT_TOOL_CALLS] = 1000,
         [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = 1 * MIB, [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = 1 * MIB,
-        [CODECELL_LIMIT_TOOL_CALL_MS] = 10000,
+        [CODECELL_LIMIT_TOOL_CALL_MS] = 10000,         [CODECELL_LIMIT_SESSIONS] = 8,
+        [CODECELL_LIMIT_SESSION_IDLE_MS] = 300000,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -48,6 +49,8 @@ static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = "tool_request_bytes",
         [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = "tool_answer_bytes",
         [CODECELL_LIMIT_TOOL_CALL_MS] = "tool_call_ms",
+        [CODECELL_LIMIT_SESSIONS] = "sessions",
+        [CODECELL_LIMIT_SESSION_IDLE_MS] = "session_idle_ms",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)

@@ -95,9 +95,14 @@ static void finish(struct codecell_cell *cell, codecell_result *res, const struc
         res->duration_ms = exec_start > 0 ? now_ms() - exec_start : 0;
 }
 
-/* Runs the code on a standby sandbox and consumes it. */
-static void run_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                   codecell_result *res)
+static double rusage_ms(const struct rusage *u)
+{
+        return (double)(u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1000.0 +
+               (double)(u->ru_utime.tv_usec + u->ru_stime.tv_usec) / 1000.0;
+}
+
+bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
+                  int64_t exec_id, bool keep, codecell_result *res)
 {
         const uint64_t *lim = cell->config->limits;
         struct pump *p = &s->pump;
@@ -107,14 +112,21 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
         struct rpc rpc = {0};
         struct cgroup_stats st = {.memory_peak_bytes = -1};
         codecell_error e = {0};
+        /* What an earlier eval's threads wrote since its result is not this eval's output. */
+        struct output_buffer stale = {.cap = 0};
+        p->out = p->err = &stale;
+        pump_drain_now(p);
+        free(stale.data);
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         p->out = &res->out;
         p->err = &res->err;
+        p->exec_id = exec_id;
 
         double exec_start = now_ms();
         double deadline = exec_start + (double)lim[CODECELL_LIMIT_TIMEOUT_MS];
-        json_t *exec = json_pack("{s:s, s:i, s:s%}", "t", "exec", "id", 1, "code", code, len);
+        json_t *exec = json_pack("{s:s, s:I, s:s%}", "t", "exec", "id", (json_int_t)exec_id, "code",
+                                 code, len);
         if (!exec) {
                 pump_protocol_error(p, "cannot encode the code");
         } else if (standby_arm(s, lim[CODECELL_LIMIT_CPU_MS]),
@@ -150,42 +162,68 @@ static void run_on(struct codecell_cell *cell, struct standby *s, const char *co
         json_t *result_frame = json_incref(p->result_frame);
         char protocol_error[sizeof(p->protocol_error)];
         snprintf(protocol_error, sizeof(protocol_error), "%s", p->protocol_error);
+        o.protocol_error = protocol_error[0] ? protocol_error : NULL;
+        o.result_frame = result_frame;
         bool cpu_spent = p->cpu_exhausted && !result_frame;
-        enum standby_end how = END_WAIT;
-        double guest_cpu = 0;
-        if (result_frame) {
-                /* The result is in hand: read the CPU the code used, then end it all at once. */
-                how = END_NOW;
-                guest_cpu = p->cpu_limit_ms > 0 ? process_cpu_ms(p->guest_clock) : 0;
-        } else if (p->protocol_error[0]) {
-                how = END_NOW;
-        } else if (o.timed_out || cpu_spent) {
-                how = END_GUEST_FIRST;
+        double cpu_at_exec = s->boot_cpu_ms;
+        bool alive = false;
+
+        if (result_frame && !o.protocol_error) {
+                /* The result is in hand: the CPU the code used, from the interpreter's clock. */
+                double cpu = p->cpu_limit_ms > 0 ? process_cpu_ms(p->guest_clock) : 0;
+                res->cpu_ms = cpu > cpu_at_exec ? cpu - cpu_at_exec : 0;
+                standby_stats(s, &st);
+                o.oom_killed = st.oom_kills > 0;
+                o.memory_refused = st.memory_failures > 0;
+                res->memory_peak_bytes = st.memory_peak_bytes;
+                codecell_status status = outcome_classify(&o);
+                /* A session goes on after "ok" and "error"; a limit ends it. */
+                alive = keep && (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
+                if (alive) {
+                        finish(cell, res, &o, -1, exec_start);
+                        json_decref(p->result_frame);
+                        p->result_frame = NULL;
+                        p->exec_sent = false;
+                        p->cpu_limit_ms = 0;
+                        json_decref(result_frame);
+                        return true;
+                }
+                (void)standby_teardown(s, END_NOW, NULL, NULL);
+                finish(cell, res, &o, -1, exec_start);
+                json_decref(result_frame);
+                return false;
         }
+
+        enum standby_end how = END_WAIT;
+        if (o.protocol_error)
+                how = END_NOW;
+        else if (o.timed_out || cpu_spent)
+                how = END_GUEST_FIRST;
         int init_status = standby_teardown(s, how, &usage, &st);
-        if (how != END_NOW)
-                guest_cpu = (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000.0 +
-                            (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000.0;
-        res->cpu_ms = guest_cpu > s->boot_cpu_ms ? guest_cpu - s->boot_cpu_ms : 0;
+        double cpu = rusage_ms(&usage);
+        res->cpu_ms = cpu > cpu_at_exec ? cpu - cpu_at_exec : 0;
         res->memory_peak_bytes = st.memory_peak_bytes;
         o.oom_killed = st.oom_kills > 0;
         o.memory_refused = st.memory_failures > 0;
         int sig = sandbox_guest_signal(init_status);
         o.cpu_exhausted = cpu_spent || (!result_frame && sig == SIGXCPU);
-        o.protocol_error = protocol_error[0] ? protocol_error : NULL;
-        o.result_frame = result_frame;
         finish(cell, res, &o, init_status, exec_start);
         json_decref(result_frame);
-        standby_free(s);
+        return false;
+}
+
+void execution_prepare(struct codecell_cell *cell, codecell_result *res)
+{
+        res->layers = json_incref(cell->layers);
+        res->warnings = json_incref(cell->warnings);
 }
 
 int execution_run(struct codecell_cell *cell, const char *code, size_t len, codecell_result *res,
                   codecell_error *err)
 {
         (void)err;
-        res->layers = json_incref(cell->layers);
-        res->warnings = json_incref(cell->warnings);
-        struct standby *s = cell->pool ? pool_take(cell->pool) : NULL;
+        execution_prepare(cell, res);
+        struct standby *s = pool_take(cell->pool);
         if (!s) {
                 codecell_error e = {0};
                 if (standby_start(cell, &s, &e) < 0) {
@@ -194,6 +232,7 @@ int execution_run(struct codecell_cell *cell, const char *code, size_t len, code
                         return 0;
                 }
         }
-        run_on(cell, s, code, len, res);
+        (void)execution_on(cell, s, code, len, 1, false, res);
+        standby_free(s);
         return 0;
 }

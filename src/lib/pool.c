@@ -13,8 +13,19 @@
 #define MAX_FAILURES_IN_ROW 3
 #define RETRY_DELAY_MS 1000
 
+/* A sandbox someone needs now, started on the pool's thread so that it outlives the thread
+ * that asked (a session's kernel must not die with a short-lived caller thread). */
+struct spawn_request {
+        struct spawn_request *next;
+        struct standby *result;
+        codecell_error err;
+        int status;
+        bool done;
+};
+
 struct pool {
         struct codecell_cell *cell;
+        struct spawn_request *requests;
         pthread_mutex_t lock;
         pthread_cond_t changed; /* a sandbox was added or taken, or the pool stops */
         struct standby **ready;
@@ -45,6 +56,16 @@ static void *fill(void *arg)
         struct pool *pool = arg;
         pthread_mutex_lock(&pool->lock);
         while (!pool->stopping) {
+                struct spawn_request *req = pool->requests;
+                if (req) {
+                        pool->requests = req->next;
+                        pthread_mutex_unlock(&pool->lock);
+                        req->status = standby_start(pool->cell, &req->result, &req->err);
+                        pthread_mutex_lock(&pool->lock);
+                        req->done = true;
+                        pthread_cond_broadcast(&pool->changed);
+                        continue;
+                }
                 if (pool->n_ready >= pool->size) {
                         pthread_cond_wait(&pool->changed, &pool->lock);
                         continue;
@@ -70,6 +91,14 @@ static void *fill(void *arg)
                 pool->ready[pool->n_ready++] = s;
                 pthread_cond_broadcast(&pool->changed);
         }
+        /* Nobody waits forever on a cell being freed. */
+        for (struct spawn_request *req = pool->requests; req; req = req->next) {
+                req->status = err_set(&req->err, CODECELL_ERR_SYSTEM, ESHUTDOWN,
+                                      "the cell is being freed");
+                req->done = true;
+        }
+        pool->requests = NULL;
+        pthread_cond_broadcast(&pool->changed);
         pthread_mutex_unlock(&pool->lock);
         return NULL;
 }
@@ -77,7 +106,7 @@ static void *fill(void *arg)
 int pool_start(struct codecell_cell *cell, size_t size, struct pool **ret, codecell_error *err)
 {
         struct pool *pool = calloc(1, sizeof(*pool));
-        if (!pool || !(pool->ready = calloc(size, sizeof(*pool->ready)))) {
+        if (!pool || !(pool->ready = calloc(size ? size : 1, sizeof(*pool->ready)))) {
                 free(pool);
                 return err_sys(err, ENOMEM, "pool");
         }
@@ -127,6 +156,31 @@ int pool_warmup(struct pool *pool, codecell_error *err)
         }
         pthread_mutex_unlock(&pool->lock);
         return r;
+}
+
+int pool_spawn(struct pool *pool, struct standby **ret, codecell_error *err)
+{
+        struct spawn_request req = {0};
+        pthread_mutex_lock(&pool->lock);
+        if (pool->stopping) {
+                pthread_mutex_unlock(&pool->lock);
+                return err_set(err, CODECELL_ERR_SYSTEM, ESHUTDOWN, "the cell is being freed");
+        }
+        struct spawn_request **tail = &pool->requests;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = &req;
+        pthread_cond_broadcast(&pool->changed);
+        while (!req.done)
+                pthread_cond_wait(&pool->changed, &pool->lock);
+        pthread_mutex_unlock(&pool->lock);
+        if (req.status < 0) {
+                if (err)
+                        *err = req.err;
+                return req.status;
+        }
+        *ret = req.result;
+        return 0;
 }
 
 void pool_stop(struct pool *pool)

@@ -1,5 +1,6 @@
 /* The warm pool of one cell (DESIGN §9): sandboxes standing by, each serving exactly one
- * execution, replaced in the background by one thread that lives as long as the cell. */
+ * execution, replaced in the background by one thread that lives as long as the cell. The same
+ * thread starts sessions' kernels. */
 #ifndef CODECELL_POOL_H
 #define CODECELL_POOL_H
 
@@ -15,6 +16,9 @@ int pool_start(struct codecell_cell *cell, size_t size, struct pool **ret, codec
 /* A live sandbox standing by, or NULL when none is ready (the caller then starts one cold).
  * Thread-safe. Wakes the thread to replace it. */
 struct standby *pool_take(struct pool *pool);
+/* Starts one sandbox on the pool's thread (whatever the pool's size) and waits for it: for a
+ * sandbox that must outlive the calling thread, such as a session's kernel. */
+int pool_spawn(struct pool *pool, struct standby **ret, codecell_error *err);
 /* Waits until the pool is full. Fails when sandboxes cannot be started (the reason in err). */
 int pool_warmup(struct pool *pool, codecell_error *err);
 /* Stops the thread and ends every sandbox standing by. Accepts NULL. */

@@ -70,9 +70,10 @@ static void handle_frame(struct pump *p, json_t *frame)
         if (strcmp(t, "ready") == 0 && !p->ready) {
                 p->ready = true;
         } else if (strcmp(t, "result") == 0 && p->exec_sent && !p->result_frame) {
-                if (json_integer_value(json_object_get(frame, "id")) != 1 ||
+                if (json_integer_value(json_object_get(frame, "id")) != p->exec_id ||
                     !json_is_boolean(json_object_get(frame, "ok"))) {
-                        pump_protocol_error(p, "result frame without id 1 and a boolean \"ok\"");
+                        pump_protocol_error(p, "result frame without the exec's id and a boolean "
+                                               "\"ok\"");
                         return;
                 }
                 p->result_frame = json_incref(frame);

@@ -19,6 +19,7 @@ struct pump {
         bool ctl_open, out_open, err_open;
         bool ready;           /* the prelude said "ready" */
         bool exec_sent;       /* the code was handed over: "call" and "result" are allowed */
+        int64_t exec_id;      /* the id of that exec, which its result must carry */
         struct rpc *rpc;      /* host calls of this execution; NULL before exec */
         json_t *result_frame; /* owned */
         /* CPU budget, checked while reading: the interpreter's CPU clock must stay below

@@ -104,6 +104,12 @@ void standby_free(struct standby *s)
         free(s);
 }
 
+void standby_stats(struct standby *s, struct cgroup_stats *ret)
+{
+        if (s->have_cg)
+                s->cg.backend->stats(&s->cg, ret);
+}
+
 int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret_usage,
                      struct cgroup_stats *ret_stats)
 {

@@ -35,6 +35,8 @@ enum standby_end {
         END_WAIT,        /* the interpreter is ending by itself: give init a moment */
 };
 
+/* The sandbox's cgroup counters so far (left unchanged without a cgroup). */
+void standby_stats(struct standby *s, struct cgroup_stats *ret);
 /* Ends the sandbox and removes its cgroup; returns init's exit code (see sandbox_destroy). */
 int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret_usage,
                      struct cgroup_stats *ret_stats);

@@ -608,6 +608,29 @@ class CommandLine(unittest.TestCase):
                 self.assertIn(message, r.stderr)
                 self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
 
+    def test_repl_keeps_state_between_entries(self):
+        entries = {
+            "ruby": 'x = 41\ndef double(y) = y * 2\nputs "hi"\n[x + 1, double(2)]\n'
+                    'raise "boom"\nx\n.reset\ndefined?(x)\n',
+            "python": "x = 41\ndef double(y):\n    return y * 2\n\nprint('hi')\n[x + 1, double(2)]\n"
+                      "raise ValueError('boom')\nx\n.reset\n'x' in globals()\n",
+        }
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                r = codecell("repl", "--lang", lang, stdin=entries[lang])
+                self.assertEqual(r.code, 0, r)
+                values = [line for line in r.stdout.splitlines() if line.startswith("=> ")]
+                self.assertIn("hi", r.stdout.splitlines())
+                self.assertIn("=> [42,4]", values)
+                self.assertEqual(values[-2], "=> 41")  # after the error: state kept
+                self.assertEqual(values[-1], "=> null" if lang == "ruby" else "=> false")
+                self.assertIn("(session reset)", r.stdout)
+                self.assertIn("boom", r.stderr)
+        r = codecell("repl", "--session", "bad name", stdin="1\n")
+        self.assertIn('session name "bad name"', r.stderr)
+        r = codecell("repl", "--frob")
+        self.assertEqual(r.code, 2)
+
     def test_help_lists_every_flag_and_exit_code(self):
         r = codecell("run", "--help")
         self.assertEqual(r.code, 0)

@@ -1,0 +1,208 @@
+/* codecell repl: an interactive session, for a person trying the sandbox. Each entry is one
+ * eval in a persistent session; its output, value or error is printed as `run` prints them. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cell_flags.h"
+#include "codecell.h"
+#include "commands.h"
+#include "result_print.h"
+#include "units.h"
+
+static const char usage[] =
+        "Usage: codecell repl [OPTIONS]\n"
+        "\n"
+        "Reads code from stdin and evaluates each entry in one persistent sandboxed\n"
+        "session: variables, definitions and files in /work survive from one entry to\n"
+        "the next. An entry is one line; end a line with \\ to continue it on the next,\n"
+        "and in Python a line ending in ':' opens a block that an empty line closes.\n"
+        "Type .reset to start the session afresh, .exit (or end of input) to leave.\n"
+        "\n"
+        "Options:\n"
+        "      --session NAME       the session's name (default: repl)\n"
+        "      --lang LANG          ruby (default) or python\n"
+        "      --mount SRC:DST[:ro|rw]\n"
+        "                           a host folder, as for codecell run; repeatable\n"
+        "      --tools FILE         host tools (docs/tools.md)\n"
+        "      --timeout DURATION   wall-clock limit of each entry (default 30s)\n"
+        "      --memory SIZE        memory limit of the session (default 256M)\n"
+        "  -h, --help               show this help\n"
+        "\n"
+        "Exit codes: 0 at the end of input, 2 usage or configuration error,\n"
+        "4 the session could not be started.\n";
+
+enum { OPT_SESSION = 256, OPT_LANG, OPT_MOUNT, OPT_TOOLS, OPT_TIMEOUT, OPT_MEMORY };
+
+static const struct option options[] = {
+        {"session", required_argument, NULL, OPT_SESSION},
+        {"lang", required_argument, NULL, OPT_LANG},
+        {"mount", required_argument, NULL, OPT_MOUNT},
+        {"tools", required_argument, NULL, OPT_TOOLS},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+};
+
+/* One entry from stdin: a line, continued by a trailing backslash, or a Python block. NULL at
+ * the end of input. */
+static char *read_entry(FILE *in, bool python, bool prompt)
+{
+        char *entry = NULL, *line = NULL;
+        size_t entry_len = 0, cap = 0;
+        bool block = false;
+        if (prompt)
+                fputs("codecell> ", stdout);
+        fflush(stdout);
+        for (;;) {
+                ssize_t n = getline(&line, &cap, in);
+                if (n < 0)
+                        break;
+                if (n > 0 && line[n - 1] == '\n')
+                        line[--n] = '\0';
+                bool more = n > 0 && line[n - 1] == '\\';
+                if (more)
+                        line[--n] = '\0';
+                if (python && entry_len == 0 && n > 0 && line[n - 1] == ':')
+                        block = true;
+                if (block && n == 0)
+                        break; /* an empty line closes a block */
+                char *grown = realloc(entry, entry_len + (size_t)n + 2);
+                if (!grown)
+                        break;
+                entry = grown;
+                memcpy(entry + entry_len, line, (size_t)n);
+                entry_len += (size_t)n;
+                entry[entry_len++] = '\n';
+                entry[entry_len] = '\0';
+                if (!more && !block)
+                        break;
+                if (prompt)
+                        fputs("   ...> ", stdout);
+                fflush(stdout);
+        }
+        free(line);
+        return entry;
+}
+
+int cmd_repl(int argc, char **argv)
+{
+        const char *session = "repl", *lang = "ruby", *tools = NULL;
+        const char *mounts[64];
+        size_t n_mounts = 0;
+        uint64_t timeout = 0, memory = 0;
+        int c;
+        optind = 1;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+                switch (c) {
+                case OPT_SESSION:
+                        session = optarg;
+                        break;
+                case OPT_LANG:
+                        lang = optarg;
+                        break;
+                case OPT_MOUNT:
+                        if (n_mounts < sizeof(mounts) / sizeof(mounts[0]))
+                                mounts[n_mounts++] = optarg;
+                        break;
+                case OPT_TOOLS:
+                        tools = optarg;
+                        break;
+                case OPT_TIMEOUT:
+                        if (parse_duration_ms(optarg, &timeout) < 0) {
+                                fprintf(stderr, "codecell repl: bad duration \"%s\"\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case OPT_MEMORY:
+                        if (parse_size(optarg, &memory) < 0) {
+                                fprintf(stderr, "codecell repl: bad size \"%s\"\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case 'h':
+                        fputs(usage, stdout);
+                        return EXIT_OK;
+                default:
+                        fprintf(stderr,
+                                "codecell repl: unknown option or missing value \"%s\" "
+                                "(see codecell repl --help)\n",
+                                argv[optind - 1]);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "codecell repl: unexpected argument \"%s\"\n", argv[optind]);
+                return EXIT_USAGE;
+        }
+        int exit_code = EXIT_USAGE;
+        codecell_error err = {0};
+        codecell_cell *cell = NULL;
+        codecell_config *config = codecell_config_new(lang, &err);
+        if (!config) {
+                fprintf(stderr, "codecell repl: --lang: %s\n", err.message);
+                return EXIT_USAGE;
+        }
+        (void)codecell_config_set_pool(config, 0, &err);
+        for (size_t i = 0; i < n_mounts; i++)
+                if (add_mount_flag("codecell repl", config, mounts[i], &err) < 0)
+                        goto out;
+        if ((timeout &&
+             codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, timeout, &err) < 0) ||
+            (memory &&
+             codecell_config_set_limit(config, CODECELL_LIMIT_MEMORY_BYTES, memory, &err) < 0)) {
+                fprintf(stderr, "codecell repl: %s\n", err.message);
+                goto out;
+        }
+        cell = codecell_cell_new(config, &err);
+        if (!cell) {
+                fprintf(stderr, "codecell repl: %s\n", err.message);
+                exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
+                goto out;
+        }
+        if (tools && codecell_cell_load_tools(cell, tools, &err) < 0) {
+                fprintf(stderr, "codecell repl: --tools %s\n", err.message);
+                goto out;
+        }
+        bool prompt = isatty(STDIN_FILENO);
+        bool python = strcmp(lang, "python") == 0;
+        exit_code = EXIT_OK;
+        char *entry;
+        while ((entry = read_entry(stdin, python, prompt))) {
+                size_t len = strlen(entry);
+                while (len > 0 && (entry[len - 1] == '\n' || entry[len - 1] == ' '))
+                        entry[--len] = '\0';
+                if (strcmp(entry, ".exit") == 0) {
+                        free(entry);
+                        break;
+                }
+                if (strcmp(entry, ".reset") == 0) {
+                        (void)codecell_session_close(cell, session, NULL);
+                        puts("(session reset)");
+                        free(entry);
+                        continue;
+                }
+                if (len == 0) {
+                        free(entry);
+                        continue;
+                }
+                codecell_result *res = NULL;
+                if (codecell_session_eval(cell, session, entry, len, &res, &err) < 0) {
+                        fprintf(stderr, "codecell repl: %s\n", err.message);
+                } else {
+                        print_result(res);
+                        fflush(stdout);
+                        fflush(stderr);
+                }
+                codecell_result_free(res);
+                free(entry);
+        }
+out:
+        codecell_cell_free(cell);
+        codecell_config_free(config);
+        return exit_code;
+}

@@ -1,0 +1,51 @@
+/* A result as a person reads it: the guest's output replayed, then "=> value" or the error. */
+#include "result_print.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void print_result(const codecell_result *res)
+{
+        size_t n;
+        const char *out = codecell_result_stdout(res, &n);
+        fwrite(out, 1, n, stdout);
+        const char *err = codecell_result_stderr(res, &n);
+        fwrite(err, 1, n, stderr);
+        char *text = codecell_result_to_json(res, false);
+        json_t *obj = text ? json_loads(text, 0, NULL) : NULL;
+        free(text);
+        json_t *error = json_object_get(obj, "error");
+        if (json_is_true(json_object_get(obj, "stdout_truncated")))
+                fputs("\ncodecell: stdout was truncated\n", stderr);
+        if (json_is_true(json_object_get(obj, "stderr_truncated")))
+                fputs("\ncodecell: stderr was truncated\n", stderr);
+        switch (codecell_result_status(res)) {
+        case CODECELL_STATUS_OK: {
+                char *value = json_dumps(json_object_get(obj, "value"),
+                                         JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
+                fflush(stdout);
+                printf("=> %s\n", value ? value : "null");
+                free(value);
+                break;
+        }
+        case CODECELL_STATUS_ERROR: {
+                fprintf(stderr, "%s: %s\n", json_string_value(json_object_get(error, "class")),
+                        json_string_value(json_object_get(error, "message")));
+                size_t i;
+                json_t *frame;
+                json_array_foreach(json_object_get(error, "backtrace"), i, frame)
+                        fprintf(stderr, "\tfrom %s\n", json_string_value(frame));
+                break;
+        }
+        default:
+                fprintf(stderr, "codecell: %s: %s\n",
+                        codecell_status_name(codecell_result_status(res)),
+                        json_string_value(error));
+        }
+        size_t i;
+        json_t *warning;
+        json_array_foreach(json_object_get(obj, "warnings"), i, warning)
+                fprintf(stderr, "codecell: warning: %s\n", json_string_value(warning));
+        json_decref(obj);
+}

@@ -1,0 +1,289 @@
+#include "session.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cell.h"
+#include "error.h"
+#include "pool.h"
+#include "result.h"
+#include "standby.h"
+#include "util.h"
+
+#define SESSION_NAME_MAX 64
+
+struct session {
+        char name[SESSION_NAME_MAX + 1];
+        struct standby *kernel; /* NULL: not started yet, or ended */
+        int64_t exec_id;
+        pthread_mutex_t run_lock; /* one eval at a time */
+        /* Guarded by the table's lock: */
+        double last_used; /* now_ms() */
+        unsigned users;   /* evals waiting or running, and closers */
+        bool closed;      /* out of the table: the last user frees it */
+};
+
+static const char state_lost[] =
+        "; the session's state (variables, definitions, loaded libraries, files in /work) was "
+        "lost, and the next eval starts a fresh session";
+
+const char *session_name_problem(const char *name)
+{
+        if (!name || !*name)
+                return "must not be empty";
+        if (strlen(name) > SESSION_NAME_MAX)
+                return "must be at most 64 characters";
+        for (const char *p = name; *p; p++)
+                if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
+                        return "may hold only letters, digits, '_', '.' and '-'";
+        return NULL;
+}
+
+static void session_free(struct session *s)
+{
+        standby_free(s->kernel);
+        pthread_mutex_destroy(&s->run_lock);
+        free(s);
+}
+
+/* Drops a user; frees a closed session once nobody uses it. Called with the table locked. */
+static void release(struct session_table *t, struct session *s)
+{
+        s->users--;
+        if (s->closed && s->users == 0)
+                session_free(s);
+        pthread_cond_broadcast(&t->changed);
+}
+
+static void unlink_session(struct session_table *t, size_t i)
+{
+        t->items[i]->closed = true;
+        t->items[i] = t->items[--t->n];
+}
+
+/* Closes sessions idle for longer than the cell's limit, waking when the next one will be. */
+static void *reap(void *arg)
+{
+        struct codecell_cell *cell = arg;
+        struct session_table *t = &cell->sessions;
+        double idle = (double)cell->config->limits[CODECELL_LIMIT_SESSION_IDLE_MS];
+        pthread_mutex_lock(&t->lock);
+        while (!t->stopping) {
+                double now = now_ms(), next = now + 60000.0;
+                for (size_t i = 0; i < t->n;) {
+                        struct session *s = t->items[i];
+                        if (s->users == 0 && now - s->last_used >= idle) {
+                                unlink_session(t, i);
+                                /* Nobody uses it: free it here, the kernel's teardown with it. */
+                                pthread_mutex_unlock(&t->lock);
+                                session_free(s);
+                                pthread_mutex_lock(&t->lock);
+                                i = 0;
+                                continue;
+                        }
+                        if (s->users == 0 && s->last_used + idle < next)
+                                next = s->last_used + idle;
+                        i++;
+                }
+                double wait = next - now_ms();
+                if (wait < 1)
+                        wait = 1;
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                long long ns = (long long)ts.tv_nsec + (long long)(wait * 1e6);
+                ts.tv_sec += (time_t)(ns / 1000000000LL);
+                ts.tv_nsec = (long)(ns % 1000000000LL);
+                (void)pthread_cond_timedwait(&t->changed, &t->lock, &ts);
+        }
+        pthread_mutex_unlock(&t->lock);
+        return NULL;
+}
+
+void session_table_init(struct session_table *t)
+{
+        *t = (struct session_table){0};
+        pthread_mutex_init(&t->lock, NULL);
+        pthread_cond_init(&t->changed, NULL);
+}
+
+void codecell_session_close_all(codecell_cell *cell)
+{
+        struct session_table *t = &cell->sessions;
+        for (;;) {
+                pthread_mutex_lock(&t->lock);
+                const char *name = t->n ? t->items[0]->name : NULL;
+                char copy[SESSION_NAME_MAX + 1] = "";
+                if (name)
+                        snprintf(copy, sizeof(copy), "%s", name);
+                pthread_mutex_unlock(&t->lock);
+                if (!*copy)
+                        return;
+                (void)codecell_session_close(cell, copy, NULL);
+        }
+}
+
+void session_table_free(struct codecell_cell *cell)
+{
+        struct session_table *t = &cell->sessions;
+        codecell_session_close_all(cell);
+        pthread_mutex_lock(&t->lock);
+        t->stopping = true;
+        pthread_cond_broadcast(&t->changed);
+        pthread_mutex_unlock(&t->lock);
+        if (t->reaper_started)
+                pthread_join(t->reaper, NULL);
+        free(t->items);
+        pthread_mutex_destroy(&t->lock);
+        pthread_cond_destroy(&t->changed);
+}
+
+/* The session of that name, made if missing; with one more user. */
+static int acquire(struct codecell_cell *cell, const char *name, struct session **ret,
+                   codecell_error *err)
+{
+        struct session_table *t = &cell->sessions;
+        int r = 0;
+        pthread_mutex_lock(&t->lock);
+        struct session *s = NULL;
+        for (size_t i = 0; i < t->n && !s; i++)
+                if (strcmp(t->items[i]->name, name) == 0)
+                        s = t->items[i];
+        if (!s) {
+                uint64_t max = cell->config->limits[CODECELL_LIMIT_SESSIONS];
+                if (t->n >= max) {
+                        r = err_set(err, CODECELL_ERR_UNSUPPORTED, EMFILE,
+                                    "session \"%s\": %zu sessions are open, the most this cell "
+                                    "allows; close one first",
+                                    name, t->n);
+                        goto out;
+                }
+                struct session **grown = realloc(t->items, (t->n + 1) * sizeof(*grown));
+                s = calloc(1, sizeof(*s));
+                if (grown)
+                        t->items = grown;
+                if (!grown || !s) {
+                        free(s);
+                        r = err_sys(err, ENOMEM, "session");
+                        goto out;
+                }
+                snprintf(s->name, sizeof(s->name), "%s", name);
+                pthread_mutex_init(&s->run_lock, NULL);
+                s->last_used = now_ms();
+                t->items[t->n++] = s;
+                if (!t->reaper_started && pthread_create(&t->reaper, NULL, reap, cell) == 0)
+                        t->reaper_started = true;
+        }
+        s->users++;
+        *ret = s;
+out:
+        pthread_mutex_unlock(&t->lock);
+        return r;
+}
+
+static void append_error(codecell_result *res, const char *text)
+{
+        const char *was = json_string_value(res->error);
+        size_t len = (was ? strlen(was) : 0) + strlen(text) + 1;
+        char *joined = malloc(len);
+        if (!joined)
+                return;
+        snprintf(joined, len, "%s%s", was ? was : "", text);
+        json_decref(res->error);
+        res->error = json_string(joined);
+        free(joined);
+}
+
+int codecell_session_eval(codecell_cell *cell, const char *name, const char *code, size_t len,
+                          codecell_result **ret_result, codecell_error *err)
+{
+        *ret_result = NULL;
+        const char *problem = session_name_problem(name);
+        if (problem)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "session name \"%s\": %s",
+                               name ? name : "", problem);
+        int r = cell_check_code(cell, code, len, err);
+        if (r < 0)
+                return r;
+        codecell_result *res = result_new();
+        if (!res)
+                return err_sys(err, ENOMEM, "result");
+        struct session *s = NULL;
+        if ((r = acquire(cell, name, &s, err)) < 0) {
+                codecell_result_free(res);
+                return r;
+        }
+        execution_prepare(cell, res);
+        pthread_mutex_lock(&s->run_lock);
+        /* A kernel found dead before the code is delivered is replaced, and the code runs
+         * there: the caller sees a fresh session, not an error. */
+        if (s->kernel && !standby_alive(s->kernel)) {
+                standby_free(s->kernel);
+                s->kernel = NULL;
+        }
+        codecell_error e = {0};
+        if (!s->kernel && pool_spawn(cell->pool, &s->kernel, &e) < 0) {
+                s->kernel = NULL;
+                res->status = CODECELL_STATUS_SANDBOX_ERROR;
+                char text[sizeof(e.message) + 64];
+                snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
+                res->error = json_string(text);
+        } else if (!execution_on(cell, s->kernel, code, len, ++s->exec_id, true, res)) {
+                standby_free(s->kernel);
+                s->kernel = NULL;
+                append_error(res, state_lost);
+        }
+        pthread_mutex_unlock(&s->run_lock);
+        pthread_mutex_lock(&cell->sessions.lock);
+        s->last_used = now_ms();
+        release(&cell->sessions, s);
+        pthread_mutex_unlock(&cell->sessions.lock);
+        *ret_result = res;
+        return 0;
+}
+
+int codecell_session_close(codecell_cell *cell, const char *name, codecell_error *err)
+{
+        struct session_table *t = &cell->sessions;
+        struct session *s = NULL;
+        pthread_mutex_lock(&t->lock);
+        for (size_t i = 0; i < t->n && !s; i++)
+                if (strcmp(t->items[i]->name, name ? name : "") == 0) {
+                        s = t->items[i];
+                        unlink_session(t, i);
+                }
+        if (s)
+                s->users++;
+        pthread_mutex_unlock(&t->lock);
+        if (!s)
+                return err_set(err, CODECELL_ERR_INVALID, ENOENT, "session \"%s\": no such session",
+                               name ? name : "");
+        /* After an eval in progress, if any: then the kernel goes. */
+        pthread_mutex_lock(&s->run_lock);
+        standby_free(s->kernel);
+        s->kernel = NULL;
+        pthread_mutex_unlock(&s->run_lock);
+        pthread_mutex_lock(&t->lock);
+        release(t, s);
+        pthread_mutex_unlock(&t->lock);
+        return 0;
+}
+
+char **codecell_session_list(codecell_cell *cell)
+{
+        struct session_table *t = &cell->sessions;
+        pthread_mutex_lock(&t->lock);
+        char **names = calloc(t->n + 1, sizeof(*names));
+        for (size_t i = 0; names && i < t->n; i++)
+                if (!(names[i] = strdup(t->items[i]->name))) {
+                        for (size_t k = 0; k < i; k++)
+                                free(names[k]);
+                        free(names);
+                        names = NULL;
+                }
+        pthread_mutex_unlock(&t->lock);
+        return names;
+}

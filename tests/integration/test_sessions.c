@@ -1,0 +1,239 @@
+/* Sessions through the public API, in the language given as argv[1]: state that survives,
+ * isolation, reset, idle close, lost state on limits, respawn, output per eval, caps, and
+ * nothing left behind. */
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codecell.h"
+#include "languages.h"
+
+static int failures;
+#define CHECK(cond)                                                                                \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+                        failures++;                                                                \
+                }                                                                                  \
+        } while (0)
+
+static char *eval(codecell_cell *cell, const char *session, const char *code)
+{
+        codecell_result *res = NULL;
+        codecell_error err = {0};
+        if (codecell_session_eval(cell, session, code, strlen(code), &res, &err) < 0) {
+                fprintf(stderr, "eval: %s\n", err.message);
+                return NULL;
+        }
+        char *json = codecell_result_to_json(res, false);
+        codecell_result_free(res);
+        return json;
+}
+
+static void expect(codecell_cell *cell, const char *session, const char *code, const char *prefix)
+{
+        char *json = eval(cell, session, code);
+        if (!json || strncmp(json, prefix, strlen(prefix)) != 0) {
+                fprintf(stderr, "[%s] %s\n  gave:     %.400s\n  expected: %s…\n", session, code,
+                        json, prefix);
+                failures++;
+        }
+        free(json);
+}
+
+static void expect_has(codecell_cell *cell, const char *session, const char *code, const char *part)
+{
+        char *json = eval(cell, session, code);
+        if (!json || !strstr(json, part)) {
+                fprintf(stderr, "[%s] %s\n  gave: %.400s\n  lacks: %s\n", session, code, json,
+                        part);
+                failures++;
+        }
+        free(json);
+}
+
+/* Children of this process (the sessions' inits, whichever thread started them). */
+static size_t children(pid_t *pids, size_t max)
+{
+        size_t n = 0;
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+                char path[300], text[4096];
+                snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                size_t k = fread(text, 1, sizeof(text) - 1, f);
+                text[k] = '\0';
+                fclose(f);
+                for (char *save = NULL, *t = strtok_r(text, " \n", &save); t && n < max;
+                     t = strtok_r(NULL, " \n", &save))
+                        pids[n++] = atoi(t);
+        }
+        if (d)
+                closedir(d);
+        return n;
+}
+
+static size_t own_cgroups(void)
+{
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd),
+                 "find /sys/fs/cgroup -maxdepth 6 -name 'codecell-%d-*' 2>/dev/null | wc -l",
+                 (int)getpid());
+        FILE *p = popen(cmd, "r");
+        int k = 0;
+        if (p && fscanf(p, "%d", &k) != 1)
+                k = -1;
+        if (p)
+                pclose(p);
+        return (size_t)k;
+}
+
+static void kill_guests(void)
+{
+        pid_t inits[16];
+        size_t n = children(inits, 16);
+        for (size_t i = 0; i < n; i++) {
+                char path[64], text[256];
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/children", inits[i], inits[i]);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                size_t k = fread(text, 1, sizeof(text) - 1, f);
+                text[k] = '\0';
+                fclose(f);
+                kill(atoi(text), SIGKILL);
+        }
+}
+
+static codecell_cell *cell;
+
+static void *increment(void *arg)
+{
+        (void)arg;
+        for (int i = 0; i < 10; i++)
+                expect(cell, "shared", L("$n += 1", "n += 1\nn"), "{\"status\":\"ok\"");
+        return NULL;
+}
+
+int main(int argc, char **argv)
+{
+        pick_language(argc, argv);
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 1000, &err);
+        codecell_config_set_limit(config, CODECELL_LIMIT_SESSIONS, 3, &err);
+        codecell_config_set_limit(config, CODECELL_LIMIT_SESSION_IDLE_MS, 1500, &err);
+        cell = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        if (!cell)
+                return 1;
+        const char *ok = "{\"status\":\"ok\"";
+
+        /* State survives: locals, definitions, libraries, constants, files in /work. */
+        expect(cell, "a",
+               L("require 'set'; x = 41; LIMIT = 7; def double(y) = y * 2; "
+                 "File.write('/work/f', 'kept'); s = Set[1]",
+                 "import fractions\nx = 41\nLIMIT = 7\ndef double(y):\n    return y * 2\n"
+                 "open('/work/f', 'w').write('kept')"),
+               ok);
+        expect(cell, "a",
+               L("[x + 1, double(21), LIMIT, File.read('/work/f'), Set[2].size]",
+                 "[x + 1, double(21), LIMIT, open('/work/f').read(), "
+                 "fractions.Fraction(1, 2).denominator]"),
+               L("{\"status\":\"ok\",\"value\":[42,42,7,\"kept\",1]",
+                 "{\"status\":\"ok\",\"value\":[42,42,7,\"kept\",2]"));
+
+        /* Sessions are isolated: variables, files, processes. */
+        expect(cell, "b",
+               L("[defined?(x), File.exist?('/work/f'), "
+                 "Dir.children('/proc').grep(/\\A\\d+\\z/).size <= 3]",
+                 "import os\n['x' in globals(), os.path.exists('/work/f'), "
+                 "len([p for p in os.listdir('/proc') if p.isdigit()]) <= 3]"),
+               L("{\"status\":\"ok\",\"value\":[null,false,true]",
+                 "{\"status\":\"ok\",\"value\":[false,false,true]"));
+
+        /* Each eval's output is its own: 20 in a row. */
+        for (int i = 0; i < 20; i++) {
+                char code[64], want[96];
+                snprintf(code, sizeof(code), L("puts %d; %d", "print(%d)\n%d"), i, i);
+                snprintf(want, sizeof(want), "{\"status\":\"ok\",\"value\":%d,\"stdout\":\"%d\\n\"",
+                         i, i);
+                expect(cell, "a", code, want);
+        }
+
+        /* The cap on sessions, and bad names. */
+        expect(cell, "c", "1", ok);
+        codecell_result *res = NULL;
+        CHECK(codecell_session_eval(cell, "d", "1", 1, &res, &err) < 0 && res == NULL);
+        CHECK(strstr(err.message, "3 sessions are open") != NULL);
+        CHECK(codecell_session_eval(cell, "no spaces", "1", 1, &res, &err) < 0);
+        CHECK(strstr(err.message, "may hold only") != NULL);
+        CHECK(codecell_session_eval(cell, "", "1", 1, &res, &err) < 0);
+        CHECK(codecell_session_close(cell, "nope", &err) < 0 && strstr(err.message, "no such"));
+        CHECK(codecell_session_close(cell, "c", &err) == 0);
+
+        /* A timeout ends the session and says its state was lost. */
+        expect_has(cell, "b", L("y = 1", "y = 1"), ok);
+        expect_has(cell, "b", L("sleep 5", "import time\ntime.sleep(5)"), "state");
+        expect(cell, "b", L("defined?(y)", "'y' in globals()"),
+               L("{\"status\":\"ok\",\"value\":null", "{\"status\":\"ok\",\"value\":false"));
+
+        /* A kernel that dies while running code reports it; the next eval gets a fresh one. */
+        expect_has(cell, "b", L("exit!(3)", "import os\nos._exit(3)"), "was lost");
+        expect(cell, "b", "1 + 1", "{\"status\":\"ok\",\"value\":2");
+
+        /* A kernel killed from outside between evals: the code runs on a fresh kernel. */
+        expect(cell, "b", L("z = 5", "z = 5"), ok);
+        kill_guests();
+        usleep(200000);
+        expect(cell, "b",
+               L("defined?(z) ? 'kept' : 'fresh'", "'kept' if 'z' in globals() else 'fresh'"),
+               "{\"status\":\"ok\",\"value\":\"fresh\"");
+
+        /* One session shared by threads: evals run one at a time, none lost. */
+        expect(cell, "shared", L("$n = 0", "n = 0"), ok);
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+                pthread_create(&t[i], NULL, increment, NULL);
+        for (int i = 0; i < 2; i++)
+                pthread_join(t[i], NULL);
+        expect(cell, "shared", L("$n", "n"), "{\"status\":\"ok\",\"value\":20");
+
+        /* Reset (close) discards the state. */
+        CHECK(codecell_session_close(cell, "a", &err) == 0);
+        expect(cell, "a", L("defined?(x)", "'x' in globals()"),
+               L("{\"status\":\"ok\",\"value\":null", "{\"status\":\"ok\",\"value\":false"));
+
+        /* Idle sessions are closed without waiting for a call. */
+        pid_t pids[16];
+        CHECK(children(pids, 16) > 0);
+        sleep(3);
+        char **names = codecell_session_list(cell);
+        CHECK(names && names[0] == NULL);
+        for (size_t i = 0; names && names[i]; i++)
+                free(names[i]);
+        free(names);
+        CHECK(children(pids, 16) == 0);
+
+        /* Nothing left after close. */
+        expect(cell, "e", "1", ok);
+        codecell_session_close_all(cell);
+        CHECK(children(pids, 16) == 0);
+        CHECK(own_cgroups() == 0);
+        expect(cell, "f", "1", ok);
+        codecell_cell_free(cell); /* closes "f" */
+        CHECK(children(pids, 16) == 0);
+        CHECK(own_cgroups() == 0);
+        if (failures)
+                fprintf(stderr, "%d check(s) failed (%s)\n", failures, language);
+        return failures ? 1 : 0;
+}
