@@ -20,29 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "codecell.h"
 
 extern char **environ;
-
-static double now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-        return (x > y) - (x < y);
-}
-
-static double percentile(double *v, size_t n, double p)
-{
-        qsort(v, n, sizeof(*v), cmp_double);
-        size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-        return v[i < n ? i : n - 1];
-}
 
 struct workload {
         const char *name;

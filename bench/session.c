@@ -6,22 +6,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "codecell.h"
 
 #define EVALS 5000
-
-static double now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-        return (x > y) - (x < y);
-}
 
 static int eval(codecell_cell *cell, const char *code, json_int_t *ret_value)
 {
@@ -75,8 +63,8 @@ int main(void)
                                 EVALS);
                         return 2;
                 }
-                qsort(t, EVALS, sizeof(double), cmp);
-                printf("%-8s %10.3f %10.3f\n", languages[l], t[EVALS / 2], t[EVALS * 99 / 100]);
+                double p50 = percentile(t, EVALS, 0.5), p99 = percentile(t, EVALS, 0.99);
+                printf("%-8s %10.3f %10.3f\n", languages[l], p50, p99);
                 free(t);
                 codecell_cell_free(cell);
         }

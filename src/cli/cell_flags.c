@@ -1,6 +1,8 @@
 /* Flags shared by the verbs that build a cell: --mount, and the language of a file. */
 #include "cell_flags.h"
 
+#include "commands.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,4 +46,46 @@ const char *language_of(const char *path)
 {
         const char *lang = codecell_language_of(path);
         return lang ? lang : "ruby";
+}
+
+int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
+{
+        *ret = NULL;
+        codecell_error err = {0};
+        int exit_code = EXIT_USAGE;
+        codecell_cell *cell = NULL;
+        codecell_config *config = codecell_config_new(f->lang, &err);
+        if (!config) {
+                fprintf(stderr, "%s: --lang: %s\n", f->who, err.message);
+                return EXIT_USAGE;
+        }
+        codecell_config_set_policy(config, f->policy);
+        (void)codecell_config_set_pool(config, 0, &err);
+        for (size_t i = 0; i < f->n_mounts; i++)
+                if (add_mount_flag(f->who, config, f->mounts[i], &err) < 0)
+                        goto out;
+        for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
+                if (f->limits[l] &&
+                    codecell_config_set_limit(config, (codecell_limit)l, f->limits[l], &err) < 0) {
+                        fprintf(stderr, "%s: %s (from \"%s\")\n", f->who, err.message,
+                                f->limit_text[l] ? f->limit_text[l] : "");
+                        goto out;
+                }
+        cell = codecell_cell_new(config, &err);
+        if (!cell) {
+                fprintf(stderr, "%s: %s\n", f->who, err.message);
+                exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
+                goto out;
+        }
+        if (f->tools && codecell_cell_load_tools(cell, f->tools, &err) < 0) {
+                fprintf(stderr, "%s: --tools %s\n", f->who, err.message);
+                codecell_cell_free(cell);
+                cell = NULL;
+                goto out;
+        }
+        *ret = cell;
+        exit_code = EXIT_OK;
+out:
+        codecell_config_free(config);
+        return exit_code;
 }

@@ -35,23 +35,22 @@ static const struct option options[] = {
 
 int cmd_describe(int argc, char **argv)
 {
-        const char *lang = "ruby", *tools = NULL;
-        const char *mounts[64];
-        size_t n_mounts = 0;
+        struct cell_flags f = {
+                .who = "codecell describe", .lang = "ruby", .policy = CODECELL_POLICY_IGNORE};
         int c;
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
                 switch (c) {
                 case OPT_LANG:
-                        lang = optarg;
+                        f.lang = optarg;
                         break;
                 case OPT_MOUNT:
-                        if (n_mounts < sizeof(mounts) / sizeof(mounts[0]))
-                                mounts[n_mounts++] = optarg;
+                        if (f.n_mounts < sizeof(f.mounts) / sizeof(f.mounts[0]))
+                                f.mounts[f.n_mounts++] = optarg;
                         break;
                 case OPT_TOOLS:
-                        tools = optarg;
+                        f.tools = optarg;
                         break;
                 case 'h':
                         fputs(usage, stdout);
@@ -68,33 +67,10 @@ int cmd_describe(int argc, char **argv)
                 fprintf(stderr, "codecell describe: unexpected argument \"%s\"\n", argv[optind]);
                 return EXIT_USAGE;
         }
-        int exit_code = EXIT_USAGE;
-        codecell_error err = {0};
         codecell_cell *cell = NULL;
-        codecell_config *config = codecell_config_new(lang, &err);
-        if (!config) {
-                fprintf(stderr, "codecell describe: --lang: %s\n", err.message);
-                return EXIT_USAGE;
-        }
-        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
-        (void)codecell_config_set_pool(config, 0, &err);
-        for (size_t i = 0; i < n_mounts; i++)
-                if (add_mount_flag("codecell describe", config, mounts[i], &err) < 0)
-                        goto out;
-        cell = codecell_cell_new(config, &err);
-        if (!cell) {
-                fprintf(stderr, "codecell describe: %s\n", err.message);
-                exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
-                goto out;
-        }
-        if (tools && codecell_cell_load_tools(cell, tools, &err) < 0) {
-                fprintf(stderr, "codecell describe: --tools %s\n", err.message);
-                goto out;
-        }
-        puts(codecell_cell_description(cell));
-        exit_code = EXIT_OK;
-out:
+        int exit_code = cell_from_flags(&f, &cell);
+        if (exit_code == EXIT_OK)
+                puts(codecell_cell_description(cell));
         codecell_cell_free(cell);
-        codecell_config_free(config);
         return exit_code;
 }

@@ -90,10 +90,9 @@ static char *read_entry(FILE *in, bool python, bool prompt)
 
 int cmd_repl(int argc, char **argv)
 {
-        const char *session = "repl", *lang = "ruby", *tools = NULL;
-        const char *mounts[64];
-        size_t n_mounts = 0;
-        uint64_t timeout = 0, memory = 0;
+        const char *session = "repl";
+        struct cell_flags f = {
+                .who = "codecell repl", .lang = "ruby", .policy = CODECELL_POLICY_WARN};
         int c;
         optind = 1;
         opterr = 0;
@@ -103,23 +102,25 @@ int cmd_repl(int argc, char **argv)
                         session = optarg;
                         break;
                 case OPT_LANG:
-                        lang = optarg;
+                        f.lang = optarg;
                         break;
                 case OPT_MOUNT:
-                        if (n_mounts < sizeof(mounts) / sizeof(mounts[0]))
-                                mounts[n_mounts++] = optarg;
+                        if (f.n_mounts < sizeof(f.mounts) / sizeof(f.mounts[0]))
+                                f.mounts[f.n_mounts++] = optarg;
                         break;
                 case OPT_TOOLS:
-                        tools = optarg;
+                        f.tools = optarg;
                         break;
                 case OPT_TIMEOUT:
-                        if (parse_duration_ms(optarg, &timeout) < 0) {
+                        f.limit_text[CODECELL_LIMIT_TIMEOUT_MS] = optarg;
+                        if (parse_duration_ms(optarg, &f.limits[CODECELL_LIMIT_TIMEOUT_MS]) < 0) {
                                 fprintf(stderr, "codecell repl: bad duration \"%s\"\n", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
                 case OPT_MEMORY:
-                        if (parse_size(optarg, &memory) < 0) {
+                        f.limit_text[CODECELL_LIMIT_MEMORY_BYTES] = optarg;
+                        if (parse_size(optarg, &f.limits[CODECELL_LIMIT_MEMORY_BYTES]) < 0) {
                                 fprintf(stderr, "codecell repl: bad size \"%s\"\n", optarg);
                                 return EXIT_USAGE;
                         }
@@ -139,38 +140,13 @@ int cmd_repl(int argc, char **argv)
                 fprintf(stderr, "codecell repl: unexpected argument \"%s\"\n", argv[optind]);
                 return EXIT_USAGE;
         }
-        int exit_code = EXIT_USAGE;
         codecell_error err = {0};
         codecell_cell *cell = NULL;
-        codecell_config *config = codecell_config_new(lang, &err);
-        if (!config) {
-                fprintf(stderr, "codecell repl: --lang: %s\n", err.message);
-                return EXIT_USAGE;
-        }
-        (void)codecell_config_set_pool(config, 0, &err);
-        for (size_t i = 0; i < n_mounts; i++)
-                if (add_mount_flag("codecell repl", config, mounts[i], &err) < 0)
-                        goto out;
-        if ((timeout &&
-             codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, timeout, &err) < 0) ||
-            (memory &&
-             codecell_config_set_limit(config, CODECELL_LIMIT_MEMORY_BYTES, memory, &err) < 0)) {
-                fprintf(stderr, "codecell repl: %s\n", err.message);
-                goto out;
-        }
-        cell = codecell_cell_new(config, &err);
-        if (!cell) {
-                fprintf(stderr, "codecell repl: %s\n", err.message);
-                exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
-                goto out;
-        }
-        if (tools && codecell_cell_load_tools(cell, tools, &err) < 0) {
-                fprintf(stderr, "codecell repl: --tools %s\n", err.message);
-                goto out;
-        }
+        int exit_code = cell_from_flags(&f, &cell);
+        if (exit_code != EXIT_OK)
+                return exit_code;
         bool prompt = isatty(STDIN_FILENO);
-        bool python = strcmp(lang, "python") == 0;
-        exit_code = EXIT_OK;
+        bool python = strcmp(f.lang, "python") == 0;
         char *entry;
         while ((entry = read_entry(stdin, python, prompt))) {
                 size_t len = strlen(entry);
@@ -201,8 +177,6 @@ int cmd_repl(int argc, char **argv)
                 codecell_result_free(res);
                 free(entry);
         }
-out:
         codecell_cell_free(cell);
-        codecell_config_free(config);
         return exit_code;
 }

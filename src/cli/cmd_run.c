@@ -152,13 +152,9 @@ static const struct limit_flag limit_flags[] = {
 
 int cmd_run(int argc, char **argv)
 {
-        const char *eval = NULL, *lang = NULL, *tools = NULL;
+        const char *eval = NULL;
         bool json = false;
-        const char *mounts[64];
-        size_t n_mounts = 0;
-        uint64_t limits[CODECELL_LIMIT__COUNT] = {0};
-        const char *limit_text[CODECELL_LIMIT__COUNT] = {0};
-        codecell_policy policy = CODECELL_POLICY_WARN;
+        struct cell_flags f = {.who = "codecell run", .policy = CODECELL_POLICY_WARN};
         int c;
         optind = 1;
         opterr = 0;
@@ -168,23 +164,23 @@ int cmd_run(int argc, char **argv)
                         eval = optarg;
                         break;
                 case OPT_LANG:
-                        lang = optarg;
+                        f.lang = optarg;
                         break;
                 case OPT_TOOLS:
-                        tools = optarg;
+                        f.tools = optarg;
                         break;
                 case OPT_MOUNT:
-                        if (n_mounts == sizeof(mounts) / sizeof(mounts[0]))
+                        if (f.n_mounts == sizeof(f.mounts) / sizeof(f.mounts[0]))
                                 return fail_usage("too many --mount flags%s", "");
-                        mounts[n_mounts++] = optarg;
+                        f.mounts[f.n_mounts++] = optarg;
                         break;
                 case OPT_POLICY:
                         if (strcmp(optarg, "warn") == 0)
-                                policy = CODECELL_POLICY_WARN;
+                                f.policy = CODECELL_POLICY_WARN;
                         else if (strcmp(optarg, "raise") == 0)
-                                policy = CODECELL_POLICY_RAISE;
+                                f.policy = CODECELL_POLICY_RAISE;
                         else if (strcmp(optarg, "ignore") == 0)
-                                policy = CODECELL_POLICY_IGNORE;
+                                f.policy = CODECELL_POLICY_IGNORE;
                         else
                                 return fail_usage("--on-unsupported must be warn, raise or ignore, "
                                                   "not \"%s\"",
@@ -208,14 +204,14 @@ int cmd_run(int argc, char **argv)
                                         lf = &limit_flags[i];
                         if (!lf)
                                 return fail_usage("unexpected option%s", "");
-                        int r = lf->duration ? parse_duration_ms(optarg, &limits[lf->limit])
-                                             : parse_size(optarg, &limits[lf->limit]);
+                        int r = lf->duration ? parse_duration_ms(optarg, &f.limits[lf->limit])
+                                             : parse_size(optarg, &f.limits[lf->limit]);
                         if (r < 0)
                                 return fail_usage(
                                         lf->duration ? "bad duration \"%s\" (e.g. 500ms, 5s, 1m)"
                                                      : "bad size \"%s\" (e.g. 512K, 256M, 1G)",
                                         optarg);
-                        limit_text[lf->limit] = optarg;
+                        f.limit_text[lf->limit] = optarg;
                 }
                 }
         }
@@ -240,38 +236,14 @@ int cmd_run(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        int exit_code = EXIT_USAGE;
         codecell_error err = {0};
         codecell_cell *cell = NULL;
         codecell_result *res = NULL;
-        codecell_config *config = codecell_config_new(lang ? lang : language_of(file), &err);
-        if (!config) {
-                fprintf(stderr, "codecell run: --lang: %s\n", err.message);
+        if (!f.lang)
+                f.lang = language_of(file);
+        int exit_code = cell_from_flags(&f, &cell);
+        if (exit_code != EXIT_OK)
                 goto out;
-        }
-        codecell_config_set_policy(config, policy);
-        /* One run, then exit: a pool would start sandboxes that are never used. */
-        (void)codecell_config_set_pool(config, 0, &err);
-        for (size_t i = 0; i < n_mounts; i++)
-                if (add_mount_flag("codecell run", config, mounts[i], &err) < 0)
-                        goto out;
-        for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
-                if (limits[l] &&
-                    codecell_config_set_limit(config, (codecell_limit)l, limits[l], &err) < 0) {
-                        fprintf(stderr, "codecell run: %s (from \"%s\")\n", err.message,
-                                limit_text[l]);
-                        goto out;
-                }
-        cell = codecell_cell_new(config, &err);
-        if (!cell) {
-                fprintf(stderr, "codecell run: %s\n", err.message);
-                exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
-                goto out;
-        }
-        if (tools && codecell_cell_load_tools(cell, tools, &err) < 0) {
-                fprintf(stderr, "codecell run: --tools %s\n", err.message);
-                goto out;
-        }
         if (codecell_cell_run(cell, code, len, &res, &err) < 0) {
                 fprintf(stderr, "codecell run: %s\n", err.message);
                 exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
@@ -289,7 +261,6 @@ int cmd_run(int argc, char **argv)
 out:
         codecell_result_free(res);
         codecell_cell_free(cell);
-        codecell_config_free(config);
         free(code);
         return exit_code;
 }

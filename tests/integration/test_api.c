@@ -5,22 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "codecell.h"
+#include "e2e.h"
 #include "languages.h"
-
-static int failures;
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
 
 static codecell_result *run(codecell_cell *cell, const char *code)
 {
         codecell_result *res = NULL;
-        codecell_error err = {0};
+        codecell_error err;
         if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0)
                 fprintf(stderr, "run: %s\n", err.message);
         return res;
@@ -90,7 +81,5 @@ int main(int argc, char **argv)
         codecell_result_free(NULL);
         unlink(path);
         rmdir(dir);
-        if (failures)
-                fprintf(stderr, "%d check(s) failed\n", failures);
-        return failures ? 1 : 0;
+        CHECK_DONE();
 }

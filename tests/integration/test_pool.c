@@ -9,100 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "codecell.h"
+#include "e2e.h"
 #include "languages.h"
-
-static int failures;
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
-
-/* The result JSON of one run (caller frees), or NULL. */
-static char *run(codecell_cell *cell, const char *code)
-{
-        codecell_result *res = NULL;
-        codecell_error err = {0};
-        if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0) {
-                fprintf(stderr, "run: %s\n", err.message);
-                return NULL;
-        }
-        char *json = codecell_result_to_json(res, false);
-        codecell_result_free(res);
-        return json;
-}
 
 static bool run_gives(codecell_cell *cell, const char *code, const char *expected_prefix)
 {
-        char *json = run(cell, code);
-        bool ok = json && strncmp(json, expected_prefix, strlen(expected_prefix)) == 0;
-        if (!ok)
-                fprintf(stderr, "code %s\n  gave     %s\n  expected %s…\n", code, json,
-                        expected_prefix);
+        char *json = run_code(cell, code);
+        bool ok = starts_with(code, json, expected_prefix);
         free(json);
         return ok;
-}
-
-/* The sandboxes' inits are children of this process (of whichever thread made them). */
-static size_t children(pid_t *pids, size_t max)
-{
-        size_t n = 0;
-        DIR *d = opendir("/proc/self/task");
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-                char path[300], text[4096];
-                snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
-                FILE *f = fopen(path, "re");
-                if (!f)
-                        continue;
-                size_t k = fread(text, 1, sizeof(text) - 1, f);
-                text[k] = '\0';
-                fclose(f);
-                for (char *save = NULL, *t = strtok_r(text, " \n", &save); t && n < max;
-                     t = strtok_r(NULL, " \n", &save))
-                        pids[n++] = atoi(t);
-        }
-        if (d)
-                closedir(d);
-        return n;
-}
-
-static void kill_guests_of(pid_t init)
-{
-        char path[64], text[256];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", init, init);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return;
-        size_t k = fread(text, 1, sizeof(text) - 1, f);
-        text[k] = '\0';
-        fclose(f);
-        for (char *save = NULL, *t = strtok_r(text, " \n", &save); t;
-             t = strtok_r(NULL, " \n", &save))
-                kill(atoi(t), SIGKILL);
-}
-
-static size_t own_cgroups(void)
-{
-        char prefix[64];
-        snprintf(prefix, sizeof(prefix), "codecell-%d-", (int)getpid());
-        const char *roots[] = {"/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"};
-        size_t n = 0;
-        for (size_t i = 0; i < 2; i++) {
-                char cmd[400];
-                snprintf(cmd, sizeof(cmd), "find %s -maxdepth 4 -name '%s*' 2>/dev/null | wc -l",
-                         roots[i], prefix);
-                FILE *p = popen(cmd, "r");
-                int k = 0;
-                if (p && fscanf(p, "%d", &k) == 1)
-                        n += (size_t)k;
-                if (p)
-                        pclose(p);
-        }
-        return n;
 }
 
 struct worker {
@@ -183,9 +98,7 @@ int main(int argc, char **argv)
 
         /* Sandboxes that died while standing by are replaced without the caller noticing. */
         CHECK(codecell_cell_warmup(cell, &err) == 0);
-        n_before = children(before, 64);
-        for (size_t i = 0; i < n_before; i++)
-                kill_guests_of(before[i]);
+        kill_guests();
         usleep(200000);
         CHECK(run_gives(cell, "6 * 7", "{\"status\":\"ok\",\"value\":42,"));
         CHECK(codecell_cell_warmup(cell, &err) == 0);
@@ -215,7 +128,5 @@ int main(int argc, char **argv)
         CHECK(children(after, 64) == 0);
         codecell_cell_free(cell);
 
-        if (failures)
-                fprintf(stderr, "%d check(s) failed\n", failures);
-        return failures ? 1 : 0;
+        CHECK_DONE();
 }

@@ -9,39 +9,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codecell.h"
+#include "e2e.h"
 #include "languages.h"
-
-static int failures;
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
 
 static char *eval(codecell_cell *cell, const char *session, const char *code)
 {
         codecell_result *res = NULL;
         codecell_error err = {0};
-        if (codecell_session_eval(cell, session, code, strlen(code), &res, &err) < 0) {
-                fprintf(stderr, "eval: %s\n", err.message);
-                return NULL;
-        }
-        char *json = codecell_result_to_json(res, false);
-        codecell_result_free(res);
-        return json;
+        int rc = codecell_session_eval(cell, session, code, strlen(code), &res, &err);
+        return result_text(rc, res, &err);
 }
 
 static void expect(codecell_cell *cell, const char *session, const char *code, const char *prefix)
 {
         char *json = eval(cell, session, code);
-        if (!json || strncmp(json, prefix, strlen(prefix)) != 0) {
-                fprintf(stderr, "[%s] %s\n  gave:     %.400s\n  expected: %s…\n", session, code,
-                        json, prefix);
-                failures++;
-        }
+        CHECK(starts_with(code, json, prefix));
         free(json);
 }
 
@@ -51,65 +33,9 @@ static void expect_has(codecell_cell *cell, const char *session, const char *cod
         if (!json || !strstr(json, part)) {
                 fprintf(stderr, "[%s] %s\n  gave: %.400s\n  lacks: %s\n", session, code, json,
                         part);
-                failures++;
+                check_failures++;
         }
         free(json);
-}
-
-/* Children of this process (the sessions' inits, whichever thread started them). */
-static size_t children(pid_t *pids, size_t max)
-{
-        size_t n = 0;
-        DIR *d = opendir("/proc/self/task");
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-                char path[300], text[4096];
-                snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
-                FILE *f = fopen(path, "re");
-                if (!f)
-                        continue;
-                size_t k = fread(text, 1, sizeof(text) - 1, f);
-                text[k] = '\0';
-                fclose(f);
-                for (char *save = NULL, *t = strtok_r(text, " \n", &save); t && n < max;
-                     t = strtok_r(NULL, " \n", &save))
-                        pids[n++] = atoi(t);
-        }
-        if (d)
-                closedir(d);
-        return n;
-}
-
-static size_t own_cgroups(void)
-{
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd),
-                 "find /sys/fs/cgroup -maxdepth 6 -name 'codecell-%d-*' 2>/dev/null | wc -l",
-                 (int)getpid());
-        FILE *p = popen(cmd, "r");
-        int k = 0;
-        if (p && fscanf(p, "%d", &k) != 1)
-                k = -1;
-        if (p)
-                pclose(p);
-        return (size_t)k;
-}
-
-static void kill_guests(void)
-{
-        pid_t inits[16];
-        size_t n = children(inits, 16);
-        for (size_t i = 0; i < n; i++) {
-                char path[64], text[256];
-                snprintf(path, sizeof(path), "/proc/%d/task/%d/children", inits[i], inits[i]);
-                FILE *f = fopen(path, "re");
-                if (!f)
-                        continue;
-                size_t k = fread(text, 1, sizeof(text) - 1, f);
-                text[k] = '\0';
-                fclose(f);
-                kill(atoi(text), SIGKILL);
-        }
 }
 
 static codecell_cell *cell;
@@ -233,7 +159,5 @@ int main(int argc, char **argv)
         codecell_cell_free(cell); /* closes "f" */
         CHECK(children(pids, 16) == 0);
         CHECK(own_cgroups() == 0);
-        if (failures)
-                fprintf(stderr, "%d check(s) failed (%s)\n", failures, language);
-        return failures ? 1 : 0;
+        CHECK_DONE();
 }

@@ -5,17 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codecell.h"
+#include "e2e.h"
 #include "languages.h"
-
-static int failures;
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
 
 static int echo(const char *args, char **ret_json, char **ret_error, void *userdata)
 {
@@ -65,25 +56,10 @@ static int big(const char *args, char **ret_json, char **ret_error, void *userda
         return 0;
 }
 
-static char *run(codecell_cell *cell, const char *code)
-{
-        codecell_result *res = NULL;
-        codecell_error err;
-        if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0)
-                return NULL;
-        char *json = codecell_result_to_json(res, false);
-        codecell_result_free(res);
-        return json;
-}
-
 static void expect(codecell_cell *cell, const char *code, const char *prefix)
 {
-        char *json = run(cell, code);
-        if (!json || strncmp(json, prefix, strlen(prefix)) != 0) {
-                fprintf(stderr, "code: %s\n  gave:     %.300s\n  expected: %s…\n", code, json,
-                        prefix);
-                failures++;
-        }
+        char *json = run_code(cell, code);
+        CHECK(starts_with(code, json, prefix));
         free(json);
 }
 
@@ -156,7 +132,5 @@ int main(int argc, char **argv)
                "{\"status\":\"ok\",\"value\":{\"got\":{\"q\":\"after\"}},");
         codecell_cell_free(cell);
         sleep(3); /* let the abandoned handler finish before the process ends (for leak checkers) */
-        if (failures)
-                fprintf(stderr, "%d check(s) failed\n", failures);
-        return failures ? 1 : 0;
+        CHECK_DONE();
 }

@@ -1,0 +1,109 @@
+/* What the C end-to-end tests share: checks, a result as JSON text, and what the kernel says
+ * is left of the sandboxes (this process's children, its cgroups). */
+#ifndef CODECELL_TEST_E2E_H
+#define CODECELL_TEST_E2E_H
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../unit/check.h"
+#include "codecell.h"
+
+/* The JSON of one run or eval (caller frees), or NULL when the call was refused. */
+static inline char *result_text(int rc, codecell_result *res, const codecell_error *err)
+{
+        if (rc < 0) {
+                fprintf(stderr, "refused: %s\n", err->message);
+                return NULL;
+        }
+        char *json = codecell_result_to_json(res, false);
+        codecell_result_free(res);
+        return json;
+}
+
+static inline char *run_code(codecell_cell *cell, const char *code)
+{
+        codecell_result *res = NULL;
+        codecell_error err = {0};
+        int rc = codecell_cell_run(cell, code, strlen(code), &res, &err);
+        return result_text(rc, res, &err);
+}
+
+/* True when json starts with prefix; says what came instead when not. */
+static inline bool starts_with(const char *what, const char *json, const char *prefix)
+{
+        bool ok = json && strncmp(json, prefix, strlen(prefix)) == 0;
+        if (!ok)
+                fprintf(stderr, "%s\n  gave:     %.400s\n  expected: %s…\n", what, json, prefix);
+        return ok;
+}
+
+/* Splits "1 2 3" (a /proc children file) into pids. */
+static inline size_t read_pids(const char *path, pid_t *pids, size_t max)
+{
+        char text[4096];
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        size_t k = fread(text, 1, sizeof(text) - 1, f);
+        text[k] = '\0';
+        fclose(f);
+        size_t n = 0;
+        for (char *save = NULL, *t = strtok_r(text, " \n", &save); t && n < max;
+             t = strtok_r(NULL, " \n", &save))
+                pids[n++] = atoi(t);
+        return n;
+}
+
+/* The sandboxes' inits: children of this process, of whichever thread started them. */
+static inline size_t children(pid_t *pids, size_t max)
+{
+        size_t n = 0;
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+                char path[300];
+                snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+                n += read_pids(path, pids + n, max - n);
+        }
+        if (d)
+                closedir(d);
+        return n;
+}
+
+/* Kills the interpreters of every sandbox, leaving their inits. */
+static inline void kill_guests(void)
+{
+        pid_t inits[64], guests[8];
+        size_t n = children(inits, 64);
+        for (size_t i = 0; i < n; i++) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/children", inits[i], inits[i]);
+                size_t k = read_pids(path, guests, 8);
+                for (size_t g = 0; g < k; g++)
+                        kill(guests[g], SIGKILL);
+        }
+}
+
+/* cgroups this process made (codecell-<pid>-<n>) that still exist. */
+static inline int own_cgroups(void)
+{
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd),
+                 "find /sys/fs/cgroup -maxdepth 6 -name 'codecell-%d-*' 2>/dev/null | wc -l",
+                 (int)getpid());
+        FILE *p = popen(cmd, "r");
+        int k = -1;
+        if (p && fscanf(p, "%d", &k) != 1)
+                k = -1;
+        if (p)
+                pclose(p);
+        return k;
+}
+
+#endif
