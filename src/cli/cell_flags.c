@@ -89,3 +89,29 @@ out:
         codecell_config_free(config);
         return exit_code;
 }
+
+bool cell_flags_take(struct cell_flags *f, int opt, const char *arg)
+{
+        switch (opt) {
+        case CELL_OPT_LANG:
+                f->lang = arg;
+                return true;
+        case CELL_OPT_MOUNT:
+                /* More mounts than fit are refused by the library's own cap anyway. */
+                if (f->n_mounts < sizeof(f->mounts) / sizeof(f->mounts[0]))
+                        f->mounts[f->n_mounts++] = arg;
+                return true;
+        case CELL_OPT_TOOLS:
+                f->tools = arg;
+                return true;
+        }
+        return false;
+}
+
+int bad_option(const char *who, const char *arg)
+{
+        fprintf(stderr,
+                "%s: unknown option, missing value or extra argument \"%s\" (see %s --help)\n", who,
+                arg ? arg : "", who);
+        return EXIT_USAGE;
+}

@@ -2,6 +2,7 @@
 #ifndef CODECELL_CLI_CELL_FLAGS_H
 #define CODECELL_CLI_CELL_FLAGS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "codecell.h"
@@ -20,6 +21,20 @@ struct cell_flags {
         uint64_t limits[CODECELL_LIMIT__COUNT];        /* 0: the default */
         const char *limit_text[CODECELL_LIMIT__COUNT]; /* as given, for error lines */
 };
+
+/* The options every cell-building verb takes, for its getopt_long table. */
+enum { CELL_OPT_LANG = 200, CELL_OPT_MOUNT, CELL_OPT_TOOLS };
+#define CELL_FLAG_OPTIONS                                                                          \
+        {"lang", required_argument, NULL, CELL_OPT_LANG},                                          \
+                {"mount", required_argument, NULL, CELL_OPT_MOUNT},                                \
+        {                                                                                          \
+                "tools", required_argument, NULL, CELL_OPT_TOOLS                                   \
+        }
+
+/* Takes --lang, --mount or --tools into f; false for any other option. */
+bool cell_flags_take(struct cell_flags *f, int opt, const char *arg);
+/* One line for an option getopt refused, or an argument left over; returns EXIT_USAGE. */
+int bad_option(const char *who, const char *arg);
 
 /* Builds the cell the flags describe, without a pool (the command-line verbs run and exit).
  * On failure prints one line naming the bad input and returns the exit code (2 for bad input,

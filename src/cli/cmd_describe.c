@@ -23,12 +23,8 @@ static const char usage[] =
         "\n"
         "Exit codes: 0 printed, 2 usage or configuration error.\n";
 
-enum { OPT_LANG = 256, OPT_MOUNT, OPT_TOOLS };
-
 static const struct option options[] = {
-        {"lang", required_argument, NULL, OPT_LANG},
-        {"mount", required_argument, NULL, OPT_MOUNT},
-        {"tools", required_argument, NULL, OPT_TOOLS},
+        CELL_FLAG_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -41,32 +37,16 @@ int cmd_describe(int argc, char **argv)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
-                switch (c) {
-                case OPT_LANG:
-                        f.lang = optarg;
-                        break;
-                case OPT_MOUNT:
-                        if (f.n_mounts < sizeof(f.mounts) / sizeof(f.mounts[0]))
-                                f.mounts[f.n_mounts++] = optarg;
-                        break;
-                case OPT_TOOLS:
-                        f.tools = optarg;
-                        break;
-                case 'h':
+                if (cell_flags_take(&f, c, optarg))
+                        continue;
+                if (c == 'h') {
                         fputs(usage, stdout);
                         return EXIT_OK;
-                default:
-                        fprintf(stderr,
-                                "codecell describe: unknown option or missing value \"%s\" "
-                                "(see codecell describe --help)\n",
-                                argv[optind - 1]);
-                        return EXIT_USAGE;
                 }
+                return bad_option(f.who, argv[optind - 1]);
         }
-        if (optind < argc) {
-                fprintf(stderr, "codecell describe: unexpected argument \"%s\"\n", argv[optind]);
-                return EXIT_USAGE;
-        }
+        if (optind < argc)
+                return bad_option(f.who, argv[optind]);
         codecell_cell *cell = NULL;
         int exit_code = cell_from_flags(&f, &cell);
         if (exit_code == EXIT_OK)

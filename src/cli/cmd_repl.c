@@ -34,13 +34,11 @@ static const char usage[] =
         "Exit codes: 0 at the end of input, 2 usage or configuration error,\n"
         "4 the session could not be started.\n";
 
-enum { OPT_SESSION = 256, OPT_LANG, OPT_MOUNT, OPT_TOOLS, OPT_TIMEOUT, OPT_MEMORY };
+enum { OPT_SESSION = 256, OPT_TIMEOUT, OPT_MEMORY };
 
 static const struct option options[] = {
         {"session", required_argument, NULL, OPT_SESSION},
-        {"lang", required_argument, NULL, OPT_LANG},
-        {"mount", required_argument, NULL, OPT_MOUNT},
-        {"tools", required_argument, NULL, OPT_TOOLS},
+        CELL_FLAG_OPTIONS,
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"help", no_argument, NULL, 'h'},
@@ -97,19 +95,11 @@ int cmd_repl(int argc, char **argv)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+                if (cell_flags_take(&f, c, optarg))
+                        continue;
                 switch (c) {
                 case OPT_SESSION:
                         session = optarg;
-                        break;
-                case OPT_LANG:
-                        f.lang = optarg;
-                        break;
-                case OPT_MOUNT:
-                        if (f.n_mounts < sizeof(f.mounts) / sizeof(f.mounts[0]))
-                                f.mounts[f.n_mounts++] = optarg;
-                        break;
-                case OPT_TOOLS:
-                        f.tools = optarg;
                         break;
                 case OPT_TIMEOUT:
                         f.limit_text[CODECELL_LIMIT_TIMEOUT_MS] = optarg;
@@ -129,17 +119,11 @@ int cmd_repl(int argc, char **argv)
                         fputs(usage, stdout);
                         return EXIT_OK;
                 default:
-                        fprintf(stderr,
-                                "codecell repl: unknown option or missing value \"%s\" "
-                                "(see codecell repl --help)\n",
-                                argv[optind - 1]);
-                        return EXIT_USAGE;
+                        return bad_option(f.who, argv[optind - 1]);
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "codecell repl: unexpected argument \"%s\"\n", argv[optind]);
-                return EXIT_USAGE;
-        }
+        if (optind < argc)
+                return bad_option(f.who, argv[optind]);
         codecell_error err = {0};
         codecell_cell *cell = NULL;
         int exit_code = cell_from_flags(&f, &cell);

@@ -46,23 +46,11 @@ static const char usage[] =
         "Exit codes: 0 ok, 1 the code raised an error, 2 usage or configuration error,\n"
         "3 a limit was hit (timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
 
-enum {
-        OPT_LANG = 256,
-        OPT_MOUNT,
-        OPT_TOOLS,
-        OPT_TIMEOUT,
-        OPT_CPU,
-        OPT_MEMORY,
-        OPT_MAX_OUTPUT,
-        OPT_POLICY,
-        OPT_JSON
-};
+enum { OPT_TIMEOUT = 256, OPT_CPU, OPT_MEMORY, OPT_MAX_OUTPUT, OPT_POLICY, OPT_JSON };
 
 static const struct option options[] = {
         {"eval", required_argument, NULL, 'e'},
-        {"lang", required_argument, NULL, OPT_LANG},
-        {"mount", required_argument, NULL, OPT_MOUNT},
-        {"tools", required_argument, NULL, OPT_TOOLS},
+        CELL_FLAG_OPTIONS,
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"cpu", required_argument, NULL, OPT_CPU},
         {"memory", required_argument, NULL, OPT_MEMORY},
@@ -159,20 +147,11 @@ int cmd_run(int argc, char **argv)
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+e:h", options, NULL)) != -1) {
+                if (cell_flags_take(&f, c, optarg))
+                        continue;
                 switch (c) {
                 case 'e':
                         eval = optarg;
-                        break;
-                case OPT_LANG:
-                        f.lang = optarg;
-                        break;
-                case OPT_TOOLS:
-                        f.tools = optarg;
-                        break;
-                case OPT_MOUNT:
-                        if (f.n_mounts == sizeof(f.mounts) / sizeof(f.mounts[0]))
-                                return fail_usage("too many --mount flags%s", "");
-                        f.mounts[f.n_mounts++] = optarg;
                         break;
                 case OPT_POLICY:
                         if (strcmp(optarg, "warn") == 0)
