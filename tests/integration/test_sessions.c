@@ -40,6 +40,12 @@ static void expect_has(codecell_cell *cell, const char *session, const char *cod
 
 static codecell_cell *cell;
 
+static int counter_tool(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)args, (void)ret_error;
+        return asprintf(ret_json, "%d", ++*(int *)userdata) < 0 ? -1 : 0;
+}
+
 static void *increment(void *arg)
 {
         (void)arg;
@@ -63,6 +69,14 @@ int main(int argc, char **argv)
         if (!cell)
                 return 1;
         const char *ok = "{\"status\":\"ok\"";
+        int calls = 0;
+        CHECK(codecell_cell_add_tool(cell, "count", NULL, NULL, counter_tool, &calls, &err) == 0);
+
+        /* Host tools reach sessions, and what they return stays in the session's state. */
+        expect(cell, "t", L("first = SB.call('count')", "first = sb.call('count')"), ok);
+        expect(cell, "t", L("[first, SB.call('count')]", "[first, sb.call('count')]"),
+               "{\"status\":\"ok\",\"value\":[1,2]");
+        CHECK(codecell_session_close(cell, "t", &err) == 0);
 
         /* State survives: locals, definitions, libraries, constants, files in /work. */
         expect(cell, "a",
