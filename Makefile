@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap build run test bench clean
+.PHONY: all bootstrap build run test sanitize bench clean
 
 all: build
 
@@ -19,6 +19,13 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
+# The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer.
+sanitize: bootstrap
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug \
+		-DCMAKE_C_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" >/dev/null
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ctest --output-on-failure -j 2
+
 bench: build
 	cmake --build $(BUILD) --target latency rpc session
 	bench/cold.sh
@@ -28,4 +35,4 @@ bench: build
 	$(BUILD)/session
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-asan

@@ -28,6 +28,7 @@ struct runner {
         bool quit, abandoned;
         /* request */
         const struct tool *tool;
+        struct tool_table *table;
         json_t *id;
         char *args;
         double deadline;
@@ -127,6 +128,7 @@ static void *runner_main(void *arg)
                 }
                 pthread_mutex_lock(&r->lock);
                 const struct tool *tool = r->tool;
+                struct tool_table *table = r->table;
                 char *args = r->args;
                 json_t *id = r->id;
                 r->args = NULL;
@@ -135,10 +137,16 @@ static void *runner_main(void *arg)
                 struct rpc_limits limits = r->limits;
                 pthread_mutex_unlock(&r->lock);
 
+                /* The tool belongs to the cell, which may be freed while a handler hangs: take
+                 * what is needed, then let go of it (see tool_table.holds). */
+                char *name = strdup(tool->name);
                 char *json = NULL, *error = NULL;
                 int status;
                 if (tool->handler) {
-                        status = tool->handler(args, &json, &error, tool->userdata);
+                        codecell_tool_handler handler = tool->handler;
+                        void *userdata = tool->userdata;
+                        tool_table_release(table);
+                        status = handler(args, &json, &error, userdata);
                 } else {
                         uint64_t ms = tool->command.timeout_ms &&
                                                       tool->command.timeout_ms < limits.call_ms
@@ -146,11 +154,13 @@ static void *runner_main(void *arg)
                                               : limits.call_ms;
                         status = command_tool_call(&tool->command, tool->name, args, deadline, ms,
                                                    limits.answer_bytes, &json, &error);
+                        tool_table_release(table);
                 }
                 free(args);
-                json_t *reply =
-                        build_reply(id, tool->name, status, json, error, limits.answer_bytes);
+                json_t *reply = build_reply(id, name ? name : "?", status, json, error,
+                                            limits.answer_bytes);
                 json_decref(id);
+                free(name);
 
                 pthread_mutex_lock(&r->lock);
                 bool abandoned = r->abandoned;
@@ -241,7 +251,9 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         }
         struct runner *r = rpc->runner;
         pthread_mutex_lock(&r->lock);
+        tool_table_hold(rpc->tools); /* released by the helper once done with the tool */
         r->tool = tool;
+        r->table = rpc->tools;
         r->args = text;
         r->id = json_incref((json_t *)id);
         r->deadline = rpc->deadline;

@@ -12,6 +12,7 @@ void tool_table_init(struct tool_table *t)
 {
         *t = (struct tool_table){0};
         pthread_mutex_init(&t->lock, NULL);
+        pthread_cond_init(&t->idle, NULL);
 }
 
 void tool_free(struct tool *tool)
@@ -30,11 +31,31 @@ void tool_free(struct tool *tool)
         free(tool);
 }
 
+void tool_table_hold(struct tool_table *t)
+{
+        pthread_mutex_lock(&t->lock);
+        t->holds++;
+        pthread_mutex_unlock(&t->lock);
+}
+
+void tool_table_release(struct tool_table *t)
+{
+        pthread_mutex_lock(&t->lock);
+        if (--t->holds == 0)
+                pthread_cond_broadcast(&t->idle);
+        pthread_mutex_unlock(&t->lock);
+}
+
 void tool_table_free(struct tool_table *t)
 {
+        pthread_mutex_lock(&t->lock);
+        while (t->holds > 0)
+                pthread_cond_wait(&t->idle, &t->lock);
+        pthread_mutex_unlock(&t->lock);
         for (size_t i = 0; i < t->n; i++)
                 tool_free(t->tools[i]);
         free(t->tools);
+        pthread_cond_destroy(&t->idle);
         pthread_mutex_destroy(&t->lock);
 }
 

@@ -28,8 +28,13 @@ struct tool {
 
 struct tool_table {
         pthread_mutex_t lock;
+        pthread_cond_t idle;
         struct tool **tools;
         size_t n;
+        /* Calls handed to a helper thread that has not yet let go of the tool's data. A helper
+         * may outlive its execution (a hanging handler), so freeing the table waits for this
+         * to reach 0: a C handler lets go before it is called, a command once it returns. */
+        unsigned holds;
 };
 
 void tool_table_init(struct tool_table *t);
@@ -37,6 +42,8 @@ void tool_table_free(struct tool_table *t);
 /* Takes ownership of tool (freed on failure). */
 int tool_table_add(struct tool_table *t, struct tool *tool, codecell_error *err);
 const struct tool *tool_table_find(struct tool_table *t, const char *name);
+void tool_table_hold(struct tool_table *t);
+void tool_table_release(struct tool_table *t);
 
 /* NULL when name is a valid tool name, else what is wrong with it. */
 const char *tool_name_problem(const char *name);
