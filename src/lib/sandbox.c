@@ -117,11 +117,47 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
         child_fail_errno(fail_fd, "exec the interpreter");
 }
 
+/* init is a copy of the engine, and the guest can read its /proc/1/cmdline: blank the
+ * engine's argv and environment strings in this copy (the engine may have been started with
+ * secrets on its command line). Their place comes from /proc/self/stat, fields 48-51. */
+static void scrub_command_line(void)
+{
+        char buf[2048];
+        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+        if (!p)
+                return;
+        unsigned long long f[52] = {0};
+        int field = 2;
+        for (p++; *p && field < 51;) {
+                while (*p == ' ')
+                        p++;
+                char *end = p;
+                f[++field] = strtoull(p, &end, 10);
+                for (p = end; *p && *p != ' '; p++) /* a field that is not a number: the state */
+                        ;
+        }
+        if (field < 51)
+                return;
+        for (int first = 48; first <= 50; first += 2)
+                if (f[first + 1] > f[first])
+                        memset((void *)(uintptr_t)f[first], 0, f[first + 1] - f[first]);
+}
+
 /* PID 1 of the sandbox: builds the file system, starts the interpreter and waits for it. When
  * it exits, the kernel kills whatever else is left in the pid namespace. */
 static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child_fds *fds)
 {
         struct child_failure fail = {0};
+        scrub_command_line();
+        (void)prctl(PR_SET_NAME, "codecell-init");
         /* Dies with the engine. The sync read below closes the race with an engine that died
          * before this prctl: its end of the pipe is then closed and the read returns 0. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)

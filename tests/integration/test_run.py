@@ -441,6 +441,18 @@ class Isolation(EachLanguage, unittest.TestCase):
                      lang="python")
         self.assertEqual(r.result["value"], [1, 1, False], r)
 
+    def test_engine_command_line_is_not_visible(self):
+        # The code is on codecell's own command line here (-e): init, a copy of the engine,
+        # must not show it (nor any secret an embedding program was started with).
+        def check(r, lang):
+            cmdline, name = r.result["value"]
+            self.assertNotIn("MARKER-7f3a", cmdline, r)
+            self.assertEqual(name, "codecell-init")
+        self.each_language({"ruby": 'x = "MARKER-7f3a"; [File.read("/proc/1/cmdline"), '
+                                    'File.read("/proc/1/comm").strip]',
+                            "python": "x = 'MARKER-7f3a'\n[open('/proc/1/cmdline').read(), "
+                                      "open('/proc/1/comm').read().strip()]"}, check)
+
     def test_engine_fds_do_not_leak(self):
         # 0-2 stdio, 3 control socket, plus what the interpreter itself opens.
         self.each_language({"ruby": 'Dir.children("/proc/self/fd").map(&:to_i).sort',
