@@ -105,7 +105,15 @@ static void read_control(struct pump *p)
                 codecell_error e = {0};
                 int r = frame_reader_next(&p->frames, &frame, &e);
                 if (r < 0) {
-                        pump_protocol_error(p, e.message);
+                        char msg[sizeof(p->protocol_error)];
+                        /* Most likely a result too big to return: say what to do instead. */
+                        snprintf(msg, sizeof(msg), "%s%s", e.message,
+                                 r == -EMSGSIZE && p->exec_sent
+                                         ? " (a value or tool call this large cannot be passed: "
+                                           "return less, or write it to a file in /work or a "
+                                           "read-write folder)"
+                                         : "");
+                        pump_protocol_error(p, msg);
                         return;
                 }
                 if (r == 0)

@@ -138,6 +138,13 @@ class Statuses(EachLanguage, unittest.TestCase):
                             "python": self.WRITE_FD3["python"] % "b'\\x7f\\xff\\xff\\xff'"},
                            check)
 
+    def test_value_over_the_frame_limit_says_what_to_do(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("over the 16777216-byte limit", r.result["error"])
+            self.assertIn("return less, or write it to a file", r.result["error"])
+        self.each_language({"ruby": '"x" * 17_000_000', "python": "'x' * 17_000_000"}, check)
+
     def test_unknown_host_tool(self):
         self.each_language(
             {"ruby": 'begin; SB.call("nope"); rescue SB::UnknownTool => e; e.message; end',
@@ -538,6 +545,50 @@ class Seccomp(EachLanguage, unittest.TestCase):
             self.assertIn("signal 31", r.result["error"])
         self.each_language({lang: RAW_SYSCALL[lang] + "sc(0x40000000 | 39)" for lang in LANGUAGES},
                            check)
+
+
+class Walls(EachLanguage, unittest.TestCase):
+    """More ways out, each tried for real; each must fail with the errno the kernel gives."""
+
+    def test_limits_cannot_be_raised_back(self):
+        self.each_language(probe("t { Process.setrlimit(:NOFILE, 100_000, 100_000) }",
+                                 "import resource\n"
+                                 "t(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (100000, 100000)))"),
+                           lambda r, lang: self.assertIn(r.result["value"], ("EPERM", "ValueError"), r))
+
+    def test_signals_cannot_reach_init_or_beyond(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], "alive")
+        self.each_language(probe('t { Process.kill(:KILL, 1) }; t { Process.kill(:TERM, -1) rescue nil }; "alive"',
+                                 "import signal\nt(lambda: os.kill(1, signal.SIGKILL))\n"
+                                 "t(lambda: os.kill(-1, signal.SIGTERM))\n'alive'"), check)
+
+    def test_scratch_folders_fill_up_without_harm(self):
+        def check(r, lang):
+            # The file-size limit (EFBIG) and the tmpfs size (ENOSPC) are both 64 MiB.
+            self.assertIn(r.result["value"][0], ("ENOSPC", "EFBIG"), r)
+            self.assertEqual(r.result["value"][1], "ENOSPC", r)
+        self.each_language(probe(
+            't { File.open("/work/big", "w") { |f| loop { f.write("x" * 1_048_576) } } }.then { |e| '
+            '[e, t { 20_000.times { |i| File.write("/tmp/f#{i}", "") } }] }',
+            "def fill():\n    with open('/work/big', 'w') as f:\n        while True: f.write('x' * 1048576)\n"
+            "def many():\n    for i in range(20000): open('/tmp/f%d' % i, 'w').close()\n"
+            "[t(fill), t(many)]"), check, "--timeout", "20s")
+
+    def test_host_abstract_socket_is_out_of_reach(self):
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(b"\0codecell-test-%d" % os.getpid())
+        server.listen(1)
+        server.settimeout(0.3)
+        self.addCleanup(server.close)
+        name = "codecell-test-%d" % os.getpid()
+        self.each_language(probe(f'require "socket"; t {{ UNIXSocket.new("\\0{name}") }}',
+                                 f"import socket\ns = socket.socket(socket.AF_UNIX)\n"
+                                 f"t(lambda: s.connect('\\0{name}'))"),
+                           lambda r, lang: self.assertIn(r.result["value"], ("ECONNREFUSED", "ENOENT", "EPERM"), r))
+        with self.assertRaises(socket.timeout):
+            server.accept()
 
 
 class Cleanup(unittest.TestCase):
