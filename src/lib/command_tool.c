@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +29,40 @@ static char *dup_printf(const char *fmt, ...)
                 s = NULL;
         va_end(ap);
         return s;
+}
+
+/* Starts the tool with its pipes as stdin, stdout and stderr, in its own process group (a
+ * timeout ends whatever it started too), and with a parent-death signal: killed with the
+ * engine, the tool does not stay behind. vfork: the child only makes system calls before exec,
+ * which is safe in a threaded engine (posix_spawn does the same, but cannot set the signal).
+ * 0, or the errno of what failed. */
+static int spawn_tool(const struct command_spec *cmd, int in, int out, int err, pid_t *ret_pid)
+{
+        volatile int child_errno = 0;
+        pid_t parent = getpid();
+        pid_t pid = vfork();
+        if (pid == 0) {
+                sigset_t none;
+                sigemptyset(&none);
+                if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+                    getppid() != parent || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+                    dup2(err, 2) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0) {
+                        child_errno = errno ? errno : ESRCH;
+                        _exit(127);
+                }
+                execve(cmd->argv[0], cmd->argv, cmd->env);
+                child_errno = errno;
+                _exit(127);
+        }
+        if (pid < 0)
+                return errno;
+        if (child_errno) {
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                return child_errno;
+        }
+        *ret_pid = pid;
+        return 0;
 }
 
 struct stream {
@@ -78,23 +112,8 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                         dup_printf("tool \"%s\" could not be started: %s", name, strerror(errno));
                 goto out;
         }
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-        posix_spawnattr_init(&attr);
-        /* Its own process group, so a timeout ends whatever it started too. */
-        posix_spawnattr_setpgroup(&attr, 0);
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
         pid_t pid;
-        int r = posix_spawn(&pid, cmd->argv[0], &fa, &attr, cmd->argv, cmd->env);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
+        int r = spawn_tool(cmd, in[0], out[1], err[1], &pid);
         close(in[0]);
         close(out[1]);
         close(err[1]);

@@ -74,8 +74,9 @@ static json_t *build_reply(const json_t *id, const char *name, int status, char 
                 reply = (clean && *clean) ? reply_error(id, "SB::ToolError", clean)
                                           : tool_error(id, "tool \"%s\" failed", name);
                 free(clean);
-        } else if (!json) {
-                reply = tool_error(id, "tool \"%s\" returned nothing", name);
+        } else if (!json || json[strspn(json, " \t\r\n")] == '\0') {
+                reply = tool_error(id, "tool \"%s\" returned nothing (it must answer one JSON value)",
+                                   name);
         } else if (strlen(json) > answer_bytes) {
                 reply = tool_error(
                         id, "tool \"%s\": an answer of %zu bytes is over the %llu-byte limit", name,

@@ -612,6 +612,38 @@ class Cleanup(unittest.TestCase):
         self.assertEqual(stray_children(), [])
         self.assertEqual(leftover_cgroups(LAUNCHED[first:]), [])
 
+    def kill_engine_midway(self, args, stdin=None):
+        """Starts codecell, SIGKILLs it once its sandbox runs, and checks nothing survives."""
+        become_subreaper()
+        proc = subprocess.Popen([BIN, *args], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        if stdin:
+            proc.stdin.write(stdin.encode())
+            proc.stdin.flush()
+        time.sleep(1.5)
+        self.assertNotEqual(stray_children(), [], "the sandbox should be running by now")
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while stray_children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(stray_children(), [])
+        run_json("1")  # its cgroups (root only) are swept by the next engine that starts
+        self.assertEqual(leftover_cgroups([proc.pid]), [])
+
+    def test_engine_killed_mid_session_leaves_nothing(self):
+        for lang, code in (("ruby", "sleep 100\n"), ("python", "import time; time.sleep(100)\n")):
+            with self.subTest(lang=lang):
+                self.kill_engine_midway(["repl", "--lang", lang], stdin="x = 1\n" + code)
+
+    def test_engine_killed_mid_tool_call_leaves_nothing(self):
+        # The tool (a host process outside the sandbox) goes too: it has a parent-death signal.
+        os.environ["CODECELL_TOOL_SECRET"] = "x"
+        tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "tools.json")
+        for lang, code in (("ruby", 'SB.call("hang_long")'), ("python", "sb.call('hang_long')")):
+            with self.subTest(lang=lang):
+                self.kill_engine_midway(["run", "--lang", lang, "--tools", tools, "-e", code])
+
     def test_engine_killed_mid_run_leaves_nothing(self):
         become_subreaper()
         for lang, code in (("ruby", "sleep 100"), ("python", "import time\ntime.sleep(100)")):
