@@ -75,8 +75,8 @@ static json_t *build_reply(const json_t *id, const char *name, int status, char 
                                           : tool_error(id, "tool \"%s\" failed", name);
                 free(clean);
         } else if (!json || json[strspn(json, " \t\r\n")] == '\0') {
-                reply = tool_error(id, "tool \"%s\" returned nothing (it must answer one JSON value)",
-                                   name);
+                reply = tool_error(
+                        id, "tool \"%s\" returned nothing (it must answer one JSON value)", name);
         } else if (strlen(json) > answer_bytes) {
                 reply = tool_error(
                         id, "tool \"%s\": an answer of %zu bytes is over the %llu-byte limit", name,
