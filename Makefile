@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap build run test sanitize bench clean
+.PHONY: all bootstrap build run test sanitize fuzz bench clean
 
 all: build
 
@@ -26,6 +26,11 @@ sanitize: bootstrap
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j 2
 
+# libFuzzer targets for the parsers, FUZZ_SECONDS each (default 60), from tests/fuzz/corpus.
+fuzz:
+	scripts/bootstrap --fuzz
+	tests/fuzz/run.sh
+
 bench: build
 	cmake --build $(BUILD) --target latency rpc session
 	bench/cold.sh
@@ -35,4 +40,4 @@ bench: build
 	$(BUILD)/session
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

@@ -24,6 +24,8 @@ void frame_reader_free(struct frame_reader *r)
 
 int frame_reader_feed(struct frame_reader *r, const void *data, size_t n)
 {
+        if (n == 0)
+                return 0;
         if (r->len + n > r->cap) {
                 size_t cap = r->cap ? r->cap : 4096;
                 while (cap < r->len + n)
