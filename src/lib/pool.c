@@ -12,6 +12,7 @@
 /* After this many failed starts in a row, warmup gives up and the thread slows down. */
 #define MAX_FAILURES_IN_ROW 3
 #define RETRY_DELAY_MS 1000
+#define REFILL_DELAY_MS 5
 
 /* A sandbox someone needs now, started on the pool's thread so that it outlives the thread
  * that asked (a session's kernel must not die with a short-lived caller thread). */
@@ -68,6 +69,12 @@ static void *fill(void *arg)
                 }
                 if (pool->n_ready >= pool->size) {
                         pthread_cond_wait(&pool->changed, &pool->lock);
+                        /* A run just took a sandbox: while others still stand by, let that run
+                         * finish before starting a replacement, which would compete with it for
+                         * the CPU and the kernel's namespace locks. */
+                        if (pool->n_ready > 0 && pool->n_ready < pool->size && !pool->stopping &&
+                            !pool->requests)
+                                wait_ms(pool, REFILL_DELAY_MS);
                         continue;
                 }
                 pthread_mutex_unlock(&pool->lock);
