@@ -231,11 +231,11 @@ static int write_id_maps(pid_t pid, const struct sandbox_spec *spec, codecell_er
                         return err_sys(err, -r, "user namespace: %s", path);
         }
         snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_INNER_UID, (unsigned)spec->host_uid);
+        snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_INNER_UID, (unsigned)spec->host_uid);
         if ((r = write_file(path, map)) < 0)
                 return err_sys(err, -r, "user namespace: %s", path);
         snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_INNER_GID, (unsigned)spec->host_gid);
+        snprintf(map, sizeof(map), "%d %u 1\n", SANDBOX_INNER_GID, (unsigned)spec->host_gid);
         if ((r = write_file(path, map)) < 0)
                 return err_sys(err, -r, "user namespace: %s", path);
         return 0;
