@@ -101,6 +101,11 @@ CODECELL_API uint64_t codecell_config_get_limit(const codecell_config *config,
                                                 codecell_limit limit);
 CODECELL_API void codecell_config_set_policy(codecell_config *config, codecell_policy policy);
 
+/* Lets the guest start subprocesses: fork, and exec of the programs under /usr (never of files
+ * it wrote itself). Off by default: then fork, vfork and exec answer EPERM/EACCES. Processes
+ * still count against CODECELL_LIMIT_PIDS and all end with the run. */
+CODECELL_API void codecell_config_set_subprocesses(codecell_config *config, bool allowed);
+
 /* Sandboxes kept standing by (namespaces built, interpreter and prelude loaded) so that a run
  * starts in about a millisecond. Each serves exactly one execution and is replaced in the
  * background. Default 2; 0 starts every run cold. At most 64. */

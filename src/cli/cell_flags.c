@@ -60,6 +60,7 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
                 return EXIT_USAGE;
         }
         codecell_config_set_policy(config, f->policy);
+        codecell_config_set_subprocesses(config, f->subprocesses);
         (void)codecell_config_set_pool(config, 0, &err);
         for (size_t i = 0; i < f->n_mounts; i++)
                 if (add_mount_flag(f->who, config, f->mounts[i], &err) < 0)
@@ -103,6 +104,9 @@ bool cell_flags_take(struct cell_flags *f, int opt, const char *arg)
                 return true;
         case CELL_OPT_TOOLS:
                 f->tools = arg;
+                return true;
+        case CELL_OPT_SUBPROCESSES:
+                f->subprocesses = true;
                 return true;
         }
         return false;

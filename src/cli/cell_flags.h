@@ -17,21 +17,23 @@ struct cell_flags {
         const char *mounts[64];
         size_t n_mounts;
         const char *tools;
+        bool subprocesses;
         codecell_policy policy;
         uint64_t limits[CODECELL_LIMIT__COUNT];        /* 0: the default */
         const char *limit_text[CODECELL_LIMIT__COUNT]; /* as given, for error lines */
 };
 
 /* The options every cell-building verb takes, for its getopt_long table. */
-enum { CELL_OPT_LANG = 200, CELL_OPT_MOUNT, CELL_OPT_TOOLS };
+enum { CELL_OPT_LANG = 200, CELL_OPT_MOUNT, CELL_OPT_TOOLS, CELL_OPT_SUBPROCESSES };
+/* clang-format off */
 #define CELL_FLAG_OPTIONS                                                                          \
         {"lang", required_argument, NULL, CELL_OPT_LANG},                                          \
-                {"mount", required_argument, NULL, CELL_OPT_MOUNT},                                \
-        {                                                                                          \
-                "tools", required_argument, NULL, CELL_OPT_TOOLS                                   \
-        }
+        {"mount", required_argument, NULL, CELL_OPT_MOUNT},                                        \
+        {"tools", required_argument, NULL, CELL_OPT_TOOLS},                                        \
+        {"allow-subprocesses", no_argument, NULL, CELL_OPT_SUBPROCESSES}
+/* clang-format on */
 
-/* Takes --lang, --mount or --tools into f; false for any other option. */
+/* Takes --lang, --mount, --tools or --allow-subprocesses into f; false for any other option. */
 bool cell_flags_take(struct cell_flags *f, int opt, const char *arg);
 /* One line for an option getopt refused, or an argument left over; returns EXIT_USAGE. */
 int bad_option(const char *who, const char *arg);

@@ -18,6 +18,8 @@ static const char usage[] =
         "      --lang LANG          guest language: ruby (default) or python\n"
         "      --mount SRC:DST[:ro|rw]\n"
         "                           a host folder, as for codecell run; repeatable\n"
+        "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
+        "                           of /usr); off by default\n"
         "      --tools FILE         host tools (docs/tools.md)\n"
         "  -h, --help               show this help\n"
         "\n"

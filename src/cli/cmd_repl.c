@@ -26,6 +26,8 @@ static const char usage[] =
         "      --lang LANG          ruby (default) or python\n"
         "      --mount SRC:DST[:ro|rw]\n"
         "                           a host folder, as for codecell run; repeatable\n"
+        "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
+        "                           of /usr); off by default\n"
         "      --tools FILE         host tools (docs/tools.md)\n"
         "      --timeout DURATION   wall-clock limit of each entry (default 30s)\n"
         "      --memory SIZE        memory limit of the session (default 256M)\n"

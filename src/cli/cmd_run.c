@@ -32,6 +32,8 @@ static const char usage[] =
         "                           (default 10s)\n"
         "      --memory SIZE        memory limit (default 256M; units K, M, G)\n"
         "      --max-output SIZE    stdout and stderr kept, each (default 1M)\n"
+        "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
+        "                           of /usr); off by default\n"
         "      --tools FILE         host tools the code may call with SB.call\n"
         "                           (docs/tools.md)\n"
         "      --on-unsupported warn|raise|ignore\n"

@@ -125,7 +125,10 @@ static int plan_landlock(struct codecell_cell *cell, codecell_error *err)
                         r = landlock_plan_add(ll, op->dest, GRANT_WRITE);
         }
         /* Only the interpreter (and its loader) may be executed: a guest cannot run any other
-         * program, even in place of itself. */
+         * program, even in place of itself. A cell that allows subprocesses may run the
+         * system's programs, never a file the guest wrote. */
+        if (r == 0 && cell->config->subprocesses)
+                r = landlock_plan_add(ll, "/usr", GRANT_EXECUTE_TREE);
         r = r ?: landlock_plan_add(ll, cell->interpreter_real, GRANT_EXECUTE);
         if (r == 0 && cell->elf_interpreter)
                 r = landlock_plan_add(ll, cell->elf_interpreter, GRANT_EXECUTE);
@@ -219,8 +222,9 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
         for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
                 add_layer(cell, always[i]);
         if (mount_plan_build(&cell->plan, cell->config, SANDBOX_INNER_UID, err) < 0 ||
-            seccomp_program_compile(&cell->seccomp, err) < 0 || plan_landlock(cell, err) < 0 ||
-            plan_cgroup(cell, err) < 0 || plan_idmaps(cell, err) < 0)
+            seccomp_program_compile(&cell->seccomp, cell->config->subprocesses, err) < 0 ||
+            plan_landlock(cell, err) < 0 || plan_cgroup(cell, err) < 0 ||
+            plan_idmaps(cell, err) < 0)
                 goto fail;
         cell->description = description_build(cell->config, &cell->tools);
         if (!cell->description) {

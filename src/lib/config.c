@@ -173,6 +173,11 @@ void codecell_config_set_policy(codecell_config *c, codecell_policy policy)
         c->policy = policy;
 }
 
+void codecell_config_set_subprocesses(codecell_config *c, bool allowed)
+{
+        c->subprocesses = allowed;
+}
+
 int codecell_config_set_pool(codecell_config *c, size_t size, codecell_error *err)
 {
         if (size > 64)

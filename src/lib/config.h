@@ -18,7 +18,8 @@ struct codecell_config {
         size_t n_mounts;
         uint64_t limits[CODECELL_LIMIT__COUNT];
         codecell_policy policy;
-        size_t pool; /* sandboxes standing by */
+        size_t pool;       /* sandboxes standing by */
+        bool subprocesses; /* the guest may fork and exec the system's programs */
 };
 
 /* A deep copy, for the cell to own. NULL when out of memory. */

@@ -30,6 +30,21 @@ char *description_build(const codecell_config *c, struct tool_table *tools)
         if (!f)
                 return NULL;
         fputs(c->runtime->how_to_use, f);
+        fputs(c->subprocesses
+                      ? "- no network, and no access to the host filesystem outside the mounted\n"
+                        "  folders listed below; the system's programs may be run as "
+                        "subprocesses;\n"
+                      : "- no network, no subprocesses, and no access to the host filesystem "
+                        "outside\n"
+                        "  the mounted folders listed below;\n",
+              f);
+        fputs("- a private writable scratch directory at `/work`, empty at the start of\n"
+              "  every execution;\n"
+              "- no state carried over between executions, except the contents of\n"
+              "  read-write folders.\n"
+              "\n",
+              f);
+        fputs(c->runtime->how_results, f);
         folder_section(f, c, false, "## Read-only folders (readable, never writable)");
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
         tools_describe(tools, &c->runtime->tools, f);

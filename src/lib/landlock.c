@@ -89,6 +89,9 @@ static uint64_t grant_access(enum landlock_grant grant, uint64_t handled)
         case GRANT_EXECUTE:
                 access = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_EXECUTE;
                 break;
+        case GRANT_EXECUTE_TREE:
+                access = read | LANDLOCK_ACCESS_FS_EXECUTE;
+                break;
         }
         return access & handled;
 }

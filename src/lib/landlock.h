@@ -10,10 +10,11 @@
 #define LANDLOCK_PLAN_MAX_RULES 48
 
 enum landlock_grant {
-        GRANT_READ,    /* read files, list directories */
-        GRANT_WRITE,   /* everything a scratch folder needs (no device nodes) */
-        GRANT_DEVICE,  /* read, write and ioctl one device file */
-        GRANT_EXECUTE, /* read and execute one program file */
+        GRANT_READ,         /* read files, list directories */
+        GRANT_WRITE,        /* everything a scratch folder needs (no device nodes) */
+        GRANT_DEVICE,       /* read, write and ioctl one device file */
+        GRANT_EXECUTE,      /* read and execute one program file */
+        GRANT_EXECUTE_TREE, /* read, list and execute beneath a directory */
 };
 
 struct landlock_rule {

@@ -22,14 +22,6 @@ static const char *const python_argv[] = {
         "python3", "-I", "-S", "/codecell/prelude.py", NULL,
 };
 
-#define SHARED_RULES                                                                               \
-        "- no network, no subprocesses, and no access to the host filesystem outside\n"            \
-        "  the mounted folders listed below;\n"                                                    \
-        "- a private writable scratch directory at `/work`, empty at the start of\n"               \
-        "  every execution;\n"                                                                     \
-        "- no state carried over between executions, except the contents of\n"                     \
-        "  read-write folders.\n"
-
 static const struct runtime runtimes[] = {
         {
                 .name = "ruby",
@@ -47,7 +39,8 @@ static const struct runtime runtimes[] = {
                         "\n"
                         "Pass a complete, self-contained Ruby script as the `code` argument. It "
                         "runs\n"
-                        "as a fresh Ruby process with:\n" SHARED_RULES "\n"
+                        "as a fresh Ruby process with:\n",
+                .how_results =
                         "Capture progress with `puts` (returned as `stdout`) and end with a value "
                         "or\n"
                         "a JSON-serializable data structure (returned as `value`; "
@@ -93,7 +86,8 @@ static const struct runtime runtimes[] = {
                         "## How to use\n"
                         "\n"
                         "Pass a complete, self-contained Python script as the `code` argument. It\n"
-                        "runs as a fresh Python 3 process with:\n" SHARED_RULES "\n"
+                        "runs as a fresh Python 3 process with:\n",
+                .how_results =
                         "Capture progress with `print` (returned as `stdout`). If the last "
                         "statement\n"
                         "is an expression, its value is returned as `value`, as in a notebook "

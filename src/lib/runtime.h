@@ -25,7 +25,9 @@ struct runtime {
         const char *package_hint; /* what to install when the interpreter is missing */
         /* The guest error class that means the interpreter ran out of memory. */
         const char *out_of_memory_class;
-        const char *how_to_use; /* the description's fixed text (seed 000) */
+        /* The description's fixed text (seed 000), around the sandbox's rules. */
+        const char *how_to_use;  /* what it is, and "It runs as … with:" */
+        const char *how_results; /* how output, values and errors come back */
         struct tool_syntax tools;
 };
 

@@ -42,9 +42,6 @@ static const char *const denied_calls[] = {
         "process_vm_writev",
         "kcmp",
         "pidfd_getfd",
-        /* subprocesses: only threads may be created (clone is filtered by flags below) */
-        "fork",
-        "vfork",
         /* kernel attack surface */
         "bpf",
         "perf_event_open",
@@ -90,6 +87,19 @@ static const char *const denied_calls[] = {
         "setdomainname",
 };
 
+/* Without subprocesses, only threads may be created: fork and vfork are refused, and clone
+ * when it lacks CLONE_THREAD. */
+static int deny_processes(scmp_filter_ctx ctx, codecell_error *err)
+{
+        int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fork), 0);
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(vfork), 0);
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+        return r < 0 ? err_sys(err, -r, "seccomp rule fork") : 0;
+}
+
 static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
 {
         int r;
@@ -101,11 +111,6 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
                 if (r < 0)
                         return err_sys(err, -r, "seccomp rule %s", denied_calls[i]);
         }
-        /* clone without CLONE_THREAD makes a process: refused. Threads stay possible. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
-        if (r < 0)
-                return err_sys(err, -r, "seccomp rule clone");
         /* clone3 passes its flags in memory, which BPF cannot read: ENOSYS makes glibc fall
          * back to clone, which the rule above can check. */
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
@@ -128,7 +133,7 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
         return 0;
 }
 
-int seccomp_program_compile(struct seccomp_program *ret, codecell_error *err)
+int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, codecell_error *err)
 {
         memset(ret, 0, sizeof(*ret));
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -144,6 +149,8 @@ int seccomp_program_compile(struct seccomp_program *ret, codecell_error *err)
                 goto out;
         }
         r = add_rules(ctx, err);
+        if (r == 0 && !subprocesses)
+                r = deny_processes(ctx, err);
         if (r < 0)
                 goto out;
 

@@ -12,7 +12,8 @@ struct seccomp_program {
         struct sock_fprog prog; /* prog.filter is owned (malloc'd) */
 };
 
-int seccomp_program_compile(struct seccomp_program *ret, codecell_error *err);
+/* subprocesses: allow fork, vfork and clone of processes (else only threads). */
+int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, codecell_error *err);
 void seccomp_program_free(struct seccomp_program *p);
 /* Installs the filter on the calling thread. No allocation. 0 or -errno. */
 int seccomp_program_load(const struct seccomp_program *p);

@@ -415,6 +415,27 @@ class Isolation(EachLanguage, unittest.TestCase):
                                  "t(lambda: os.execv('/bin/ls', ['ls']))]"),
                            lambda r, lang: self.assertEqual(r.result["value"], ["EPERM", "EPERM", "EACCES"], r))
 
+    def test_subprocesses_when_the_cell_allows_them(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"][:2], ["hi from sh", "EACCES"])  # never its own files
+        self.each_language(probe(
+            'File.write("/work/x", "#!/bin/sh\\necho no\\n"); File.chmod(0755, "/work/x"); '
+            '[`echo hi from sh`.strip, t { `/work/x` }]',
+            "import subprocess\nopen('/work/x', 'w').write('#!/bin/sh\\necho no\\n')\n"
+            "os.chmod('/work/x', 0o755)\n"
+            "[subprocess.run(['sh', '-c', 'echo hi from sh'], capture_output=True, text=True).stdout.strip(), "
+            "t(lambda: subprocess.run(['/work/x']))]"),
+            check, "--allow-subprocesses")
+        # The pids limit holds (Python gives up at once; Ruby's spawn waits and retries, so it
+        # is checked from Python).
+        r = run_json(PRELUDE["python"] + "import subprocess\n"
+                     "def many():\n    ps = [subprocess.Popen(['sleep', '30']) for _ in range(200)]\n"
+                     "    return 'unlimited'\nt(many)", "--allow-subprocesses", lang="python")
+        self.assertEqual(r.result["value"], "EAGAIN", r)
+        become_subreaper()
+        self.assertEqual(stray_children(), [])
+
     def test_threads_work(self):
         self.each_language({"ruby": "4.times.map { |i| Thread.new { i * 2 } }.map(&:value)",
                             "python": "from concurrent.futures import ThreadPoolExecutor\n"

@@ -247,6 +247,13 @@ class Description(unittest.TestCase):
         self.assertIn("- `city` (str, required) — the city name", r.stdout)
         self.assertNotIn("Ruby", r.stdout)
 
+    def test_description_says_when_subprocesses_are_allowed(self):
+        r = codecell("describe")
+        self.assertIn("no network, no subprocesses", r.stdout)
+        r = codecell("describe", "--allow-subprocesses")
+        self.assertIn("the system's programs may be run as subprocesses", r.stdout)
+        self.assertNotIn("no subprocesses", r.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
