@@ -226,7 +226,7 @@ int execution_run(struct codecell_cell *cell, const char *code, size_t len, code
         struct standby *s = pool_take(cell->pool);
         if (!s) {
                 codecell_error e = {0};
-                if (standby_start(cell, &s, &e) < 0) {
+                if (standby_start(cell, false, &s, &e) < 0) {
                         res->status = CODECELL_STATUS_SANDBOX_ERROR;
                         set_error_text(res, "the sandbox could not be started: %s", e.message);
                         return 0;

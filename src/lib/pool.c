@@ -61,7 +61,7 @@ static void *fill(void *arg)
                 if (req) {
                         pool->requests = req->next;
                         pthread_mutex_unlock(&pool->lock);
-                        req->status = standby_start(pool->cell, &req->result, &req->err);
+                        req->status = standby_start(pool->cell, true, &req->result, &req->err);
                         pthread_mutex_lock(&pool->lock);
                         req->done = true;
                         pthread_cond_broadcast(&pool->changed);
@@ -80,7 +80,7 @@ static void *fill(void *arg)
                 pthread_mutex_unlock(&pool->lock);
                 struct standby *s = NULL;
                 codecell_error err = {0};
-                int r = standby_start(pool->cell, &s, &err);
+                int r = standby_start(pool->cell, false, &s, &err);
                 pthread_mutex_lock(&pool->lock);
                 if (r < 0) {
                         pool->failures_in_row++;

@@ -16,8 +16,8 @@ int pool_start(struct codecell_cell *cell, size_t size, struct pool **ret, codec
 /* A live sandbox standing by, or NULL when none is ready (the caller then starts one cold).
  * Thread-safe. Wakes the thread to replace it. */
 struct standby *pool_take(struct pool *pool);
-/* Starts one sandbox on the pool's thread (whatever the pool's size) and waits for it: for a
- * sandbox that must outlive the calling thread, such as a session's kernel. */
+/* Starts a session's kernel on the pool's thread (whatever the pool's size) and waits for it:
+ * it must outlive the calling thread. */
 int pool_spawn(struct pool *pool, struct standby **ret, codecell_error *err);
 /* Waits until the pool is full. Fails when sandboxes cannot be started (the reason in err). */
 int pool_warmup(struct pool *pool, codecell_error *err);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cell.h"
+#include "pump.h"
 #include "error.h"
 #include "pool.h"
 #include "result.h"
@@ -22,9 +23,10 @@ struct session {
         int64_t exec_id;
         pthread_mutex_t run_lock; /* one eval at a time */
         /* Guarded by the table's lock: */
-        double last_used; /* now_ms() */
-        unsigned users;   /* evals waiting or running, and closers */
-        bool closed;      /* out of the table: the last user frees it */
+        double last_used;   /* now_ms() */
+        double cpu_at_rest; /* the kernel's CPU time when its last eval ended */
+        unsigned users;     /* evals waiting or running, and closers */
+        bool closed;        /* out of the table: the last user frees it */
 };
 
 static const char state_lost[] =
@@ -65,18 +67,37 @@ static void unlink_session(struct session_table *t, size_t i)
         t->items[i] = t->items[--t->n];
 }
 
-/* Closes sessions idle for longer than the cell's limit, waking when the next one will be. */
+/* The CPU time of a session's interpreter so far, or -1. */
+static double kernel_cpu_ms(const struct session *s)
+{
+        clockid_t clock;
+        if (!s->kernel || s->kernel->guest <= 0 || clock_getcpuclockid(s->kernel->guest, &clock))
+                return -1;
+        return process_cpu_ms(clock);
+}
+
+/* Between evals nothing runs a session's code, unless the code left a thread behind: one that
+ * has spent a whole eval's CPU budget since the last eval ended closes the session. */
+static bool spinning(const struct session *s, double budget_ms)
+{
+        double cpu = kernel_cpu_ms(s);
+        return cpu >= 0 && cpu - s->cpu_at_rest > budget_ms;
+}
+
+/* Closes sessions idle for longer than the cell's limit, waking when the next one will be, and
+ * at least every second to catch one that computes while idle. */
 static void *reap(void *arg)
 {
         struct codecell_cell *cell = arg;
         struct session_table *t = &cell->sessions;
         double idle = (double)cell->config->limits[CODECELL_LIMIT_SESSION_IDLE_MS];
+        double budget = (double)cell->config->limits[CODECELL_LIMIT_CPU_MS];
         pthread_mutex_lock(&t->lock);
         while (!t->stopping) {
-                double now = now_ms(), next = now + 60000.0;
+                double now = now_ms(), next = now + 1000.0;
                 for (size_t i = 0; i < t->n;) {
                         struct session *s = t->items[i];
-                        if (s->users == 0 && now - s->last_used >= idle) {
+                        if (s->users == 0 && (now - s->last_used >= idle || spinning(s, budget))) {
                                 unlink_session(t, i);
                                 /* Nobody uses it: free it here, the kernel's teardown with it. */
                                 pthread_mutex_unlock(&t->lock);
@@ -237,8 +258,10 @@ int codecell_session_eval(codecell_cell *cell, const char *name, const char *cod
                 append_error(res, state_lost);
         }
         pthread_mutex_unlock(&s->run_lock);
+        double cpu = kernel_cpu_ms(s);
         pthread_mutex_lock(&cell->sessions.lock);
         s->last_used = now_ms();
+        s->cpu_at_rest = cpu;
         release(&cell->sessions, s);
         pthread_mutex_unlock(&cell->sessions.lock);
         *ret_result = res;

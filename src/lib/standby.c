@@ -58,11 +58,16 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
         return 0;
 }
 
-static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, const int *tree_fds)
+static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, const int *tree_fds,
+                      bool session)
 {
         const uint64_t *lim = cell->config->limits;
-        /* A backstop only: the budget itself is enforced by the engine from exec on. */
-        rlim_t cpu_s = (rlim_t)((STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) / 1000 + 1);
+        /* A backstop only: the budget itself is enforced by the engine from exec on. A session
+         * lives through many evals, each with its own budget, so it has none: the engine
+         * watches it during evals, and the reaper between them. */
+        rlim_t cpu_s =
+                session ? RLIM_INFINITY - 1
+                        : (rlim_t)((STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) / 1000 + 1);
         *spec = (struct sandbox_spec){
                 .plan = &cell->plan,
                 .tree_fds = tree_fds,
@@ -126,7 +131,8 @@ int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret
         return status;
 }
 
-int standby_start(struct codecell_cell *cell, struct standby **ret, codecell_error *err)
+int standby_start(struct codecell_cell *cell, bool session, struct standby **ret,
+                  codecell_error *err)
 {
         const uint64_t *lim = cell->config->limits;
         int tree_fds[MOUNT_PLAN_MAX_OPS];
@@ -155,7 +161,7 @@ int standby_start(struct codecell_cell *cell, struct standby **ret, codecell_err
         if (cell->privileged && (r = prepare_idmapped_trees(cell, tree_fds, err)) < 0)
                 goto fail;
         struct sandbox_spec spec;
-        fill_spec(cell, &spec, tree_fds);
+        fill_spec(cell, &spec, tree_fds, session);
         r = sandbox_spawn(&spec, &s->sb, err);
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 if (tree_fds[i] >= 0)

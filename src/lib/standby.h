@@ -22,9 +22,11 @@ struct standby {
         double boot_cpu_ms; /* set by standby_arm */
 };
 
-/* Builds a sandbox and waits for the prelude's "ready". Called from the pool's thread or, on
+/* Builds a sandbox and waits for the prelude's "ready". A session's sandbox (a kernel that
+ * serves many evals) has no RLIMIT_CPU backstop.  Called from the pool's thread or, on
  * a cold start, from the caller's: the sandbox's parent-death signal is tied to that thread. */
-int standby_start(struct codecell_cell *cell, struct standby **ret, codecell_error *err);
+int standby_start(struct codecell_cell *cell, bool session, struct standby **ret,
+                  codecell_error *err);
 /* False when the sandbox died (or spoke) while waiting. */
 bool standby_alive(struct standby *s);
 /* Starts the CPU budget now (the pump enforces it); records boot_cpu_ms. */

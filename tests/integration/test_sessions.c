@@ -56,6 +56,7 @@ static void *increment(void *arg)
 
 int main(int argc, char **argv)
 {
+        char **names = NULL;
         pick_language(argc, argv);
         codecell_error err = {0};
         codecell_config *config = codecell_config_new(language, &err);
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
         pid_t pids[16];
         CHECK(children(pids, 16) > 0);
         sleep(3);
-        char **names = codecell_session_list(cell);
+        names = codecell_session_list(cell);
         CHECK(names && names[0] == NULL);
         for (size_t i = 0; names && names[i]; i++)
                 free(names[i]);
@@ -173,5 +174,29 @@ int main(int argc, char **argv)
         codecell_cell_free(cell); /* closes "f" */
         CHECK(children(pids, 16) == 0);
         CHECK(own_cgroups() == 0);
+        /* A session whose code left a thread computing is closed once that thread has spent
+         * an eval's CPU budget (1 s here) while idle, long before its idle timeout. */
+        config = codecell_config_new(language, &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        codecell_config_set_limit(config, CODECELL_LIMIT_CPU_MS, 1000, &err);
+        cell = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(cell != NULL);
+        expect(cell, "spin",
+               L("Thread.new { loop {} }; :left",
+                 "import threading\n"
+                 "def spin():\n    while True:\n        pass\n"
+                 "threading.Thread(target=spin, daemon=True).start()\n'left'"),
+               "{\"status\":\"ok\",\"value\":\"left\"");
+        expect(cell, "calm", "1", ok);
+        sleep(3);
+        names = codecell_session_list(cell);
+        CHECK(names && names[0] && strcmp(names[0], "calm") == 0 && names[1] == NULL);
+        for (size_t i = 0; names && names[i]; i++)
+                free(names[i]);
+        free(names);
+        codecell_cell_free(cell);
+        CHECK(children(pids, 16) == 0);
         CHECK_DONE();
 }
