@@ -2,6 +2,7 @@
 #include "result_print.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,6 +11,7 @@ void print_result(const codecell_result *res)
         size_t n;
         const char *out = codecell_result_stdout(res, &n);
         fwrite(out, 1, n, stdout);
+        bool open_line = n > 0 && out[n - 1] != '\n'; /* "=> value" goes on a line of its own */
         const char *err = codecell_result_stderr(res, &n);
         fwrite(err, 1, n, stderr);
         char *text = codecell_result_to_json(res, false);
@@ -25,7 +27,7 @@ void print_result(const codecell_result *res)
                 char *value = json_dumps(json_object_get(obj, "value"),
                                          JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
                 fflush(stdout);
-                printf("=> %s\n", value ? value : "null");
+                printf("%s=> %s\n", open_line ? "\n" : "", value ? value : "null");
                 free(value);
                 break;
         }

@@ -244,6 +244,8 @@ class Output(EachLanguage, unittest.TestCase):
         self.assertIn("from sandbox:1:in `<main>'", r.stderr)
         r = codecell("run", "--lang", "python", "-e", "print('hi')\n[1, 2]")
         self.assertEqual(r.stdout, "hi\n=> [1,2]\n")
+        r = codecell("run", "-e", 'print "no newline"; 3')
+        self.assertEqual(r.stdout, "no newline\n=> 3\n")
 
 
 # t { … } / t(lambda: …): the value, or the errno name (EROFS) or class of what was raised.
