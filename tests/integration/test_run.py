@@ -382,6 +382,17 @@ class Isolation(EachLanguage, unittest.TestCase):
                             "python": "import os\n[os.getuid(), [int(x) for x in open('/proc/self/uid_map').read().split()]]"},
                            check)
 
+    def test_guest_has_no_host_groups(self):
+        # As root the engine clears them (root's own groups would open group-readable files);
+        # as a normal user the guest keeps only ids that map to the sandbox's (or nobody).
+        def check(r, lang):
+            groups = set(r.result["value"])
+            if ROOT:
+                self.assertEqual(groups, set(), r)
+            else:
+                self.assertLessEqual(groups, {1000, 65534}, r)
+        self.each_language({"ruby": "Process.groups", "python": "import os\nos.getgroups()"}, check)
+
     def test_no_capabilities_and_no_new_privs(self):
         def check(r, lang):
             v = r.result["value"]
