@@ -330,7 +330,7 @@ int codecell_cell_add_tool(codecell_cell *cell, const char *name, const char *de
         return cell_add_tool(cell, tool, err);
 }
 
-int cell_check_code(struct codecell_cell *cell, const char *code, size_t len, codecell_error *err)
+static int check_code(struct codecell_cell *cell, const char *code, size_t len, codecell_error *err)
 {
         uint64_t max = cell->config->limits[CODECELL_LIMIT_CODE_BYTES];
         if (!code)
@@ -346,21 +346,27 @@ int cell_check_code(struct codecell_cell *cell, const char *code, size_t len, co
         return 0;
 }
 
-int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
-                      codecell_result **ret_result, codecell_error *err)
+int cell_result_for(struct codecell_cell *cell, const char *code, size_t len, codecell_result **ret,
+                    codecell_error *err)
 {
-        *ret_result = NULL;
-        int r = cell_check_code(cell, code, len, err);
+        *ret = NULL;
+        int r = check_code(cell, code, len, err);
         if (r < 0)
                 return r;
         codecell_result *res = result_new();
         if (!res)
                 return err_sys(err, ENOMEM, "result");
-        r = execution_run(cell, code, len, res, err);
-        if (r < 0) {
-                codecell_result_free(res);
-                return r;
-        }
-        *ret_result = res;
+        res->layers = json_incref(cell->layers);
+        res->warnings = json_incref(cell->warnings);
+        *ret = res;
         return 0;
+}
+
+int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
+                      codecell_result **ret_result, codecell_error *err)
+{
+        int r = cell_result_for(cell, code, len, ret_result, err);
+        if (r == 0)
+                execution_run(cell, code, len, *ret_result);
+        return r;
 }

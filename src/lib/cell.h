@@ -35,8 +35,10 @@ struct codecell_cell {
         pthread_mutex_t description_lock; /* guards description, rebuilt as tools are added */
 };
 
-/* Refuses code that is not UTF-8, holds a NUL, or is over the limit. */
-int cell_check_code(struct codecell_cell *cell, const char *code, size_t len, codecell_error *err);
+/* A new result for code the cell accepts, with what every result carries (the layers, the
+ * warnings). < 0 with err for code that is not UTF-8, holds a NUL or is over the limit. */
+int cell_result_for(struct codecell_cell *cell, const char *code, size_t len, codecell_result **ret,
+                    codecell_error *err);
 
 /* Adds a tool (owned from then on, freed on failure) and rebuilds the description. */
 int cell_add_tool(struct codecell_cell *cell, struct tool *tool, codecell_error *err);
@@ -47,13 +49,8 @@ struct standby;
  * otherwise it is torn down (not freed) and false is returned. */
 bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
                   int64_t exec_id, bool keep, codecell_result *res);
-/* Fills the parts of a result every run has (the layers, the warnings). */
-void execution_prepare(struct codecell_cell *cell, codecell_result *res);
-
-/* Runs one execution (execution.c). Fills res; returns < 0 only when the engine itself fails
- * (memory), not when the sandbox does. */
-int execution_run(struct codecell_cell *cell, const char *code, size_t len, codecell_result *res,
-                  codecell_error *err);
+/* Runs one execution on a sandbox from the pool, or a cold one (execution.c), into res. */
+void execution_run(struct codecell_cell *cell, const char *code, size_t len, codecell_result *res);
 
 /* The description the model sees (description.c). NULL when out of memory. */
 char *description_build(const codecell_config *config, struct tool_table *tools);

@@ -57,9 +57,10 @@ codecell_config *codecell_config_new(const char *language, codecell_error *err)
 {
         const struct runtime *rt = runtime_find(language);
         if (!rt) {
+                char names[128];
+                runtime_names(names, sizeof(names));
                 err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                        "unknown language \"%s\" (supported: %s)", language ? language : "",
-                        runtime_names());
+                        "unknown language \"%s\" (supported: %s)", language ? language : "", names);
                 return NULL;
         }
         codecell_config *c = calloc(1, sizeof(*c));

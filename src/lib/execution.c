@@ -212,27 +212,17 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
         return false;
 }
 
-void execution_prepare(struct codecell_cell *cell, codecell_result *res)
+void execution_run(struct codecell_cell *cell, const char *code, size_t len, codecell_result *res)
 {
-        res->layers = json_incref(cell->layers);
-        res->warnings = json_incref(cell->warnings);
-}
-
-int execution_run(struct codecell_cell *cell, const char *code, size_t len, codecell_result *res,
-                  codecell_error *err)
-{
-        (void)err;
-        execution_prepare(cell, res);
         struct standby *s = pool_take(cell->pool);
         if (!s) {
                 codecell_error e = {0};
                 if (standby_start(cell, false, &s, &e) < 0) {
                         res->status = CODECELL_STATUS_SANDBOX_ERROR;
                         set_error_text(res, "the sandbox could not be started: %s", e.message);
-                        return 0;
+                        return;
                 }
         }
         (void)execution_on(cell, s, code, len, 1, false, res);
         standby_free(s);
-        return 0;
 }

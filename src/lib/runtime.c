@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "codecell.h"
@@ -143,9 +144,13 @@ const struct runtime *runtime_for_file(const char *path)
         return NULL;
 }
 
-const char *runtime_names(void)
+void runtime_names(char *buf, size_t size)
 {
-        return "ruby, python";
+        size_t used = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < N_RUNTIMES && used < size; i++)
+                used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                                         runtimes[i].name);
 }
 
 const char *codecell_language_of(const char *path)

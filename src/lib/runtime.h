@@ -34,7 +34,7 @@ struct runtime {
 const struct runtime *runtime_find(const char *name);
 /* The runtime whose scripts end in the extension of path, or NULL. */
 const struct runtime *runtime_for_file(const char *path);
-/* "ruby, python": for error messages. */
-const char *runtime_names(void);
+/* "ruby, python": the languages, for error messages. */
+void runtime_names(char *buf, size_t size);
 
 #endif

@@ -110,6 +110,11 @@ static void *reap(void *arg)
                                 next = s->last_used + idle;
                         i++;
                 }
+                if (t->n == 0) {
+                        /* Nothing to watch until a session opens (which signals). */
+                        pthread_cond_wait(&t->changed, &t->lock);
+                        continue;
+                }
                 double wait = next - now_ms();
                 if (wait < 1)
                         wait = 1;
@@ -226,18 +231,16 @@ int codecell_session_eval(codecell_cell *cell, const char *name, const char *cod
         if (problem)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "session name \"%s\": %s",
                                name ? name : "", problem);
-        int r = cell_check_code(cell, code, len, err);
+        codecell_result *res = NULL;
+        int r = cell_result_for(cell, code, len, &res, err);
         if (r < 0)
                 return r;
-        codecell_result *res = result_new();
-        if (!res)
-                return err_sys(err, ENOMEM, "result");
         struct session *s = NULL;
-        if ((r = acquire(cell, name, &s, err)) < 0) {
+        r = acquire(cell, name, &s, err);
+        if (r < 0) {
                 codecell_result_free(res);
                 return r;
         }
-        execution_prepare(cell, res);
         pthread_mutex_lock(&s->run_lock);
         /* A kernel found dead before the code is delivered is replaced, and the code runs
          * there: the caller sees a fresh session, not an error. */

@@ -131,21 +131,16 @@ class Statuses(EachLanguage, unittest.TestCase):
     WRITE_FD3 = {"ruby": 'io = IO.for_fd(3, autoclose: false); io.write(%s); io.flush; sleep 5',
                  "python": "import os, time\nos.write(3, %s)\ntime.sleep(5)"}
 
-    def test_corrupt_frame_is_sandbox_error(self):
-        def check(r, lang):
-            self.assertEqual(r.status, "sandbox_error", r)
-            self.assertIn("not valid JSON", r.result["error"])
-        self.each_language({"ruby": self.WRITE_FD3["ruby"] % '"\\x00\\x00\\x00\\x05hello"',
-                            "python": self.WRITE_FD3["python"] % "b'\\x00\\x00\\x00\\x05hello'"},
-                           check)
-
-    def test_oversize_frame_is_sandbox_error(self):
-        def check(r, lang):
-            self.assertEqual(r.status, "sandbox_error", r)
-            self.assertIn("over the", r.result["error"])
-        self.each_language({"ruby": self.WRITE_FD3["ruby"] % '"\\x7f\\xff\\xff\\xff"',
-                            "python": self.WRITE_FD3["python"] % "b'\\x7f\\xff\\xff\\xff'"},
-                           check)
+    def test_bad_frames_are_sandbox_errors(self):
+        # A corrupt frame, and a frame whose declared length is over the cap.
+        for ruby, python, message in (
+                ('"\\x00\\x00\\x00\\x05hello"', "b'\\x00\\x00\\x00\\x05hello'", "not valid JSON"),
+                ('"\\x7f\\xff\\xff\\xff"', "b'\\x7f\\xff\\xff\\xff'", "over the")):
+            def check(r, lang, message=message):
+                self.assertEqual(r.status, "sandbox_error", r)
+                self.assertIn(message, r.result["error"])
+            self.each_language({"ruby": self.WRITE_FD3["ruby"] % ruby,
+                                "python": self.WRITE_FD3["python"] % python}, check)
 
     def test_value_over_the_frame_limit_says_what_to_do(self):
         def check(r, lang):
