@@ -138,6 +138,37 @@ CODECELL_API void codecell_cell_free(codecell_cell *cell);
 CODECELL_API int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
                                    codecell_result **ret_result, codecell_error *err);
 
+/* ---- cancellation and progress ------------------------------------------------------- */
+
+/* A token that stops a run from another thread. Trigger it once; a run that sees it ends at
+ * once (its sandbox is killed) with status "sandbox_error" and "cancelled": true in its result;
+ * a session eval so cancelled ends the session like a timeout. Not reusable after a trigger. */
+typedef struct codecell_cancel codecell_cancel;
+CODECELL_API codecell_cancel *codecell_cancel_new(codecell_error *err);
+/* Thread-safe and idempotent. */
+CODECELL_API void codecell_cancel_trigger(codecell_cancel *cancel);
+CODECELL_API bool codecell_cancel_triggered(const codecell_cancel *cancel);
+/* Only once no run uses it any more. */
+CODECELL_API void codecell_cancel_free(codecell_cancel *cancel);
+
+/* Called on the engine thread that waits for the run, every progress_interval_ms while the code
+ * runs: the time since `exec` and the last line the guest wrote to stdout so far (without its
+ * newline, at most 200 bytes, not NUL-terminated; len 0 when none). It must return quickly. */
+typedef void (*codecell_progress_fn)(uint64_t elapsed_ms, const char *last_line, size_t len,
+                                     void *userdata);
+
+typedef struct codecell_run_options {
+        codecell_cancel *cancel;       /* NULL: the run cannot be cancelled */
+        codecell_progress_fn progress; /* NULL: no progress reports */
+        uint64_t progress_interval_ms; /* 0: every 1000 ms */
+        void *userdata;                /* passed to progress */
+} codecell_run_options;
+
+/* codecell_cell_run() with options (NULL: none). */
+CODECELL_API int codecell_cell_run_with(codecell_cell *cell, const char *code, size_t len,
+                                        const codecell_run_options *options,
+                                        codecell_result **ret_result, codecell_error *err);
+
 /* The cell's description as the model sees it (seed 000): how to use, the folders, the tools.
  * Owned by the cell; valid until the next codecell_cell_add_tool()/_load_tools() or
  * codecell_cell_free(). */
@@ -157,6 +188,11 @@ CODECELL_API const char *codecell_cell_description(const codecell_cell *cell);
 CODECELL_API int codecell_session_eval(codecell_cell *cell, const char *name, const char *code,
                                        size_t len, codecell_result **ret_result,
                                        codecell_error *err);
+/* codecell_session_eval() with options (NULL: none). */
+CODECELL_API int codecell_session_eval_with(codecell_cell *cell, const char *name,
+                                            const char *code, size_t len,
+                                            const codecell_run_options *options,
+                                            codecell_result **ret_result, codecell_error *err);
 /* Ends the named session and frees everything it held (its state is discarded; the next eval
  * under that name starts afresh). Waits for an eval in progress to end. -ENOENT when there is
  * no such session. */
@@ -194,6 +230,50 @@ CODECELL_API int codecell_cell_add_tool(codecell_cell *cell, const char *name,
  * errors name the JSON path ("tools[1].command: …"). */
 CODECELL_API int codecell_cell_load_tools(codecell_cell *cell, const char *path,
                                           codecell_error *err);
+
+/* ---- configuration files ---------------------------------------------------------------- */
+
+/* The cells and host tools of one JSON configuration file (docs/configuration.md), as
+ * `codecell serve` and `codecell describe --config` use them. */
+typedef struct codecell_cellset codecell_cellset;
+
+/* Cells start no sandboxes ahead of use (for describing them only). */
+#define CODECELL_CELLSET_NO_POOL 1u
+
+/* Loads the file and creates every cell in it (and registers the host tools each cell names).
+ * The whole file is checked: on any error nothing is created and err names the JSON path and
+ * what is wrong ("cells.json: cells[1].mounts[0].dest: overlaps the reserved /work"). Relative
+ * mount sources and tool commands resolve against the file's folder. flags: 0 or
+ * CODECELL_CELLSET_NO_POOL. */
+CODECELL_API codecell_cellset *codecell_cellset_load(const char *path, unsigned flags,
+                                                     codecell_error *err);
+/* Frees every cell of the set. */
+CODECELL_API void codecell_cellset_free(codecell_cellset *set);
+CODECELL_API size_t codecell_cellset_size(const codecell_cellset *set);
+/* The i-th cell, owned by the set; NULL past the end. */
+CODECELL_API codecell_cell *codecell_cellset_cell(const codecell_cellset *set, size_t i);
+/* Its name (also its MCP tool name) and its "description" key ("" when absent). */
+CODECELL_API const char *codecell_cellset_name(const codecell_cellset *set, size_t i);
+CODECELL_API const char *codecell_cellset_summary(const codecell_cellset *set, size_t i);
+/* Whether the cell offers persistent sessions ("sessions": {"enabled": false} turns them off). */
+CODECELL_API bool codecell_cellset_sessions(const codecell_cellset *set, size_t i);
+/* The index of the cell of that name, or -1. */
+CODECELL_API int codecell_cellset_find(const codecell_cellset *set, const char *name);
+
+/* ---- cell information ------------------------------------------------------------------- */
+
+typedef struct codecell_cell_info {
+        const char *language;   /* static */
+        bool writes_host;       /* some mount is read-write */
+        size_t pool_size;       /* sandboxes the pool keeps standing by */
+        size_t pool_ready;      /* standing by now */
+        size_t sessions_open;   /* sessions alive now */
+        size_t tools;           /* host tools registered */
+        uint64_t limits[CODECELL_LIMIT__COUNT];
+} codecell_cell_info;
+
+/* A snapshot of the cell's state. Thread-safe. */
+CODECELL_API void codecell_cell_info_get(codecell_cell *cell, codecell_cell_info *ret_info);
 
 /* ---- results --------------------------------------------------------------------------- */
 

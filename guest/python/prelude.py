@@ -196,6 +196,8 @@ def _evaluate(code, scope):
 def _run():
     """One "exec" after another in the same globals: a one-shot sandbox is ended by the engine
     after its first result, a session's kernel lives on."""
+    # Output reaches the engine line by line, so progress reports can show the last line.
+    sys.stdout.reconfigure(line_buffering=True)
     _send({"t": "ready", "runtime": "python", "version": "%d.%d.%d" % sys.version_info[:3]})
     scope = {"__name__": "__main__", "__builtins__": __builtins__, "sb": sb}
     while True:

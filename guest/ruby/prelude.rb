@@ -147,6 +147,8 @@ module CodecellGuest
     # One "exec" after another, all in the same top-level binding: a one-shot sandbox is
     # ended by the engine after its first result, a session's kernel lives on.
     def run
+      # Output reaches the engine as it is written, so progress reports can show the last line.
+      $stdout.sync = true
       send_frame({ t: "ready", runtime: "ruby", version: RUBY_VERSION })
       loop do
         frame = read_frame

@@ -15,5 +15,6 @@ int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_describe(int argc, char **argv);
 int cmd_repl(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

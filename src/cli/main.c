@@ -14,6 +14,7 @@ static const char usage[] =
         "  check    report which isolation layers this host gives\n"
         "  repl     an interactive session whose state survives between entries\n"
         "  describe print the description a model sees for a cell\n"
+        "  serve    serve the cells of a configuration file as MCP tools (stdio or HTTP)\n"
         "\n"
         "Exit codes: 0 ok, 1 guest error, 2 usage or configuration error, 3 limit hit\n"
         "(timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
@@ -35,6 +36,8 @@ int main(int argc, char **argv)
                 return cmd_repl(argc - 1, argv + 1);
         if (strcmp(verb, "describe") == 0)
                 return cmd_describe(argc - 1, argv + 1);
+        if (strcmp(verb, "serve") == 0)
+                return cmd_serve(argc - 1, argv + 1);
         if (strcmp(verb, "check") == 0)
                 return cmd_check(argc - 1, argv + 1);
         fprintf(stderr, "codecell: unknown command \"%s\" (try: codecell --help)\n", verb);

@@ -362,11 +362,34 @@ int cell_result_for(struct codecell_cell *cell, const char *code, size_t len, co
         return 0;
 }
 
-int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
-                      codecell_result **ret_result, codecell_error *err)
+int codecell_cell_run_with(codecell_cell *cell, const char *code, size_t len,
+                           const codecell_run_options *options, codecell_result **ret_result,
+                           codecell_error *err)
 {
         int r = cell_result_for(cell, code, len, ret_result, err);
         if (r == 0)
-                execution_run(cell, code, len, *ret_result);
+                execution_run(cell, code, len, options, *ret_result);
         return r;
+}
+
+int codecell_cell_run(codecell_cell *cell, const char *code, size_t len,
+                      codecell_result **ret_result, codecell_error *err)
+{
+        return codecell_cell_run_with(cell, code, len, NULL, ret_result, err);
+}
+
+void codecell_cell_info_get(codecell_cell *cell, codecell_cell_info *ret)
+{
+        const codecell_config *c = cell->config;
+        *ret = (codecell_cell_info){.language = c->runtime->name, .pool_size = c->pool};
+        for (size_t i = 0; i < c->n_mounts; i++)
+                ret->writes_host |= c->mounts[i].read_write;
+        memcpy(ret->limits, c->limits, sizeof(ret->limits));
+        ret->pool_ready = pool_ready_count(cell->pool);
+        pthread_mutex_lock(&cell->tools.lock);
+        ret->tools = cell->tools.n;
+        pthread_mutex_unlock(&cell->tools.lock);
+        pthread_mutex_lock(&cell->sessions.lock);
+        ret->sessions_open = cell->sessions.n;
+        pthread_mutex_unlock(&cell->sessions.lock);
 }

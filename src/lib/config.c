@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,40 +93,51 @@ void codecell_config_free(codecell_config *c)
         free(c);
 }
 
-int codecell_config_add_mount(codecell_config *c, const char *source, const char *dest,
-                              bool read_write, const char *description, codecell_error *err)
+/* A bad mount, worded for its caller: "mount SRC:DST: dest must be absolute" through the API,
+ * "cells[0].mounts[1].dest: must be absolute" from a configuration file (where). */
+static int mount_error(codecell_error *err, int errno_value, const char *where, const char *source,
+                       const char *dest, const char *key, const char *what)
 {
-        const char *src_shown = source ? source : "";
-        const char *dst_shown = dest ? dest : "";
+        if (where)
+                return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s.%s: %s", where, key,
+                               what);
+        return err_set(err, CODECELL_ERR_INVALID, errno_value, "mount %s:%s: %s %s",
+                       source ? source : "", dest ? dest : "", key, what);
+}
+
+int config_add_mount(codecell_config *c, const char *source, const char *dest, bool read_write,
+                     const char *description, const char *where, codecell_error *err)
+{
+        char what[PATH_MAX + 64];
         const char *problem = mount_dest_problem(dest);
         if (problem)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "mount %s:%s: dest %s", src_shown,
-                               dst_shown, problem);
+                return mount_error(err, EINVAL, where, source, dest, "dest", problem);
         const char *reserved = mount_dest_reserved(dest);
-        if (reserved)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                               "mount %s:%s: dest overlaps the reserved %s", src_shown, dst_shown,
-                               reserved);
+        if (reserved) {
+                snprintf(what, sizeof(what), "overlaps the reserved %s", reserved);
+                return mount_error(err, EINVAL, where, source, dest, "dest", what);
+        }
         for (size_t i = 0; i < c->n_mounts; i++)
-                if (paths_overlap(dest, c->mounts[i].dest))
-                        return err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                                       "mount %s:%s: dest overlaps the mount at %s", src_shown,
-                                       dst_shown, c->mounts[i].dest);
+                if (paths_overlap(dest, c->mounts[i].dest)) {
+                        snprintf(what, sizeof(what), "overlaps the mount at %s",
+                                 c->mounts[i].dest);
+                        return mount_error(err, EINVAL, where, source, dest, "dest", what);
+                }
         if (!source || !*source)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "mount :%s: source is empty",
-                               dst_shown);
+                return mount_error(err, EINVAL, where, source, dest, "source", "is empty");
 
         _cleanup_free_ char *real = realpath(source, NULL);
-        if (!real)
-                return err_set(err, CODECELL_ERR_INVALID, errno, "mount %s:%s: source %s %s",
-                               src_shown, dst_shown, src_shown,
-                               errno == ENOENT ? "does not exist" : "cannot be resolved");
+        if (!real) {
+                snprintf(what, sizeof(what), "%s %s", source,
+                         errno == ENOENT ? "does not exist" : "cannot be resolved");
+                return mount_error(err, errno, where, source, dest, "source", what);
+        }
         struct stat st;
         if (stat(real, &st) < 0)
-                return err_sys(err, errno, "mount %s:%s: source", src_shown, dst_shown);
+                return err_sys(err, errno, "mount %s:%s: source", source, dest);
         if (!S_ISDIR(st.st_mode))
-                return err_set(err, CODECELL_ERR_INVALID, ENOTDIR,
-                               "mount %s:%s: source is not a directory", src_shown, dst_shown);
+                return mount_error(err, ENOTDIR, where, source, dest, "source",
+                                   "is not a directory");
 
         struct cc_mount *grown = realloc(c->mounts, (c->n_mounts + 1) * sizeof(*grown));
         if (!grown)
@@ -143,6 +155,17 @@ int codecell_config_add_mount(codecell_config *c, const char *source, const char
         }
         c->mounts[c->n_mounts++] = m;
         return 0;
+}
+
+int codecell_config_add_mount(codecell_config *c, const char *source, const char *dest,
+                              bool read_write, const char *description, codecell_error *err)
+{
+        return config_add_mount(c, source, dest, read_write, description, NULL, err);
+}
+
+const char *config_limit_name(codecell_limit limit)
+{
+        return (unsigned)limit < CODECELL_LIMIT__COUNT ? limit_names[limit] : NULL;
 }
 
 int codecell_config_set_limit(codecell_config *c, codecell_limit limit, uint64_t value,

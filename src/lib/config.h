@@ -22,6 +22,13 @@ struct codecell_config {
         bool subprocesses; /* the guest may fork and exec the system's programs */
 };
 
+/* codecell_config_add_mount(), with errors worded for a configuration file when `where` names
+ * the mount's JSON path ("cells[0].mounts[1]"). */
+int config_add_mount(codecell_config *c, const char *source, const char *dest, bool read_write,
+                     const char *description, const char *where, codecell_error *err);
+/* The name of a limit in errors and configuration files ("timeout_ms"), or NULL. */
+const char *config_limit_name(codecell_limit limit);
+
 /* A deep copy, for the cell to own. NULL when out of memory. */
 codecell_config *config_copy(const codecell_config *config);
 

@@ -71,7 +71,11 @@ static void finish(struct codecell_cell *cell, codecell_result *res, const struc
                                (unsigned long long)(lim[CODECELL_LIMIT_MEMORY_BYTES] >> 20));
                 break;
         case CODECELL_STATUS_SANDBOX_ERROR:
-                if (o->protocol_error) {
+                if (o->cancelled) {
+                        res->cancelled = true;
+                        set_error_text(res, "the run was cancelled by the caller before it "
+                                            "finished");
+                } else if (o->protocol_error) {
                         set_error_text(res, "the guest broke the protocol: %s", o->protocol_error);
                 } else {
                         int sig = sandbox_guest_signal(init_status);
@@ -102,7 +106,8 @@ static double rusage_ms(const struct rusage *u)
 }
 
 bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                  int64_t exec_id, bool keep, codecell_result *res)
+                  int64_t exec_id, bool keep, const codecell_run_options *options,
+                  codecell_result *res)
 {
         const uint64_t *lim = cell->config->limits;
         struct pump *p = &s->pump;
@@ -142,9 +147,15 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
                                               .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS]},
                          deadline, s->sb.ctl_fd);
                 p->rpc = &rpc;
-                /* Until the result, the guest's death, the CPU budget or the deadline. */
+                pump_options_begin(p, options, exec_start);
+                /* Until the result, the guest's death, the CPU budget, a cancel or the
+                 * deadline. */
                 o.timed_out = pump_until(p, deadline, pump_has_result);
-                if (p->result_frame || p->protocol_error[0]) {
+                o.cancelled = p->cancelled && !p->result_frame;
+                pump_options_end(p);
+                if (o.cancelled) {
+                        /* Nothing more is wanted from it. */
+                } else if (p->result_frame || p->protocol_error[0]) {
                         /* Output written before the result is in the pipes already; a guest
                          * that broke the protocol gets no more time. */
                         pump_drain_now(p);
@@ -195,7 +206,7 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
         }
 
         enum standby_end how = END_WAIT;
-        if (o.protocol_error)
+        if (o.protocol_error || o.cancelled)
                 how = END_NOW;
         else if (o.timed_out || cpu_spent)
                 how = END_GUEST_FIRST;
@@ -212,7 +223,8 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
         return false;
 }
 
-void execution_run(struct codecell_cell *cell, const char *code, size_t len, codecell_result *res)
+void execution_run(struct codecell_cell *cell, const char *code, size_t len,
+                   const codecell_run_options *options, codecell_result *res)
 {
         struct standby *s = pool_take(cell->pool);
         if (!s) {
@@ -223,6 +235,6 @@ void execution_run(struct codecell_cell *cell, const char *code, size_t len, cod
                         return;
                 }
         }
-        (void)execution_on(cell, s, code, len, 1, false, res);
+        (void)execution_on(cell, s, code, len, 1, false, options, res);
         standby_free(s);
 }

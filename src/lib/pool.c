@@ -206,3 +206,13 @@ void pool_stop(struct pool *pool)
         free(pool->ready);
         free(pool);
 }
+
+size_t pool_ready_count(struct pool *pool)
+{
+        if (!pool)
+                return 0;
+        pthread_mutex_lock(&pool->lock);
+        size_t n = pool->n_ready;
+        pthread_mutex_unlock(&pool->lock);
+        return n;
+}

@@ -22,6 +22,8 @@ int pool_spawn(struct pool *pool, struct standby **ret, codecell_error *err);
 /* Waits until the pool is full. Fails when sandboxes cannot be started (the reason in err). */
 int pool_warmup(struct pool *pool, codecell_error *err);
 /* Stops the thread and ends every sandbox standing by. Accepts NULL. */
+/* Sandboxes standing by now. */
+size_t pool_ready_count(struct pool *pool);
 void pool_stop(struct pool *pool);
 
 #endif

@@ -8,11 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cancel.h"
 #include "util.h"
 
 void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame)
 {
-        *p = (struct pump){.sb = sb, .ctl_open = true, .out_open = true, .err_open = true};
+        *p = (struct pump){
+                .sb = sb, .ctl_open = true, .out_open = true, .err_open = true, .cancel_fd = -1};
         frame_reader_init(&p->frames, max_frame);
 }
 
@@ -144,12 +146,47 @@ static bool over_cpu_budget(struct pump *p)
         return p->cpu_exhausted;
 }
 
-/* Polls until `done` holds, the CPU budget is spent or the deadline passes. True when the
- * deadline passed. */
+void pump_options_begin(struct pump *p, const codecell_run_options *options, double exec_start)
+{
+        p->cancelled = false;
+        p->cancel_fd = options ? cancel_fd(options->cancel) : -1;
+        p->progress = options ? options->progress : NULL;
+        if (!p->progress)
+                return;
+        p->progress_userdata = options->userdata;
+        p->progress_every_ms =
+                options->progress_interval_ms ? (double)options->progress_interval_ms : 1000.0;
+        p->progress_start_ms = exec_start;
+        p->next_progress_ms = exec_start + p->progress_every_ms;
+}
+
+void pump_options_end(struct pump *p)
+{
+        p->cancel_fd = -1;
+        p->progress = NULL;
+}
+
+/* The last line of what the guest wrote to stdout, without its newline, at most 200 bytes. */
+static void report_progress(struct pump *p, double now)
+{
+        const char *data = p->out && p->out->data ? p->out->data : "";
+        size_t end = p->out ? p->out->len : 0;
+        while (end > 0 && (data[end - 1] == '\n' || data[end - 1] == '\r'))
+                end--;
+        size_t start = end;
+        while (start > 0 && data[start - 1] != '\n' && end - start < 200)
+                start--;
+        p->progress((uint64_t)(now - p->progress_start_ms), data + start, end - start,
+                    p->progress_userdata);
+        p->next_progress_ms = now + p->progress_every_ms;
+}
+
+/* Polls until `done` holds, the CPU budget is spent, the run is cancelled or the deadline
+ * passes. True when the deadline passed. */
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *))
 {
-        while (!done(p) && !over_cpu_budget(p)) {
-                struct pollfd fds[3];
+        while (!done(p) && !over_cpu_budget(p) && !p->cancelled) {
+                struct pollfd fds[4];
                 int n = 0;
                 if (p->ctl_open)
                         fds[n++] = (struct pollfd){.fd = p->sb->ctl_fd, .events = POLLIN};
@@ -159,19 +196,28 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                         fds[n++] = (struct pollfd){.fd = p->sb->err_fd, .events = POLLIN};
                 if (n == 0)
                         return false;
-                double left = deadline - now_ms();
+                if (p->cancel_fd >= 0)
+                        fds[n++] = (struct pollfd){.fd = p->cancel_fd, .events = POLLIN};
+                double now = now_ms();
+                double left = deadline - now;
                 if (left <= 0)
                         return true;
+                if (p->progress && now >= p->next_progress_ms)
+                        report_progress(p, now);
                 int wait = (int)left + 1;
                 if (p->cpu_limit_ms > 0 && wait > CPU_CHECK_MS)
                         wait = CPU_CHECK_MS;
+                if (p->progress && wait > (int)(p->next_progress_ms - now) + 1)
+                        wait = (int)(p->next_progress_ms - now) + 1;
                 int k = poll(fds, (nfds_t)n, wait);
                 if (k < 0 && errno != EINTR)
                         return false;
                 for (int i = 0; i < n && k > 0; i++) {
                         if (!fds[i].revents)
                                 continue;
-                        if (fds[i].fd == p->sb->ctl_fd)
+                        if (fds[i].fd == p->cancel_fd)
+                                p->cancelled = true;
+                        else if (fds[i].fd == p->sb->ctl_fd)
                                 read_control(p);
                         else if (fds[i].fd == p->sb->out_fd)
                                 (void)read_output(&p->sb->out_fd, &p->out_open, p->out);

@@ -27,10 +27,20 @@ struct pump {
         clockid_t guest_clock;
         double cpu_limit_ms;
         bool cpu_exhausted;
+        /* Cancellation: readable when the caller cancels (-1: none). */
+        int cancel_fd;
+        bool cancelled;
+        /* Progress reports while the code runs (progress NULL: none). */
+        codecell_progress_fn progress;
+        void *progress_userdata;
+        double progress_every_ms, next_progress_ms, progress_start_ms;
         char protocol_error[256];
 };
 
 void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame);
+/* Applies a run's options (NULL: none) from exec_start (now_ms() clock) until pump_options_end. */
+void pump_options_begin(struct pump *p, const codecell_run_options *options, double exec_start);
+void pump_options_end(struct pump *p);
 void pump_free(struct pump *p);
 /* Reads until done(p) holds or the deadline (now_ms() clock) passes; true when it passed. */
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *));

@@ -25,6 +25,8 @@ const char *codecell_status_name(codecell_status status)
 
 codecell_status outcome_classify(const struct run_outcome *o)
 {
+        if (o->cancelled)
+                return CODECELL_STATUS_SANDBOX_ERROR;
         if (o->timed_out)
                 return CODECELL_STATUS_TIMEOUT;
         if (o->oom_killed)
@@ -148,6 +150,8 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
                 bad |= json_object_set(obj, "sandbox", r->layers);
         if (r->warnings && json_array_size(r->warnings) > 0)
                 bad |= json_object_set(obj, "warnings", r->warnings);
+        if (r->cancelled)
+                bad |= json_object_set_new(obj, "cancelled", json_true());
         if (!bad)
                 /* 15 significant digits: 0.1 prints as 0.1, not as 0.10000000000000001. */
                 text = json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |

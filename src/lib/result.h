@@ -25,11 +25,13 @@ struct codecell_result {
         int64_t memory_peak_bytes; /* -1: unknown */
         json_t *layers;            /* array of the layers in force */
         json_t *warnings;          /* array, or NULL */
+        bool cancelled;            /* stopped by codecell_cancel_trigger() */
 };
 
 /* What the host observed of one execution. The status comes from these facts, never from
  * what the guest claims: a guest can only say "my code finished" or "my code raised". */
 struct run_outcome {
+        bool cancelled;             /* the caller cancelled it */
         bool timed_out;             /* the engine killed it at the wall-clock deadline */
         bool oom_killed;            /* the memory cgroup killed a process */
         bool memory_refused;        /* the memory cgroup refused an allocation at the limit */

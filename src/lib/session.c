@@ -226,6 +226,13 @@ static void append_error(codecell_result *res, const char *text)
 int codecell_session_eval(codecell_cell *cell, const char *name, const char *code, size_t len,
                           codecell_result **ret_result, codecell_error *err)
 {
+        return codecell_session_eval_with(cell, name, code, len, NULL, ret_result, err);
+}
+
+int codecell_session_eval_with(codecell_cell *cell, const char *name, const char *code,
+                               size_t len, const codecell_run_options *options,
+                               codecell_result **ret_result, codecell_error *err)
+{
         *ret_result = NULL;
         const char *problem = session_name_problem(name);
         if (problem)
@@ -255,7 +262,7 @@ int codecell_session_eval(codecell_cell *cell, const char *name, const char *cod
                 char text[sizeof(e.message) + 64];
                 snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
                 res->error = json_string(text);
-        } else if (!execution_on(cell, s->kernel, code, len, ++s->exec_id, true, res)) {
+        } else if (!execution_on(cell, s->kernel, code, len, ++s->exec_id, true, options, res)) {
                 standby_free(s->kernel);
                 s->kernel = NULL;
                 append_error(res, state_lost);

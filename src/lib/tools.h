@@ -51,6 +51,16 @@ const char *tool_name_problem(const char *name);
 const char *tool_schema_problem(const json_t *schema);
 void tool_free(struct tool *tool);
 
+/* One command tool from its JSON object (docs/tools.md), tools[i] of the file at path (for
+ * errors); a relative command resolves against dir. */
+int tool_from_json(const json_t *obj, size_t i, const char *path, const char *dir,
+                   uint64_t max_call_ms, struct tool **ret, codecell_error *err);
+/* Every tool of a "tools" array, checked whole (names unique). *ret is a calloc'd array of
+ * *ret_n tools, freed with tools_free_list(). */
+int tools_from_json(const json_t *list, const char *path, const char *dir, uint64_t max_call_ms,
+                    struct tool ***ret, size_t *ret_n, codecell_error *err);
+void tools_free_list(struct tool **tools, size_t n);
+
 /* Appends the "## Tools" section for every tool to the description f (description.c). */
 void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);
 

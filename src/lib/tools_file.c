@@ -51,8 +51,8 @@ static char **string_list(size_t n)
         return calloc(n + 1, sizeof(char *));
 }
 
-static int parse_tool(const json_t *obj, size_t i, const char *path, const char *dir,
-                      uint64_t max_call_ms, struct tool **ret, codecell_error *err)
+int tool_from_json(const json_t *obj, size_t i, const char *path, const char *dir,
+                   uint64_t max_call_ms, struct tool **ret, codecell_error *err)
 {
         static const char *const keys[] = {"name",         "description", "command",
                                            "input_schema", "timeout_ms",  "env"};
@@ -159,6 +159,46 @@ fail:
         return r;
 }
 
+void tools_free_list(struct tool **tools, size_t n)
+{
+        for (size_t k = 0; tools && k < n; k++)
+                tool_free(tools[k]);
+        free(tools);
+}
+
+int tools_from_json(const json_t *list, const char *path, const char *dir, uint64_t max_call_ms,
+                    struct tool ***ret, size_t *ret_n, codecell_error *err)
+{
+        if (!json_is_array(list))
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: tools: must be an array",
+                               path);
+        struct tool **tools = calloc(json_array_size(list) + 1, sizeof(*tools));
+        if (!tools)
+                return err_sys(err, ENOMEM, "tools");
+        size_t n = 0;
+        int r = 0;
+        for (; n < json_array_size(list); n++) {
+                r = tool_from_json(json_array_get(list, n), n, path, dir, max_call_ms, &tools[n],
+                                   err);
+                if (r < 0)
+                        break;
+                for (size_t k = 0; k < n && r == 0; k++)
+                        if (strcmp(tools[k]->name, tools[n]->name) == 0)
+                                r = bad(err, path, n, "name", "a tool of that name is defined above");
+                if (r < 0) {
+                        n++;
+                        break;
+                }
+        }
+        if (r < 0) {
+                tools_free_list(tools, n);
+                return r;
+        }
+        *ret = tools;
+        *ret_n = n;
+        return 0;
+}
+
 int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_error *err)
 {
         json_error_t jerr;
@@ -171,49 +211,35 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
         size_t n = 0;
         char *copy = strdup(path);
         char *dir = copy ? dirname(copy) : NULL;
-        const json_t *list = json_object_get(root, "tools");
         const char *key;
         const json_t *value;
         if (!json_is_object(root)) {
                 r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: must be a JSON object", path);
                 goto out;
         }
-        json_object_foreach(root, key,
-                            value) if (strcmp(key, "tools") != 0 && strcmp(key, "cells") != 0)
+        /* The same file may configure cells for `codecell serve`; here only its tools count. */
+        json_object_foreach(root, key, value) if (strcmp(key, "tools") != 0 &&
+                                                  strcmp(key, "cells") != 0 &&
+                                                  strcmp(key, "$schema") != 0)
         {
                 r = err_set(err, CODECELL_ERR_INVALID, EINVAL,
                             "%s: %s: unknown key (known: tools, cells)", path, key);
                 goto out;
         }
-        if (!json_is_array(list)) {
-                r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: tools: must be an array", path);
-                goto out;
-        }
-        tools = calloc(json_array_size(list) + 1, sizeof(*tools));
-        if (!tools || !dir) {
+        if (!dir) {
                 r = err_sys(err, ENOMEM, "tools");
                 goto out;
         }
         /* Every tool is checked before any is added: a bad file changes nothing. */
-        for (; n < json_array_size(list); n++) {
-                r = parse_tool(json_array_get(list, n), n, path, dir,
-                               cell->config->limits[CODECELL_LIMIT_TOOL_CALL_MS], &tools[n], err);
-                if (r < 0)
-                        goto out;
-                for (size_t k = 0; k < n; k++)
-                        if (strcmp(tools[k]->name, tools[n]->name) == 0) {
-                                n++;
-                                r = bad(err, path, n - 1, "name",
-                                        "a tool of that name is defined "
-                                        "above");
-                                goto out;
-                        }
-                if (tool_table_find(&cell->tools, tools[n]->name)) {
-                        n++;
-                        r = bad(err, path, n - 1, "name", "the cell has a tool of that name");
+        r = tools_from_json(json_object_get(root, "tools"), path, dir,
+                            cell->config->limits[CODECELL_LIMIT_TOOL_CALL_MS], &tools, &n, err);
+        if (r < 0)
+                goto out;
+        for (size_t k = 0; k < n; k++)
+                if (tool_table_find(&cell->tools, tools[k]->name)) {
+                        r = bad(err, path, k, "name", "the cell has a tool of that name");
                         goto out;
                 }
-        }
         for (size_t k = 0; k < n; k++) {
                 struct tool *t = tools[k];
                 tools[k] = NULL;
@@ -221,9 +247,7 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
                         goto out;
         }
 out:
-        for (size_t k = 0; tools && k < n; k++)
-                tool_free(tools[k]);
-        free(tools);
+        tools_free_list(tools, n);
         free(copy);
         json_decref(root);
         return r;

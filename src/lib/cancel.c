@@ -1,0 +1,59 @@
+/* A cancellation token: an eventfd that the engine polls beside the sandbox's pipes, so a
+ * cancelled run stops at once rather than at its next check. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "cancel.h"
+#include "error.h"
+
+struct codecell_cancel {
+        int fd;
+        atomic_bool triggered;
+};
+
+codecell_cancel *codecell_cancel_new(codecell_error *err)
+{
+        codecell_cancel *c = calloc(1, sizeof(*c));
+        if (!c) {
+                (void)err_sys(err, ENOMEM, "cancel");
+                return NULL;
+        }
+        c->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->fd < 0) {
+                (void)err_sys(err, errno, "cancel: eventfd");
+                free(c);
+                return NULL;
+        }
+        atomic_init(&c->triggered, false);
+        return c;
+}
+
+void codecell_cancel_trigger(codecell_cancel *cancel)
+{
+        if (!cancel || atomic_exchange(&cancel->triggered, true))
+                return;
+        uint64_t one = 1;
+        (void)!write(cancel->fd, &one, sizeof(one));
+}
+
+bool codecell_cancel_triggered(const codecell_cancel *cancel)
+{
+        return cancel && atomic_load(&((codecell_cancel *)cancel)->triggered);
+}
+
+void codecell_cancel_free(codecell_cancel *cancel)
+{
+        if (!cancel)
+                return;
+        close(cancel->fd);
+        free(cancel);
+}
+
+int cancel_fd(const codecell_cancel *cancel)
+{
+        return cancel ? cancel->fd : -1;
+}

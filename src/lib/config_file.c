@@ -1,0 +1,430 @@
+/* A configuration file of cells and host tools (docs/configuration.md), for `codecell serve`
+ * and `codecell describe --config`: validated whole, with errors that name the JSON path of the
+ * bad key, before any cell is created. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cell.h"
+#include "cleanup.h"
+#include "config.h"
+#include "error.h"
+#include "tools.h"
+
+/* A tool's own timeout may not exceed this; the cell's tool_call_ms caps it again per call. */
+#define TOOL_TIMEOUT_MAX_MS 3600000ULL
+#define CELLS_MAX 64
+
+struct cellset_entry {
+        char *name;
+        char *summary; /* the cell's "description" key, or "" */
+        bool sessions; /* the cell offers persistent sessions */
+        codecell_cell *cell;
+};
+
+struct codecell_cellset {
+        struct cellset_entry *entries;
+        size_t n;
+};
+
+/* Everything a loader needs while it checks one file. */
+struct loader {
+        const char *path;
+        char *dir; /* the file's folder: relative sources and commands resolve against it */
+        const json_t *tools_json;
+        struct tool **tools; /* parsed once to check them; each cell parses its own copies */
+        size_t n_tools;
+        unsigned flags;
+        codecell_error *err;
+};
+
+__attribute__((format(printf, 3, 4))) static int bad(struct loader *l, int errno_value,
+                                                     const char *fmt, ...)
+{
+        char text[sizeof(l->err->message)];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        return err_set(l->err, CODECELL_ERR_INVALID, errno_value, "%s: %s", l->path, text);
+}
+
+/* Refuses keys outside `known` (a NULL-terminated list), naming them all in the error. */
+static int only_keys(struct loader *l, const json_t *obj, const char *where,
+                     const char *const *known)
+{
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)obj, key, value)
+        {
+                bool ok = false;
+                for (size_t k = 0; known[k]; k++)
+                        ok |= strcmp(key, known[k]) == 0;
+                if (ok)
+                        continue;
+                char list[256] = "";
+                for (size_t k = 0; known[k]; k++)
+                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                                 k ? ", " : "", known[k]);
+                return bad(l, EINVAL, "%s%s%s: unknown key (known: %s)", where, *where ? "." : "",
+                           key, list);
+        }
+        return 0;
+}
+
+static int check_type(struct loader *l, const json_t *v, json_type type, const char *where,
+                      const char *what)
+{
+        if (v && json_typeof(v) != type)
+                return bad(l, EINVAL, "%s: must be %s", where, what);
+        return 0;
+}
+
+static int load_mounts(struct loader *l, const json_t *mounts, const char *where,
+                       codecell_config *config)
+{
+        static const char *const keys[] = {"source", "dest", "mode", "description", NULL};
+        if (!mounts)
+                return 0;
+        if (!json_is_array(mounts))
+                return bad(l, EINVAL, "%s.mounts: must be an array", where);
+        for (size_t i = 0; i < json_array_size(mounts); i++) {
+                const json_t *m = json_array_get(mounts, i);
+                char at[96];
+                snprintf(at, sizeof(at), "%s.mounts[%zu]", where, i);
+                if (!json_is_object(m))
+                        return bad(l, EINVAL, "%s: must be an object", at);
+                int r = only_keys(l, m, at, keys);
+                if (r < 0)
+                        return r;
+                const json_t *source = json_object_get(m, "source");
+                const json_t *dest = json_object_get(m, "dest");
+                const json_t *mode = json_object_get(m, "mode");
+                const json_t *description = json_object_get(m, "description");
+                if (!json_is_string(source))
+                        return bad(l, EINVAL, "%s.source: must be a string (a host folder)", at);
+                if (!json_is_string(dest))
+                        return bad(l, EINVAL, "%s.dest: must be a string (a path in the sandbox)",
+                                   at);
+                if (mode && (!json_is_string(mode) ||
+                             (strcmp(json_string_value(mode), "ro") != 0 &&
+                              strcmp(json_string_value(mode), "rw") != 0)))
+                        return bad(l, EINVAL, "%s.mode: must be \"ro\" or \"rw\"", at);
+                if ((r = check_type(l, description, JSON_STRING, at, "a string")) < 0)
+                        return r;
+                const char *src = json_string_value(source);
+                char resolved[PATH_MAX];
+                if (src[0] && src[0] != '/')
+                        snprintf(resolved, sizeof(resolved), "%s/%s", l->dir, src);
+                else
+                        snprintf(resolved, sizeof(resolved), "%s", src);
+                char prefix[sizeof(l->err->message)];
+                snprintf(prefix, sizeof(prefix), "%s: %s", l->path, at);
+                r = config_add_mount(config, resolved, json_string_value(dest),
+                                     mode && strcmp(json_string_value(mode), "rw") == 0,
+                                     json_string_value(description), prefix, l->err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int load_limit(struct loader *l, codecell_config *config, codecell_limit limit,
+                      const json_t *v, const char *at)
+{
+        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+                return bad(l, EINVAL, "%s: must be a positive integer", at);
+        codecell_error e = {0};
+        if (codecell_config_set_limit(config, limit, (uint64_t)json_integer_value(v), &e) < 0) {
+                /* "limit timeout_ms: is below …": the path says which limit already. */
+                const char *why = strstr(e.message, ": ");
+                return bad(l, EINVAL, "%s: %s", at, why ? why + 2 : e.message);
+        }
+        return 0;
+}
+
+static int load_limits(struct loader *l, const json_t *limits, const char *where,
+                       codecell_config *config)
+{
+        if (!limits)
+                return 0;
+        if (!json_is_object(limits))
+                return bad(l, EINVAL, "%s.limits: must be an object", where);
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)limits, key, value)
+        {
+                char at[128];
+                snprintf(at, sizeof(at), "%s.limits.%s", where, key);
+                int found = -1;
+                for (int k = 0; k < CODECELL_LIMIT__COUNT; k++)
+                        if (k != CODECELL_LIMIT_SESSIONS && k != CODECELL_LIMIT_SESSION_IDLE_MS &&
+                            strcmp(key, config_limit_name((codecell_limit)k)) == 0)
+                                found = k;
+                if (found < 0)
+                        return bad(l, EINVAL,
+                                   "%s: unknown limit (known: timeout_ms, cpu_ms, memory_bytes, "
+                                   "pids, output_bytes, tmp_bytes, work_bytes, open_files, "
+                                   "file_bytes, code_bytes, frame_bytes, tool_calls, "
+                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms)",
+                                   at);
+                int r = load_limit(l, config, (codecell_limit)found, value, at);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int load_sessions(struct loader *l, const json_t *sessions, const char *where,
+                         codecell_config *config, bool *ret_enabled)
+{
+        static const char *const keys[] = {"enabled", "max", "idle_ms", NULL};
+        *ret_enabled = true;
+        if (!sessions)
+                return 0;
+        char at[96];
+        snprintf(at, sizeof(at), "%s.sessions", where);
+        if (!json_is_object(sessions))
+                return bad(l, EINVAL, "%s: must be an object", at);
+        int r = only_keys(l, sessions, at, keys);
+        const json_t *enabled = json_object_get(sessions, "enabled");
+        if (r == 0 && enabled && !json_is_boolean(enabled))
+                return bad(l, EINVAL, "%s.enabled: must be true or false", at);
+        *ret_enabled = !enabled || json_is_true(enabled);
+        char key_at[128];
+        const json_t *max = json_object_get(sessions, "max");
+        snprintf(key_at, sizeof(key_at), "%s.max", at);
+        if (r == 0 && max)
+                r = load_limit(l, config, CODECELL_LIMIT_SESSIONS, max, key_at);
+        const json_t *idle = json_object_get(sessions, "idle_ms");
+        snprintf(key_at, sizeof(key_at), "%s.idle_ms", at);
+        if (r == 0 && idle)
+                r = load_limit(l, config, CODECELL_LIMIT_SESSION_IDLE_MS, idle, key_at);
+        return r;
+}
+
+/* The cell's host tools: names of the file's "tools", each registered on this cell. */
+static int attach_tools(struct loader *l, const json_t *names, const char *where,
+                        codecell_cell *cell)
+{
+        if (!names)
+                return 0;
+        if (!json_is_array(names))
+                return bad(l, EINVAL, "%s.tools: must be an array of tool names", where);
+        for (size_t i = 0; i < json_array_size(names); i++) {
+                const char *name = json_string_value(json_array_get(names, i));
+                size_t found = l->n_tools;
+                for (size_t k = 0; name && k < l->n_tools; k++)
+                        if (strcmp(l->tools[k]->name, name) == 0)
+                                found = k;
+                if (found == l->n_tools)
+                        return bad(l, EINVAL, "%s.tools[%zu]: %s%s%s", where, i,
+                                   name ? "no host tool named \"" : "must be a tool name",
+                                   name ? name : "", name ? "\" in the file's \"tools\"" : "");
+                for (size_t k = 0; k < i; k++)
+                        if (strcmp(json_string_value(json_array_get(names, k)), name) == 0)
+                                return bad(l, EINVAL, "%s.tools[%zu]: \"%s\" is listed twice",
+                                           where, i, name);
+                struct tool *tool = NULL;
+                int r = tool_from_json(json_array_get(l->tools_json, found), found, l->path,
+                                       l->dir, TOOL_TIMEOUT_MAX_MS, &tool, l->err);
+                if (r < 0 || (r = cell_add_tool(cell, tool, l->err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int load_policy(struct loader *l, const json_t *v, const char *where,
+                       codecell_config *config)
+{
+        static const char *const names[] = {[CODECELL_POLICY_WARN] = "warn",
+                                            [CODECELL_POLICY_RAISE] = "raise",
+                                            [CODECELL_POLICY_IGNORE] = "ignore"};
+        if (!v)
+                return 0;
+        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+                if (json_is_string(v) && strcmp(json_string_value(v), names[k]) == 0) {
+                        codecell_config_set_policy(config, (codecell_policy)k);
+                        return 0;
+                }
+        return bad(l, EINVAL, "%s.on_unsupported: must be \"warn\", \"raise\" or \"ignore\"",
+                   where);
+}
+
+static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cellset_entry *entry)
+{
+        static const char *const keys[] = {"name",           "language", "description",
+                                           "mounts",         "limits",   "pool",
+                                           "sessions",       "tools",    "allow_subprocesses",
+                                           "on_unsupported", NULL};
+        char where[32];
+        snprintf(where, sizeof(where), "cells[%zu]", i);
+        if (!json_is_object(obj))
+                return bad(l, EINVAL, "%s: must be an object", where);
+        int r = only_keys(l, obj, where, keys);
+        if (r < 0)
+                return r;
+        const char *name = json_string_value(json_object_get(obj, "name"));
+        const char *problem = tool_name_problem(name);
+        if (problem)
+                return bad(l, EINVAL, "%s.name: %s", where, problem);
+        const json_t *language = json_object_get(obj, "language");
+        if (!json_is_string(language))
+                return bad(l, EINVAL, "%s.language: must be a string (\"ruby\" or \"python\")",
+                           where);
+        const json_t *summary = json_object_get(obj, "description");
+        const json_t *pool = json_object_get(obj, "pool");
+        const json_t *subprocesses = json_object_get(obj, "allow_subprocesses");
+        if ((r = check_type(l, summary, JSON_STRING, where, "a string")) < 0)
+                return r;
+        if (pool && (!json_is_integer(pool) || json_integer_value(pool) < 0 ||
+                     json_integer_value(pool) > 64))
+                return bad(l, EINVAL, "%s.pool: must be an integer from 0 to 64", where);
+        if (subprocesses && !json_is_boolean(subprocesses))
+                return bad(l, EINVAL, "%s.allow_subprocesses: must be true or false", where);
+
+        codecell_error e = {0};
+        codecell_config *config = codecell_config_new(json_string_value(language), &e);
+        if (!config)
+                return bad(l, EINVAL, "%s.language: %s", where, e.message);
+        bool sessions = true;
+        r = load_mounts(l, json_object_get(obj, "mounts"), where, config);
+        r = r ?: load_limits(l, json_object_get(obj, "limits"), where, config);
+        r = r ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions);
+        r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
+        if (r == 0) {
+                codecell_config_set_subprocesses(config, json_is_true(subprocesses));
+                size_t size = pool ? (size_t)json_integer_value(pool) : 2;
+                (void)codecell_config_set_pool(config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0
+                                                                                           : size,
+                                               &e);
+                entry->cell = codecell_cell_new(config, &e);
+                if (!entry->cell)
+                        r = err_set(l->err, e.kind, e.errno_value, "%s: %s: %s", l->path, where,
+                                    e.message);
+        }
+        codecell_config_free(config);
+        r = r ?: attach_tools(l, json_object_get(obj, "tools"), where, entry->cell);
+        if (r < 0)
+                return r;
+        entry->name = strdup(name);
+        entry->summary = strdup(summary ? json_string_value(summary) : "");
+        entry->sessions = sessions;
+        if (!entry->name || !entry->summary)
+                return err_sys(l->err, ENOMEM, "cells");
+        return 0;
+}
+
+codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codecell_error *err)
+{
+        static const char *const keys[] = {"$schema", "tools", "cells", NULL};
+        json_error_t jerr;
+        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) {
+                err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line,
+                        jerr.text);
+                return NULL;
+        }
+        _cleanup_free_ char *copy = strdup(path);
+        struct loader l = {.path = path, .dir = copy ? dirname(copy) : NULL, .flags = flags,
+                           .err = err};
+        codecell_cellset *set = calloc(1, sizeof(*set));
+        const json_t *cells = json_object_get(root, "cells");
+        int r = 0;
+        if (!set || !l.dir) {
+                r = err_sys(err, ENOMEM, "config");
+                goto out;
+        }
+        if (!json_is_object(root)) {
+                r = bad(&l, EINVAL, "must be a JSON object with \"cells\" (and \"tools\")");
+                goto out;
+        }
+        if ((r = only_keys(&l, root, "", keys)) < 0)
+                goto out;
+        l.tools_json = json_object_get(root, "tools");
+        if (l.tools_json && (r = tools_from_json(l.tools_json, path, l.dir, TOOL_TIMEOUT_MAX_MS,
+                                                 &l.tools, &l.n_tools, err)) < 0)
+                goto out;
+        if (!json_is_array(cells) || json_array_size(cells) == 0 ||
+            json_array_size(cells) > CELLS_MAX) {
+                r = bad(&l, EINVAL, "cells: must be an array of 1 to %d cells", CELLS_MAX);
+                goto out;
+        }
+        set->entries = calloc(json_array_size(cells), sizeof(*set->entries));
+        if (!set->entries) {
+                r = err_sys(err, ENOMEM, "cells");
+                goto out;
+        }
+        for (size_t i = 0; i < json_array_size(cells); i++) {
+                const char *name = json_string_value(json_object_get(json_array_get(cells, i),
+                                                                     "name"));
+                for (size_t k = 0; name && k < i; k++)
+                        if (strcmp(set->entries[k].name, name) == 0) {
+                                r = bad(&l, EINVAL,
+                                        "cells[%zu].name: \"%s\" is the name of cells[%zu]", i,
+                                        name, k);
+                                goto out;
+                        }
+                set->n++;
+                if ((r = load_cell(&l, json_array_get(cells, i), i, &set->entries[i])) < 0)
+                        goto out;
+        }
+out:
+        tools_free_list(l.tools, l.n_tools);
+        json_decref(root);
+        if (r < 0) {
+                codecell_cellset_free(set);
+                return NULL;
+        }
+        return set;
+}
+
+void codecell_cellset_free(codecell_cellset *set)
+{
+        if (!set)
+                return;
+        for (size_t i = 0; i < set->n; i++) {
+                codecell_cell_free(set->entries[i].cell);
+                free(set->entries[i].name);
+                free(set->entries[i].summary);
+        }
+        free(set->entries);
+        free(set);
+}
+
+size_t codecell_cellset_size(const codecell_cellset *set)
+{
+        return set ? set->n : 0;
+}
+
+codecell_cell *codecell_cellset_cell(const codecell_cellset *set, size_t i)
+{
+        return set && i < set->n ? set->entries[i].cell : NULL;
+}
+
+const char *codecell_cellset_name(const codecell_cellset *set, size_t i)
+{
+        return set && i < set->n ? set->entries[i].name : NULL;
+}
+
+const char *codecell_cellset_summary(const codecell_cellset *set, size_t i)
+{
+        return set && i < set->n ? set->entries[i].summary : NULL;
+}
+
+bool codecell_cellset_sessions(const codecell_cellset *set, size_t i)
+{
+        return set && i < set->n && set->entries[i].sessions;
+}
+
+int codecell_cellset_find(const codecell_cellset *set, const char *name)
+{
+        for (size_t i = 0; set && name && i < set->n; i++)
+                if (strcmp(set->entries[i].name, name) == 0)
+                        return (int)i;
+        return -1;
+}

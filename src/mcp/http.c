@@ -1,0 +1,652 @@
+/* The Streamable HTTP transport (MCP 2025-11-25) on libmicrohttpd: one endpoint, /mcp.
+ * POST carries one JSON-RPC message; a request is answered with application/json, or with
+ * text/event-stream when it will send notifications first (progress, log messages). The
+ * Mcp-Session-Id issued at initialize scopes the client's code sessions; DELETE ends it.
+ * Every request is checked in this order: Host and Origin (DNS rebinding), the bearer token,
+ * then the method. One thread per connection: a run blocks only its own connection. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "transports.h"
+
+#define SESSION_ID_BYTES 16
+#define SSE_KEEPALIVE_MS 15000
+
+struct http_session {
+        char id[SESSION_ID_BYTES * 2 + 1];
+        struct mcp_client *client;
+};
+
+struct http {
+        struct mcp_server *server;
+        const struct http_options *o;
+        char **hosts, **origins; /* allowed Host and Origin values, NULL-terminated */
+        pthread_mutex_t lock;    /* guards sessions */
+        struct http_session *sessions;
+        size_t n_sessions;
+        /* Event-stream handlers still running (they may outlive their connection). */
+        unsigned streams;
+        pthread_cond_t streams_done;
+};
+
+/* One HTTP request as it arrives: the body, capped. */
+struct request {
+        char *body;
+        size_t len;
+        bool too_big;
+};
+
+/* ---- responses ---------------------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                             char *body, const char *session_id)
+{
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+                body ? strlen(body) : 0, body ? body : (char *)"",
+                body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        if (!r) {
+                free(body);
+                return MHD_NO;
+        }
+        if (type)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        if (session_id)
+                MHD_add_response_header(r, "Mcp-Session-Id", session_id);
+        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+        if (status == MHD_HTTP_UNAUTHORIZED)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        enum MHD_Result ok = MHD_queue_response(conn, status, r);
+        MHD_destroy_response(r);
+        return ok;
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *conn, unsigned status, json_t *msg,
+                                  const char *session_id)
+{
+        char *text = jsonrpc_text(msg);
+        json_decref(msg);
+        return reply(conn, status, "application/json", text, session_id);
+}
+
+/* An HTTP-level refusal, worded as a JSON-RPC error so MCP clients can show it. */
+static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
+                              const char *why)
+{
+        return reply_json(conn, status, jsonrpc_error(NULL, code, "%s", why), NULL);
+}
+
+/* ---- checks ------------------------------------------------------------------------- */
+
+static const char *header(struct MHD_Connection *conn, const char *name)
+{
+        return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+static bool listed(char *const *list, const char *value)
+{
+        for (size_t i = 0; value && list && list[i]; i++)
+                if (strcasecmp(list[i], value) == 0)
+                        return true;
+        return false;
+}
+
+/* Compares in time that depends only on the lengths, not on where they differ. */
+static bool same_secret(const char *a, const char *b)
+{
+        size_t la = strlen(a), lb = strlen(b);
+        unsigned char diff = la != lb;
+        for (size_t i = 0; i < la; i++)
+                diff |= (unsigned char)a[i] ^ (unsigned char)b[i % (lb ? lb : 1)];
+        return diff == 0;
+}
+
+static bool authorized(struct http *h, struct MHD_Connection *conn)
+{
+        if (!h->o->token)
+                return true;
+        const char *auth = header(conn, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+                return false;
+        return same_secret(auth + 7, h->o->token);
+}
+
+static bool accepts(const char *accept, const char *type)
+{
+        return !accept || strstr(accept, type) || strstr(accept, "*/*");
+}
+
+/* ---- sessions ----------------------------------------------------------------------- */
+
+static int new_session(struct http *h, struct mcp_client *client, char *ret_id)
+{
+        unsigned char raw[SESSION_ID_BYTES];
+        /* The id is the only thing that names a session over HTTP: unguessable. */
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+                return -EIO;
+        for (size_t i = 0; i < sizeof(raw); i++)
+                sprintf(ret_id + 2 * i, "%02x", raw[i]);
+        pthread_mutex_lock(&h->lock);
+        struct http_session *grown =
+                realloc(h->sessions, (h->n_sessions + 1) * sizeof(*grown));
+        if (!grown) {
+                pthread_mutex_unlock(&h->lock);
+                return -ENOMEM;
+        }
+        h->sessions = grown;
+        snprintf(h->sessions[h->n_sessions].id, sizeof(grown->id), "%s", ret_id);
+        h->sessions[h->n_sessions++].client = client;
+        pthread_mutex_unlock(&h->lock);
+        return 0;
+}
+
+/* The session's client with a reference for the caller; remove also takes it off the table. */
+static struct mcp_client *find_session(struct http *h, const char *id, bool remove)
+{
+        struct mcp_client *c = NULL;
+        pthread_mutex_lock(&h->lock);
+        for (size_t i = 0; id && i < h->n_sessions; i++)
+                if (same_secret(h->sessions[i].id, id)) {
+                        c = h->sessions[i].client;
+                        if (remove)
+                                h->sessions[i] = h->sessions[--h->n_sessions];
+                        else
+                                mcp_client_ref(c);
+                        break;
+                }
+        pthread_mutex_unlock(&h->lock);
+        return c;
+}
+
+/* ---- answers: one JSON body, or an event stream ------------------------------------ */
+
+/* Keeps the request's answer; notifications have nowhere to go in a JSON answer. */
+struct json_sink {
+        struct mcp_sink sink;
+        json_t *answer;
+};
+
+static void json_sink_send(struct mcp_sink *sink, const json_t *message)
+{
+        struct json_sink *j = (struct json_sink *)sink;
+        if (!j->answer && json_object_get(message, "id"))
+                j->answer = json_deep_copy(message);
+}
+
+/* An SSE answer: the handler runs on its own thread and queues events; libmicrohttpd's
+ * connection thread takes them as the client reads. */
+struct stream {
+        struct mcp_sink sink;
+        pthread_mutex_t lock;
+        pthread_cond_t changed;
+        char *buf;
+        size_t len, cap;
+        bool done;     /* the handler has returned: end the stream once buf is sent */
+        unsigned refs; /* the handler thread and the response */
+        struct http *http;
+        struct mcp_server *server;
+        struct mcp_client *client;
+        json_t *message;
+};
+
+static void stream_unref(struct stream *st)
+{
+        pthread_mutex_lock(&st->lock);
+        bool last = --st->refs == 0;
+        pthread_mutex_unlock(&st->lock);
+        if (!last)
+                return;
+        free(st->buf);
+        json_decref(st->message);
+        mcp_client_unref(st->client);
+        pthread_cond_destroy(&st->changed);
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+}
+
+static void stream_send(struct mcp_sink *sink, const json_t *message)
+{
+        struct stream *st = (struct stream *)sink;
+        char *text = jsonrpc_text(message);
+        if (!text)
+                return;
+        size_t need = strlen(text) + 32;
+        pthread_mutex_lock(&st->lock);
+        if (st->len + need > st->cap) {
+                size_t cap = (st->len + need) * 2;
+                char *grown = realloc(st->buf, cap);
+                if (grown) {
+                        st->buf = grown;
+                        st->cap = cap;
+                }
+        }
+        if (st->len + need <= st->cap)
+                st->len += (size_t)sprintf(st->buf + st->len, "event: message\ndata: %s\n\n", text);
+        pthread_cond_broadcast(&st->changed);
+        pthread_mutex_unlock(&st->lock);
+        free(text);
+}
+
+static void *stream_run(void *arg)
+{
+        struct stream *st = arg;
+        mcp_handle(st->server, st->client, st->message, JSONRPC_REQUEST, &st->sink);
+        pthread_mutex_lock(&st->lock);
+        st->done = true;
+        pthread_cond_broadcast(&st->changed);
+        pthread_mutex_unlock(&st->lock);
+        struct http *h = st->http;
+        stream_unref(st);
+        pthread_mutex_lock(&h->lock);
+        h->streams--;
+        pthread_cond_broadcast(&h->streams_done);
+        pthread_mutex_unlock(&h->lock);
+        return NULL;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+        (void)pos;
+        struct stream *st = cls;
+        pthread_mutex_lock(&st->lock);
+        while (st->len == 0 && !st->done) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += SSE_KEEPALIVE_MS / 1000;
+                if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) == ETIMEDOUT &&
+                    st->len == 0 && !st->done) {
+                        /* A comment line keeps proxies from closing a quiet stream. */
+                        pthread_mutex_unlock(&st->lock);
+                        static const char keepalive[] = ": keepalive\n\n";
+                        size_t n = sizeof(keepalive) - 1 < max ? sizeof(keepalive) - 1 : max;
+                        memcpy(out, keepalive, n);
+                        return (ssize_t)n;
+                }
+        }
+        ssize_t n;
+        if (st->len == 0) {
+                n = MHD_CONTENT_READER_END_OF_STREAM;
+        } else {
+                size_t k = st->len < max ? st->len : max;
+                memcpy(out, st->buf, k);
+                memmove(st->buf, st->buf + k, st->len - k);
+                st->len -= k;
+                n = (ssize_t)k;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return n;
+}
+
+static void stream_closed(void *cls)
+{
+        stream_unref(cls);
+}
+
+static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn,
+                                     struct mcp_client *client, json_t *message)
+{
+        struct stream *st = calloc(1, sizeof(*st));
+        if (!st)
+                return refuse(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, JSONRPC_INTERNAL_ERROR,
+                              "out of memory");
+        st->sink.send = stream_send;
+        pthread_mutex_init(&st->lock, NULL);
+        pthread_cond_init(&st->changed, NULL);
+        st->refs = 2;
+        st->http = h;
+        st->server = h->server;
+        st->client = mcp_client_ref(client);
+        st->message = json_incref(message);
+        struct MHD_Response *r =
+                MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st,
+                                                  stream_closed);
+        pthread_t thread;
+        pthread_mutex_lock(&h->lock);
+        h->streams++;
+        pthread_mutex_unlock(&h->lock);
+        if (!r || pthread_create(&thread, NULL, stream_run, st) != 0) {
+                pthread_mutex_lock(&h->lock);
+                h->streams--;
+                pthread_mutex_unlock(&h->lock);
+                if (r)
+                        MHD_destroy_response(r); /* drops the response's reference */
+                else
+                        stream_unref(st);
+                stream_unref(st);
+                return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_INTERNAL_ERROR,
+                              "cannot start the call");
+        }
+        pthread_detach(thread);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return ok;
+}
+
+/* ---- POST /mcp ---------------------------------------------------------------------- */
+
+static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct request *req)
+{
+        if (req->too_big) {
+                char why[96];
+                snprintf(why, sizeof(why), "request body over %zu bytes", h->o->max_body);
+                return refuse(conn, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, why);
+        }
+        const char *type = header(conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!type || strncasecmp(type, "application/json", 16) != 0)
+                return refuse(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, JSONRPC_INVALID_REQUEST,
+                              "Content-Type must be application/json");
+        const char *accept = header(conn, MHD_HTTP_HEADER_ACCEPT);
+        if (!accepts(accept, "application/json") && !accepts(accept, "text/event-stream"))
+                return refuse(conn, MHD_HTTP_NOT_ACCEPTABLE, JSONRPC_INVALID_REQUEST,
+                              "Accept must include application/json or text/event-stream");
+        enum jsonrpc_kind kind;
+        json_t *error = NULL;
+        json_t *msg = jsonrpc_parse(req->body ? req->body : "", req->len, &kind, &error);
+        if (!msg)
+                return reply_json(conn, MHD_HTTP_BAD_REQUEST, error, NULL);
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        const char *sid = header(conn, "Mcp-Session-Id");
+        const char *version = header(conn, "MCP-Protocol-Version");
+        enum MHD_Result result;
+        struct mcp_client *client = NULL;
+        char new_id[SESSION_ID_BYTES * 2 + 1] = "";
+
+        if (kind == JSONRPC_REQUEST && strcmp(method, "initialize") == 0) {
+                client = mcp_client_new(h->server);
+                if (!client || new_session(h, client, new_id) < 0) {
+                        mcp_client_unref(client);
+                        json_decref(msg);
+                        return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY,
+                                      "too many MCP sessions: end one (DELETE /mcp) first");
+                }
+                mcp_client_ref(client); /* one for the table, one for this request */
+        } else if (!sid) {
+                json_decref(msg);
+                return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+                              "Mcp-Session-Id header required (send initialize first)");
+        } else if (!(client = find_session(h, sid, false))) {
+                json_decref(msg);
+                return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
+                              "unknown or ended MCP session: initialize again");
+        } else if (version && !mcp_protocol_supported(version)) {
+                mcp_client_unref(client);
+                json_decref(msg);
+                char why[128];
+                snprintf(why, sizeof(why), "unsupported MCP-Protocol-Version \"%.40s\"", version);
+                return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, why);
+        }
+
+        if (kind != JSONRPC_REQUEST) {
+                mcp_handle(h->server, client, msg, kind, NULL);
+                result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
+        } else if (strcmp(method, "tools/call") == 0 &&
+                   accepts(accept, "text/event-stream") &&
+                   (json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
+                                    "progressToken") ||
+                    mcp_client_wants_logs(client))) {
+                result = answer_stream(h, conn, client, msg);
+        } else {
+                struct json_sink js = {.sink.send = json_sink_send};
+                mcp_handle(h->server, client, msg, kind, &js.sink);
+                json_t *answer = js.answer ? js.answer
+                                           : jsonrpc_error(json_object_get(msg, "id"),
+                                                           JSONRPC_REQUEST_CANCELLED,
+                                                           "the request was cancelled");
+                result = reply_json(conn, MHD_HTTP_OK, answer, new_id[0] ? new_id : NULL);
+        }
+        mcp_client_unref(client);
+        json_decref(msg);
+        return result;
+}
+
+static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *conn)
+{
+        const char *sid = header(conn, "Mcp-Session-Id");
+        if (!sid)
+                return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
+                              "Mcp-Session-Id header required");
+        struct mcp_client *c = find_session(h, sid, true);
+        if (!c)
+                return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
+                              "unknown or ended MCP session");
+        mcp_client_end(c); /* cancels its runs, closes its code sessions */
+        mcp_client_unref(c);
+        return reply(conn, MHD_HTTP_OK, NULL, NULL, NULL);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **state)
+{
+        (void)version;
+        struct http *h = cls;
+        struct request *req = *state;
+        if (!req) {
+                if (!(req = calloc(1, sizeof(*req))))
+                        return MHD_NO;
+                *state = req;
+                return MHD_YES;
+        }
+        if (*upload_size) {
+                /* Past the cap the rest is read and dropped, then refused whole. */
+                if (!req->too_big && req->len + *upload_size > h->o->max_body) {
+                        req->too_big = true;
+                } else if (!req->too_big) {
+                        char *grown = realloc(req->body, req->len + *upload_size + 1);
+                        if (!grown)
+                                return MHD_NO;
+                        req->body = grown;
+                        memcpy(req->body + req->len, upload, *upload_size);
+                        req->len += *upload_size;
+                }
+                *upload_size = 0;
+                return MHD_YES;
+        }
+        /* DNS rebinding: a page in a browser must not reach this server under another name. */
+        const char *host = header(conn, MHD_HTTP_HEADER_HOST);
+        if (!listed(h->hosts, host))
+                return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
+                              "Host not allowed (see --allow-host)");
+        const char *origin = header(conn, MHD_HTTP_HEADER_ORIGIN);
+        if (origin && !listed(h->origins, origin))
+                return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
+                              "Origin not allowed (see --allow-origin)");
+        if (strcmp(url, "/healthz") == 0 && strcmp(method, "GET") == 0)
+                return reply(conn, MHD_HTTP_OK, "text/plain", strdup("ok\n"), NULL);
+        bool is_mcp = strcmp(url, "/mcp") == 0;
+        bool is_metrics = strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0;
+        if (!is_mcp && !is_metrics)
+                return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
+                              "not found: the MCP endpoint is /mcp");
+        if (!authorized(h, conn))
+                return refuse(conn, MHD_HTTP_UNAUTHORIZED, JSONRPC_INVALID_REQUEST,
+                              "a valid bearer token is required");
+        if (is_metrics)
+                return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4",
+                             mcp_server_metrics(h->server), NULL);
+        if (strcmp(method, "POST") == 0)
+                return post(h, conn, req);
+        if (strcmp(method, "DELETE") == 0)
+                return delete_session(h, conn);
+        /* No server-initiated stream: this server never sends a request of its own. */
+        return refuse(conn, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_INVALID_REQUEST,
+                      "use POST (or DELETE to end the session)");
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **state,
+                      enum MHD_RequestTerminationCode why)
+{
+        (void)cls, (void)conn, (void)why;
+        struct request *req = *state;
+        if (req)
+                free(req->body);
+        free(req);
+        *state = NULL;
+}
+
+/* ---- listening ---------------------------------------------------------------------- */
+
+/* "HOST:PORT" or "[V6]:PORT" into a socket address. */
+static int parse_address(const char *text, struct sockaddr_storage *ss, socklen_t *len,
+                         char *host, size_t host_size)
+{
+        const char *colon = strrchr(text, ':');
+        if (!colon || colon == text)
+                return -EINVAL;
+        char *end;
+        long port = strtol(colon + 1, &end, 10);
+        if (*end || colon[1] == '\0' || port < 0 || port > 65535)
+                return -EINVAL;
+        size_t n = (size_t)(colon - text);
+        if (text[0] == '[' && colon[-1] == ']')
+                snprintf(host, host_size, "%.*s", (int)(n - 2), text + 1);
+        else
+                snprintf(host, host_size, "%.*s", (int)n, text);
+        memset(ss, 0, sizeof(*ss));
+        struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+        if (strcmp(host, "localhost") == 0)
+                snprintf(host, host_size, "127.0.0.1");
+        if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+                v4->sin_family = AF_INET;
+                v4->sin_port = htons((uint16_t)port);
+                *len = sizeof(*v4);
+        } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+                v6->sin6_family = AF_INET6;
+                v6->sin6_port = htons((uint16_t)port);
+                *len = sizeof(*v6);
+        } else {
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int listen_on(const char *address, unsigned *ret_port, char *host, size_t host_size)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (parse_address(address, &ss, &len, host, host_size) < 0)
+                return -EINVAL;
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (fd < 0)
+                return -errno;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0 ||
+            getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+                int e = errno;
+                close(fd);
+                return -e;
+        }
+        *ret_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+        return fd;
+}
+
+static void free_list(char **list)
+{
+        for (size_t i = 0; list && list[i]; i++)
+                free(list[i]);
+        free(list);
+}
+
+/* The Host and Origin values this server answers to: its own address (and, on loopback, the
+ * loopback names) with its port, plus what the user allowed. */
+static int allowed_lists(struct http *h, const char *host, unsigned port)
+{
+        bool loopback = strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
+        const char *names[] = {"127.0.0.1", "localhost", "[::1]", NULL};
+        size_t extra_h = 0, extra_o = 0;
+        while (h->o->allowed_hosts && h->o->allowed_hosts[extra_h])
+                extra_h++;
+        while (h->o->allowed_origins && h->o->allowed_origins[extra_o])
+                extra_o++;
+        h->hosts = calloc(8 + extra_h, sizeof(char *));
+        h->origins = calloc(8 + extra_o, sizeof(char *));
+        if (!h->hosts || !h->origins)
+                return -ENOMEM;
+        size_t nh = 0, no = 0;
+        char own[80];
+        snprintf(own, sizeof(own), strchr(host, ':') ? "[%s]" : "%s", host);
+        for (size_t i = 0; i < (loopback ? 3u : 0u); i++) {
+                if (asprintf(&h->hosts[nh++], "%s:%u", names[i], port) < 0 ||
+                    asprintf(&h->origins[no++], "http://%s:%u", names[i], port) < 0)
+                        return -ENOMEM;
+        }
+        if (asprintf(&h->hosts[nh++], "%s:%u", own, port) < 0 ||
+            asprintf(&h->origins[no++], "http://%s:%u", own, port) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < extra_h; i++)
+                if (!(h->hosts[nh++] = strdup(h->o->allowed_hosts[i])))
+                        return -ENOMEM;
+        for (size_t i = 0; i < extra_o; i++)
+                if (!(h->origins[no++] = strdup(h->o->allowed_origins[i])))
+                        return -ENOMEM;
+        return 0;
+}
+
+int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int signal_fd)
+{
+        struct http h = {.server = server, .o = o};
+        pthread_mutex_init(&h.lock, NULL);
+        pthread_cond_init(&h.streams_done, NULL);
+        char host[64];
+        unsigned port = 0;
+        int fd = listen_on(o->address, &port, host, sizeof(host));
+        if (fd < 0)
+                return fd;
+        int r = allowed_lists(&h, host, port);
+        struct MHD_Daemon *d = NULL;
+        if (r == 0)
+                d = MHD_start_daemon(
+                        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
+                        NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd,
+                        MHD_OPTION_NOTIFY_COMPLETED, completed, &h,
+                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+        if (!d) {
+                close(fd);
+                r = r ?: -EIO;
+                goto out;
+        }
+        if (o->listening)
+                o->listening(port, o->userdata);
+        for (;;) {
+                struct pollfd p = {.fd = signal_fd, .events = POLLIN};
+                if (poll(&p, 1, -1) < 0 && errno == EINTR)
+                        continue;
+                break;
+        }
+        /* Stop taking work, cancel what runs, then wait for the connections to finish. */
+        mcp_server_stop(server);
+        MHD_stop_daemon(d);
+        close(fd);
+        pthread_mutex_lock(&h.lock);
+        while (h.streams)
+                pthread_cond_wait(&h.streams_done, &h.lock);
+        for (size_t i = 0; i < h.n_sessions; i++) {
+                mcp_client_end(h.sessions[i].client);
+                mcp_client_unref(h.sessions[i].client);
+        }
+        h.n_sessions = 0;
+        pthread_mutex_unlock(&h.lock);
+out:
+        free(h.sessions);
+        free_list(h.hosts);
+        free_list(h.origins);
+        pthread_cond_destroy(&h.streams_done);
+        pthread_mutex_destroy(&h.lock);
+        return r;
+}

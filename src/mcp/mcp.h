@@ -1,0 +1,67 @@
+/* The MCP server (DESIGN §10): the cells of a configuration file as MCP tools, whatever the
+ * transport. A transport hands each message to mcp_handle() with a sink for what goes back;
+ * stdio.c and http.c are the two transports. */
+#ifndef CODECELL_MCP_H
+#define CODECELL_MCP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "codecell.h"
+#include "jsonrpc.h"
+
+/* Where a message's answer and the notifications sent while it runs go. send is called from
+ * any thread and must be thread-safe; it does not take ownership of message. */
+struct mcp_sink {
+        void (*send)(struct mcp_sink *sink, const json_t *message);
+};
+
+struct mcp_server_options {
+        const char *transport; /* "stdio" or "http", for the tool descriptions */
+        size_t max_runs;       /* runs at once across all clients; 0: 16 */
+        size_t max_clients;    /* MCP sessions at once (HTTP); 0: 1024 */
+};
+
+struct mcp_server;
+/* One MCP client: over stdio, the process's peer; over HTTP, one Mcp-Session-Id. Code session
+ * names are scoped to it. Reference-counted. */
+struct mcp_client;
+
+/* The server over the cells of `cells` (not owned: free it after the server). */
+struct mcp_server *mcp_server_new(codecell_cellset *cells, const struct mcp_server_options *o);
+void mcp_server_free(struct mcp_server *server);
+/* Stops taking runs (new tools/call answer an error) and cancels every run in progress. */
+void mcp_server_stop(struct mcp_server *server);
+bool mcp_server_stopping(struct mcp_server *server);
+
+/* A new client, or NULL past max_clients (or out of memory). */
+struct mcp_client *mcp_client_new(struct mcp_server *server);
+struct mcp_client *mcp_client_ref(struct mcp_client *client);
+void mcp_client_unref(struct mcp_client *client);
+/* Ends the client: cancels its runs, then closes its code sessions. Idempotent. */
+void mcp_client_end(struct mcp_client *client);
+/* True once the client's initialize request was answered. */
+bool mcp_client_initialized(struct mcp_client *client);
+/* The protocol revision agreed at initialize ("" before). */
+const char *mcp_client_protocol(struct mcp_client *client);
+/* True once the client asked for log messages (logging/setLevel). */
+bool mcp_client_wants_logs(struct mcp_client *client);
+
+/* The revisions we speak, newest first, NULL-terminated. */
+extern const char *const mcp_protocol_versions[];
+bool mcp_protocol_supported(const char *version);
+
+/* Handles one parsed message of the given kind: a request gets exactly one answer through the
+ * sink, unless it is cancelled (then none); notifications get none. Blocks while a tools/call
+ * runs; safe to call from many threads at once. */
+void mcp_handle(struct mcp_server *server, struct mcp_client *client, const json_t *message,
+                enum jsonrpc_kind kind, struct mcp_sink *sink);
+/* Parses text and handles it; a malformed text gets its JSON-RPC error through the sink. */
+void mcp_handle_text(struct mcp_server *server, struct mcp_client *client, const char *text,
+                     size_t len, struct mcp_sink *sink);
+
+/* The Prometheus text of /metrics. Caller frees. */
+char *mcp_server_metrics(struct mcp_server *server);
+
+#endif

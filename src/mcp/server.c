@@ -1,0 +1,331 @@
+/* The MCP server's state and its methods: lifecycle, ping, logging, cancellation; tools live
+ * in tools.c. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+#define DEFAULT_MAX_RUNS 16
+#define DEFAULT_MAX_CLIENTS 1024
+#define LATEST_PROTOCOL "2025-11-25"
+
+const char *const mcp_protocol_versions[] = {LATEST_PROTOCOL, "2025-06-18", "2025-03-26", NULL};
+
+static const char *const log_levels[] = {
+        [LOG_DEBUG] = "debug",     [LOG_INFO] = "info",   [LOG_NOTICE] = "notice",
+        [LOG_WARNING] = "warning", [LOG_ERROR] = "error", [LOG_CRITICAL] = "critical",
+        [LOG_ALERT] = "alert",     [LOG_EMERGENCY] = "emergency",
+};
+
+/* Until a client sets a level, it hears only of trouble. */
+#define DEFAULT_LOG_LEVEL LOG_WARNING
+
+bool mcp_protocol_supported(const char *version)
+{
+        for (size_t i = 0; version && mcp_protocol_versions[i]; i++)
+                if (strcmp(version, mcp_protocol_versions[i]) == 0)
+                        return true;
+        return false;
+}
+
+struct mcp_server *mcp_server_new(codecell_cellset *cells, const struct mcp_server_options *o)
+{
+        struct mcp_server *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->cells = cells;
+        s->o = *o;
+        if (!s->o.max_runs)
+                s->o.max_runs = DEFAULT_MAX_RUNS;
+        if (!s->o.max_clients)
+                s->o.max_clients = DEFAULT_MAX_CLIENTS;
+        if (!s->o.transport)
+                s->o.transport = "stdio";
+        pthread_mutex_init(&s->lock, NULL);
+        s->metrics = metrics_new(codecell_cellset_size(cells));
+        s->tools = s->metrics ? mcp_tools_build(s) : NULL;
+        if (!s->tools) {
+                mcp_server_free(s);
+                return NULL;
+        }
+        return s;
+}
+
+void mcp_server_free(struct mcp_server *s)
+{
+        if (!s)
+                return;
+        json_decref(s->tools);
+        metrics_free(s->metrics);
+        free(s->clients);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+}
+
+static void cancel_all(struct mcp_client *c)
+{
+        pthread_mutex_lock(&c->lock);
+        for (struct inflight *f = c->inflight; f; f = f->next)
+                codecell_cancel_trigger(f->cancel);
+        pthread_mutex_unlock(&c->lock);
+}
+
+void mcp_server_stop(struct mcp_server *s)
+{
+        pthread_mutex_lock(&s->lock);
+        s->stopping = true;
+        for (size_t i = 0; i < s->n_clients; i++)
+                cancel_all(s->clients[i]);
+        pthread_mutex_unlock(&s->lock);
+}
+
+bool mcp_server_stopping(struct mcp_server *s)
+{
+        pthread_mutex_lock(&s->lock);
+        bool stopping = s->stopping;
+        pthread_mutex_unlock(&s->lock);
+        return stopping;
+}
+
+struct mcp_client *mcp_client_new(struct mcp_server *s)
+{
+        pthread_mutex_lock(&s->lock);
+        struct mcp_client *c = NULL;
+        struct mcp_client **grown = NULL;
+        if (s->n_clients >= s->o.max_clients || s->stopping)
+                goto out;
+        grown = realloc(s->clients, (s->n_clients + 1) * sizeof(*grown));
+        if (!grown)
+                goto out;
+        s->clients = grown;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                goto out;
+        c->server = s;
+        c->refs = 1;
+        c->log_level = -1;
+        pthread_mutex_init(&c->lock, NULL);
+        /* A prefix the client cannot choose or change: no name it sends reaches another
+         * client's sessions. */
+        snprintf(c->prefix, sizeof(c->prefix), "m%llu-", ++s->next_client);
+        s->clients[s->n_clients++] = c;
+out:
+        pthread_mutex_unlock(&s->lock);
+        return c;
+}
+
+struct mcp_client *mcp_client_ref(struct mcp_client *c)
+{
+        pthread_mutex_lock(&c->lock);
+        c->refs++;
+        pthread_mutex_unlock(&c->lock);
+        return c;
+}
+
+void mcp_client_unref(struct mcp_client *c)
+{
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->lock);
+        bool last = --c->refs == 0;
+        pthread_mutex_unlock(&c->lock);
+        if (!last)
+                return;
+        mcp_client_end(c);
+        struct mcp_server *s = c->server;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_clients; i++)
+                if (s->clients[i] == c) {
+                        s->clients[i] = s->clients[--s->n_clients];
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+void mcp_client_end(struct mcp_client *c)
+{
+        pthread_mutex_lock(&c->lock);
+        bool was = c->ended;
+        c->ended = true;
+        pthread_mutex_unlock(&c->lock);
+        if (was)
+                return;
+        cancel_all(c);
+        /* Its code sessions: closing one waits for an eval in progress (cancelled above). */
+        codecell_cellset *cells = c->server->cells;
+        size_t prefix_len = strlen(c->prefix);
+        for (size_t i = 0; i < codecell_cellset_size(cells); i++) {
+                codecell_cell *cell = codecell_cellset_cell(cells, i);
+                char **names = codecell_session_list(cell);
+                for (size_t k = 0; names && names[k]; k++) {
+                        if (strncmp(names[k], c->prefix, prefix_len) == 0)
+                                (void)codecell_session_close(cell, names[k], NULL);
+                        free(names[k]);
+                }
+                free(names);
+        }
+}
+
+bool mcp_client_initialized(struct mcp_client *c)
+{
+        pthread_mutex_lock(&c->lock);
+        bool v = c->initialized;
+        pthread_mutex_unlock(&c->lock);
+        return v;
+}
+
+const char *mcp_client_protocol(struct mcp_client *c)
+{
+        return c->protocol;
+}
+
+bool mcp_client_wants_logs(struct mcp_client *c)
+{
+        pthread_mutex_lock(&c->lock);
+        bool v = c->log_level >= 0;
+        pthread_mutex_unlock(&c->lock);
+        return v;
+}
+
+void mcp_log(struct mcp_client *c, struct mcp_sink *sink, enum mcp_log_level level,
+             const char *fmt, ...)
+{
+        pthread_mutex_lock(&c->lock);
+        int threshold = c->log_level >= 0 ? c->log_level : DEFAULT_LOG_LEVEL;
+        pthread_mutex_unlock(&c->lock);
+        if ((int)level < threshold)
+                return;
+        char text[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        json_t *msg = jsonrpc_notification(
+                "notifications/message",
+                json_pack("{s:s, s:s, s:s}", "level", log_levels[level], "logger", "codecell",
+                          "data", text));
+        if (msg)
+                sink->send(sink, msg);
+        json_decref(msg);
+}
+
+static void answer(struct mcp_sink *sink, json_t *message)
+{
+        if (message)
+                sink->send(sink, message);
+        json_decref(message);
+}
+
+static const char instructions[] =
+        "Each tool runs the code you pass in a fresh, isolated sandbox (no network, read-only "
+        "host folders unless a folder is marked read-write) and returns a JSON result: status "
+        "ok with the value of the last expression, or error, timeout, fuel_exhausted, "
+        "memory_limit, sandbox_error with what to change. Pass \"session\" to keep variables "
+        "between calls.";
+
+static json_t *initialize(struct mcp_client *c, const json_t *params)
+{
+        const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+        /* A revision we speak is echoed; for any other we offer our newest, and the client
+         * decides whether it can go on. */
+        const char *agreed = mcp_protocol_supported(asked) ? asked : LATEST_PROTOCOL;
+        pthread_mutex_lock(&c->lock);
+        snprintf(c->protocol, sizeof(c->protocol), "%s", agreed);
+        c->initialized = true;
+        pthread_mutex_unlock(&c->lock);
+        return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                         agreed, "capabilities", "tools", "listChanged", 0, "logging",
+                         "serverInfo", "name", "codecell", "title", "codecell sandboxes",
+                         "version", CODECELL_VERSION, "instructions", instructions);
+}
+
+static json_t *set_level(struct mcp_client *c, const json_t *id, const json_t *params)
+{
+        const char *level = json_string_value(json_object_get(params, "level"));
+        for (int l = 0; level && l <= LOG_EMERGENCY; l++)
+                if (strcmp(level, log_levels[l]) == 0) {
+                        pthread_mutex_lock(&c->lock);
+                        c->log_level = l;
+                        pthread_mutex_unlock(&c->lock);
+                        return jsonrpc_result(id, json_object());
+                }
+        return jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                             "params.level must be one of debug, info, notice, warning, error, "
+                             "critical, alert, emergency");
+}
+
+static void cancelled(struct mcp_client *c, const json_t *params)
+{
+        const json_t *id = json_object_get(params, "requestId");
+        if (!id)
+                return;
+        pthread_mutex_lock(&c->lock);
+        for (struct inflight *f = c->inflight; f; f = f->next)
+                if (json_equal(f->id, id))
+                        codecell_cancel_trigger(f->cancel);
+        pthread_mutex_unlock(&c->lock);
+}
+
+void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
+                enum jsonrpc_kind kind, struct mcp_sink *sink)
+{
+        if (kind == JSONRPC_RESPONSE)
+                return; /* we never ask the client anything */
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        const json_t *params = json_object_get(msg, "params");
+        const json_t *id = json_object_get(msg, "id");
+        if (kind == JSONRPC_NOTIFICATION) {
+                if (strcmp(method, "notifications/cancelled") == 0)
+                        cancelled(c, params);
+                /* notifications/initialized and the rest need nothing from us. */
+                return;
+        }
+        if (strcmp(method, "initialize") == 0) {
+                if (!json_is_string(json_object_get(params, "protocolVersion")))
+                        answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                                                   "params.protocolVersion must be a string"));
+                else
+                        answer(sink, jsonrpc_result(id, initialize(c, params)));
+        } else if (strcmp(method, "ping") == 0) {
+                answer(sink, jsonrpc_result(id, json_object()));
+        } else if (strcmp(method, "tools/list") == 0) {
+                answer(sink, jsonrpc_result(id, json_pack("{s:O}", "tools", s->tools)));
+        } else if (strcmp(method, "tools/call") == 0) {
+                mcp_tools_call(s, c, id, params, sink);
+        } else if (strcmp(method, "logging/setLevel") == 0) {
+                answer(sink, set_level(c, id, params));
+        } else {
+                answer(sink, jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+                                           "method \"%.100s\" not found (this server offers "
+                                           "initialize, ping, tools/list, tools/call, "
+                                           "logging/setLevel)",
+                                           method));
+        }
+}
+
+void mcp_handle_text(struct mcp_server *s, struct mcp_client *c, const char *text, size_t len,
+                     struct mcp_sink *sink)
+{
+        enum jsonrpc_kind kind;
+        json_t *error = NULL;
+        json_t *msg = jsonrpc_parse(text, len, &kind, &error);
+        if (!msg) {
+                answer(sink, error);
+                return;
+        }
+        mcp_handle(s, c, msg, kind, sink);
+        json_decref(msg);
+}
+
+char *mcp_server_metrics(struct mcp_server *s)
+{
+        pthread_mutex_lock(&s->lock);
+        size_t clients = s->n_clients, runs = s->runs;
+        pthread_mutex_unlock(&s->lock);
+        return metrics_render(s->metrics, s->cells, clients, runs);
+}

@@ -1,0 +1,27 @@
+/* The two ways `codecell serve` talks MCP. Each returns when told to stop (end of input, or a
+ * signal read from signal_fd, a signalfd for SIGTERM and SIGINT) after every run has ended. */
+#ifndef CODECELL_MCP_TRANSPORTS_H
+#define CODECELL_MCP_TRANSPORTS_H
+
+#include <stddef.h>
+
+#include "mcp.h"
+
+/* Messages over max_message bytes are refused with a parse error. 0 or < 0 (-errno). */
+int mcp_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, size_t max_message,
+                    int signal_fd);
+
+struct http_options {
+        const char *address;    /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
+        const char *token;      /* bearer token, or NULL for none */
+        const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
+        const char **allowed_origins; /* extra Origin values, NULL-terminated */
+        size_t max_body;        /* request body cap in bytes */
+        /* Called once the socket listens, with the port it got (for --http 127.0.0.1:0). */
+        void (*listening)(unsigned port, void *userdata);
+        void *userdata;
+};
+
+int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int signal_fd);
+
+#endif
