@@ -1,20 +1,57 @@
 /* codecell describe: the cell's description exactly as the model will see it. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cell_flags.h"
 #include "codecell.h"
 #include "commands.h"
+#include "mcp.h"
+
+/* The MCP tools of a configuration file, as tools/list shows them. */
+static int describe_config(const char *who, const char *path, bool as_json)
+{
+        codecell_error err = {0};
+        codecell_cellset *cells = codecell_cellset_load(path, CODECELL_CELLSET_NO_POOL, &err);
+        if (!cells) {
+                fprintf(stderr, "%s: %s\n", who, err.message);
+                return err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
+        }
+        struct mcp_server_options o = {.transport = "stdio"};
+        struct mcp_server *server = mcp_server_new(cells, &o);
+        json_t *tools = server ? mcp_server_tools(server) : NULL;
+        int exit_code = tools ? EXIT_OK : EXIT_SANDBOX;
+        if (tools && as_json) {
+                char *text = json_dumps(tools, JSON_INDENT(2));
+                if (text)
+                        puts(text);
+                free(text);
+        } else if (tools) {
+                for (size_t i = 0; i < json_array_size(tools); i++) {
+                        const json_t *t = json_array_get(tools, i);
+                        printf("%s# tool \"%s\"\n\n%s\n", i ? "\n" : "",
+                               json_string_value(json_object_get(t, "name")),
+                               json_string_value(json_object_get(t, "description")));
+                }
+        }
+        mcp_server_free(server);
+        codecell_cellset_free(cells);
+        return exit_code;
+}
 
 static const char usage[] =
         "Usage: codecell describe [--lang LANG] [--mount SRC:DST[:ro|rw]]... [--tools FILE]\n"
+        "       codecell describe --config FILE [--json]\n"
         "\n"
         "Prints the description a model sees for a cell with these mounts and tools:\n"
         "how to use it, the read-only and read-write folders, and each tool with its\n"
-        "SB.call signature.\n"
+        "SB.call signature. With --config, the MCP tools of every cell of FILE exactly as\n"
+        "codecell serve lists them (--json: the tools/list entries, schemas included).\n"
         "\n"
         "Options:\n"
+        "      --config FILE        cells and host tools (docs/configuration.md)\n"
+        "      --json               with --config: print the tools as JSON\n"
         "      --lang LANG          guest language: ruby (default) or python\n"
         "      --mount SRC:DST[:ro|rw]\n"
         "                           a host folder, as for codecell run; repeatable\n"
@@ -25,8 +62,12 @@ static const char usage[] =
         "\n"
         "Exit codes: 0 printed, 2 usage or configuration error.\n";
 
+enum { OPT_CONFIG = 0x300, OPT_JSON };
+
 static const struct option options[] = {
         CELL_FLAG_OPTIONS,
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -35,12 +76,22 @@ int cmd_describe(int argc, char **argv)
 {
         struct cell_flags f = {
                 .who = "codecell describe", .lang = "ruby", .policy = CODECELL_POLICY_IGNORE};
+        const char *config = NULL;
+        bool as_json = false;
         int c;
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
                 if (cell_flags_take(&f, c, optarg))
                         continue;
+                if (c == OPT_CONFIG) {
+                        config = optarg;
+                        continue;
+                }
+                if (c == OPT_JSON) {
+                        as_json = true;
+                        continue;
+                }
                 if (c == 'h') {
                         fputs(usage, stdout);
                         return EXIT_OK;
@@ -49,6 +100,18 @@ int cmd_describe(int argc, char **argv)
         }
         if (optind < argc)
                 return bad_option(f.who, argv[optind]);
+        if (config && (f.n_mounts || f.tools || f.subprocesses || strcmp(f.lang, "ruby") != 0)) {
+                fprintf(stderr, "%s: --config takes the cells from the file: no --lang, --mount, "
+                                "--tools or --allow-subprocesses with it\n",
+                        f.who);
+                return EXIT_USAGE;
+        }
+        if (config)
+                return describe_config(f.who, config, as_json);
+        if (as_json) {
+                fprintf(stderr, "%s: --json needs --config\n", f.who);
+                return EXIT_USAGE;
+        }
         codecell_cell *cell = NULL;
         int exit_code = cell_from_flags(&f, &cell);
         if (exit_code == EXIT_OK)

@@ -67,15 +67,14 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
         fputs(codecell_cell_description(codecell_cellset_cell(s->cells, i)), f);
         if (codecell_cellset_sessions(s->cells, i))
                 fprintf(f,
-                        "\n\n## Sessions\n"
-                        "Pass `session` (a name you choose) to run in a persistent interpreter: "
-                        "what one call defines, the next call with the same name can use. "
-                        "`reset: true` starts it afresh. A session belongs to this %s only "
-                        "and ends when it ends, after %llu s unused, or when a call hits a "
-                        "limit (the result then says the state was lost). At most %llu are "
-                        "open at once.",
-                        strcmp(s->o.transport, "http") == 0 ? "MCP session (connection)"
-                                                            : "MCP connection",
+                        "\n\n## Sessions\n\n"
+                        "Pass `session` (a name you choose) to run in a persistent interpreter\n"
+                        "instead: what one call defines, the next call with the same name can\n"
+                        "use, and its /work stays. `reset: true` starts it afresh. A session\n"
+                        "belongs to this %s only and ends with it, after\n"
+                        "%llu s unused, or when a call hits a limit (the result then says the\n"
+                        "state was lost). At most %llu are open at once.",
+                        strcmp(s->o.transport, "http") == 0 ? "MCP session" : "MCP connection",
                         (unsigned long long)(info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000),
                         (unsigned long long)info->limits[CODECELL_LIMIT_SESSIONS]);
         if (fclose(f) != 0) {

@@ -61,6 +61,9 @@ void mcp_handle(struct mcp_server *server, struct mcp_client *client, const json
 void mcp_handle_text(struct mcp_server *server, struct mcp_client *client, const char *text,
                      size_t len, struct mcp_sink *sink);
 
+/* The tools/list entries (borrowed: valid while the server lives). */
+json_t *mcp_server_tools(struct mcp_server *server);
+
 /* The Prometheus text of /metrics. Caller frees. */
 char *mcp_server_metrics(struct mcp_server *server);
 

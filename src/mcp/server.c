@@ -329,3 +329,8 @@ char *mcp_server_metrics(struct mcp_server *s)
         pthread_mutex_unlock(&s->lock);
         return metrics_render(s->metrics, s->cells, clients, runs);
 }
+
+json_t *mcp_server_tools(struct mcp_server *s)
+{
+        return s->tools;
+}

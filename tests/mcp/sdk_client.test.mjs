@@ -1,0 +1,223 @@
+// codecell serve driven by the official MCP TypeScript SDK client, over stdio and over
+// Streamable HTTP: the same cases on both transports.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const bin = process.env.CODECELL_BIN ?? path.join(here, "..", "..", "build", "codecell");
+// The test configuration, plus a read-write folder the cancellation test looks into.
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "codecell-mcp-"));
+fs.chmodSync(scratch, 0o777);
+const config = path.join(scratch, "cells.json");
+const base = JSON.parse(fs.readFileSync(path.join(here, "cells.json"), "utf8"));
+base.tools[0].command = ["/bin/cat"];
+base.cells[0].mounts = [
+  { source: path.join(here, "data"), dest: "/data", description: "a small CSV" },
+  { source: scratch, dest: "/out", mode: "rw" },
+];
+fs.writeFileSync(config, JSON.stringify(base));
+process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
+
+// Starts `codecell serve --http 127.0.0.1:0` and resolves with its URL once it listens.
+function startHttpServer() {
+  const server = spawn(bin, ["serve", "--config", config, "--http", "127.0.0.1:0"], {
+    stdio: ["ignore", "inherit", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let err = "";
+    server.stderr.on("data", (chunk) => {
+      err += chunk;
+      const m = err.match(/listening on (http:\/\/\S+)/);
+      if (m) resolve({ server, url: new URL(m[1]) });
+    });
+    server.on("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+function stopped(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.on("exit", (code) => resolve(code));
+  });
+}
+
+const transports = {
+  stdio: async () => {
+    const transport = new StdioClientTransport({ command: bin, args: ["serve", "--config", config], stderr: "ignore" });
+    return { transport, stop: async () => {} };
+  },
+  http: async () => {
+    const { server, url } = await startHttpServer();
+    const transport = new StreamableHTTPClientTransport(url);
+    return {
+      transport,
+      stop: async () => {
+        server.kill("SIGTERM");
+        assert.equal(await stopped(server), 0, "SIGTERM ends the server with exit code 0");
+      },
+    };
+  },
+};
+
+async function connect(make) {
+  const { transport, stop } = await make();
+  const client = new Client({ name: "codecell-tests", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, stop };
+}
+
+const run = (client, name, args, options) =>
+  client.callTool({ name, arguments: args }, undefined, options);
+
+for (const [kind, make] of Object.entries(transports)) {
+  describe(`over ${kind}`, () => {
+    let client, stop;
+    before(async () => ({ client, stop } = await connect(make)));
+    after(async () => {
+      await client.close();
+      await stop();
+    });
+
+    test("server info and one tool per cell, with truthful annotations", async () => {
+      assert.equal(client.getServerVersion().name, "codecell");
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python"]);
+      const [ruby, python] = tools;
+      assert.deepEqual(ruby.inputSchema.required, ["code"]);
+      assert.ok(ruby.inputSchema.properties.session, "ruby offers sessions");
+      assert.equal(python.inputSchema.properties.session, undefined, "sessions disabled for python");
+      assert.match(ruby.description, /^Ruby for the MCP tests\./);
+      assert.match(ruby.description, /\/data/);
+      assert.match(ruby.description, /## Tools/);
+      assert.match(ruby.description, /## Sessions/);
+      assert.equal(ruby.outputSchema.type, "object");
+      // Host tools may reach anything; without them and without rw mounts, nothing on the host.
+      assert.equal(ruby.annotations.openWorldHint, true);
+      assert.equal(ruby.annotations.readOnlyHint, false, "ruby has a read-write folder");
+      assert.equal(python.annotations.readOnlyHint, true);
+      assert.equal(python.annotations.openWorldHint, false);
+    });
+
+    test("runs Ruby and Python", async () => {
+      const r = await run(client, "ruby", { code: "File.read('/data/small.csv').strip + (1+1).to_s" });
+      assert.equal(r.isError, false);
+      assert.equal(r.structuredContent.status, "ok");
+      assert.equal(r.structuredContent.value, "a,b2");
+      assert.deepEqual(JSON.parse(r.content[0].text), r.structuredContent);
+      const p = await run(client, "python", { code: "print('hi')\nsum(range(10))" });
+      assert.equal(p.structuredContent.value, 45);
+      assert.equal(p.structuredContent.stdout, "hi\n");
+    });
+
+    test("every status, each an isError result the model can read", async () => {
+      const cases = [
+        ["error", "raise ArgumentError, 'bad'"],
+        ["timeout", "sleep 10"],
+        ["fuel_exhausted", "loop { }"],
+        ["memory_limit", "'x' * (512 * 1024 * 1024)"],
+        ["sandbox_error", "Process.kill(:KILL, Process.pid)"],
+      ];
+      for (const [status, code] of cases) {
+        const r = await run(client, "ruby", { code });
+        assert.equal(r.structuredContent.status, status, `${code}: ${r.content[0].text}`);
+        assert.equal(r.isError, true);
+      }
+      const e = await run(client, "ruby", { code: "raise ArgumentError, 'bad'" });
+      assert.equal(e.structuredContent.error.class, "ArgumentError");
+    });
+
+    test("host tools through SB.call", async () => {
+      const r = await run(client, "ruby", { code: "SB.call('echo', text: 'hey')" });
+      assert.deepEqual(r.structuredContent.value, { text: "hey" });
+    });
+
+    test("a session keeps state across calls; reset starts it over", async () => {
+      await run(client, "ruby", { code: "x = 41", session: "s1" });
+      const r = await run(client, "ruby", { code: "x + 1", session: "s1" });
+      assert.equal(r.structuredContent.value, 42);
+      const fresh = await run(client, "ruby", { code: "defined?(x).inspect", session: "s1", reset: true });
+      assert.equal(fresh.structuredContent.value, "nil");
+    });
+
+    test("sessions are scoped to the client: another client's name reaches nothing", async () => {
+      await run(client, "ruby", { code: "secret = 7", session: "shared" });
+      const other = await connect(make);
+      try {
+        const r = await run(other.client, "ruby", { code: "defined?(secret).inspect", session: "shared" });
+        assert.equal(r.structuredContent.value, "nil");
+      } finally {
+        await other.client.close();
+        await other.stop();
+      }
+      const mine = await run(client, "ruby", { code: "secret", session: "shared" });
+      assert.equal(mine.structuredContent.value, 7);
+    });
+
+    test("bad arguments and unknown tools are protocol errors (-32602)", async () => {
+      await assert.rejects(run(client, "nope", { code: "1" }), (e) => e.code === -32602 && /unknown tool/.test(e.message));
+      await assert.rejects(run(client, "ruby", {}), (e) => e.code === -32602 && /arguments\.code/.test(e.message));
+      await assert.rejects(run(client, "python", { code: "1", session: "x" }), (e) => e.code === -32602);
+      await assert.rejects(run(client, "ruby", { code: "1", reset: true }), (e) => e.code === -32602);
+    });
+
+    test("cancellation kills the run it names", async () => {
+      const late = path.join(scratch, `late-${kind}`);
+      const abort = new AbortController();
+      const pending = run(client, "ruby", { code: `sleep 1.5; File.write('/out/late-${kind}', 'ran')` }, { signal: abort.signal });
+      setTimeout(() => abort.abort("changed my mind"), 300);
+      await assert.rejects(pending);
+      // Past the moment the code would have written the file (its timeout is 3 s): the run is
+      // gone, so nothing was written.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      assert.equal(fs.existsSync(late), false, "the cancelled run went on");
+      const next = await run(client, "ruby", { code: "1 + 1" });
+      assert.equal(next.structuredContent.value, 2);
+    });
+
+    test("cancelling a session eval ends the session", async () => {
+      await run(client, "ruby", { code: "x = 1", session: "c" });
+      const abort = new AbortController();
+      const pending = run(client, "ruby", { code: "sleep 30", session: "c" }, { signal: abort.signal });
+      setTimeout(() => abort.abort("changed my mind"), 300);
+      await assert.rejects(pending);
+      // The eval was killed with its kernel: the session's state is gone.
+      const r = await run(client, "ruby", { code: "defined?(x).inspect", session: "c" });
+      assert.equal(r.structuredContent.value, "nil");
+    });
+
+    test("progress notifications carry the elapsed time and the last line of output", async () => {
+      const seen = [];
+      const r = await run(
+        client,
+        "ruby",
+        { code: "puts 'step one'; sleep 1.3; puts 'step two'; sleep 1.3; :done" },
+        { onprogress: (p) => seen.push(p) },
+      );
+      assert.equal(r.structuredContent.value, "done");
+      assert.ok(seen.length >= 2, `progress: ${JSON.stringify(seen)}`);
+      assert.ok(seen.every((p, i) => i === 0 || p.progress > seen[i - 1].progress));
+      assert.ok(seen.some((p) => p.message === "step one"), JSON.stringify(seen));
+      assert.ok(seen.some((p) => p.message === "step two"), JSON.stringify(seen));
+    });
+
+    test("concurrent calls each get their own answer", async () => {
+      const n = 6;
+      const results = await Promise.all(
+        Array.from({ length: n }, (_, i) => run(client, i % 2 ? "ruby" : "python", { code: `${i} * 10` })),
+      );
+      results.forEach((r, i) => assert.equal(r.structuredContent.value, i * 10));
+    });
+
+    test("ping", async () => {
+      assert.deepEqual(await client.ping(), {});
+    });
+  });
+}
