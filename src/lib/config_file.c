@@ -76,11 +76,11 @@ static int only_keys(struct loader *l, const json_t *obj, const char *where,
         return 0;
 }
 
-static int check_type(struct loader *l, const json_t *v, json_type type, const char *where,
-                      const char *what)
+/* An optional string: absent, or a string. */
+static int optional_string(struct loader *l, const json_t *v, const char *where, const char *key)
 {
-        if (v && json_typeof(v) != type)
-                return bad(l, EINVAL, "%s: must be %s", where, what);
+        if (v && !json_is_string(v))
+                return bad(l, EINVAL, "%s.%s: must be a string", where, key);
         return 0;
 }
 
@@ -114,7 +114,7 @@ static int load_mounts(struct loader *l, const json_t *mounts, const char *where
                              (strcmp(json_string_value(mode), "ro") != 0 &&
                               strcmp(json_string_value(mode), "rw") != 0)))
                         return bad(l, EINVAL, "%s.mode: must be \"ro\" or \"rw\"", at);
-                if ((r = check_type(l, description, JSON_STRING, at, "a string")) < 0)
+                if ((r = optional_string(l, description, at, "description")) < 0)
                         return r;
                 const char *src = json_string_value(source);
                 char resolved[PATH_MAX];
@@ -279,7 +279,7 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         const json_t *summary = json_object_get(obj, "description");
         const json_t *pool = json_object_get(obj, "pool");
         const json_t *subprocesses = json_object_get(obj, "allow_subprocesses");
-        if ((r = check_type(l, summary, JSON_STRING, where, "a string")) < 0)
+        if ((r = optional_string(l, summary, where, "description")) < 0)
                 return r;
         if (pool && (!json_is_integer(pool) || json_integer_value(pool) < 0 ||
                      json_integer_value(pool) > 64))

@@ -19,7 +19,7 @@ json_t *jsonrpc_parse(const char *text, size_t len, enum jsonrpc_kind *ret_kind,
 {
         json_error_t jerr;
         *ret_error = NULL;
-        json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!msg) {
                 char why[200];
                 snprintf(why, sizeof(why), "parse error: %s (at byte %d)", jerr.text,

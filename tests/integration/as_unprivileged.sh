@@ -36,5 +36,5 @@ for program in "$@"; do
                 as_nobody "$dir/$(basename "$program")" "$lang"
         done
 done
-echo "== test_run.py test_tools.py as nobody"
-as_nobody python3 -m unittest test_run test_tools
+echo "== test_run.py test_tools.py test_mcp.py test_config.py as nobody"
+as_nobody python3 -m unittest test_run test_tools test_mcp test_config

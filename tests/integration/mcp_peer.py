@@ -56,6 +56,8 @@ class Stdio:
         """The next message the server writes."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buffer:
+            if self.proc.stdout.closed:
+                raise EOFError("the server has exited")
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
                 raise TimeoutError("no message from the server")
@@ -82,6 +84,7 @@ class Stdio:
         self.proc.stdin.close()
         code = self.proc.wait(timeout)
         err = self.proc.stderr.read().decode()
+        self.buffer += self.proc.stdout.read()  # what it wrote before exiting stays readable
         self.proc.stdout.close()
         self.proc.stderr.close()
         return code, err

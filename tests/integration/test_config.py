@@ -1,0 +1,145 @@
+"""The configuration file of `codecell serve` and `codecell describe --config`: every bad key is
+refused with its JSON path, the server does not start on a bad file, and a good file gives the
+tools the model sees."""
+import json
+import os
+import unittest
+
+from harness import codecell, tempdir
+
+GOOD_CELL = {"name": "ruby", "language": "ruby", "pool": 0}
+TOOL = {"name": "echo", "command": ["/bin/cat"], "description": "Returns its arguments."}
+
+
+def cell(**changes):
+    c = dict(GOOD_CELL)
+    c.update(changes)
+    return c
+
+
+class BadFiles(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempdir(self)
+        os.mkdir(os.path.join(self.dir, "data"))
+
+    def refused(self, content, expected):
+        path = os.path.join(self.dir, "cells.json")
+        with open(path, "w") as f:
+            f.write(content if isinstance(content, str) else json.dumps(content))
+        for verb in (["serve", "--config", path], ["describe", "--config", path]):
+            r = codecell(*verb, stdin="")
+            self.assertEqual(r.code, 2, r)
+            self.assertEqual(r.stdout, "", "the server must not start on a bad file")
+            self.assertIn(f"{path}: {expected}" if not expected.startswith(":") else
+                          f"{path}{expected}", r.stderr)
+
+    def test_each_bad_key_names_its_path(self):
+        cases = [
+            ([], "must be a JSON object"),
+            ({"cells": [GOOD_CELL], "extra": 1}, "extra: unknown key (known: $schema, tools, cells)"),
+            ({}, "cells: must be an array of 1 to 64 cells"),
+            ({"cells": []}, "cells: must be an array of 1 to 64 cells"),
+            ({"cells": [7]}, "cells[0]: must be an object"),
+            ({"cells": [cell(colour="red")]}, "cells[0].colour: unknown key"),
+            ({"cells": [cell(name="")]}, "cells[0].name: "),
+            ({"cells": [cell(name="a b")]}, "cells[0].name: "),
+            ({"cells": [GOOD_CELL, GOOD_CELL]}, 'cells[1].name: "ruby" is the name of cells[0]'),
+            ({"cells": [cell(language="cobol")]}, 'cells[0].language: unknown language "cobol"'),
+            ({"cells": [cell(language=1)]}, "cells[0].language: must be a string"),
+            ({"cells": [cell(description=5)]}, "cells[0].description: must be a string"),
+            ({"cells": [cell(mounts=[{"source": "data", "dest": "/d", "description": 1}])]},
+             "cells[0].mounts[0].description: must be a string"),
+            ({"cells": [cell(mounts={})]}, "cells[0].mounts: must be an array"),
+            ({"cells": [cell(mounts=[{"dest": "/d"}])]}, "cells[0].mounts[0].source: must be a string"),
+            ({"cells": [cell(mounts=[{"source": "data"}])]}, "cells[0].mounts[0].dest: must be a string"),
+            ({"cells": [cell(mounts=[{"source": "data", "dest": "/work"}])]},
+             "cells[0].mounts[0].dest: overlaps the reserved /work"),
+            ({"cells": [cell(mounts=[{"source": "data", "dest": "data"}])]},
+             "cells[0].mounts[0].dest: must be absolute"),
+            ({"cells": [cell(mounts=[{"source": "data", "dest": "/d"},
+                                     {"source": "data", "dest": "/d/e"}])]},
+             "cells[0].mounts[1].dest: overlaps the mount at /d"),
+            ({"cells": [cell(mounts=[{"source": "missing", "dest": "/d"}])]},
+             "cells[0].mounts[0].source: "),
+            ({"cells": [cell(mounts=[{"source": "data", "dest": "/d", "mode": "wr"}])]},
+             'cells[0].mounts[0].mode: must be "ro" or "rw"'),
+            ({"cells": [cell(mounts=[{"source": "data", "dest": "/d", "size": 1}])]},
+             "cells[0].mounts[0].size: unknown key"),
+            ({"cells": [cell(limits=[])]}, "cells[0].limits: must be an object"),
+            ({"cells": [cell(limits={"speed": 1})]}, "cells[0].limits.speed: unknown limit"),
+            ({"cells": [cell(limits={"timeout_ms": -5})]}, "cells[0].limits.timeout_ms: must be a positive integer"),
+            ({"cells": [cell(limits={"timeout_ms": "5s"})]}, "cells[0].limits.timeout_ms: must be a positive integer"),
+            ({"cells": [cell(limits={"memory_bytes": 1000})]},
+             "cells[0].limits.memory_bytes: 1000 is below the minimum"),
+            ({"cells": [cell(pool=65)]}, "cells[0].pool: must be an integer from 0 to 64"),
+            ({"cells": [cell(sessions={"max": 0})]}, "cells[0].sessions.max: must be a positive integer"),
+            ({"cells": [cell(sessions={"enabled": "no"})]}, "cells[0].sessions.enabled: must be true or false"),
+            ({"cells": [cell(sessions={"ttl": 1})]}, "cells[0].sessions.ttl: unknown key"),
+            ({"cells": [cell(allow_subprocesses=1)]}, "cells[0].allow_subprocesses: must be true or false"),
+            ({"cells": [cell(on_unsupported="panic")]}, 'cells[0].on_unsupported: must be "warn"'),
+            ({"cells": [cell(tools="echo")]}, "cells[0].tools: must be an array of tool names"),
+            ({"cells": [cell(tools=["echo"])]}, 'cells[0].tools[0]: no host tool named "echo"'),
+            ({"tools": [TOOL], "cells": [cell(tools=["echo", "echo"])]},
+             'cells[0].tools[1]: "echo" is listed twice'),
+            ({"tools": {}, "cells": [GOOD_CELL]}, "tools: must be an array"),
+            ({"tools": [dict(TOOL, command=[])], "cells": [GOOD_CELL]},
+             "tools[0].command: must be a non-empty array of strings"),
+            ({"tools": [dict(TOOL, command=["no-such-program-x"])], "cells": [GOOD_CELL]},
+             "tools[0].command: no-such-program-x: not found or not executable"),
+            ({"tools": [TOOL, TOOL], "cells": [GOOD_CELL]},
+             "tools[1].name: a tool of that name is defined above"),
+            ({"tools": [dict(TOOL, input_schema={"type": "array"})], "cells": [GOOD_CELL]},
+             "tools[0].input_schema: "),
+        ]
+        for content, expected in cases:
+            with self.subTest(expected=expected):
+                self.refused(content, expected)
+
+    def test_not_json(self):
+        self.refused('{"cells": [', ":1: ")
+        self.refused('{"cells": [], "cells": []}', ":1: duplicate object key")
+
+    def test_missing_file(self):
+        r = codecell("serve", "--config", os.path.join(self.dir, "none.json"), stdin="")
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("none.json", r.stderr)
+
+
+class GoodFiles(unittest.TestCase):
+    def test_relative_sources_resolve_against_the_file(self):
+        d = tempdir(self)
+        os.mkdir(os.path.join(d, "data"))
+        with open(os.path.join(d, "data", "f.txt"), "w") as f:
+            f.write("found")
+        path = os.path.join(d, "cells.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [TOOL], "cells": [cell(
+                description="Reads f.txt.",
+                mounts=[{"source": "data", "dest": "/data", "description": "the folder"}],
+                tools=["echo"], limits={"timeout_ms": 5000},
+                sessions={"max": 3, "idle_ms": 120000})]}, f)
+        r = codecell("describe", "--config", path, "--json")
+        self.assertEqual(r.code, 0, r)
+        (tool,) = json.loads(r.stdout)
+        self.assertEqual(tool["name"], "ruby")
+        self.assertTrue(tool["description"].startswith("Reads f.txt.\n\n"))
+        self.assertIn("- `/data` — the folder", tool["description"])
+        self.assertIn("### echo", tool["description"])
+        self.assertIn("after\n120 s unused", tool["description"])
+        self.assertIn("At most 3 are open at once.", tool["description"])
+        self.assertEqual(tool["inputSchema"]["required"], ["code"])
+        text = codecell("describe", "--config", path)
+        self.assertEqual(text.code, 0, text)
+        self.assertTrue(text.stdout.startswith('# tool "ruby"\n\nReads f.txt.'))
+
+    def test_describe_config_refuses_cell_flags(self):
+        r = codecell("describe", "--config", "x.json", "--mount", "/tmp:/d")
+        self.assertEqual(r.code, 2)
+        self.assertIn("no --lang, --mount", r.stderr)
+        r = codecell("describe", "--json")
+        self.assertEqual(r.code, 2)
+        self.assertIn("--json needs --config", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

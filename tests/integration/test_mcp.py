@@ -1,0 +1,342 @@
+"""codecell serve spoken to raw, over stdio and HTTP: the JSON-RPC error codes, malformed
+input, the HTTP checks (Host, Origin, token, sessions, sizes), metrics and shutdown."""
+import json
+import os
+import re
+import signal
+import time
+import unittest
+
+from harness import become_subreaper, stray_children, tempdir
+from mcp_peer import INIT, Http, Stdio, small_config, sse_messages
+
+
+def setUpModule():
+    become_subreaper()
+
+
+def call(i, code, **extra):
+    args = {"code": code}
+    args.update(extra.pop("args", {}))
+    params = {"name": extra.pop("name", "ruby"), "arguments": args}
+    params.update(extra)
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+
+
+class StdioProtocol(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempdir(self)
+        self.peer = Stdio(small_config(self.dir), "--max-body", "2K")
+        self.addCleanup(self.finish)
+        self.assertEqual(self.peer.request(INIT)["result"]["protocolVersion"], "2025-11-25")
+
+    def finish(self):
+        if self.peer.proc.poll() is None:
+            code, err = self.peer.close()
+            self.assertEqual(code, 0, err)
+        self.assertEqual(stray_children(), [], "a sandbox outlived the server")
+
+    def error_of(self, raw):
+        self.peer.send_raw(raw)
+        m = self.peer.read()
+        self.assertIn("error", m, m)
+        return m["id"], m["error"]["code"], m["error"]["message"]
+
+    def test_malformed_messages_get_their_error_and_never_stop_the_server(self):
+        cases = [
+            (b"not json\n", -32700, "parse error"),
+            (b'{"jsonrpc":"2.0","id":1,"method":"ping"\n', -32700, "parse error"),
+            (b'{"jsonrpc":"2.0","id":1,"method":"ping","id":2}\n', -32700, "duplicate"),
+            (b'{"jsonrpc":"2.0","id":1,"method":"\xff"}\n', -32700, "parse error"),
+            (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n', -32600, "batches are not supported"),
+            (b'"hello"\n', -32600, "must be a JSON object"),
+            (b'{"jsonrpc":"1.0","id":1,"method":"ping"}\n', -32600, '"jsonrpc" must be "2.0"'),
+            (b'{"jsonrpc":"2.0","id":true,"method":"ping"}\n', -32600, '"id" must be'),
+            (b'{"jsonrpc":"2.0","id":1,"method":7}\n', -32600, '"method" must be a string'),
+            (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}\n', -32600, '"params" must'),
+            (b'{"jsonrpc":"2.0","id":1,"method":"' + b"x" * 3000 + b'"}\n', -32700, "over 2048"),
+        ]
+        for raw, code, text in cases:
+            with self.subTest(raw=raw[:60]):
+                _, got_code, message = self.error_of(raw)
+                self.assertEqual(got_code, code, message)
+                self.assertIn(text, message)
+        self.assertEqual(self.peer.request({"jsonrpc": "2.0", "id": "p", "method": "ping"}),
+                         {"jsonrpc": "2.0", "id": "p", "result": {}})
+
+    def test_unknown_method_and_bad_params(self):
+        m = self.peer.request({"jsonrpc": "2.0", "id": 5, "method": "resources/list"})
+        self.assertEqual((m["id"], m["error"]["code"]), (5, -32601))
+        cases = [
+            (call(1, "1", name="nope"), 'unknown tool "nope"'),
+            ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ruby"}},
+             "arguments must be an object"),
+            (call(1, ""), "arguments.code: must be a non-empty string"),
+            (call(1, "1", args={"cmd": "x"}), "arguments.cmd: unknown argument"),
+            (call(1, "1", args={"session": "../x"}), "arguments.session: must be"),
+            (call(1, "1", args={"session": "s" * 41}), "arguments.session: must be"),
+            (call(1, "1", args={"reset": True}), "needs arguments.session"),
+            (call(1, "1", args={"session": "a", "reset": "yes"}), "arguments.reset"),
+            ({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+              "params": {"level": "loud"}}, "params.level must be one of"),
+            ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+             "params.protocolVersion"),
+        ]
+        for message, text in cases:
+            with self.subTest(text=text):
+                m = self.peer.request(message)
+                self.assertEqual(m["error"]["code"], -32602, m)
+                self.assertIn(text, m["error"]["message"])
+
+    def test_version_negotiation(self):
+        for asked, agreed in [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"),
+                              ("2024-11-05", "2025-11-25"), ("banana", "2025-11-25")]:
+            init = dict(INIT, params=dict(INIT["params"], protocolVersion=asked))
+            self.assertEqual(self.peer.request(init)["result"]["protocolVersion"], agreed)
+
+    def test_notifications_and_client_responses_get_no_answer(self):
+        self.peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.peer.send({"jsonrpc": "2.0", "method": "notifications/unknown", "params": {}})
+        self.peer.send({"jsonrpc": "2.0", "id": 99, "result": {}})
+        self.peer.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        self.assertEqual(self.peer.read()["id"], 1)
+
+    def test_results_match_the_run(self):
+        m = self.peer.request(call(1, "puts 'hi'; [1, 'two']"))
+        r = m["result"]
+        self.assertEqual(r["structuredContent"]["value"], [1, "two"])
+        self.assertEqual(r["structuredContent"]["stdout"], "hi\n")
+        self.assertEqual(json.loads(r["content"][0]["text"]), r["structuredContent"])
+        self.assertIs(r["isError"], False)
+        m = self.peer.request(call(2, "raise 'no'"))
+        self.assertIs(m["result"]["isError"], True)
+        self.assertEqual(m["result"]["structuredContent"]["error"]["class"], "RuntimeError")
+
+    def test_log_messages_follow_the_level(self):
+        self.peer.request(call(1, "1"))
+        self.assertEqual([m for m in self.peer.seen if m.get("method") == "notifications/message"],
+                         [], "before setLevel only warnings and worse are sent")
+        self.peer.request({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+                           "params": {"level": "info"}})
+        self.peer.request(call(3, "1"))
+        logs = [m["params"] for m in self.peer.seen if m.get("method") == "notifications/message"]
+        self.assertEqual(len(logs), 1, logs)
+        self.assertEqual((logs[0]["level"], logs[0]["data"]), ("info", "ruby: ok"))
+
+    def test_end_of_input_answers_what_runs_then_exits_0(self):
+        self.peer.send(call(7, "sleep 0.5; :late"))
+        code, err = self.peer.close()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.peer.answer(7)["result"]["structuredContent"]["value"], "late")
+
+
+class StdioLimits(unittest.TestCase):
+    def test_runs_past_the_cap_get_a_clear_error(self):
+        d = tempdir(self)
+        peer = Stdio(small_config(d), "--max-runs", "1")
+        peer.request(INIT)
+        peer.send(call(1, "sleep 1; 1"))
+        time.sleep(0.3)
+        m = peer.request(call(2, "2"))
+        self.assertEqual(m["error"]["code"], -32000, m)
+        self.assertIn("too many runs at once (at most 1", m["error"]["message"])
+        self.assertEqual(peer.answer(1)["result"]["structuredContent"]["value"], 1)
+        self.assertEqual(peer.close()[0], 0)
+
+    def test_sigterm_cancels_runs_and_leaves_nothing(self):
+        become_subreaper()
+        d = tempdir(self)
+        peer = Stdio(small_config(d, limits={"timeout_ms": 60000}))
+        peer.request(INIT)
+        peer.request(call(1, "x = 1", args={"session": "s"}))
+        peer.send(call(2, "sleep 50"))
+        time.sleep(0.5)
+        started = time.monotonic()
+        peer.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(peer.proc.wait(30), 0)
+        self.assertLess(time.monotonic() - started, 20, "the run was not cancelled")
+        peer.proc.stdin.close()
+        peer.proc.stdout.close()
+        peer.proc.stderr.close()
+        self.assertEqual(stray_children(), [])
+
+
+class HttpProtocol(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempdir_class(cls)
+        with open(os.path.join(cls.dir, "token"), "w") as f:
+            f.write("s3cret-token\n")
+        cls.server = Http(small_config(cls.dir), "--token-file", os.path.join(cls.dir, "token"),
+                          "--max-body", "4K", "--allow-origin", "https://app.example",
+                          "--allow-host", "mcp.internal:9")
+        cls.auth = {"Authorization": "Bearer s3cret-token"}
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def post(self, body, headers=None, **kw):
+        h = dict(self.auth)
+        h.update(headers or {})
+        return self.server.post(body, h, **kw)
+
+    def session(self):
+        return self.server.initialize(self.auth)
+
+    def test_session_ids_are_random_and_required(self):
+        a, b = self.session(), self.session()
+        self.assertRegex(a, r"^[0-9a-f]{32}$")
+        self.assertNotEqual(a, b)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        self.assertEqual(self.post(ping)[0], 400)
+        self.assertEqual(self.post(ping, {"Mcp-Session-Id": "0" * 32})[0], 404)
+        status, _, text = self.post(ping, {"Mcp-Session-Id": a})
+        self.assertEqual((status, json.loads(text)["result"]), (200, {}))
+
+    def test_delete_ends_the_session_and_its_code_sessions(self):
+        sid = self.session()
+        h = {"Mcp-Session-Id": sid}
+        status, _, text = self.post(call(1, "v = 5", args={"session": "k"}), h)
+        self.assertEqual(status, 200, text)
+        self.assertIn('codecell_sessions_open{cell="ruby"} 1', self.metrics())
+        self.assertEqual(self.post("", h, method="DELETE")[0], 200)
+        self.assertIn('codecell_sessions_open{cell="ruby"} 0', self.metrics())
+        self.assertEqual(self.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, h)[0], 404)
+        self.assertEqual(self.post("", h, method="DELETE")[0], 404)
+
+    def metrics(self):
+        status, headers, text = self.post("", method="GET", path="/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["content-type"].startswith("text/plain"))
+        return text
+
+    def test_dns_rebinding_host_and_origin(self):
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        sid = self.session()
+        cases = [
+            ({"Host": "evil.example"}, 403),
+            ({"Host": f"localhost:{self.server.port}"}, 200),
+            ({"Host": "mcp.internal:9"}, 200),
+            ({"Origin": "http://evil.example"}, 403),
+            ({"Origin": f"http://localhost:{self.server.port}"}, 200),
+            ({"Origin": "https://app.example"}, 200),
+        ]
+        for headers, status in cases:
+            with self.subTest(headers=headers):
+                h = {"Mcp-Session-Id": sid}
+                h.update(headers)
+                self.assertEqual(self.post(ping, h)[0], status)
+
+    def test_bearer_token(self):
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        for auth in [None, "Bearer wrong", "Bearer s3cret-toke", "Bearer s3cret-tokenX",
+                     "Basic s3cret-token", "s3cret-token"]:
+            with self.subTest(auth=auth):
+                h = {"Authorization": auth} if auth else {}
+                status, headers, _ = self.server.post(INIT, h)
+                self.assertEqual(status, 401)
+                self.assertEqual(headers["www-authenticate"], "Bearer")
+        self.assertEqual(self.server.post("", {}, method="GET", path="/metrics")[0], 401)
+        self.assertEqual(self.server.post("", {}, method="GET", path="/healthz")[0], 200)
+        self.assertEqual(self.server.post(ping, {"Authorization": "bearer s3cret-token",
+                                                 "Mcp-Session-Id": self.session()})[0], 200)
+
+    def test_http_level_refusals(self):
+        sid = self.session()
+        h = {"Mcp-Session-Id": sid}
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        big = call(1, "x" * 5000)
+        cases = [
+            (big, h, "POST", "/mcp", 413, -32600),
+            (ping, dict(h, **{"Content-Type": "text/plain"}), "POST", "/mcp", 415, -32600),
+            (ping, dict(h, Accept="text/html"), "POST", "/mcp", 406, -32600),
+            (ping, dict(h, **{"MCP-Protocol-Version": "1999-01-01"}), "POST", "/mcp", 400, -32600),
+            ("{nope", h, "POST", "/mcp", 400, -32700),
+            ([ping], h, "POST", "/mcp", 400, -32600),
+            ("", h, "GET", "/mcp", 405, -32600),
+            ("", h, "PUT", "/mcp", 405, -32600),
+            ("", h, "GET", "/other", 404, -32600),
+        ]
+        for body, headers, method, path, status, code in cases:
+            with self.subTest(method=method, path=path, status=status):
+                got, _, text = self.post(body, headers, method=method, path=path)
+                self.assertEqual(got, status, text)
+                self.assertEqual(json.loads(text)["error"]["code"], code)
+        ok = self.post(ping, dict(h, **{"MCP-Protocol-Version": "2025-06-18"}))
+        self.assertEqual(ok[0], 200)
+
+    def test_notifications_are_accepted_without_a_body(self):
+        sid = self.session()
+        status, _, text = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                    {"Mcp-Session-Id": sid})
+        self.assertEqual((status, text), (202, ""))
+
+    def test_calls_answer_json_or_a_stream_with_progress(self):
+        sid = self.session()
+        h = {"Mcp-Session-Id": sid}
+        status, headers, text = self.post(call(1, "6 * 7"), h)
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["content-type"], "application/json")
+        self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], 42)
+        status, headers, text = self.post(
+            call(2, "puts 'working'; sleep 1.2; 1", _meta={"progressToken": "tok"}), h)
+        self.assertEqual(headers["content-type"], "text/event-stream")
+        messages = sse_messages(text)
+        progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+        self.assertTrue(progress, text)
+        self.assertEqual(progress[0]["progressToken"], "tok")
+        self.assertEqual(progress[0]["message"], "working")
+        self.assertEqual(messages[-1]["id"], 2)
+        self.assertEqual(messages[-1]["result"]["structuredContent"]["value"], 1)
+
+    def test_metrics_count_runs_by_cell_and_status(self):
+        sid = self.session()
+        before = self.metrics()
+        self.post(call(1, "raise 'x'"), {"Mcp-Session-Id": sid})
+        after = self.metrics()
+
+        def count(text):
+            m = re.search(r'^codecell_runs_total\{cell="ruby",status="error"\} (\d+)$', text, re.M)
+            return int(m.group(1))
+        self.assertEqual(count(after), count(before) + 1)
+        self.assertRegex(after, r'codecell_pool_ready\{cell="ruby"\} \d')
+        self.assertRegex(after, r'codecell_run_duration_seconds_bucket\{cell="ruby",le="\+Inf"\}')
+        self.assertRegex(after, r"codecell_mcp_sessions \d+")
+
+
+def tempdir_class(cls):
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="codecell-e2e-")
+    unittest.addModuleCleanup(shutil.rmtree, d, True)
+    return d
+
+
+class HttpListen(unittest.TestCase):
+    def test_bad_address_and_flags(self):
+        from harness import codecell
+        d = tempdir(self)
+        cfg = small_config(d)
+        cases = [
+            (["--http", "nowhere"], "expected ADDR:PORT"),
+            (["--http", "example.com:80"], "expected ADDR:PORT"),
+            (["--http", "127.0.0.1:99999"], "expected ADDR:PORT"),
+            (["--token-file", "/nonexistent"], "--token-file, --allow-host and --allow-origin need --http"),
+            (["--http", "127.0.0.1:0", "--token-file", "/nonexistent/t"], "No such file"),
+            (["--max-runs", "0"], "--max-runs 0: must be a whole number"),
+            (["--max-body", "1"], "--max-body 1: expected a size"),
+            (["--bogus"], "unknown option"),
+        ]
+        for flags, text in cases:
+            with self.subTest(flags=flags):
+                r = codecell("serve", "--config", cfg, *flags, stdin="")
+                self.assertEqual(r.code, 2, r)
+                self.assertIn(text, r.stderr)
+        r = codecell("serve", stdin="")
+        self.assertEqual(r.code, 2)
+        self.assertIn("--config FILE is required", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
