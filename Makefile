@@ -32,12 +32,13 @@ fuzz:
 	tests/fuzz/run.sh
 
 bench: build
-	cmake --build $(BUILD) --target latency rpc session
+	cmake --build $(BUILD) --target latency rpc session mcp
 	bench/cold.sh
 	$(BUILD)/latency --lang ruby
 	$(BUILD)/latency --lang python
 	$(BUILD)/rpc
 	$(BUILD)/session
+	$(BUILD)/mcp
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
