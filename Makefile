@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap build run test sanitize fuzz bench clean
+.PHONY: all bootstrap build run demo test sanitize fuzz bench clean
 
 all: build
 
@@ -13,8 +13,13 @@ build: bootstrap
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The MCP server on examples/cells.json (Ctrl-C to stop).
 run: build
 	examples/run
+
+# The examples through `codecell run`, each shown with its command.
+demo: build
+	examples/demo
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2

@@ -9,7 +9,7 @@ out="${FUZZ_BUILD:-$root/build-fuzz}"
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/bootstrap --fuzz)" >&2; exit 2; }
 mkdir -p "$out"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=gnu11"
-inc="-I$root/include -I$root/src/lib -I$root/src/cli"
+inc="-I$root/include -I$root/src/lib -I$root/src/cli -I$root/src/mcp -DCODECELL_VERSION=\"fuzz\""
 lib_sources="$(ls "$root"/src/lib/*.c)"
 # The preludes the library embeds, generated as the CMake build does.
 for lang in ruby python; do
@@ -17,9 +17,10 @@ for lang in ruby python; do
         cmake -DIN="$root/guest/$lang/prelude.$ext" -DOUT="$out/prelude_$lang.c" \
               -DNAME="codecell_prelude_$lang" -P "$root/cmake/embed.cmake"
 done
-for target in frame mount_rules tools_file units; do
+for target in frame mount_rules tools_file units config_file mcp_message; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"
+        [ "$target" = mcp_message ] && extra="$(ls "$root"/src/mcp/*.c) -lmicrohttpd"
         # shellcheck disable=SC2086
         clang $flags $inc -o "$out/fuzz_$target" "$here/fuzz_$target.c" $extra $lib_sources \
                 "$out/prelude_ruby.c" "$out/prelude_python.c" -lseccomp -ljansson -lpthread -lm
