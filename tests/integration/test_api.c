@@ -1,4 +1,6 @@
 /* The public C API end to end, the way an embedding program uses it: only codecell.h. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,81 @@ static codecell_result *run(codecell_cell *cell, const char *code)
         if (codecell_cell_run(cell, code, strlen(code), &res, &err) < 0)
                 fprintf(stderr, "run: %s\n", err.message);
         return res;
+}
+
+/* Progress reports seen by a run: how many, and the last line of the last one. */
+struct progress_seen {
+        int calls;
+        uint64_t last_elapsed;
+        bool increasing;
+        char line[64];
+};
+
+static void on_progress(uint64_t elapsed_ms, const char *line, size_t len, void *userdata)
+{
+        struct progress_seen *p = userdata;
+        p->increasing = p->calls == 0 || elapsed_ms > p->last_elapsed;
+        p->last_elapsed = elapsed_ms;
+        snprintf(p->line, sizeof(p->line), "%.*s", (int)len, line);
+        p->calls++;
+}
+
+struct canceller {
+        codecell_cancel *cancel;
+        int after_ms;
+};
+
+static void *cancel_later(void *arg)
+{
+        struct canceller *c = arg;
+        usleep((useconds_t)c->after_ms * 1000);
+        codecell_cancel_trigger(c->cancel);
+        return NULL;
+}
+
+/* Cancellation and progress through codecell_run_options. */
+static void run_options(codecell_cell *cell)
+{
+        codecell_error err = {0};
+        struct progress_seen seen = {0};
+        codecell_run_options o = {.progress = on_progress, .progress_interval_ms = 100,
+                                  .userdata = &seen};
+        codecell_result *res = NULL;
+        const char *code = L("puts 'one'; sleep 0.3; puts 'two'; sleep 0.3; 7",
+                             "import time\nprint('one')\ntime.sleep(0.3)\nprint('two')\n"
+                             "time.sleep(0.3)\n7");
+        CHECK(codecell_cell_run_with(cell, code, strlen(code), &o, &res, &err) == 0);
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_OK);
+        CHECK(seen.calls >= 3 && seen.increasing);
+        CHECK(strcmp(seen.line, "two") == 0);
+        codecell_result_free(res);
+
+        /* Cancelled from another thread while it sleeps: ended at once, said so. */
+        struct canceller c = {.cancel = codecell_cancel_new(&err), .after_ms = 200};
+        CHECK(c.cancel != NULL && !codecell_cancel_triggered(c.cancel));
+        codecell_run_options oc = {.cancel = c.cancel};
+        pthread_t thread;
+        CHECK(pthread_create(&thread, NULL, cancel_later, &c) == 0);
+        code = L("sleep 1.5; 1", "import time\ntime.sleep(1.5)\n1");
+        res = NULL;
+        CHECK(codecell_cell_run_with(cell, code, strlen(code), &oc, &res, &err) == 0);
+        pthread_join(thread, NULL);
+        CHECK(codecell_cancel_triggered(c.cancel));
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_SANDBOX_ERROR);
+        char *json = res ? codecell_result_to_json(res, false) : NULL;
+        CHECK(json && strstr(json, "\"cancelled\":true") && strstr(json, "cancelled by the caller"));
+        free(json);
+        codecell_result_free(res);
+
+        /* A token triggered before the run: nothing runs. */
+        res = NULL;
+        code = L("1", "1");
+        CHECK(codecell_cell_run_with(cell, code, strlen(code), &oc, &res, &err) == 0);
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_SANDBOX_ERROR);
+        codecell_result_free(res);
+        codecell_cancel_free(c.cancel);
+        codecell_cancel_trigger(NULL);
+        codecell_cancel_free(NULL);
 }
 
 int main(int argc, char **argv)
@@ -68,6 +145,8 @@ int main(int argc, char **argv)
         res = NULL;
         CHECK(codecell_cell_run(cell, "'\xff'", 3, &res, &err) < 0 && res == NULL);
         CHECK(err.kind == CODECELL_ERR_INVALID && strstr(err.message, "UTF-8"));
+
+        run_options(cell);
 
         const char *desc = codecell_cell_description(cell);
         CHECK(strstr(desc,
