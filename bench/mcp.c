@@ -27,7 +27,8 @@ static const char config_text[] =
 
 static const char init_msg[] =
         "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-        "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}";
+        "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}"
+        "}";
 
 static void pause_ms(int ms)
 {
@@ -174,10 +175,11 @@ static double over_stdio(const char *bin, const char *config, double *v, size_t 
         pause_ms(500); /* the pool fills */
         for (size_t i = 0; i < n; i++) {
                 pause_ms(PAUSE_MS);
-                len = snprintf(msg, sizeof(msg),
-                               "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":"
-                               "{\"name\":\"ruby\",\"arguments\":{\"code\":\"" CODE "\"}}}\n",
-                               i + 1);
+                len = snprintf(
+                        msg, sizeof(msg),
+                        "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":"
+                        "{\"name\":\"ruby\",\"arguments\":{\"code\":\"" CODE "\"}}}\n",
+                        i + 1);
                 double t = now_ms();
                 write_all(s.in, msg, (size_t)len);
                 const char *answer = read_line(s.out);

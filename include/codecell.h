@@ -189,9 +189,8 @@ CODECELL_API int codecell_session_eval(codecell_cell *cell, const char *name, co
                                        size_t len, codecell_result **ret_result,
                                        codecell_error *err);
 /* codecell_session_eval() with options (NULL: none). */
-CODECELL_API int codecell_session_eval_with(codecell_cell *cell, const char *name,
-                                            const char *code, size_t len,
-                                            const codecell_run_options *options,
+CODECELL_API int codecell_session_eval_with(codecell_cell *cell, const char *name, const char *code,
+                                            size_t len, const codecell_run_options *options,
                                             codecell_result **ret_result, codecell_error *err);
 /* Ends the named session and frees everything it held (its state is discarded; the next eval
  * under that name starts afresh). Waits for an eval in progress to end. -ENOENT when there is
@@ -263,12 +262,12 @@ CODECELL_API int codecell_cellset_find(const codecell_cellset *set, const char *
 /* ---- cell information ------------------------------------------------------------------- */
 
 typedef struct codecell_cell_info {
-        const char *language;   /* static */
-        bool writes_host;       /* some mount is read-write */
-        size_t pool_size;       /* sandboxes the pool keeps standing by */
-        size_t pool_ready;      /* standing by now */
-        size_t sessions_open;   /* sessions alive now */
-        size_t tools;           /* host tools registered */
+        const char *language; /* static */
+        bool writes_host;     /* some mount is read-write */
+        size_t pool_size;     /* sandboxes the pool keeps standing by */
+        size_t pool_ready;    /* standing by now */
+        size_t sessions_open; /* sessions alive now */
+        size_t tools;         /* host tools registered */
         uint64_t limits[CODECELL_LIMIT__COUNT];
 } codecell_cell_info;
 

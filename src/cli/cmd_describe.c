@@ -101,8 +101,9 @@ int cmd_describe(int argc, char **argv)
         if (optind < argc)
                 return bad_option(f.who, argv[optind]);
         if (config && (f.n_mounts || f.tools || f.subprocesses || strcmp(f.lang, "ruby") != 0)) {
-                fprintf(stderr, "%s: --config takes the cells from the file: no --lang, --mount, "
-                                "--tools or --allow-subprocesses with it\n",
+                fprintf(stderr,
+                        "%s: --config takes the cells from the file: no --lang, --mount, "
+                        "--tools or --allow-subprocesses with it\n",
                         f.who);
                 return EXIT_USAGE;
         }

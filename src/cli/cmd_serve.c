@@ -106,8 +106,8 @@ static void print_listening(unsigned port, void *userdata)
 {
         const char *address = userdata;
         const char *colon = strrchr(address, ':');
-        fprintf(stderr, WHO ": listening on http://%.*s:%u/mcp\n", (int)(colon - address),
-                address, port);
+        fprintf(stderr, WHO ": listening on http://%.*s:%u/mcp\n", (int)(colon - address), address,
+                port);
 }
 
 struct serve_flags {
@@ -242,8 +242,9 @@ int cmd_serve(int argc, char **argv)
                                          .userdata = (void *)f.http};
                 int r = mcp_serve_http(server, &o, sfd);
                 if (r == -EINVAL) {
-                        fprintf(stderr, WHO ": --http %s: expected ADDR:PORT with a numeric "
-                                            "address (127.0.0.1:8080, [::1]:8080)\n",
+                        fprintf(stderr,
+                                WHO ": --http %s: expected ADDR:PORT with a numeric "
+                                    "address (127.0.0.1:8080, [::1]:8080)\n",
                                 f.http);
                         exit_code = EXIT_USAGE;
                 } else if (r < 0) {

@@ -119,8 +119,7 @@ int config_add_mount(codecell_config *c, const char *source, const char *dest, b
         }
         for (size_t i = 0; i < c->n_mounts; i++)
                 if (paths_overlap(dest, c->mounts[i].dest)) {
-                        snprintf(what, sizeof(what), "overlaps the mount at %s",
-                                 c->mounts[i].dest);
+                        snprintf(what, sizeof(what), "overlaps the mount at %s", c->mounts[i].dest);
                         return mount_error(err, EINVAL, where, source, dest, "dest", what);
                 }
         if (!source || !*source)

@@ -110,9 +110,8 @@ static int load_mounts(struct loader *l, const json_t *mounts, const char *where
                 if (!json_is_string(dest))
                         return bad(l, EINVAL, "%s.dest: must be a string (a path in the sandbox)",
                                    at);
-                if (mode && (!json_is_string(mode) ||
-                             (strcmp(json_string_value(mode), "ro") != 0 &&
-                              strcmp(json_string_value(mode), "rw") != 0)))
+                if (mode && (!json_is_string(mode) || (strcmp(json_string_value(mode), "ro") != 0 &&
+                                                       strcmp(json_string_value(mode), "rw") != 0)))
                         return bad(l, EINVAL, "%s.mode: must be \"ro\" or \"rw\"", at);
                 if ((r = optional_string(l, description, at, "description")) < 0)
                         return r;
@@ -230,8 +229,8 @@ static int attach_tools(struct loader *l, const json_t *names, const char *where
                                 return bad(l, EINVAL, "%s.tools[%zu]: \"%s\" is listed twice",
                                            where, i, name);
                 struct tool *tool = NULL;
-                int r = tool_from_json(json_array_get(l->tools_json, found), found, l->path,
-                                       l->dir, TOOL_TIMEOUT_MAX_MS, &tool, l->err);
+                int r = tool_from_json(json_array_get(l->tools_json, found), found, l->path, l->dir,
+                                       TOOL_TIMEOUT_MAX_MS, &tool, l->err);
                 if (r < 0 || (r = cell_add_tool(cell, tool, l->err)) < 0)
                         return r;
         }
@@ -257,10 +256,9 @@ static int load_policy(struct loader *l, const json_t *v, const char *where,
 
 static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cellset_entry *entry)
 {
-        static const char *const keys[] = {"name",           "language", "description",
-                                           "mounts",         "limits",   "pool",
-                                           "sessions",       "tools",    "allow_subprocesses",
-                                           "on_unsupported", NULL};
+        static const char *const keys[] = {
+                "name",     "language", "description",        "mounts",         "limits", "pool",
+                "sessions", "tools",    "allow_subprocesses", "on_unsupported", NULL};
         char where[32];
         snprintf(where, sizeof(where), "cells[%zu]", i);
         if (!json_is_object(obj))
@@ -299,9 +297,8 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         if (r == 0) {
                 codecell_config_set_subprocesses(config, json_is_true(subprocesses));
                 size_t size = pool ? (size_t)json_integer_value(pool) : 2;
-                (void)codecell_config_set_pool(config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0
-                                                                                           : size,
-                                               &e);
+                (void)codecell_config_set_pool(
+                        config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0 : size, &e);
                 entry->cell = codecell_cell_new(config, &e);
                 if (!entry->cell)
                         r = err_set(l->err, e.kind, e.errno_value, "%s: %s: %s", l->path, where,
@@ -325,13 +322,12 @@ codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codece
         json_error_t jerr;
         json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
         if (!root) {
-                err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line,
-                        jerr.text);
+                err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
                 return NULL;
         }
         _cleanup_free_ char *copy = strdup(path);
-        struct loader l = {.path = path, .dir = copy ? dirname(copy) : NULL, .flags = flags,
-                           .err = err};
+        struct loader l = {
+                .path = path, .dir = copy ? dirname(copy) : NULL, .flags = flags, .err = err};
         codecell_cellset *set = calloc(1, sizeof(*set));
         const json_t *cells = json_object_get(root, "cells");
         int r = 0;
@@ -360,8 +356,8 @@ codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codece
                 goto out;
         }
         for (size_t i = 0; i < json_array_size(cells); i++) {
-                const char *name = json_string_value(json_object_get(json_array_get(cells, i),
-                                                                     "name"));
+                const char *name =
+                        json_string_value(json_object_get(json_array_get(cells, i), "name"));
                 for (size_t k = 0; name && k < i; k++)
                         if (strcmp(set->entries[k].name, name) == 0) {
                                 r = bad(&l, EINVAL,

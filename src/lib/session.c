@@ -229,9 +229,9 @@ int codecell_session_eval(codecell_cell *cell, const char *name, const char *cod
         return codecell_session_eval_with(cell, name, code, len, NULL, ret_result, err);
 }
 
-int codecell_session_eval_with(codecell_cell *cell, const char *name, const char *code,
-                               size_t len, const codecell_run_options *options,
-                               codecell_result **ret_result, codecell_error *err)
+int codecell_session_eval_with(codecell_cell *cell, const char *name, const char *code, size_t len,
+                               const codecell_run_options *options, codecell_result **ret_result,
+                               codecell_error *err)
 {
         *ret_result = NULL;
         const char *problem = session_name_problem(name);

@@ -184,7 +184,8 @@ int tools_from_json(const json_t *list, const char *path, const char *dir, uint6
                         break;
                 for (size_t k = 0; k < n && r == 0; k++)
                         if (strcmp(tools[k]->name, tools[n]->name) == 0)
-                                r = bad(err, path, n, "name", "a tool of that name is defined above");
+                                r = bad(err, path, n, "name",
+                                        "a tool of that name is defined above");
                 if (r < 0) {
                         n++;
                         break;

@@ -20,9 +20,9 @@ static json_t *result_schema(void)
                 "status ok: the value of the last expression, as JSON", "error", "type", "object",
                 "string", "description",
                 "status error: {class, message, backtrace}; other statuses: what to change",
-                "stdout", "type", "string", "stderr", "type", "string", "stdout_truncated",
-                "type", "boolean", "stderr_truncated", "type", "boolean", "duration_ms", "type",
-                "number", "description", "wall-clock time of the run", "cpu_ms", "type", "number",
+                "stdout", "type", "string", "stderr", "type", "string", "stdout_truncated", "type",
+                "boolean", "stderr_truncated", "type", "boolean", "duration_ms", "type", "number",
+                "description", "wall-clock time of the run", "cpu_ms", "type", "number",
                 "description", "CPU time the code used", "memory_peak_bytes", "type", "integer",
                 "sandbox", "type", "array", "items", "type", "string", "warnings", "type", "array",
                 "items", "type", "string", "cancelled", "type", "boolean", "required", "status",
@@ -31,11 +31,11 @@ static json_t *result_schema(void)
 
 static json_t *input_schema(bool sessions)
 {
-        json_t *schema = json_pack(
-                "{s:s, s:{s:{s:s, s:s, s:i}}, s:[s], s:b}", "type", "object", "properties",
-                "code", "type", "string", "description",
-                "The whole program to run. The value of its last expression is returned.",
-                "minLength", 1, "required", "code", "additionalProperties", 0);
+        json_t *schema =
+                json_pack("{s:s, s:{s:{s:s, s:s, s:i}}, s:[s], s:b}", "type", "object",
+                          "properties", "code", "type", "string", "description",
+                          "The whole program to run. The value of its last expression is returned.",
+                          "minLength", 1, "required", "code", "additionalProperties", 0);
         if (schema && sessions) {
                 json_t *props = json_object_get(schema, "properties");
                 json_object_set_new(
@@ -97,15 +97,14 @@ json_t *mcp_tools_build(struct mcp_server *s)
                 /* The truth about what a call can do: never the network; the host's files
                  * only through read-write folders; anything a host tool does. */
                 bool reaches_out = info.tools > 0;
-                json_t *tool = json_pack(
-                        "{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
-                        codecell_cellset_name(s->cells, i), "title", title, "description",
-                        description, "inputSchema",
-                        input_schema(codecell_cellset_sessions(s->cells, i)), "outputSchema",
-                        result_schema(), "annotations", "title", title, "readOnlyHint",
-                        !info.writes_host && !reaches_out, "destructiveHint",
-                        info.writes_host || reaches_out, "idempotentHint", 0, "openWorldHint",
-                        reaches_out);
+                json_t *tool = json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
+                                         "name", codecell_cellset_name(s->cells, i), "title", title,
+                                         "description", description, "inputSchema",
+                                         input_schema(codecell_cellset_sessions(s->cells, i)),
+                                         "outputSchema", result_schema(), "annotations", "title",
+                                         title, "readOnlyHint", !info.writes_host && !reaches_out,
+                                         "destructiveHint", info.writes_host || reaches_out,
+                                         "idempotentHint", 0, "openWorldHint", reaches_out);
                 free(description);
                 if (!description || json_array_append_new(tools, tool) < 0) {
                         json_decref(tools);
@@ -129,20 +128,13 @@ static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, v
                 snprintf(message, sizeof(message), "%.*s", (int)len, line);
         else
                 snprintf(message, sizeof(message), "running for %.1f s", (double)elapsed_ms / 1000);
-        json_t *note = jsonrpc_notification(
-                "notifications/progress",
-                json_pack("{s:O, s:f, s:s}", "progressToken", t->token, "progress",
-                          (double)elapsed_ms / 1000.0, "message", message));
+        json_t *note = jsonrpc_notification("notifications/progress",
+                                            json_pack("{s:O, s:f, s:s}", "progressToken", t->token,
+                                                      "progress", (double)elapsed_ms / 1000.0,
+                                                      "message", message));
         if (note)
                 t->sink->send(t->sink, note);
         json_decref(note);
-}
-
-static void answer(struct mcp_sink *sink, json_t *message)
-{
-        if (message)
-                sink->send(sink, message);
-        json_decref(message);
 }
 
 /* What is wrong with the arguments, written into why, or false. */
@@ -242,11 +234,11 @@ static json_t *call_result(const codecell_result *res)
 {
         char *text = codecell_result_to_json(res, false);
         json_t *structured = text ? json_loads(text, 0, NULL) : NULL;
-        json_t *out = structured ? json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type",
-                                             "text", "text", text, "structuredContent",
-                                             structured, "isError",
-                                             codecell_result_status(res) != CODECELL_STATUS_OK)
-                                 : NULL;
+        json_t *out = structured
+                              ? json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text",
+                                          "text", text, "structuredContent", structured, "isError",
+                                          codecell_result_status(res) != CODECELL_STATUS_OK)
+                              : NULL;
         free(text);
         return out;
 }
@@ -257,23 +249,22 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         const char *name = json_string_value(json_object_get(params, "name"));
         int i = codecell_cellset_find(s->cells, name);
         if (i < 0) {
-                answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-                                           "unknown tool \"%.64s\" (see tools/list)",
-                                           name ? name : ""));
+                mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                                               "unknown tool \"%.64s\" (see tools/list)",
+                                               name ? name : ""));
                 return;
         }
         const json_t *args = json_object_get(params, "arguments");
         char why[256];
-        if (bad_arguments(args, codecell_cellset_sessions(s->cells, (size_t)i), why,
-                          sizeof(why))) {
-                answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, "%s", why));
+        if (bad_arguments(args, codecell_cellset_sessions(s->cells, (size_t)i), why, sizeof(why))) {
+                mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, "%s", why));
                 return;
         }
         const char *busy = take_slot(s);
         if (busy) {
-                answer(sink, jsonrpc_error(id, JSONRPC_SERVER_BUSY,
-                                           "%s (at most %zu runs at once: retry shortly)", busy,
-                                           s->o.max_runs));
+                mcp_answer(sink, jsonrpc_error(id, JSONRPC_SERVER_BUSY,
+                                               "%s (at most %zu runs at once: retry shortly)", busy,
+                                               s->o.max_runs));
                 return;
         }
         codecell_cell *cell = codecell_cellset_cell(s->cells, (size_t)i);
@@ -286,7 +277,7 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         struct inflight f = {.id = (json_t *)id, .cancel = codecell_cancel_new(&err)};
         if (!f.cancel) {
                 give_slot(s);
-                answer(sink, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "%s", err.message));
+                mcp_answer(sink, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "%s", err.message));
                 return;
         }
         track(c, &f);
@@ -303,8 +294,7 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         int r = session ? codecell_session_eval_with(cell, scoped, json_string_value(code),
-                                                     json_string_length(code), &options, &res,
-                                                     &err)
+                                                     json_string_length(code), &options, &res, &err)
                         : codecell_cell_run_with(cell, json_string_value(code),
                                                  json_string_length(code), &options, &res, &err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -314,19 +304,20 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         codecell_cancel_free(f.cancel);
         if (r < 0) {
                 /* The cell refused the code or the session (a cap): the model can act on it. */
-                answer(sink, jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content",
-                                                          "type", "text", "text", err.message,
-                                                          "isError", 1)));
+                mcp_answer(sink, jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content",
+                                                              "type", "text", "text", err.message,
+                                                              "isError", 1)));
                 return;
         }
         codecell_status status = codecell_result_status(res);
         metrics_record(s->metrics, (size_t)i, status,
-                       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+                       (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                               (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
         mcp_log(c, sink, status == CODECELL_STATUS_SANDBOX_ERROR ? LOG_WARNING : LOG_INFO,
                 "%s%s%s: %s", name, session ? " session " : "", session ? session : "",
                 codecell_status_name(status));
         /* A cancelled request gets no answer (the client has given up on it). */
         if (!was_cancelled)
-                answer(sink, jsonrpc_result(id, call_result(res)));
+                mcp_answer(sink, jsonrpc_result(id, call_result(res)));
         codecell_result_free(res);
 }

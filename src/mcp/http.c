@@ -137,8 +137,7 @@ static int new_session(struct http *h, struct mcp_client *client, char *ret_id)
         for (size_t i = 0; i < sizeof(raw); i++)
                 sprintf(ret_id + 2 * i, "%02x", raw[i]);
         pthread_mutex_lock(&h->lock);
-        struct http_session *grown =
-                realloc(h->sessions, (h->n_sessions + 1) * sizeof(*grown));
+        struct http_session *grown = realloc(h->sessions, (h->n_sessions + 1) * sizeof(*grown));
         if (!grown) {
                 pthread_mutex_unlock(&h->lock);
                 return -ENOMEM;
@@ -307,9 +306,8 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         st->server = h->server;
         st->client = mcp_client_ref(client);
         st->message = json_incref(message);
-        struct MHD_Response *r =
-                MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st,
-                                                  stream_closed);
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
+                                                                   stream_read, st, stream_closed);
         pthread_t thread;
         pthread_mutex_lock(&h->lock);
         h->streams++;
@@ -391,8 +389,7 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         if (kind != JSONRPC_REQUEST) {
                 mcp_handle(h->server, client, msg, kind, NULL);
                 result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
-        } else if (strcmp(method, "tools/call") == 0 &&
-                   accepts(accept, "text/event-stream") &&
+        } else if (strcmp(method, "tools/call") == 0 && accepts(accept, "text/event-stream") &&
                    (json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
                                     "progressToken") ||
                     mcp_client_wants_logs(client))) {
@@ -499,8 +496,8 @@ static void completed(void *cls, struct MHD_Connection *conn, void **state,
 /* ---- listening ---------------------------------------------------------------------- */
 
 /* "HOST:PORT" or "[V6]:PORT" into a socket address. */
-static int parse_address(const char *text, struct sockaddr_storage *ss, socklen_t *len,
-                         char *host, size_t host_size)
+static int parse_address(const char *text, struct sockaddr_storage *ss, socklen_t *len, char *host,
+                         size_t host_size)
 {
         const char *colon = strrchr(text, ':');
         if (!colon || colon == text)
@@ -612,9 +609,8 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         if (r == 0)
                 d = MHD_start_daemon(
                         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-                        NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd,
-                        MHD_OPTION_NOTIFY_COMPLETED, completed, &h,
-                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                        NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+                        completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
         if (!d) {
                 close(fd);

@@ -14,8 +14,7 @@ static json_t *error_for(const json_t *msg, int code, const char *text)
         return jsonrpc_error(id, code, "%s", text);
 }
 
-json_t *jsonrpc_parse(const char *text, size_t len, enum jsonrpc_kind *ret_kind,
-                      json_t **ret_error)
+json_t *jsonrpc_parse(const char *text, size_t len, enum jsonrpc_kind *ret_kind, json_t **ret_error)
 {
         json_error_t jerr;
         *ret_error = NULL;
@@ -68,8 +67,8 @@ json_t *jsonrpc_error(const json_t *id, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
-        return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-                         id ? id : json_null(), "error", "code", code, "message", text);
+        return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                         "error", "code", code, "message", text);
 }
 
 json_t *jsonrpc_notification(const char *method, json_t *params)

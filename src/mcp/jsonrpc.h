@@ -11,7 +11,7 @@ enum {
         JSONRPC_METHOD_NOT_FOUND = -32601,
         JSONRPC_INVALID_PARAMS = -32602,
         JSONRPC_INTERNAL_ERROR = -32603,
-        JSONRPC_SERVER_BUSY = -32000,     /* too many runs at once */
+        JSONRPC_SERVER_BUSY = -32000, /* too many runs at once */
         JSONRPC_REQUEST_CANCELLED = -32800,
 };
 

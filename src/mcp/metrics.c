@@ -84,7 +84,9 @@ char *metrics_render(struct metrics *m, codecell_cellset *cells, size_t clients,
                 unsigned long long cumulative = 0;
                 for (size_t b = 0; b < N_BUCKETS; b++) {
                         cumulative += m->cells[i].bucket[b];
-                        fprintf(f, "codecell_run_duration_seconds_bucket{cell=\"%s\",le=\"%g\"} %llu\n",
+                        fprintf(f,
+                                "codecell_run_duration_seconds_bucket{cell=\"%s\",le=\"%g\"} "
+                                "%llu\n",
                                 name, buckets[b], cumulative);
                 }
                 fprintf(f, "codecell_run_duration_seconds_bucket{cell=\"%s\",le=\"+Inf\"} %llu\n",

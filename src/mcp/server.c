@@ -15,8 +15,8 @@
 const char *const mcp_protocol_versions[] = {LATEST_PROTOCOL, "2025-06-18", "2025-03-26", NULL};
 
 static const char *const log_levels[] = {
-        [LOG_DEBUG] = "debug",     [LOG_INFO] = "info",   [LOG_NOTICE] = "notice",
-        [LOG_WARNING] = "warning", [LOG_ERROR] = "error", [LOG_CRITICAL] = "critical",
+        [LOG_DEBUG] = "debug",     [LOG_INFO] = "info",           [LOG_NOTICE] = "notice",
+        [LOG_WARNING] = "warning", [LOG_ERROR] = "error",         [LOG_CRITICAL] = "critical",
         [LOG_ALERT] = "alert",     [LOG_EMERGENCY] = "emergency",
 };
 
@@ -192,8 +192,8 @@ bool mcp_client_wants_logs(struct mcp_client *c)
         return v;
 }
 
-void mcp_log(struct mcp_client *c, struct mcp_sink *sink, enum mcp_log_level level,
-             const char *fmt, ...)
+void mcp_log(struct mcp_client *c, struct mcp_sink *sink, enum mcp_log_level level, const char *fmt,
+             ...)
 {
         pthread_mutex_lock(&c->lock);
         int threshold = c->log_level >= 0 ? c->log_level : DEFAULT_LOG_LEVEL;
@@ -205,16 +205,15 @@ void mcp_log(struct mcp_client *c, struct mcp_sink *sink, enum mcp_log_level lev
         va_start(ap, fmt);
         vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
-        json_t *msg = jsonrpc_notification(
-                "notifications/message",
-                json_pack("{s:s, s:s, s:s}", "level", log_levels[level], "logger", "codecell",
-                          "data", text));
+        json_t *msg = jsonrpc_notification("notifications/message",
+                                           json_pack("{s:s, s:s, s:s}", "level", log_levels[level],
+                                                     "logger", "codecell", "data", text));
         if (msg)
                 sink->send(sink, msg);
         json_decref(msg);
 }
 
-static void answer(struct mcp_sink *sink, json_t *message)
+void mcp_answer(struct mcp_sink *sink, json_t *message)
 {
         if (message)
                 sink->send(sink, message);
@@ -239,9 +238,9 @@ static json_t *initialize(struct mcp_client *c, const json_t *params)
         c->initialized = true;
         pthread_mutex_unlock(&c->lock);
         return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                         agreed, "capabilities", "tools", "listChanged", 0, "logging",
-                         "serverInfo", "name", "codecell", "title", "codecell sandboxes",
-                         "version", CODECELL_VERSION, "instructions", instructions);
+                         agreed, "capabilities", "tools", "listChanged", 0, "logging", "serverInfo",
+                         "name", "codecell", "title", "codecell sandboxes", "version",
+                         CODECELL_VERSION, "instructions", instructions);
 }
 
 static json_t *set_level(struct mcp_client *c, const json_t *id, const json_t *params)
@@ -287,24 +286,24 @@ void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
         }
         if (strcmp(method, "initialize") == 0) {
                 if (!json_is_string(json_object_get(params, "protocolVersion")))
-                        answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-                                                   "params.protocolVersion must be a string"));
+                        mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                                                       "params.protocolVersion must be a string"));
                 else
-                        answer(sink, jsonrpc_result(id, initialize(c, params)));
+                        mcp_answer(sink, jsonrpc_result(id, initialize(c, params)));
         } else if (strcmp(method, "ping") == 0) {
-                answer(sink, jsonrpc_result(id, json_object()));
+                mcp_answer(sink, jsonrpc_result(id, json_object()));
         } else if (strcmp(method, "tools/list") == 0) {
-                answer(sink, jsonrpc_result(id, json_pack("{s:O}", "tools", s->tools)));
+                mcp_answer(sink, jsonrpc_result(id, json_pack("{s:O}", "tools", s->tools)));
         } else if (strcmp(method, "tools/call") == 0) {
                 mcp_tools_call(s, c, id, params, sink);
         } else if (strcmp(method, "logging/setLevel") == 0) {
-                answer(sink, set_level(c, id, params));
+                mcp_answer(sink, set_level(c, id, params));
         } else {
-                answer(sink, jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
-                                           "method \"%.100s\" not found (this server offers "
-                                           "initialize, ping, tools/list, tools/call, "
-                                           "logging/setLevel)",
-                                           method));
+                mcp_answer(sink, jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+                                               "method \"%.100s\" not found (this server offers "
+                                               "initialize, ping, tools/list, tools/call, "
+                                               "logging/setLevel)",
+                                               method));
         }
 }
 
@@ -315,7 +314,7 @@ void mcp_handle_text(struct mcp_server *s, struct mcp_client *c, const char *tex
         json_t *error = NULL;
         json_t *msg = jsonrpc_parse(text, len, &kind, &error);
         if (!msg) {
-                answer(sink, error);
+                mcp_answer(sink, error);
                 return;
         }
         mcp_handle(s, c, msg, kind, sink);

@@ -56,6 +56,8 @@ json_t *mcp_tools_build(struct mcp_server *server);
 /* tools/call (tools.c): answers through sink, or not at all when cancelled. */
 void mcp_tools_call(struct mcp_server *server, struct mcp_client *client, const json_t *id,
                     const json_t *params, struct mcp_sink *sink);
+/* Sends message (if not NULL) through sink and frees it. */
+void mcp_answer(struct mcp_sink *sink, json_t *message);
 /* notifications/message to the client when level passes its threshold. */
 void mcp_log(struct mcp_client *client, struct mcp_sink *sink, enum mcp_log_level level,
              const char *fmt, ...) __attribute__((format(printf, 4, 5)));

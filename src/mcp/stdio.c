@@ -96,8 +96,11 @@ static void handle_line(struct mcp_server *s, struct mcp_client *c, struct stdio
                 pthread_attr_init(&attr);
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
                 if (j) {
-                        *j = (struct job){.server = s, .client = mcp_client_ref(c), .out = out,
-                                          .jobs = jobs, .message = msg};
+                        *j = (struct job){.server = s,
+                                          .client = mcp_client_ref(c),
+                                          .out = out,
+                                          .jobs = jobs,
+                                          .message = msg};
                         pthread_mutex_lock(&jobs->lock);
                         jobs->running++;
                         pthread_mutex_unlock(&jobs->lock);
@@ -126,8 +129,7 @@ static bool blank(const char *p, size_t n)
         return true;
 }
 
-int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_message,
-                    int signal_fd)
+int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_message, int signal_fd)
 {
         struct mcp_client *c = mcp_client_new(s);
         if (!c)

@@ -12,11 +12,11 @@ int mcp_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, size_t max
                     int signal_fd);
 
 struct http_options {
-        const char *address;    /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
-        const char *token;      /* bearer token, or NULL for none */
+        const char *address;          /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
+        const char *token;            /* bearer token, or NULL for none */
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
         const char **allowed_origins; /* extra Origin values, NULL-terminated */
-        size_t max_body;        /* request body cap in bytes */
+        size_t max_body;              /* request body cap in bytes */
         /* Called once the socket listens, with the port it got (for --http 127.0.0.1:0). */
         void (*listening)(unsigned port, void *userdata);
         void *userdata;

@@ -54,8 +54,8 @@ static void run_options(codecell_cell *cell)
 {
         codecell_error err = {0};
         struct progress_seen seen = {0};
-        codecell_run_options o = {.progress = on_progress, .progress_interval_ms = 100,
-                                  .userdata = &seen};
+        codecell_run_options o = {
+                .progress = on_progress, .progress_interval_ms = 100, .userdata = &seen};
         codecell_result *res = NULL;
         const char *code = L("puts 'one'; sleep 0.3; puts 'two'; sleep 0.3; 7",
                              "import time\nprint('one')\ntime.sleep(0.3)\nprint('two')\n"
@@ -79,7 +79,8 @@ static void run_options(codecell_cell *cell)
         CHECK(codecell_cancel_triggered(c.cancel));
         CHECK(res && codecell_result_status(res) == CODECELL_STATUS_SANDBOX_ERROR);
         char *json = res ? codecell_result_to_json(res, false) : NULL;
-        CHECK(json && strstr(json, "\"cancelled\":true") && strstr(json, "cancelled by the caller"));
+        CHECK(json && strstr(json, "\"cancelled\":true") &&
+              strstr(json, "cancelled by the caller"));
         free(json);
         codecell_result_free(res);
 
