@@ -16,7 +16,7 @@
 #include "units.h"
 
 static const char usage[] =
-        "Usage: codecell serve --config FILE [--http ADDR:PORT] [OPTIONS]\n"
+        "Usage: codecell serve --config FILE [--http [ADDR:]PORT] [OPTIONS]\n"
         "\n"
         "Serves the cells of FILE (docs/configuration.md) as MCP tools, one per cell: over\n"
         "stdin/stdout by default (one JSON-RPC message per line; logs go to stderr), or over\n"
@@ -25,8 +25,8 @@ static const char usage[] =
         "\n"
         "Options:\n"
         "      --config FILE        cells and host tools (required)\n"
-        "      --http ADDR:PORT     serve Streamable HTTP instead of stdio, e.g.\n"
-        "                           127.0.0.1:8080 (port 0 picks a free port)\n"
+        "      --http [ADDR:]PORT   serve Streamable HTTP instead of stdio, on ADDR\n"
+        "                           (default 127.0.0.1; port 0 picks a free port)\n"
         "      --token-file FILE    require \"Authorization: Bearer TOKEN\" (HTTP), TOKEN\n"
         "                           being the file's first line\n"
         "      --allow-host HOST    also accept this Host header (host:port); repeatable\n"
@@ -106,8 +106,11 @@ static void print_listening(unsigned port, void *userdata)
 {
         const char *address = userdata;
         const char *colon = strrchr(address, ':');
-        fprintf(stderr, WHO ": listening on http://%.*s:%u/mcp\n", (int)(colon - address), address,
-                port);
+        if (colon)
+                fprintf(stderr, WHO ": listening on http://%.*s:%u/mcp\n", (int)(colon - address),
+                        address, port);
+        else
+                fprintf(stderr, WHO ": listening on http://127.0.0.1:%u/mcp\n", port);
 }
 
 struct serve_flags {
@@ -243,8 +246,8 @@ int cmd_serve(int argc, char **argv)
                 int r = mcp_serve_http(server, &o, sfd);
                 if (r == -EINVAL) {
                         fprintf(stderr,
-                                WHO ": --http %s: expected ADDR:PORT with a numeric "
-                                    "address (127.0.0.1:8080, [::1]:8080)\n",
+                                WHO ": --http %s: expected [ADDR:]PORT with a numeric "
+                                    "address (8080, 127.0.0.1:8080, [::1]:8080)\n",
                                 f.http);
                         exit_code = EXIT_USAGE;
                 } else if (r < 0) {

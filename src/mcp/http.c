@@ -495,10 +495,16 @@ static void completed(void *cls, struct MHD_Connection *conn, void **state,
 
 /* ---- listening ---------------------------------------------------------------------- */
 
-/* "HOST:PORT" or "[V6]:PORT" into a socket address. */
+/* "HOST:PORT", "[V6]:PORT", or a bare "PORT" (on 127.0.0.1: loopback unless told otherwise)
+ * into a socket address. */
 static int parse_address(const char *text, struct sockaddr_storage *ss, socklen_t *len, char *host,
                          size_t host_size)
 {
+        if (*text && strspn(text, "0123456789") == strlen(text)) {
+                char with_host[32];
+                snprintf(with_host, sizeof(with_host), "127.0.0.1:%.8s", text);
+                return parse_address(with_host, ss, len, host, host_size);
+        }
         const char *colon = strrchr(text, ':');
         if (!colon || colon == text)
                 return -EINVAL;

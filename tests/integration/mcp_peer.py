@@ -93,9 +93,9 @@ class Stdio:
 class Http:
     """codecell serve --http 127.0.0.1:0, with a client for its endpoint."""
 
-    def __init__(self, config, *flags):
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([BIN, "serve", "--config", config, "--http", "127.0.0.1:0",
+    def __init__(self, config, *flags, port_only=False):
+        address = "0" if port_only else "127.0.0.1:0"
+        self.proc = subprocess.Popen([BIN, "serve", "--config", config, "--http", address,
                                       *flags], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         LAUNCHED.append(self.proc.pid)

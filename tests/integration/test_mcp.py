@@ -314,14 +314,22 @@ def tempdir_class(cls):
 
 
 class HttpListen(unittest.TestCase):
+    def test_a_bare_port_listens_on_loopback(self):
+        d = tempdir(self)
+        server = Http(small_config(d), port_only=True)
+        status, _, text = server.post("", {}, method="GET", path="/healthz")
+        self.assertEqual((status, text), (200, "ok\n"))
+        self.assertEqual(server.stop(), 0)
+
     def test_bad_address_and_flags(self):
         from harness import codecell
         d = tempdir(self)
         cfg = small_config(d)
         cases = [
-            (["--http", "nowhere"], "expected ADDR:PORT"),
-            (["--http", "example.com:80"], "expected ADDR:PORT"),
-            (["--http", "127.0.0.1:99999"], "expected ADDR:PORT"),
+            (["--http", "nowhere"], "expected [ADDR:]PORT"),
+            (["--http", "example.com:80"], "expected [ADDR:]PORT"),
+            (["--http", "127.0.0.1:99999"], "expected [ADDR:]PORT"),
+            (["--http", "99999"], "expected [ADDR:]PORT"),
             (["--token-file", "/nonexistent"], "--token-file, --allow-host and --allow-origin need --http"),
             (["--http", "127.0.0.1:0", "--token-file", "/nonexistent/t"], "No such file"),
             (["--max-runs", "0"], "--max-runs 0: must be a whole number"),
