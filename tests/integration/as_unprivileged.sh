@@ -14,7 +14,8 @@ trap 'rm -rf "$dir"' EXIT
 # The build tree may sit under a folder nobody cannot enter (/root): copy what the suite
 # needs. The binary embeds its prelude, so it runs from anywhere.
 cp "$bin" "$dir/codecell"
-cp "$here"/*.py "$here"/expected_description.txt "$dir/"
+cp "$here"/*.py "$here"/expected_description.txt "$here"/../security/*.py "$dir/"
+cp "$CODECELL_PROBE" "$dir/probe.so"
 cp -r "$here/tools" "$dir/tools"
 mkdir -p "$dir/examples"
 cp -r "$here/../../examples/data" "$here/../../examples/tools" "$here/../../examples/tools.json" "$dir/examples/"
@@ -28,7 +29,7 @@ as_nobody() {
         setpriv --reuid=65534 --regid=65534 --clear-groups \
                 env -i PATH=/usr/bin:/bin HOME="$dir" PYTHONDONTWRITEBYTECODE=1 \
                 LD_LIBRARY_PATH="$dir" CODECELL_BIN="$dir/codecell" \
-                CODECELL_EXAMPLES="$dir/examples" "$@"
+                CODECELL_EXAMPLES="$dir/examples" CODECELL_PROBE="$dir/probe.so" "$@"
 }
 for program in "$@"; do
         for lang in ruby python; do
@@ -36,5 +37,5 @@ for program in "$@"; do
                 as_nobody "$dir/$(basename "$program")" "$lang"
         done
 done
-echo "== test_run.py test_tools.py test_mcp.py test_config.py as nobody"
-as_nobody python3 -m unittest test_run test_tools test_mcp test_config
+echo "== test_run.py test_tools.py test_mcp.py test_config.py, security tests as nobody"
+as_nobody python3 -m unittest test_run test_tools test_mcp test_config test_probe test_hostile

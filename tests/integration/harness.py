@@ -102,3 +102,20 @@ def tempdir(test):
     d = tempfile.mkdtemp(prefix="codecell-e2e-")
     test.addCleanup(subprocess.run, ["rm", "-rf", d])
     return d
+
+
+# t { … } / t(lambda: …): the value, or the errno name (EROFS) or class of what was raised.
+PRELUDE = {
+    "ruby": 'def t; yield; rescue SystemCallError => e; e.class.name.sub("Errno::", ""); '
+            'rescue => e; e.class.name; end\n',
+    "python": "import errno, os\n"
+              "def t(f):\n"
+              "    try:\n        return f()\n"
+              "    except OSError as e:\n        return errno.errorcode.get(e.errno, type(e).__name__)\n"
+              "    except Exception as e:\n        return type(e).__name__\n",
+}
+
+
+def probe(ruby, python):
+    """Code for each language, with t() defined."""
+    return {"ruby": PRELUDE["ruby"] + ruby, "python": PRELUDE["python"] + python}

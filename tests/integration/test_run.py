@@ -8,7 +8,7 @@ import subprocess
 import time
 import unittest
 
-from harness import (BIN, LANGUAGES, LAUNCHED, EachLanguage, become_subreaper, codecell, leftover_cgroups, run_json, stray_children,
+from harness import (BIN, LANGUAGES, LAUNCHED, EachLanguage, PRELUDE, probe, become_subreaper, codecell, leftover_cgroups, run_json, stray_children,
                      tempdir)
 
 ROOT = os.geteuid() == 0
@@ -242,22 +242,6 @@ class Output(EachLanguage, unittest.TestCase):
         r = codecell("run", "-e", 'print "no newline"; 3')
         self.assertEqual(r.stdout, "no newline\n=> 3\n")
 
-
-# t { … } / t(lambda: …): the value, or the errno name (EROFS) or class of what was raised.
-PRELUDE = {
-    "ruby": 'def t; yield; rescue SystemCallError => e; e.class.name.sub("Errno::", ""); '
-            'rescue => e; e.class.name; end\n',
-    "python": "import errno, os\n"
-              "def t(f):\n"
-              "    try:\n        return f()\n"
-              "    except OSError as e:\n        return errno.errorcode.get(e.errno, type(e).__name__)\n"
-              "    except Exception as e:\n        return type(e).__name__\n",
-}
-
-
-def probe(ruby, python):
-    """Code for each language, with t() defined."""
-    return {"ruby": PRELUDE["ruby"] + ruby, "python": PRELUDE["python"] + python}
 
 
 class Mounts(EachLanguage, unittest.TestCase):
