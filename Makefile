@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap build run demo test sanitize fuzz bench clean
+.PHONY: all bootstrap build run demo test soak sanitize fuzz bench clean
 
 all: build
 
@@ -23,6 +23,11 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
+
+# The load test at full size: 10,000 runs from 8 callers at once, in each language.
+soak: build
+	$(BUILD)/tests/test_load ruby 10000 8
+	$(BUILD)/tests/test_load python 10000 8
 
 # The whole suite again under AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize: bootstrap
