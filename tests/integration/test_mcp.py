@@ -4,6 +4,7 @@ import json
 import os
 import re
 import signal
+import threading
 import time
 import unittest
 
@@ -159,6 +160,43 @@ class StdioLimits(unittest.TestCase):
         peer.proc.stdout.close()
         peer.proc.stderr.close()
         self.assertEqual(stray_children(), [])
+
+
+    def test_server_killed_mid_run_and_mid_session_leaves_nothing(self):
+        become_subreaper()
+        d = tempdir(self)
+        for transport in ("stdio", "http"):
+            with self.subTest(transport=transport):
+                if transport == "stdio":
+                    peer = Stdio(small_config(d, limits={"timeout_ms": 60000}))
+                    peer.request(INIT)
+                    peer.request(call(1, "x = 1", args={"session": "s"}))
+                    peer.send(call(2, "sleep 50"))
+                    proc = peer.proc
+                else:
+                    peer = Http(small_config(d, limits={"timeout_ms": 60000}))
+                    sid = peer.initialize()
+                    peer.post(call(1, "x = 1", args={"session": "s"}), {"Mcp-Session-Id": sid})
+                    proc = peer.proc
+                    threading.Thread(target=lambda: self.post_ignoring_errors(peer, sid),
+                                     daemon=True).start()
+                time.sleep(0.5)
+                proc.kill()
+                proc.wait(30)
+                deadline = time.monotonic() + 10
+                while stray_children() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                self.assertEqual(stray_children(), [], "a sandbox outlived the killed server")
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    if stream:
+                        stream.close()
+
+    @staticmethod
+    def post_ignoring_errors(peer, sid):
+        try:
+            peer.post(call(2, "sleep 50"), {"Mcp-Session-Id": sid})
+        except OSError:
+            pass
 
 
 class HttpProtocol(unittest.TestCase):
