@@ -318,7 +318,7 @@ class HttpProtocol(unittest.TestCase):
         self.assertEqual(headers["content-type"], "application/json")
         self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], 42)
         status, headers, text = self.post(
-            call(2, "puts 'working'; sleep 1.2; 1", _meta={"progressToken": "tok"}), h)
+            call(2, "puts 'working'; sleep 2.2; 1", _meta={"progressToken": "tok"}), h)
         self.assertEqual(headers["content-type"], "text/event-stream")
         messages = sse_messages(text)
         progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]

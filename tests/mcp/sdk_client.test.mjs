@@ -174,7 +174,7 @@ for (const [kind, make] of Object.entries(transports)) {
       const pending = run(client, "ruby", { code: `sleep 1.5; File.write('/out/late-${kind}', 'ran')` }, { signal: abort.signal });
       setTimeout(() => abort.abort("changed my mind"), 300);
       await assert.rejects(pending);
-      // Past the moment the code would have written the file (its timeout is 3 s): the run is
+      // Past the moment the code would have written the file (its timeout is 6 s): the run is
       // gone, so nothing was written.
       await new Promise((resolve) => setTimeout(resolve, 2500));
       assert.equal(fs.existsSync(late), false, "the cancelled run went on");
@@ -198,7 +198,9 @@ for (const [kind, make] of Object.entries(transports)) {
       const r = await run(
         client,
         "ruby",
-        { code: "puts 'step one'; sleep 1.3; puts 'step two'; sleep 1.3; :done" },
+        // Each line stays the last one for over two reports (one a second), so a late report on
+        // a busy machine still sees it.
+        { code: "puts 'step one'; sleep 2.2; puts 'step two'; sleep 2.2; :done" },
         { onprogress: (p) => seen.push(p) },
       );
       assert.equal(r.structuredContent.value, "done");
