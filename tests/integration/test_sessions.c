@@ -54,6 +54,24 @@ static void *increment(void *arg)
         return NULL;
 }
 
+/* Waits up to 30 s for the reaper to close the named session (NULL: every session). A busy
+ * machine delays its turn; an idle one needs a fraction of that. */
+static void wait_closed(codecell_cell *cell, const char *name)
+{
+        for (int i = 0; i < 300; i++) {
+                char **names = codecell_session_list(cell);
+                bool open = false;
+                for (size_t k = 0; names && names[k]; k++) {
+                        open |= !name || strcmp(names[k], name) == 0;
+                        free(names[k]);
+                }
+                free(names);
+                if (!open)
+                        return;
+                usleep(100000);
+        }
+}
+
 int main(int argc, char **argv)
 {
         char **names = NULL;
@@ -160,17 +178,8 @@ int main(int argc, char **argv)
         pid_t pids[16];
         CHECK(children(pids, 16) > 0);
         sleep(2);
-        /* The reaper's turn may come late on a loaded machine: wait for it, up to 30 s. */
-        for (int i = 0; i < 280; i++) {
-                names = codecell_session_list(cell);
-                bool empty = names && names[0] == NULL;
-                for (size_t k = 0; names && names[k]; k++)
-                        free(names[k]);
-                free(names);
-                if (empty)
-                        break;
-                usleep(100000);
-        }
+        /* The reaper's turn may come late on a loaded machine: wait for it. */
+        wait_closed(cell, NULL);
         names = codecell_session_list(cell);
         CHECK(names && names[0] == NULL);
         for (size_t i = 0; names && names[i]; i++)
@@ -205,18 +214,7 @@ int main(int argc, char **argv)
         expect(cell, "calm", "1", ok);
         /* Within 3 s on an idle machine; a loaded one gives the spinning thread its CPU
          * second later, so wait as long as the idle timeout would never allow. */
-        for (int i = 0; i < 300; i++) {
-                names = codecell_session_list(cell);
-                bool spinning = false;
-                for (size_t k = 0; names && names[k]; k++) {
-                        spinning |= strcmp(names[k], "spin") == 0;
-                        free(names[k]);
-                }
-                free(names);
-                if (!spinning)
-                        break;
-                usleep(100000);
-        }
+        wait_closed(cell, "spin");
         names = codecell_session_list(cell);
         CHECK(names && names[0] && strcmp(names[0], "calm") == 0 && names[1] == NULL);
         for (size_t i = 0; names && names[i]; i++)
