@@ -34,6 +34,9 @@ static const char usage[] =
         "      --max-runs N         runs at once across all clients (default 16)\n"
         "      --max-sessions N     MCP sessions at once over HTTP (default 1024)\n"
         "      --max-body SIZE      largest HTTP request body (default 4M)\n"
+        "      --client-idle DURATION\n"
+        "                           end an MCP session (HTTP) unused this long, with its\n"
+        "                           code sessions (default 1h)\n"
         "  -h, --help               show this help\n"
         "\n"
         "Exit codes: 0 stopped cleanly, 2 usage or configuration error, 4 the sandboxes or\n"
@@ -48,6 +51,7 @@ enum {
         OPT_MAX_RUNS,
         OPT_MAX_SESSIONS,
         OPT_MAX_BODY,
+        OPT_CLIENT_IDLE,
 };
 
 static const struct option options[] = {
@@ -59,6 +63,7 @@ static const struct option options[] = {
         {"max-runs", required_argument, NULL, OPT_MAX_RUNS},
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
+        {"client-idle", required_argument, NULL, OPT_CLIENT_IDLE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -119,6 +124,7 @@ struct serve_flags {
         size_t n_hosts, n_origins;
         struct mcp_server_options server;
         uint64_t max_body;
+        uint64_t client_idle_ms;
 };
 
 /* 0 to go on, or the exit code. */
@@ -167,6 +173,16 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                                 return EXIT_USAGE;
                         }
                         break;
+                case OPT_CLIENT_IDLE:
+                        if (parse_duration_ms(optarg, &f->client_idle_ms) < 0 ||
+                            f->client_idle_ms < 100) {
+                                fprintf(stderr,
+                                        WHO ": --client-idle %s: expected a duration of at least "
+                                            "100ms (like 30m or 1h)\n",
+                                        optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
                 case 'h':
                         fputs(usage, stdout);
                         return -1;
@@ -180,9 +196,9 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                 fprintf(stderr, WHO ": --config FILE is required (see " WHO " --help)\n");
                 return EXIT_USAGE;
         }
-        if (!f->http && (f->token_file || f->n_hosts || f->n_origins)) {
-                fprintf(stderr, WHO ": --token-file, --allow-host and --allow-origin need "
-                                    "--http\n");
+        if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->client_idle_ms)) {
+                fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin and "
+                                    "--client-idle need --http\n");
                 return EXIT_USAGE;
         }
         return 0;
@@ -206,6 +222,7 @@ static int signal_fd(void)
 int cmd_serve(int argc, char **argv)
 {
         struct serve_flags f = {.max_body = 4 << 20};
+        uint64_t client_idle_default_ms = 3600 * 1000;
         int exit_code = parse_flags(argc, argv, &f);
         if (exit_code)
                 return exit_code < 0 ? EXIT_OK : exit_code;
@@ -241,6 +258,9 @@ int cmd_serve(int argc, char **argv)
                                          .allowed_hosts = f.hosts,
                                          .allowed_origins = f.origins,
                                          .max_body = f.max_body,
+                                         .client_idle_ms = f.client_idle_ms
+                                                                   ? f.client_idle_ms
+                                                                   : client_idle_default_ms,
                                          .listening = print_listening,
                                          .userdata = (void *)f.http};
                 int r = mcp_serve_http(server, &o, sfd);

@@ -69,6 +69,8 @@ int parse_duration_ms(const char *text, uint64_t *ret_ms)
                 scale = 1000;
         else if (strcmp(s, "m") == 0 || strcmp(s, "min") == 0)
                 scale = 60000;
+        else if (strcmp(s, "h") == 0)
+                scale = 3600000;
         else
                 return -EINVAL;
         double ms = v * scale;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "transports.h"
@@ -25,7 +26,15 @@
 struct http_session {
         char id[SESSION_ID_BYTES * 2 + 1];
         struct mcp_client *client;
+        double last_used_ms; /* monotonic */
 };
+
+static double monotonic_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 struct http {
         struct mcp_server *server;
@@ -144,6 +153,7 @@ static int new_session(struct http *h, struct mcp_client *client, char *ret_id)
         }
         h->sessions = grown;
         snprintf(h->sessions[h->n_sessions].id, sizeof(grown->id), "%s", ret_id);
+        h->sessions[h->n_sessions].last_used_ms = monotonic_ms();
         h->sessions[h->n_sessions++].client = client;
         pthread_mutex_unlock(&h->lock);
         return 0;
@@ -157,6 +167,7 @@ static struct mcp_client *find_session(struct http *h, const char *id, bool remo
         for (size_t i = 0; id && i < h->n_sessions; i++)
                 if (same_secret(h->sessions[i].id, id)) {
                         c = h->sessions[i].client;
+                        h->sessions[i].last_used_ms = monotonic_ms();
                         if (remove)
                                 h->sessions[i] = h->sessions[--h->n_sessions];
                         else
@@ -558,6 +569,28 @@ static int listen_on(const char *address, unsigned *ret_port, char *host, size_t
         return fd;
 }
 
+/* Ends the MCP sessions unused for client_idle_ms (none with a request in progress): a client
+ * that never sends DELETE does not hold its slot, and its code sessions, for ever. */
+static void sweep_idle(struct http *h)
+{
+        double now = monotonic_ms();
+        for (;;) {
+                struct mcp_client *gone = NULL;
+                pthread_mutex_lock(&h->lock);
+                for (size_t i = 0; i < h->n_sessions && !gone; i++)
+                        if (now - h->sessions[i].last_used_ms > (double)h->o->client_idle_ms &&
+                            !mcp_client_busy(h->sessions[i].client)) {
+                                gone = h->sessions[i].client;
+                                h->sessions[i] = h->sessions[--h->n_sessions];
+                        }
+                pthread_mutex_unlock(&h->lock);
+                if (!gone)
+                        return;
+                mcp_client_end(gone);
+                mcp_client_unref(gone);
+        }
+}
+
 static void free_list(char **list)
 {
         for (size_t i = 0; list && list[i]; i++)
@@ -625,10 +658,14 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         }
         if (o->listening)
                 o->listening(port, o->userdata);
+        int sweep_every = o->client_idle_ms / 2 < 5000 ? (int)(o->client_idle_ms / 2) : 5000;
         for (;;) {
                 struct pollfd p = {.fd = signal_fd, .events = POLLIN};
-                if (poll(&p, 1, -1) < 0 && errno == EINTR)
+                int n = poll(&p, 1, sweep_every > 50 ? sweep_every : 50);
+                if (n == 0 || (n < 0 && errno == EINTR)) {
+                        sweep_idle(&h);
                         continue;
+                }
                 break;
         }
         /* Stop taking work, cancel what runs, then wait for the connections to finish. */

@@ -41,6 +41,8 @@ struct mcp_client *mcp_client_ref(struct mcp_client *client);
 void mcp_client_unref(struct mcp_client *client);
 /* Ends the client: cancels its runs, then closes its code sessions. Idempotent. */
 void mcp_client_end(struct mcp_client *client);
+/* True while a request of the client is being handled (someone besides its owner holds it). */
+bool mcp_client_busy(struct mcp_client *client);
 /* True once the client's initialize request was answered. */
 bool mcp_client_initialized(struct mcp_client *client);
 /* The protocol revision agreed at initialize ("" before). */

@@ -171,6 +171,14 @@ void mcp_client_end(struct mcp_client *c)
         }
 }
 
+bool mcp_client_busy(struct mcp_client *c)
+{
+        pthread_mutex_lock(&c->lock);
+        bool v = c->refs > 1;
+        pthread_mutex_unlock(&c->lock);
+        return v;
+}
+
 bool mcp_client_initialized(struct mcp_client *c)
 {
         pthread_mutex_lock(&c->lock);

@@ -4,6 +4,7 @@
 #define CODECELL_MCP_TRANSPORTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mcp.h"
 
@@ -16,7 +17,8 @@ struct http_options {
         const char *token;            /* bearer token, or NULL for none */
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
         const char **allowed_origins; /* extra Origin values, NULL-terminated */
-        size_t max_body;              /* request body cap in bytes */
+        size_t max_body;
+        uint64_t client_idle_ms; /* an MCP session unused this long is ended */              /* request body cap in bytes */
         /* Called once the socket listens, with the port it got (for --http 127.0.0.1:0). */
         void (*listening)(unsigned port, void *userdata);
         void *userdata;

@@ -351,6 +351,30 @@ def tempdir_class(cls):
     return d
 
 
+class HttpIdle(unittest.TestCase):
+    def test_an_unused_mcp_session_ends_with_its_code_sessions(self):
+        d = tempdir(self)
+        server = Http(small_config(d), "--client-idle", "1s")
+        self.addCleanup(server.stop)
+        sid = server.initialize()
+        h = {"Mcp-Session-Id": sid}
+        status, _, text = server.post(call(1, "v = 1", args={"session": "k"}), h)
+        self.assertEqual(status, 200, text)
+        # A call longer than the idle time keeps its session: it is in use.
+        status, _, text = server.post(call(2, "sleep 2; v", args={"session": "k"}), h)
+        self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], 1, text)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            metrics = server.post("", {}, method="GET", path="/metrics")[2]
+            if 'codecell_sessions_open{cell="ruby"} 0' in metrics:
+                break
+            time.sleep(0.2)
+        self.assertIn('codecell_sessions_open{cell="ruby"} 0', metrics)
+        self.assertIn("codecell_mcp_sessions 0", metrics)
+        ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+        self.assertEqual(server.post(ping, h)[0], 404)
+
+
 class HttpListen(unittest.TestCase):
     def test_a_bare_port_listens_on_loopback(self):
         d = tempdir(self)
@@ -368,7 +392,9 @@ class HttpListen(unittest.TestCase):
             (["--http", "example.com:80"], "expected [ADDR:]PORT"),
             (["--http", "127.0.0.1:99999"], "expected [ADDR:]PORT"),
             (["--http", "99999"], "expected [ADDR:]PORT"),
-            (["--token-file", "/nonexistent"], "--token-file, --allow-host and --allow-origin need --http"),
+            (["--token-file", "/nonexistent"], "--allow-origin and --client-idle need --http"),
+            (["--client-idle", "1h"], "--allow-origin and --client-idle need --http"),
+            (["--http", "0", "--client-idle", "soon"], "--client-idle soon: expected a duration"),
             (["--http", "127.0.0.1:0", "--token-file", "/nonexistent/t"], "No such file"),
             (["--max-runs", "0"], "--max-runs 0: must be a whole number"),
             (["--max-body", "1"], "--max-body 1: expected a size"),

@@ -22,7 +22,9 @@ int main(void)
         CHECK(parse_duration_ms("2s", &v) == 0 && v == 2000);
         CHECK(parse_duration_ms("1.5", &v) == 0 && v == 1500);
         CHECK(parse_duration_ms("1m", &v) == 0 && v == 60000);
-        CHECK(parse_duration_ms("5h", &v) < 0);
+        CHECK(parse_duration_ms("2h", &v) == 0 && v == 7200000);
+        CHECK(parse_duration_ms("25h", &v) < 0); /* over a day */
+        CHECK(parse_duration_ms("5d", &v) < 0);
         CHECK(parse_duration_ms("0", &v) < 0);
         CHECK(parse_duration_ms(" 5", &v) < 0);
         CHECK_DONE();
