@@ -142,7 +142,9 @@ CODECELL_API int codecell_cell_run(codecell_cell *cell, const char *code, size_t
 
 /* A token that stops a run from another thread. Trigger it once; a run that sees it ends at
  * once (its sandbox is killed) with status "sandbox_error" and "cancelled": true in its result;
- * a session eval so cancelled ends the session like a timeout. Not reusable after a trigger. */
+ * a session eval so cancelled ends the session like a timeout. A token already triggered when
+ * a run starts stops it before its code is handed over (a session then goes on untouched).
+ * Not reusable after a trigger. */
 typedef struct codecell_cancel codecell_cancel;
 CODECELL_API codecell_cancel *codecell_cancel_new(codecell_error *err);
 /* Thread-safe and idempotent. */

@@ -127,6 +127,17 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
         p->out = &res->out;
         p->err = &res->err;
         p->exec_id = exec_id;
+        if (options && codecell_cancel_triggered(options->cancel)) {
+                /* Cancelled before it began: the code is never handed over, and a session's
+                 * kernel, untouched, goes on. */
+                res->status = CODECELL_STATUS_SANDBOX_ERROR;
+                res->cancelled = true;
+                set_error_text(res, "the run was cancelled by the caller before it started");
+                if (keep)
+                        return true;
+                (void)standby_teardown(s, END_NOW, NULL, NULL);
+                return false;
+        }
 
         double exec_start = now_ms();
         double deadline = exec_start + (double)lim[CODECELL_LIMIT_TIMEOUT_MS];

@@ -84,12 +84,30 @@ static void run_options(codecell_cell *cell)
         free(json);
         codecell_result_free(res);
 
-        /* A token triggered before the run: nothing runs. */
+        /* A token triggered before the run: the code is never handed over. */
         res = NULL;
-        code = L("1", "1");
+        code = L("File.write('/work/x', '1'); 1", "open('/work/x', 'w').write('1')\n1");
         CHECK(codecell_cell_run_with(cell, code, strlen(code), &oc, &res, &err) == 0);
         CHECK(res && codecell_result_status(res) == CODECELL_STATUS_SANDBOX_ERROR);
+        json = res ? codecell_result_to_json(res, false) : NULL;
+        CHECK(json && strstr(json, "before it started"));
+        free(json);
         codecell_result_free(res);
+        /* Nor to a session, which goes on untouched. */
+        code = L("x = 5", "x = 5");
+        CHECK(codecell_session_eval(cell, "s", code, strlen(code), &res, &err) == 0);
+        codecell_result_free(res);
+        code = L("x = 6", "x = 6");
+        CHECK(codecell_session_eval_with(cell, "s", code, strlen(code), &oc, &res, &err) == 0);
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_SANDBOX_ERROR);
+        codecell_result_free(res);
+        code = L("x", "x");
+        CHECK(codecell_session_eval(cell, "s", code, strlen(code), &res, &err) == 0);
+        json = res ? codecell_result_to_json(res, false) : NULL;
+        CHECK(json && strstr(json, "\"status\":\"ok\",\"value\":5"));
+        free(json);
+        codecell_result_free(res);
+        codecell_session_close_all(cell);
         codecell_cancel_free(c.cancel);
         codecell_cancel_trigger(NULL);
         codecell_cancel_free(NULL);

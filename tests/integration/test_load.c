@@ -80,7 +80,13 @@ int main(int argc, char **argv)
                done_runs, callers, wrong, rss_warm_kb, warm_after, rss_end_kb);
         CHECK(done_runs == runs_per_caller * callers);
         CHECK(wrong == 0);
+#if defined(__SANITIZE_ADDRESS__)
+        /* AddressSanitizer keeps freed memory in quarantine, so RSS grows by design; its leak
+         * checker stands in for this check at exit. */
+        printf("(RSS not checked: built with AddressSanitizer)\n");
+#else
         CHECK(rss_warm_kb > 0 && rss_end_kb - rss_warm_kb < RSS_SLACK_KB);
+#endif
         codecell_cell_free(cell);
         CHECK_DONE();
 }
