@@ -110,6 +110,10 @@ static void *reap(void *arg)
                                 next = s->last_used + idle;
                         i++;
                 }
+                /* The lock was let go while a session was freed above: a stop may have been
+                 * signalled then, and would not be signalled again. */
+                if (t->stopping)
+                        break;
                 if (t->n == 0) {
                         /* Nothing to watch until a session opens (which signals). */
                         pthread_cond_wait(&t->changed, &t->lock);
