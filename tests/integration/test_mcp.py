@@ -136,8 +136,8 @@ class StdioLimits(unittest.TestCase):
         d = tempdir(self)
         peer = Stdio(small_config(d), "--max-runs", "1")
         peer.request(INIT)
-        peer.send(call(1, "sleep 1; 1"))
-        time.sleep(0.3)
+        peer.send(call(1, "sleep 2; 1"))
+        time.sleep(0.5)
         m = peer.request(call(2, "2"))
         self.assertEqual(m["error"]["code"], -32000, m)
         self.assertIn("too many runs at once (at most 1", m["error"]["message"])
@@ -354,14 +354,14 @@ def tempdir_class(cls):
 class HttpIdle(unittest.TestCase):
     def test_an_unused_mcp_session_ends_with_its_code_sessions(self):
         d = tempdir(self)
-        server = Http(small_config(d), "--client-idle", "1s")
+        server = Http(small_config(d), "--client-idle", "2s")
         self.addCleanup(server.stop)
         sid = server.initialize()
         h = {"Mcp-Session-Id": sid}
         status, _, text = server.post(call(1, "v = 1", args={"session": "k"}), h)
         self.assertEqual(status, 200, text)
         # A call longer than the idle time keeps its session: it is in use.
-        status, _, text = server.post(call(2, "sleep 2; v", args={"session": "k"}), h)
+        status, _, text = server.post(call(2, "sleep 3; v", args={"session": "k"}), h)
         self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], 1, text)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
