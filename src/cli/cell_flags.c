@@ -2,6 +2,7 @@
 #include "cell_flags.h"
 
 #include "commands.h"
+#include "units.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -89,6 +90,15 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
 out:
         codecell_config_free(config);
         return exit_code;
+}
+
+int cell_flags_limit(struct cell_flags *f, codecell_limit limit, bool duration, const char *arg)
+{
+        int r = duration ? parse_duration_ms(arg, &f->limits[limit])
+                         : parse_size(arg, &f->limits[limit]);
+        if (r == 0)
+                f->limit_text[limit] = arg;
+        return r;
 }
 
 bool cell_flags_take(struct cell_flags *f, int opt, const char *arg)

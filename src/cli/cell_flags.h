@@ -33,6 +33,9 @@ enum { CELL_OPT_LANG = 200, CELL_OPT_MOUNT, CELL_OPT_TOOLS, CELL_OPT_SUBPROCESSE
         {"allow-subprocesses", no_argument, NULL, CELL_OPT_SUBPROCESSES}
 /* clang-format on */
 
+/* A limit flag's value into f: a duration ("5s") when duration, else a size ("256M"). < 0 when
+ * it does not parse (the caller words the error). */
+int cell_flags_limit(struct cell_flags *f, codecell_limit limit, bool duration, const char *arg);
 /* Takes --lang, --mount, --tools or --allow-subprocesses into f; false for any other option. */
 bool cell_flags_take(struct cell_flags *f, int opt, const char *arg);
 /* One line for an option getopt refused, or an argument left over; returns EXIT_USAGE. */

@@ -10,7 +10,6 @@
 #include "codecell.h"
 #include "commands.h"
 #include "result_print.h"
-#include "units.h"
 
 static const char usage[] =
         "Usage: codecell repl [OPTIONS]\n"
@@ -104,19 +103,17 @@ int cmd_repl(int argc, char **argv)
                         session = optarg;
                         break;
                 case OPT_TIMEOUT:
-                        f.limit_text[CODECELL_LIMIT_TIMEOUT_MS] = optarg;
-                        if (parse_duration_ms(optarg, &f.limits[CODECELL_LIMIT_TIMEOUT_MS]) < 0) {
-                                fprintf(stderr, "codecell repl: bad duration \"%s\"\n", optarg);
+                case OPT_MEMORY: {
+                        bool duration = c == OPT_TIMEOUT;
+                        codecell_limit limit =
+                                duration ? CODECELL_LIMIT_TIMEOUT_MS : CODECELL_LIMIT_MEMORY_BYTES;
+                        if (cell_flags_limit(&f, limit, duration, optarg) < 0) {
+                                fprintf(stderr, "codecell repl: bad %s \"%s\"\n",
+                                        duration ? "duration" : "size", optarg);
                                 return EXIT_USAGE;
                         }
                         break;
-                case OPT_MEMORY:
-                        f.limit_text[CODECELL_LIMIT_MEMORY_BYTES] = optarg;
-                        if (parse_size(optarg, &f.limits[CODECELL_LIMIT_MEMORY_BYTES]) < 0) {
-                                fprintf(stderr, "codecell repl: bad size \"%s\"\n", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
+                }
                 case 'h':
                         fputs(usage, stdout);
                         return EXIT_OK;

@@ -10,7 +10,6 @@
 #include "commands.h"
 #include "cell_flags.h"
 #include "result_print.h"
-#include "units.h"
 
 static const char usage[] =
         "Usage: codecell run [OPTIONS] FILE\n"
@@ -185,14 +184,11 @@ int cmd_run(int argc, char **argv)
                                         lf = &limit_flags[i];
                         if (!lf)
                                 return fail_usage("unexpected option%s", "");
-                        int r = lf->duration ? parse_duration_ms(optarg, &f.limits[lf->limit])
-                                             : parse_size(optarg, &f.limits[lf->limit]);
-                        if (r < 0)
+                        if (cell_flags_limit(&f, lf->limit, lf->duration, optarg) < 0)
                                 return fail_usage(
                                         lf->duration ? "bad duration \"%s\" (e.g. 500ms, 5s, 1m)"
                                                      : "bad size \"%s\" (e.g. 512K, 256M, 1G)",
                                         optarg);
-                        f.limit_text[lf->limit] = optarg;
                 }
                 }
         }

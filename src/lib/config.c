@@ -167,19 +167,28 @@ const char *config_limit_name(codecell_limit limit)
         return (unsigned)limit < CODECELL_LIMIT__COUNT ? limit_names[limit] : NULL;
 }
 
+const char *config_limit_problem(codecell_limit limit, uint64_t value, char *buf, size_t size)
+{
+        if (value == 0)
+                return "must be above 0";
+        if (value < minimum_limits[limit]) {
+                snprintf(buf, size, "%llu is below the minimum %llu", (unsigned long long)value,
+                         (unsigned long long)minimum_limits[limit]);
+                return buf;
+        }
+        return NULL;
+}
+
 int codecell_config_set_limit(codecell_config *c, codecell_limit limit, uint64_t value,
                               codecell_error *err)
 {
         if ((unsigned)limit >= CODECELL_LIMIT__COUNT)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "unknown limit %d", (int)limit);
-        if (value == 0)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "limit %s: must be above 0",
-                               limit_names[limit]);
-        if (value < minimum_limits[limit])
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                               "limit %s: %llu is below the minimum %llu", limit_names[limit],
-                               (unsigned long long)value,
-                               (unsigned long long)minimum_limits[limit]);
+        char buf[96];
+        const char *problem = config_limit_problem(limit, value, buf, sizeof(buf));
+        if (problem)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "limit %s: %s",
+                               limit_names[limit], problem);
         c->limits[limit] = value;
         return 0;
 }

@@ -137,13 +137,12 @@ static int load_limit(struct loader *l, codecell_config *config, codecell_limit 
 {
         if (!json_is_integer(v) || json_integer_value(v) <= 0)
                 return bad(l, EINVAL, "%s: must be a positive integer", at);
-        codecell_error e = {0};
-        if (codecell_config_set_limit(config, limit, (uint64_t)json_integer_value(v), &e) < 0) {
-                /* "limit timeout_ms: is below …": the path says which limit already. */
-                const char *why = strstr(e.message, ": ");
-                return bad(l, EINVAL, "%s: %s", at, why ? why + 2 : e.message);
-        }
-        return 0;
+        char buf[96];
+        uint64_t value = (uint64_t)json_integer_value(v);
+        const char *problem = config_limit_problem(limit, value, buf, sizeof(buf));
+        if (problem)
+                return bad(l, EINVAL, "%s: %s", at, problem);
+        return codecell_config_set_limit(config, limit, value, l->err);
 }
 
 static int load_limits(struct loader *l, const json_t *limits, const char *where,

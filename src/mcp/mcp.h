@@ -33,7 +33,6 @@ struct mcp_server *mcp_server_new(codecell_cellset *cells, const struct mcp_serv
 void mcp_server_free(struct mcp_server *server);
 /* Stops taking runs (new tools/call answer an error) and cancels every run in progress. */
 void mcp_server_stop(struct mcp_server *server);
-bool mcp_server_stopping(struct mcp_server *server);
 
 /* A new client, or NULL past max_clients (or out of memory). */
 struct mcp_client *mcp_client_new(struct mcp_server *server);
@@ -43,15 +42,10 @@ void mcp_client_unref(struct mcp_client *client);
 void mcp_client_end(struct mcp_client *client);
 /* True while a request of the client is being handled (someone besides its owner holds it). */
 bool mcp_client_busy(struct mcp_client *client);
-/* True once the client's initialize request was answered. */
-bool mcp_client_initialized(struct mcp_client *client);
-/* The protocol revision agreed at initialize ("" before). */
-const char *mcp_client_protocol(struct mcp_client *client);
 /* True once the client asked for log messages (logging/setLevel). */
 bool mcp_client_wants_logs(struct mcp_client *client);
 
-/* The revisions we speak, newest first, NULL-terminated. */
-extern const char *const mcp_protocol_versions[];
+/* Whether we speak this MCP revision (2025-11-25, 2025-06-18, 2025-03-26). */
 bool mcp_protocol_supported(const char *version);
 
 /* Handles one parsed message of the given kind: a request gets exactly one answer through the

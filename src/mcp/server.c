@@ -12,7 +12,7 @@
 #define DEFAULT_MAX_CLIENTS 1024
 #define LATEST_PROTOCOL "2025-11-25"
 
-const char *const mcp_protocol_versions[] = {LATEST_PROTOCOL, "2025-06-18", "2025-03-26", NULL};
+static const char *const protocol_versions[] = {LATEST_PROTOCOL, "2025-06-18", "2025-03-26", NULL};
 
 static const char *const log_levels[] = {
         [LOG_DEBUG] = "debug",     [LOG_INFO] = "info",           [LOG_NOTICE] = "notice",
@@ -25,8 +25,8 @@ static const char *const log_levels[] = {
 
 bool mcp_protocol_supported(const char *version)
 {
-        for (size_t i = 0; version && mcp_protocol_versions[i]; i++)
-                if (strcmp(version, mcp_protocol_versions[i]) == 0)
+        for (size_t i = 0; version && protocol_versions[i]; i++)
+                if (strcmp(version, protocol_versions[i]) == 0)
                         return true;
         return false;
 }
@@ -80,14 +80,6 @@ void mcp_server_stop(struct mcp_server *s)
         for (size_t i = 0; i < s->n_clients; i++)
                 cancel_all(s->clients[i]);
         pthread_mutex_unlock(&s->lock);
-}
-
-bool mcp_server_stopping(struct mcp_server *s)
-{
-        pthread_mutex_lock(&s->lock);
-        bool stopping = s->stopping;
-        pthread_mutex_unlock(&s->lock);
-        return stopping;
 }
 
 struct mcp_client *mcp_client_new(struct mcp_server *s)
@@ -179,19 +171,6 @@ bool mcp_client_busy(struct mcp_client *c)
         return v;
 }
 
-bool mcp_client_initialized(struct mcp_client *c)
-{
-        pthread_mutex_lock(&c->lock);
-        bool v = c->initialized;
-        pthread_mutex_unlock(&c->lock);
-        return v;
-}
-
-const char *mcp_client_protocol(struct mcp_client *c)
-{
-        return c->protocol;
-}
-
 bool mcp_client_wants_logs(struct mcp_client *c)
 {
         pthread_mutex_lock(&c->lock);
@@ -235,16 +214,12 @@ static const char instructions[] =
         "memory_limit, sandbox_error with what to change. Pass \"session\" to keep variables "
         "between calls.";
 
-static json_t *initialize(struct mcp_client *c, const json_t *params)
+static json_t *initialize(const json_t *params)
 {
         const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
         /* A revision we speak is echoed; for any other we offer our newest, and the client
          * decides whether it can go on. */
         const char *agreed = mcp_protocol_supported(asked) ? asked : LATEST_PROTOCOL;
-        pthread_mutex_lock(&c->lock);
-        snprintf(c->protocol, sizeof(c->protocol), "%s", agreed);
-        c->initialized = true;
-        pthread_mutex_unlock(&c->lock);
         return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
                          agreed, "capabilities", "tools", "listChanged", 0, "logging", "serverInfo",
                          "name", "codecell", "title", "codecell sandboxes", "version",
@@ -297,7 +272,7 @@ void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
                         mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
                                                        "params.protocolVersion must be a string"));
                 else
-                        mcp_answer(sink, jsonrpc_result(id, initialize(c, params)));
+                        mcp_answer(sink, jsonrpc_result(id, initialize(params)));
         } else if (strcmp(method, "ping") == 0) {
                 mcp_answer(sink, jsonrpc_result(id, json_object()));
         } else if (strcmp(method, "tools/list") == 0) {

@@ -43,8 +43,7 @@ struct mcp_client {
         struct mcp_server *server;
         pthread_mutex_t lock; /* guards what follows */
         unsigned refs;
-        bool initialized, ended;
-        char protocol[16];
+        bool ended;
         int log_level; /* messages at or above are sent; -1 until the client sets one */
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */

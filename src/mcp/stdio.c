@@ -13,6 +13,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "server.h"
 #include "transports.h"
 
 struct stdio_sink {
@@ -84,8 +85,7 @@ static void handle_line(struct mcp_server *s, struct mcp_client *c, struct stdio
         json_t *error = NULL;
         json_t *msg = jsonrpc_parse(line, len, &kind, &error);
         if (!msg) {
-                stdio_send(&out->sink, error);
-                json_decref(error);
+                mcp_answer(&out->sink, error);
                 return;
         }
         const char *method = json_string_value(json_object_get(msg, "method"));
@@ -175,10 +175,8 @@ int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_mess
                 len -= start;
                 if (len == cap) {
                         /* No newline within the cap: refuse the message, skip to its end. */
-                        json_t *e = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
-                                                  "message over %zu bytes", max_message);
-                        stdio_send(&out.sink, e);
-                        json_decref(e);
+                        mcp_answer(&out.sink, jsonrpc_error(NULL, JSONRPC_PARSE_ERROR,
+                                                            "message over %zu bytes", max_message));
                         skipping = true;
                         len = 0;
                 }

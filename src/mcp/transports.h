@@ -18,7 +18,8 @@ struct http_options {
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
         const char **allowed_origins; /* extra Origin values, NULL-terminated */
         size_t max_body;
-        uint64_t client_idle_ms; /* an MCP session unused this long is ended */              /* request body cap in bytes */
+        uint64_t client_idle_ms;
+                /* an MCP session unused this long is ended */ /* request body cap in bytes */
         /* Called once the socket listens, with the port it got (for --http 127.0.0.1:0). */
         void (*listening)(unsigned port, void *userdata);
         void *userdata;
