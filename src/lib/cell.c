@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "disposal.h"
 #include "error.h"
 #include "pool.h"
 #include "result.h"
@@ -231,7 +232,10 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 err_sys(err, ENOMEM, "description");
                 goto fail;
         }
-        if (pool_start(cell, cell->config->pool, &cell->pool, err) < 0)
+        for (size_t i = 0; i < cell->config->n_mounts; i++)
+                cell->writes_host |= cell->config->mounts[i].read_write;
+        if (disposal_start(&cell->disposal, err) < 0 ||
+            pool_start(cell, cell->config->pool, &cell->pool, err) < 0)
                 goto fail;
         return cell;
 fail:
@@ -247,6 +251,7 @@ void codecell_cell_free(codecell_cell *cell)
          * everything below. */
         session_table_free(cell);
         pool_stop(cell->pool);
+        disposal_stop(cell->disposal);
         if (cell->idmap_fds && cell->config)
                 for (size_t i = 0; i < cell->config->n_mounts; i++)
                         if (cell->idmap_fds[i] >= 0)
@@ -267,6 +272,8 @@ void codecell_cell_free(codecell_cell *cell)
 
 int codecell_cell_warmup(codecell_cell *cell, codecell_error *err)
 {
+        /* Settled: the sandboxes of finished runs collected, the pool full. */
+        disposal_flush(cell->disposal);
         return pool_warmup(cell->pool, err);
 }
 

@@ -29,7 +29,9 @@ struct codecell_cell {
         json_t *layers;         /* layers in force for every run */
         json_t *warnings;       /* layers missing, under the "warn" policy */
         char *description;
-        struct pool *pool; /* its thread also starts sessions' kernels */
+        struct pool *pool;         /* its thread also starts sessions' kernels */
+        struct disposal *disposal; /* collects sandboxes killed after their result */
+        bool writes_host;          /* some mount is read-write */
         struct tool_table tools;
         struct session_table sessions;
         pthread_mutex_t description_lock; /* guards description, rebuilt as tools are added */

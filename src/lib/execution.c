@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cell.h"
+#include "disposal.h"
 #include "error.h"
 #include "frame.h"
 #include "pool.h"
@@ -210,7 +211,15 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
                         json_decref(result_frame);
                         return true;
                 }
-                (void)standby_teardown(s, END_NOW, NULL, NULL);
+                /* The result is in hand. Killed now, the sandbox can do nothing more the host
+                 * would see unless it may write to the host's files: a write already under
+                 * way would land after the caller has the result. Only then does the caller
+                 * wait for the kernel to finish it; otherwise execution_run hands it to the
+                 * cell's disposal thread. */
+                if (keep || cell->writes_host)
+                        (void)standby_teardown(s, END_NOW, NULL, NULL);
+                else
+                        standby_kill(s);
                 finish(cell, res, &o, -1, exec_start);
                 json_decref(result_frame);
                 return false;
@@ -247,5 +256,8 @@ void execution_run(struct codecell_cell *cell, const char *code, size_t len,
                 }
         }
         (void)execution_on(cell, s, code, len, 1, false, options, res);
-        standby_free(s);
+        if (s->sb.pid > 0)
+                disposal_add(cell->disposal, s); /* killed, not yet collected */
+        else
+                standby_free(s);
 }

@@ -188,6 +188,13 @@ fail:
         return r;
 }
 
+void standby_kill(struct standby *s)
+{
+        /* init's death takes every other process of its pid namespace with it. */
+        if (s->sb.pid > 0)
+                kill(s->sb.pid, SIGKILL);
+}
+
 bool standby_alive(struct standby *s)
 {
         /* Waiting for code, a healthy prelude writes nothing: anything readable on the control

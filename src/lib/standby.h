@@ -42,6 +42,8 @@ void standby_stats(struct standby *s, struct cgroup_stats *ret);
 /* Ends the sandbox and removes its cgroup; returns init's exit code (see sandbox_destroy). */
 int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret_usage,
                      struct cgroup_stats *ret_stats);
+/* Kills the whole sandbox at once without waiting for it: standby_free collects it. */
+void standby_kill(struct standby *s);
 /* Tears down (if not yet) and frees. Accepts NULL. */
 void standby_free(struct standby *s);
 

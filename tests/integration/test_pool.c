@@ -38,11 +38,14 @@ static void *work(void *arg)
         return NULL;
 }
 
-static codecell_cell *new_cell(size_t pool)
+/* rw_dir: a host folder mounted read-write at /out, or NULL. */
+static codecell_cell *new_cell(size_t pool, const char *rw_dir)
 {
         codecell_error err = {0};
         codecell_config *config = codecell_config_new(language, &err);
         codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        if (rw_dir)
+                CHECK(codecell_config_add_mount(config, rw_dir, "/out", true, NULL, &err) == 0);
         CHECK(codecell_config_set_pool(config, pool, &err) == 0);
         CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 1000, &err) == 0);
         codecell_cell *cell = codecell_cell_new(config, &err);
@@ -61,7 +64,7 @@ int main(int argc, char **argv)
         CHECK(codecell_config_set_pool(config, 65, &err) < 0 && strstr(err.message, "maximum 64"));
         codecell_config_free(config);
 
-        codecell_cell *cell = new_cell(2);
+        codecell_cell *cell = new_cell(2, NULL);
         if (!cell)
                 return 1;
         CHECK(codecell_cell_warmup(cell, &err) == 0);
@@ -122,11 +125,26 @@ int main(int argc, char **argv)
         CHECK(own_cgroups() == 0);
 
         /* pool 0: every run cold, nothing standing by between runs. */
-        cell = new_cell(0);
+        cell = new_cell(0, NULL);
+        CHECK(cell && codecell_cell_warmup(cell, &err) == 0);
+        CHECK(run_gives(cell, "1 + 1", "{\"status\":\"ok\",\"value\":2,"));
+        /* The run's sandbox, killed once its result was in hand, is collected in the
+         * background; warmup waits for that too. */
+        CHECK(codecell_cell_warmup(cell, &err) == 0);
+        CHECK(children(after, 64) == 0);
+        codecell_cell_free(cell);
+
+        /* A cell that may write to the host collects its sandbox before the result is
+         * returned: no write of the run can land after the caller has its answer. */
+        char dir[] = "/tmp/codecell-pool-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        chmod(dir, 0777);
+        cell = new_cell(0, dir);
         CHECK(cell && codecell_cell_warmup(cell, &err) == 0);
         CHECK(run_gives(cell, "1 + 1", "{\"status\":\"ok\",\"value\":2,"));
         CHECK(children(after, 64) == 0);
         codecell_cell_free(cell);
+        rmdir(dir);
 
         CHECK_DONE();
 }
