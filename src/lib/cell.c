@@ -195,6 +195,7 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
         }
         tool_table_init(&cell->tools);
         session_table_init(&cell->sessions);
+        netns_stock_init(&cell->netns);
         pthread_mutex_init(&cell->description_lock, NULL);
         cell->config = config_copy(config);
         cell->layers = json_array();
@@ -252,6 +253,7 @@ void codecell_cell_free(codecell_cell *cell)
         session_table_free(cell);
         pool_stop(cell->pool);
         disposal_stop(cell->disposal);
+        netns_stock_free(&cell->netns);
         if (cell->idmap_fds && cell->config)
                 for (size_t i = 0; i < cell->config->n_mounts; i++)
                         if (cell->idmap_fds[i] >= 0)

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "landlock.h"
 #include "mount_plan.h"
+#include "netns.h"
 #include "seccomp_program.h"
 #include "session.h"
 #include "tools.h"
@@ -31,6 +32,7 @@ struct codecell_cell {
         char *description;
         struct pool *pool;         /* its thread also starts sessions' kernels */
         struct disposal *disposal; /* collects sandboxes killed after their result */
+        struct netns_stock netns;  /* recycled network namespaces (privileged only) */
         bool writes_host;          /* some mount is read-write */
         struct tool_table tools;
         struct session_table sessions;

@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "error.h"
+#include "netns.h"
 #include "util.h"
 
 #define NAMESPACES                                                                                 \
@@ -292,12 +293,28 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
                                 .err = errp[1],
                                 .failure = failure[1],
                                 .sync = sync[0]};
-        pid_t pid = (pid_t)syscall(SYS_clone, NAMESPACES | SIGCHLD, NULL, NULL, NULL, NULL);
+        /* The child is born in the calling thread's network namespace: with a recycled one,
+         * this thread steps into it for the clone and straight back out. */
+        int flags = NAMESPACES | SIGCHLD, home = -1;
+        if (spec->netns_fd >= 0) {
+                if ((r = netns_enter(spec->netns_fd, &home, err)) < 0)
+                        goto fail;
+                flags &= ~CLONE_NEWNET;
+        }
+        pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+        int clone_errno = errno;
+        if (pid != 0 && home >= 0 && (r = netns_leave(home, err)) < 0) {
+                if (pid > 0)
+                        ret->pid = pid;
+                goto fail;
+        }
         if (pid < 0) {
-                r = err_sys(err, errno, "sandbox: clone with new namespaces");
+                r = err_sys(err, clone_errno, "sandbox: clone with new namespaces");
                 goto fail;
         }
         if (pid == 0) {
+                if (home >= 0)
+                        close(home); /* the engine's namespace: nothing of the sandbox's */
                 close(ctl[0]);
                 close(out[0]);
                 close(errp[0]);

@@ -35,6 +35,7 @@ struct sandbox_spec {
         uid_t host_uid; /* the guest's uid as the host sees it */
         gid_t host_gid;
         bool may_set_groups; /* the engine is privileged: the guest's groups can be cleared */
+        int netns_fd; /* an empty network namespace to join (see netns.h), or -1: a new one */
 };
 
 struct sandbox {

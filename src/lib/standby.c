@@ -79,6 +79,7 @@ static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, con
                 .host_uid = cell->host_uid,
                 .host_gid = cell->host_gid,
                 .may_set_groups = cell->privileged,
+                .netns_fd = -1,
         };
         struct sandbox_rlimit rl[] = {
                 {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
@@ -121,6 +122,11 @@ int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret
         if (how == END_GUEST_FIRST)
                 sandbox_kill_guest(&s->sb);
         int status = sandbox_destroy(&s->sb, how == END_NOW ? 0 : 200, ret_usage);
+        /* Every process of the sandbox is gone: its namespace can serve the next one. */
+        if (s->netns_fd >= 0) {
+                netns_stock_give_back(s->netns_stock, s->netns_fd);
+                s->netns_fd = -1;
+        }
         if (s->have_cg) {
                 if (ret_stats)
                         s->cg.backend->stats(&s->cg, ret_stats);
@@ -142,6 +148,7 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         if (!s)
                 return err_sys(err, ENOMEM, "sandbox");
         s->sb = (struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1};
+        s->netns_fd = -1;
         pump_init(&s->pump, &s->sb, lim[CODECELL_LIMIT_FRAME_BYTES]);
         output_init(&s->boot_out, BOOT_OUTPUT_BYTES);
         output_init(&s->boot_err, BOOT_OUTPUT_BYTES);
@@ -160,8 +167,14 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         }
         if (cell->privileged && (r = prepare_idmapped_trees(cell, tree_fds, err)) < 0)
                 goto fail;
+        if (cell->privileged) {
+                s->netns_stock = &cell->netns;
+                if ((s->netns_fd = r = netns_stock_take(&cell->netns, err)) < 0)
+                        goto fail;
+        }
         struct sandbox_spec spec;
         fill_spec(cell, &spec, tree_fds, session);
+        spec.netns_fd = s->netns_fd;
         r = sandbox_spawn(&spec, &s->sb, err);
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 if (tree_fds[i] >= 0)

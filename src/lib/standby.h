@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "cgroup.h"
+#include "netns.h"
 #include "pump.h"
 #include "sandbox.h"
 
@@ -19,7 +20,9 @@ struct standby {
         pid_t guest; /* the interpreter, by host pid */
         struct pump pump;
         struct output_buffer boot_out, boot_err;
-        double boot_cpu_ms; /* set by standby_arm */
+        double boot_cpu_ms;              /* set by standby_arm */
+        struct netns_stock *netns_stock; /* where netns_fd goes back, or NULL */
+        int netns_fd;                    /* a recycled network namespace, or -1 */
 };
 
 /* Builds a sandbox and waits for the prelude's "ready". A session's sandbox (a kernel that

@@ -39,6 +39,15 @@ static void *work(void *arg)
 }
 
 /* rw_dir: a host folder mounted read-write at /out, or NULL. */
+/* The inode of process pid's network namespace, or 0. */
+static unsigned long netns_of(pid_t pid)
+{
+        char path[64];
+        struct stat st;
+        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+        return stat(path, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
 static codecell_cell *new_cell(size_t pool, const char *rw_dir)
 {
         codecell_error err = {0};
@@ -70,6 +79,10 @@ int main(int argc, char **argv)
         CHECK(codecell_cell_warmup(cell, &err) == 0);
         size_t n_before = children(before, 64);
         CHECK(n_before == 2);
+        /* Each sandbox in a network namespace of its own, live ones never sharing one. */
+        CHECK(netns_of(before[0]) != 0 && netns_of(before[0]) != netns_of(before[1]));
+        CHECK(netns_of(before[0]) != netns_of(getpid()) &&
+              netns_of(before[1]) != netns_of(getpid()));
 
         /* One execution per sandbox: the one used is replaced by a new one. */
         CHECK(run_gives(cell,
@@ -132,6 +145,29 @@ int main(int argc, char **argv)
          * background; warmup waits for that too. */
         CHECK(codecell_cell_warmup(cell, &err) == 0);
         CHECK(children(after, 64) == 0);
+
+        /* A network namespace serves a later sandbox (when the engine is root) only with
+         * nothing left in it. This socket outlives its sandbox: its own fd is in flight in its
+         * queue until the kernel's garbage collector finds the cycle. */
+        CHECK(run_gives(cell,
+                        L("require 'socket'\n"
+                          "s = Socket.new(:UNIX, :DGRAM)\n"
+                          "a = Socket.pack_sockaddr_un(\"\\0codecell-leftover\")\n"
+                          "s.bind(a); s.connect(a)\n"
+                          "s.sendmsg('x', 0, nil, Socket::AncillaryData.unix_rights(s))\n"
+                          "File.read('/proc/net/unix').include?('codecell-leftover')",
+                          "import socket\n"
+                          "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+                          "s.bind('\\0codecell-leftover'); s.connect('\\0codecell-leftover')\n"
+                          "socket.send_fds(s, [b'x'], [s.fileno()])\n"
+                          "'codecell-leftover' in open('/proc/net/unix').read()"),
+                        "{\"status\":\"ok\",\"value\":true,"));
+        CHECK(codecell_cell_warmup(cell, &err) == 0);
+        for (int i = 0; i < 3; i++)
+                CHECK(run_gives(cell,
+                                L("File.read('/proc/net/unix').lines.size",
+                                  "len(open('/proc/net/unix').readlines())"),
+                                "{\"status\":\"ok\",\"value\":1,"));
         codecell_cell_free(cell);
 
         /* A cell that may write to the host collects its sandbox before the result is
