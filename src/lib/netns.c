@@ -79,7 +79,7 @@ int netns_stock_take(struct netns_stock *st, codecell_error *err)
  * in a message to itself lives until the kernel's garbage collector runs. */
 static bool is_empty(int fd)
 {
-        int home;
+        int home = -1;
         if (netns_enter(fd, &home, NULL) < 0)
                 return false;
         char text[256];
