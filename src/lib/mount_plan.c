@@ -79,13 +79,24 @@ static int add_top_level_links(struct mount_plan *plan, codecell_error *err)
         return 0;
 }
 
+static int add_bytes(struct mount_plan *plan, const char *dest, const char *contents, size_t size,
+                     codecell_error *err)
+{
+        char *copy = malloc(size + 1);
+        if (!copy)
+                return err_sys(err, ENOMEM, "mount plan");
+        memcpy(copy, contents, size);
+        copy[size] = '\0';
+        return add(plan,
+                   (struct mount_op){
+                           .kind = OP_FILE, .dest = strdup(dest), .source = copy, .size = size},
+                   err);
+}
+
 static int add_file(struct mount_plan *plan, const char *dest, const char *contents,
                     codecell_error *err)
 {
-        return add(plan,
-                   (struct mount_op){
-                           .kind = OP_FILE, .dest = strdup(dest), .source = strdup(contents)},
-                   err);
+        return add_bytes(plan, dest, contents, strlen(contents), err);
 }
 
 static int add_host_file(struct mount_plan *plan, const char *path, bool device,
@@ -167,8 +178,11 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                                 .kind = OP_TMPFS, .dest = strdup("/work"), .options = strdup(opts)},
                         err);
         }
+        const struct runtime *rt = config->runtime;
         if (r == 0)
-                r = add_file(plan, config->runtime->prelude_path, config->runtime->prelude, err);
+                r = add_file(plan, rt->prelude_path, rt->prelude, err);
+        if (r == 0 && rt->compiled && *rt->compiled_size > 0)
+                r = add_bytes(plan, rt->compiled_path, rt->compiled, *rt->compiled_size, err);
         for (size_t i = 0; r == 0 && i < config->n_mounts; i++) {
                 const struct cc_mount *m = &config->mounts[i];
                 r = add(plan,
@@ -300,7 +314,7 @@ static int apply_op(const struct mount_op *op, int tree_fd, struct child_failure
                 int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
                 if (fd < 0)
                         return fail_with(fail, "create", op->dest);
-                int r = write_all(fd, op->source, strlen(op->source));
+                int r = write_all(fd, op->source, op->size);
                 close(fd);
                 return r < 0 ? fail_with(fail, "write", op->dest) : 0;
         }

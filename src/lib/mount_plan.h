@@ -25,6 +25,7 @@ struct mount_op {
         enum mount_op_kind kind;
         char *dest;     /* inside the sandbox, absolute */
         char *source;   /* BIND: host path; SYMLINK: target; FILE: contents */
+        size_t size;    /* FILE: bytes of contents (which may hold NULs) */
         char *options;  /* TMPFS: mount data */
         bool writable;  /* BIND: read-write */
         bool devices;   /* BIND: a device node (no nodev) */

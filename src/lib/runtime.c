@@ -7,6 +7,9 @@
 
 extern const char codecell_prelude_ruby[];
 extern const char codecell_prelude_python[];
+extern const char codecell_prelude_python_pyc[];
+extern const size_t codecell_prelude_python_pyc_size;
+extern const char codecell_boot_python[];
 
 /* --disable-gems: RubyGems costs ~50 ms of start-up; the standard library and Debian's
  * vendor_ruby packages stay requirable without it. */
@@ -18,9 +21,10 @@ static const char *const ruby_argv[] = {
 };
 
 /* -I: no user site, no PYTHON* variables, no script folder on sys.path. -S: no site.py (the
- * prelude adds the system's dist-packages itself, without running .pth files). */
+ * prelude adds the system's dist-packages itself, without running .pth files). The program,
+ * guest/python/boot.py, runs the compiled prelude. */
 static const char *const python_argv[] = {
-        "python3", "-I", "-S", "/codecell/prelude.py", NULL,
+        "python3", "-I", "-S", "-c", codecell_boot_python, NULL,
 };
 
 static const struct runtime runtimes[] = {
@@ -78,6 +82,9 @@ static const struct runtime runtimes[] = {
                 .argv = python_argv,
                 .prelude_path = "/codecell/prelude.py",
                 .prelude = codecell_prelude_python,
+                .compiled_path = "/codecell/prelude.pyc",
+                .compiled = codecell_prelude_python_pyc,
+                .compiled_size = &codecell_prelude_python_pyc_size,
                 .package_hint = "the Debian package \"python3\"",
                 .out_of_memory_class = "MemoryError",
                 .how_to_use =

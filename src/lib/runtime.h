@@ -19,9 +19,14 @@ struct runtime {
         const char *name;         /* "ruby" */
         const char *extension;    /* of script files: ".rb" */
         const char *interpreter;  /* absolute path on the host and inside the sandbox */
-        const char *const *argv;  /* argv for execve; the prelude path is the last element */
+        const char *const *argv;  /* argv for execve */
         const char *prelude_path; /* where the prelude appears inside the sandbox */
         const char *prelude;      /* NUL-terminated source, embedded at build time */
+        /* The prelude compiled at build time, which the interpreter loads instead of compiling
+         * the source at every start, or NULL. Its size may be 0 (nothing could be compiled). */
+        const char *compiled_path;
+        const char *compiled;
+        const size_t *compiled_size;
         const char *package_hint; /* what to install when the interpreter is missing */
         /* The guest error class that means the interpreter ran out of memory. */
         const char *out_of_memory_class;

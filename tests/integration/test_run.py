@@ -340,6 +340,39 @@ class Isolation(EachLanguage, unittest.TestCase):
                                  "t(lambda: open('/codecell/prelude.py', 'w'))]"),
                            lambda r, lang: self.assertEqual(r.result["value"], ["EROFS"] * 3, r))
 
+    def test_compiled_python_prelude_is_this_interpreters(self):
+        # The build compiled the prelude for /usr/bin/python3: the sandbox gets that .pyc,
+        # read-only, with this interpreter's magic number, so starts skip compiling it.
+        r = run_json("import importlib.util, os\n"
+                     "data = open('/codecell/prelude.pyc', 'rb').read()\n"
+                     "[data[:4] == importlib.util.MAGIC_NUMBER, os.access('/codecell/prelude.pyc', os.W_OK)]",
+                     lang="python")
+        self.assertEqual(r.result["value"], [True, False], r)
+
+    def test_python_boot_falls_back_to_the_source(self):
+        # guest/python/boot.py against a .pyc of another interpreter (wrong magic number), a
+        # missing one, and a good one: the first two run the source, the last the .pyc.
+        boot = open(os.path.join(os.path.dirname(__file__), "../../guest/python/boot.py")).read()
+        d = tempdir(self)
+        program = boot.replace("/codecell/", d + "/")
+        with open(os.path.join(d, "prelude.py"), "w") as f:
+            f.write("print('source', __file__ == %r)\n" % (d + "/prelude.py"))
+        def start():
+            out = subprocess.run(["/usr/bin/python3", "-I", "-S", "-c", program],
+                                 capture_output=True, text=True, timeout=60)
+            return out.stdout.strip() + out.stderr.strip()
+        self.assertEqual(start(), "source True")  # no .pyc at all
+        with open(os.path.join(d, "prelude.pyc"), "wb") as f:
+            f.write(b"\0\0\0\0" + bytes(12) + b"garbage")
+        self.assertEqual(start(), "source True")
+        # Written by the interpreter the sandbox runs, which may not be the one running this.
+        subprocess.run(["/usr/bin/python3", "-I", "-S", "-c",
+                        "import importlib.util, marshal, sys\n"
+                        "code = compile('print(\\'compiled\\', __file__ == %r)' % sys.argv[2], 'p', 'exec')\n"
+                        "open(sys.argv[1], 'wb').write(importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code))",
+                        os.path.join(d, "prelude.pyc"), d + "/prelude.py"], check=True, timeout=60)
+        self.assertEqual(start(), "compiled True")
+
     def test_hostname_and_pid_namespace(self):
         def check(r, lang):
             self.assertEqual(r.result["value"][:3], ["codecell\n", "codecell", 2], r)
