@@ -121,9 +121,10 @@ typedef struct codecell_result codecell_result;
  * interpreter, compiles the seccomp filter and finds the cgroup backend once. NULL on failure;
  * CODECELL_ERR_UNSUPPORTED when a layer is missing under the "raise" policy. */
 CODECELL_API codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *err);
-/* Fills the cell's pool and returns when every sandbox in it is ready (the seed's warmup).
- * Returns at once for a cell without a pool. Fails when sandboxes cannot be started on this
- * host (the reason in err). Thread-safe. */
+/* Fills the cell's pool and returns when every sandbox in it is ready (the seed's warmup), and
+ * when the sandboxes of finished runs have been collected (see docs/api.md). For a cell without
+ * a pool only the latter. Fails when sandboxes cannot be started on this host (the reason in
+ * err). Thread-safe. */
 CODECELL_API int codecell_cell_warmup(codecell_cell *cell, codecell_error *err);
 /* Frees the cell. No sandbox of it outlives this call. */
 CODECELL_API void codecell_cell_free(codecell_cell *cell);
