@@ -39,6 +39,7 @@ end
 module CodecellGuest
   MAX_BACKTRACE = 20
   PRELUDE_PATH = "/codecell/"
+  BOOT_FRAME = "-e:"
 
   class << self
     def control
@@ -122,9 +123,12 @@ module CodecellGuest
       "#<#{value.class}>"
     end
 
-    # Frames of the guest's code (and the libraries it called), never the prelude's.
+    # Frames of the guest's code (and the libraries it called), never the prelude's or those
+    # of the boot program (guest/ruby/boot.rb, run as `ruby -e`).
     def guest_backtrace(exception)
-      frames = (exception.backtrace || []).reject { |frame| frame.start_with?(PRELUDE_PATH) }
+      frames = (exception.backtrace || []).reject do |frame|
+        frame.start_with?(PRELUDE_PATH, BOOT_FRAME)
+      end
       frames.first(MAX_BACKTRACE)
     rescue StandardError
       []

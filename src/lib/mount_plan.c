@@ -29,8 +29,8 @@ static int add(struct mount_plan *plan, struct mount_op op, codecell_error *err)
                 free(op.dest);
                 free(op.source);
                 free(op.options);
-                return err_set(err, CODECELL_ERR_INVALID, E2BIG, "too many mounts (at most %d)",
-                               MOUNT_PLAN_MAX_OPS - 24);
+                return err_set(err, CODECELL_ERR_INVALID, E2BIG,
+                               "mount plan: more than %d operations", MOUNT_PLAN_MAX_OPS);
         }
         if (!op.dest) {
                 free(op.source);
@@ -183,6 +183,11 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                 r = add_file(plan, rt->prelude_path, rt->prelude, err);
         if (r == 0 && rt->compiled && *rt->compiled_size > 0)
                 r = add_bytes(plan, rt->compiled_path, rt->compiled, *rt->compiled_size, err);
+        /* The user's mounts get what the sandbox's own file system leaves. */
+        size_t room = MOUNT_PLAN_MAX_OPS - plan->n_ops;
+        if (r == 0 && config->n_mounts > room)
+                r = err_set(err, CODECELL_ERR_INVALID, E2BIG, "too many mounts (at most %zu)",
+                            room);
         for (size_t i = 0; r == 0 && i < config->n_mounts; i++) {
                 const struct cc_mount *m = &config->mounts[i];
                 r = add(plan,

@@ -10,13 +10,18 @@ extern const char codecell_prelude_python[];
 extern const char codecell_prelude_python_pyc[];
 extern const size_t codecell_prelude_python_pyc_size;
 extern const char codecell_boot_python[];
+extern const char codecell_prelude_ruby_iseq[];
+extern const size_t codecell_prelude_ruby_iseq_size;
+extern const char codecell_boot_ruby[];
 
 /* --disable-gems: RubyGems costs ~50 ms of start-up; the standard library and Debian's
- * vendor_ruby packages stay requirable without it. */
+ * vendor_ruby packages stay requirable without it. The program, guest/ruby/boot.rb, runs the
+ * compiled prelude. */
 static const char *const ruby_argv[] = {
         "ruby",
         "--disable-gems",
-        "/codecell/prelude.rb",
+        "-e",
+        codecell_boot_ruby,
         NULL,
 };
 
@@ -34,6 +39,9 @@ static const struct runtime runtimes[] = {
                 .interpreter = "/usr/bin/ruby",
                 .argv = ruby_argv,
                 .prelude_path = "/codecell/prelude.rb",
+                .compiled_path = "/codecell/prelude.rb.iseq",
+                .compiled = codecell_prelude_ruby_iseq,
+                .compiled_size = &codecell_prelude_ruby_iseq_size,
                 .prelude = codecell_prelude_ruby,
                 .package_hint = "the Debian package \"ruby\"",
                 .out_of_memory_class = "NoMemoryError",

@@ -48,7 +48,10 @@ class Statuses(EachLanguage, unittest.TestCase):
             self.assertEqual(err["message"], "bad input")
             self.assertEqual(err["backtrace"][0],
                              "sandbox:1:in `boom'" if lang == "ruby" else "sandbox:2:in boom")
-            self.assertFalse(any("/codecell/" in f for f in err["backtrace"]), err)
+            # Neither the prelude's frames nor the boot program's (`ruby -e`, `python -c`).
+            self.assertFalse(any("/codecell/" in f or f.startswith(("-e:", "<string>"))
+                                 for f in err["backtrace"]), err)
+            self.assertEqual(err["backtrace"][-1][:9], "sandbox:2" if lang == "ruby" else "sandbox:3")
         self.each_language({"ruby": "def boom = raise(ArgumentError, 'bad input')\nboom",
                             "python": "def boom():\n    raise ValueError('bad input')\nboom()"},
                            check)
@@ -314,6 +317,19 @@ class Mounts(EachLanguage, unittest.TestCase):
                 self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
 
 
+    def test_the_mount_maximum_it_states_is_the_real_one(self):
+        d = tempdir(self)
+        for lang in LANGUAGES:
+            def mounts(n):
+                return [f for i in range(n) for f in ("--mount", f"{d}:/m{i}:ro")]
+            r = codecell("run", "--lang", lang, *mounts(64), "-e", "1")
+            self.assertEqual(r.code, 2, r)
+            most = int(r.stderr.split("too many mounts (at most ")[1].split(")")[0])
+            self.assertEqual(run_json("1", *mounts(most), lang=lang).result["value"], 1)
+            r = codecell("run", "--lang", lang, *mounts(most + 1), "-e", "1")
+            self.assertEqual(r.code, 2, r)
+            self.assertIn(f"too many mounts (at most {most})", r.stderr)
+
 class Isolation(EachLanguage, unittest.TestCase):
     def test_work_is_empty_at_every_start(self):
         for _ in range(2):
@@ -372,6 +388,34 @@ class Isolation(EachLanguage, unittest.TestCase):
                         "open(sys.argv[1], 'wb').write(importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code))",
                         os.path.join(d, "prelude.pyc"), d + "/prelude.py"], check=True, timeout=60)
         self.assertEqual(start(), "compiled True")
+
+    def test_compiled_ruby_prelude_is_this_interpreters(self):
+        # The instruction sequence the build compiled loads in the sandbox's Ruby (RubyVM
+        # refuses one of another version), and is read-only.
+        r = run_json('seq = RubyVM::InstructionSequence.load_from_binary('
+                     'File.binread("/codecell/prelude.rb.iseq"))\n'
+                     '[seq.path, File.writable?("/codecell/prelude.rb.iseq")]', lang="ruby")
+        self.assertEqual(r.result["value"], ["/codecell/prelude.rb", False], r)
+
+    def test_ruby_boot_falls_back_to_the_source(self):
+        # guest/ruby/boot.rb with no instruction sequence, a corrupt one, and a good one.
+        boot = open(os.path.join(os.path.dirname(__file__), "../../guest/ruby/boot.rb")).read()
+        d = tempdir(self)
+        program = boot.replace("/codecell/", d + "/")
+        with open(os.path.join(d, "prelude.rb"), "w") as f:
+            f.write("print 'source'\n")
+        def start():
+            out = subprocess.run(["/usr/bin/ruby", "--disable-gems", "-e", program],
+                                 capture_output=True, text=True, timeout=60)
+            return out.stdout.strip() + out.stderr.strip()
+        self.assertEqual(start(), "source")
+        with open(os.path.join(d, "prelude.rb.iseq"), "wb") as f:
+            f.write(b"not an instruction sequence")
+        self.assertEqual(start(), "source")
+        subprocess.run(["/usr/bin/ruby", "--disable-gems", "-e",
+                        "File.binwrite(ARGV[0], RubyVM::InstructionSequence.compile(\"print 'compiled'\").to_binary)",
+                        os.path.join(d, "prelude.rb.iseq")], check=True, timeout=60)
+        self.assertEqual(start(), "compiled")
 
     def test_hostname_and_pid_namespace(self):
         def check(r, lang):
