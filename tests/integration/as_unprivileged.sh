@@ -17,6 +17,7 @@ cp "$bin" "$dir/codecell"
 cp "$here"/*.py "$here"/expected_description.txt "$here"/../security/*.py "$dir/"
 cp "$CODECELL_PROBE" "$dir/probe.so"
 cp -r "$here/tools" "$dir/tools"
+cp -r "$here/../../guest" "$dir/guest"
 mkdir -p "$dir/examples"
 cp -r "$here/../../examples/data" "$here/../../examples/tools" "$here/../../examples/tools.json" "$dir/examples/"
 cp -P "$(dirname "$bin")"/libcodecell.so* "$dir/"
@@ -29,7 +30,8 @@ as_nobody() {
         setpriv --reuid=65534 --regid=65534 --clear-groups \
                 env -i PATH=/usr/bin:/bin HOME="$dir" PYTHONDONTWRITEBYTECODE=1 \
                 LD_LIBRARY_PATH="$dir" CODECELL_BIN="$dir/codecell" \
-                CODECELL_EXAMPLES="$dir/examples" CODECELL_PROBE="$dir/probe.so" "$@"
+                CODECELL_EXAMPLES="$dir/examples" CODECELL_PROBE="$dir/probe.so" \
+                CODECELL_GUEST="$dir/guest" "$@"
 }
 for program in "$@"; do
         for lang in ruby python; do

@@ -12,6 +12,8 @@ from harness import (BIN, LANGUAGES, LAUNCHED, EachLanguage, PRELUDE, probe, bec
                      tempdir)
 
 ROOT = os.geteuid() == 0
+# guest/ of the source tree (as_unprivileged.sh runs a copy of this file elsewhere).
+GUEST = os.environ.get("CODECELL_GUEST") or os.path.join(os.path.dirname(__file__), "../../guest")
 
 
 def host_has_cgroup():
@@ -368,7 +370,7 @@ class Isolation(EachLanguage, unittest.TestCase):
     def test_python_boot_falls_back_to_the_source(self):
         # guest/python/boot.py against a .pyc of another interpreter (wrong magic number), a
         # missing one, and a good one: the first two run the source, the last the .pyc.
-        boot = open(os.path.join(os.path.dirname(__file__), "../../guest/python/boot.py")).read()
+        boot = open(os.path.join(GUEST, "python/boot.py")).read()
         d = tempdir(self)
         program = boot.replace("/codecell/", d + "/")
         with open(os.path.join(d, "prelude.py"), "w") as f:
@@ -399,7 +401,7 @@ class Isolation(EachLanguage, unittest.TestCase):
 
     def test_ruby_boot_falls_back_to_the_source(self):
         # guest/ruby/boot.rb with no instruction sequence, a corrupt one, and a good one.
-        boot = open(os.path.join(os.path.dirname(__file__), "../../guest/ruby/boot.rb")).read()
+        boot = open(os.path.join(GUEST, "ruby/boot.rb")).read()
         d = tempdir(self)
         program = boot.replace("/codecell/", d + "/")
         with open(os.path.join(d, "prelude.rb"), "w") as f:
