@@ -11,19 +11,27 @@ mkdir -p "$out"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=gnu11"
 inc="-I$root/include -I$root/src/lib -I$root/src/cli -I$root/src/mcp -DCODECELL_VERSION=\"fuzz\""
 lib_sources="$(ls "$root"/src/lib/*.c)"
-# The preludes the library embeds, generated as the CMake build does.
-for lang in ruby python; do
-        ext=rb; [ "$lang" = python ] && ext=py
-        cmake -DIN="$root/guest/$lang/prelude.$ext" -DOUT="$out/prelude_$lang.c" \
-              -DNAME="codecell_prelude_$lang" -P "$root/cmake/embed.cmake"
-done
+# The guest files the library embeds, generated as the CMake build does; the compiled preludes
+# are left empty (no fuzz target starts an interpreter, and empty means "compile the source").
+embed() {
+        cmake -DIN="$1" -DOUT="$out/$2.c" -DNAME="codecell_$2" -P "$root/cmake/embed.cmake"
+}
+: >"$out/empty"
+embed "$root/guest/ruby/prelude.rb" prelude_ruby
+embed "$root/guest/python/prelude.py" prelude_python
+embed "$root/guest/ruby/boot.rb" boot_ruby
+embed "$root/guest/python/boot.py" boot_python
+embed "$out/empty" prelude_ruby_iseq
+embed "$out/empty" prelude_python_pyc
+embedded="$out/prelude_ruby.c $out/prelude_python.c $out/boot_ruby.c $out/boot_python.c"
+embedded="$embedded $out/prelude_ruby_iseq.c $out/prelude_python_pyc.c"
 for target in frame mount_rules tools_file units config_file mcp_message; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"
         [ "$target" = mcp_message ] && extra="$(ls "$root"/src/mcp/*.c) -lmicrohttpd"
         # shellcheck disable=SC2086
         clang $flags $inc -o "$out/fuzz_$target" "$here/fuzz_$target.c" $extra $lib_sources \
-                "$out/prelude_ruby.c" "$out/prelude_python.c" -lseccomp -ljansson -lpthread -lm
+                $embedded -lseccomp -ljansson -lpthread -lm
         work="$out/corpus_$target"
         rm -rf "$work" && cp -r "$here/corpus/$target" "$work"
         echo "== fuzz_$target for ${seconds}s"
