@@ -20,12 +20,18 @@ void netns_stock_init(struct netns_stock *st)
         pthread_mutex_init(&st->lock, NULL);
 }
 
+/* The calling thread's own namespace (/proc/self would name the main thread's), or < 0. */
+static int open_this_threads(codecell_error *err)
+{
+        int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        return fd >= 0 ? fd : err_sys(err, errno, "network namespace: open this thread's");
+}
+
 int netns_enter(int fd, int *ret_home, codecell_error *err)
 {
-        /* The thread's own namespace: /proc/self would name the main thread's. */
-        int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        int home = open_this_threads(err);
         if (home < 0)
-                return err_sys(err, errno, "network namespace: open this thread's");
+                return home;
         if (setns(fd, CLONE_NEWNET) < 0) {
                 int e = errno;
                 close(home);
@@ -46,23 +52,22 @@ int netns_leave(int home, codecell_error *err)
 
 static int make_one(codecell_error *err)
 {
-        int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        int home = open_this_threads(err);
         if (home < 0)
-                return err_sys(err, errno, "network namespace: open this thread's");
+                return home;
         /* unshare moves only this thread, which moves straight back. */
         if (unshare(CLONE_NEWNET) < 0) {
                 int e = errno;
                 close(home);
                 return err_sys(err, e, "network namespace: create");
         }
-        int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-        int e = errno;
+        int fd = open_this_threads(err);
         if (netns_leave(home, err) < 0) {
                 if (fd >= 0)
                         close(fd);
                 return -1;
         }
-        return fd >= 0 ? fd : err_sys(err, e, "network namespace: open the new one");
+        return fd;
 }
 
 int netns_stock_take(struct netns_stock *st, codecell_error *err)

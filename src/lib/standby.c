@@ -58,8 +58,8 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
         return 0;
 }
 
-static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, const int *tree_fds,
-                      bool session)
+static void fill_spec(struct codecell_cell *cell, const struct standby *s,
+                      struct sandbox_spec *spec, const int *tree_fds, bool session)
 {
         const uint64_t *lim = cell->config->limits;
         /* A backstop only: the budget itself is enforced by the engine from exec on. A session
@@ -79,7 +79,8 @@ static void fill_spec(struct codecell_cell *cell, struct sandbox_spec *spec, con
                 .host_uid = cell->host_uid,
                 .host_gid = cell->host_gid,
                 .may_set_groups = cell->privileged,
-                .netns_fd = -1,
+                .netns_fd = s->netns_fd,
+                .cgroup = s->have_cg ? &s->cg : NULL,
         };
         struct sandbox_rlimit rl[] = {
                 {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
@@ -173,9 +174,7 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
                         goto fail;
         }
         struct sandbox_spec spec;
-        fill_spec(cell, &spec, tree_fds, session);
-        spec.netns_fd = s->netns_fd;
-        spec.cgroup = s->have_cg ? &s->cg : NULL;
+        fill_spec(cell, s, &spec, tree_fds, session);
         r = sandbox_spawn(&spec, &s->sb, err);
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 if (tree_fds[i] >= 0)

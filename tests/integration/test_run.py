@@ -383,18 +383,23 @@ class Isolation(EachLanguage, unittest.TestCase):
                      lang="python")
         self.assertEqual(r.result["value"], [True, False], r)
 
+    def boot_outside(self, boot_file, argv):
+        """guest/<boot_file> run by argv (the sandbox's interpreter and flags) outside any
+        sandbox, its /codecell/ paths pointed at a new folder: the folder, and a function that
+        starts it and returns what it printed."""
+        d = tempdir(self)
+        program = open(os.path.join(GUEST, boot_file)).read().replace("/codecell/", d + "/")
+        def start():
+            out = subprocess.run(argv + [program], capture_output=True, text=True, timeout=60)
+            return out.stdout.strip() + out.stderr.strip()
+        return d, start
+
     def test_python_boot_falls_back_to_the_source(self):
         # guest/python/boot.py against a .pyc of another interpreter (wrong magic number), a
         # missing one, and a good one: the first two run the source, the last the .pyc.
-        boot = open(os.path.join(GUEST, "python/boot.py")).read()
-        d = tempdir(self)
-        program = boot.replace("/codecell/", d + "/")
+        d, start = self.boot_outside("python/boot.py", ["/usr/bin/python3", "-I", "-S", "-c"])
         with open(os.path.join(d, "prelude.py"), "w") as f:
             f.write("print('source', __file__ == %r)\n" % (d + "/prelude.py"))
-        def start():
-            out = subprocess.run(["/usr/bin/python3", "-I", "-S", "-c", program],
-                                 capture_output=True, text=True, timeout=60)
-            return out.stdout.strip() + out.stderr.strip()
         self.assertEqual(start(), "source True")  # no .pyc at all
         with open(os.path.join(d, "prelude.pyc"), "wb") as f:
             f.write(b"\0\0\0\0" + bytes(12) + b"garbage")
@@ -417,15 +422,9 @@ class Isolation(EachLanguage, unittest.TestCase):
 
     def test_ruby_boot_falls_back_to_the_source(self):
         # guest/ruby/boot.rb with no instruction sequence, a corrupt one, and a good one.
-        boot = open(os.path.join(GUEST, "ruby/boot.rb")).read()
-        d = tempdir(self)
-        program = boot.replace("/codecell/", d + "/")
+        d, start = self.boot_outside("ruby/boot.rb", ["/usr/bin/ruby", "--disable-gems", "-e"])
         with open(os.path.join(d, "prelude.rb"), "w") as f:
             f.write("print 'source'\n")
-        def start():
-            out = subprocess.run(["/usr/bin/ruby", "--disable-gems", "-e", program],
-                                 capture_output=True, text=True, timeout=60)
-            return out.stdout.strip() + out.stderr.strip()
         self.assertEqual(start(), "source")
         with open(os.path.join(d, "prelude.rb.iseq"), "wb") as f:
             f.write(b"not an instruction sequence")
