@@ -109,13 +109,50 @@ static int missing_layer(struct codecell_cell *cell, const char *what, codecell_
         return 0;
 }
 
+/* Files of /proc that hold nothing of the host's file system: the machine's figures and the
+ * sysctls. */
+static const char *const proc_global_files[] = {"/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+                                                "/proc/uptime",  "/proc/loadavg", "/proc/version",
+                                                "/proc/sys"};
+
+/* What the guest may read. Everything the sandbox's root holds, but of /proc only the files
+ * above and the interpreter's own status files: the rest of /proc/<pid> (mountinfo and
+ * statmount's view of it) shows the host path of every mounted folder, and folder names are
+ * often customers' names. Directories may be listed everywhere. */
+static int grant_reading(struct codecell_cell *cell)
+{
+        struct landlock_plan *ll = &cell->landlock;
+        int r = landlock_plan_add(ll, "/", GRANT_LIST);
+        /* Every top-level entry of the root, each once: the root is built from the plan. */
+        for (size_t i = 0; r == 0 && i < cell->plan.n_ops; i++) {
+                const char *dest = cell->plan.ops[i].dest;
+                size_t len = 1 + strcspn(dest + 1, "/");
+                bool seen = strncmp(dest, "/proc", len) == 0 && len == 5;
+                for (size_t j = 0; !seen && j < i; j++)
+                        seen = strncmp(cell->plan.ops[j].dest, dest, len) == 0 &&
+                               (cell->plan.ops[j].dest[len] == '/' ||
+                                cell->plan.ops[j].dest[len] == '\0');
+                if (!seen)
+                        r = landlock_plan_add_copy(ll, dest, len, GRANT_READ);
+        }
+        for (size_t i = 0; r == 0 && i < sizeof(proc_global_files) / sizeof(proc_global_files[0]);
+             i++)
+                r = landlock_plan_add(ll, proc_global_files[i], GRANT_READ);
+        char path[64];
+        for (size_t i = 0; r == 0 && landlock_proc_self_files[i]; i++) {
+                int n = snprintf(path, sizeof(path), "/proc/self/%s", landlock_proc_self_files[i]);
+                r = landlock_plan_add_copy(ll, path, (size_t)n, GRANT_READ);
+        }
+        return r;
+}
+
 static int plan_landlock(struct codecell_cell *cell, codecell_error *err)
 {
         struct landlock_plan *ll = &cell->landlock;
         ll->abi = landlock_abi();
         if (ll->abi <= 0)
                 return missing_layer(cell, "landlock: not available in this kernel", err);
-        int r = landlock_plan_add(ll, "/", GRANT_READ);
+        int r = grant_reading(cell);
         r = r ?: landlock_plan_add(ll, "/tmp", GRANT_WRITE);
         r = r ?: landlock_plan_add(ll, "/work", GRANT_WRITE);
         for (size_t i = 0; r == 0 && i < cell->plan.n_ops; i++) {

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -42,10 +44,31 @@ struct ll_path_beneath_attr {
          LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |                            \
          LANDLOCK_ACCESS_FS_MAKE_SYM)
 
+#define FILE_RIGHTS                                                                                \
+        (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
+         LANDLOCK_ACCESS_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV)
+
 int landlock_abi(void)
 {
         long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
         return abi < 0 ? 0 : (int)abi;
+}
+
+const char *const landlock_proc_self_files[] = {
+        "status", "stat",   "statm",   "maps",  "smaps",   "smaps_rollup", "limits", "cmdline",
+        "comm",   "environ", "io",     "uid_map", "gid_map", "cgroup",     "oom_score", NULL,
+};
+
+int landlock_plan_add_copy(struct landlock_plan *plan, const char *path, size_t len,
+                           enum landlock_grant grant)
+{
+        if (plan->storage_used + len + 1 > sizeof(plan->storage))
+                return -E2BIG;
+        char *copy = plan->storage + plan->storage_used;
+        memcpy(copy, path, len);
+        copy[len] = '\0';
+        plan->storage_used += len + 1;
+        return landlock_plan_add(plan, copy, grant);
 }
 
 int landlock_plan_add(struct landlock_plan *plan, const char *path, enum landlock_grant grant)
@@ -76,6 +99,9 @@ static uint64_t grant_access(enum landlock_grant grant, uint64_t handled)
         switch (grant) {
         case GRANT_READ:
                 access = read;
+                break;
+        case GRANT_LIST:
+                access = LANDLOCK_ACCESS_FS_READ_DIR;
                 break;
         case GRANT_WRITE:
                 access = read | file_write | LANDLOCK_ACCESS_FS_REMOVE_DIR |
@@ -130,6 +156,10 @@ int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_pat
                         .allowed_access = grant_access(rule->grant, attr.handled_access_fs),
                         .parent_fd = fd,
                 };
+                /* A rule on a file may hold only the rights that apply to files. */
+                struct stat st;
+                if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+                        pb.allowed_access &= FILE_RIGHTS;
                 long k =
                         syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
                 int saved = errno;

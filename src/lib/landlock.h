@@ -7,10 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LANDLOCK_PLAN_MAX_RULES 48
+#define LANDLOCK_PLAN_MAX_RULES 96
+#define LANDLOCK_PLAN_STORAGE 2048
 
 enum landlock_grant {
         GRANT_READ,         /* read files, list directories */
+        GRANT_LIST,         /* list directories only */
         GRANT_WRITE,        /* everything a scratch folder needs (no device nodes) */
         GRANT_DEVICE,       /* read, write and ioctl one device file */
         GRANT_EXECUTE,      /* read and execute one program file */
@@ -26,12 +28,21 @@ struct landlock_plan {
         int abi; /* 0 when the kernel has no Landlock */
         struct landlock_rule rules[LANDLOCK_PLAN_MAX_RULES];
         size_t n_rules;
+        char storage[LANDLOCK_PLAN_STORAGE]; /* paths copied by landlock_plan_add_copy */
+        size_t storage_used;
 };
+
+/* The files of /proc/self the guest may read (the interpreter's own status, maps, limits …);
+ * the rest of /proc/self, mountinfo among them, is not granted. NULL-terminated. */
+extern const char *const landlock_proc_self_files[];
 
 /* The Landlock ABI version of this kernel, or 0 when Landlock is unavailable. */
 int landlock_abi(void);
 /* Appends a rule; -E2BIG when the plan is full. */
 int landlock_plan_add(struct landlock_plan *plan, const char *path, enum landlock_grant grant);
+/* The same with a copy of the first len bytes of path kept in the plan. */
+int landlock_plan_add_copy(struct landlock_plan *plan, const char *path, size_t len,
+                           enum landlock_grant grant);
 /* Restricts the calling process. Requires no_new_privs. Async-signal-safe: no allocation.
  * Returns 0 or -errno; *ret_failed_path names the rule that failed. */
 int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_path);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "mount_rules.h"
 
 /* Where the new root is assembled before pivot_root. Every host path the plan needs has been
  * opened (open_tree) before this is covered, so sources under /tmp still work. */
@@ -114,6 +115,31 @@ static int add_host_file(struct mount_plan *plan, const char *path, bool device,
                    err);
 }
 
+/* Whether the guest can write files under host path `source` through one of the cell's
+ * read-write mounts (the same folder, a folder inside it, or one around it). Such a tree is
+ * mounted noexec: the dynamic loader, which may be run as a program, maps nothing from it. A
+ * read-only mount elsewhere keeps exec, for libraries the host put there (ctypes, Fiddle);
+ * execve of any file on it is still refused by Landlock. Sources are canonical (realpath). */
+static bool guest_may_write(const codecell_config *config, const char *source)
+{
+        for (size_t i = 0; i < config->n_mounts; i++)
+                if (config->mounts[i].read_write && paths_overlap(source, config->mounts[i].source))
+                        return true;
+        return false;
+}
+
+uint64_t mount_op_attributes(const struct mount_op *op)
+{
+        uint64_t attr = MOUNT_ATTR_NOSUID;
+        if (!op->devices)
+                attr |= MOUNT_ATTR_NODEV;
+        if (!op->writable)
+                attr |= MOUNT_ATTR_RDONLY;
+        if (op->noexec)
+                attr |= MOUNT_ATTR_NOEXEC;
+        return attr;
+}
+
 int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid_t inner_uid,
                      codecell_error *err)
 {
@@ -195,6 +221,7 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                                           .dest = strdup(m->dest),
                                           .source = strdup(m->source),
                                           .writable = m->read_write,
+                                          .noexec = guest_may_write(config, m->source),
                                           .user_mount = (int)i},
                         err);
         }
@@ -286,11 +313,7 @@ static int clone_tree(const struct mount_op *op)
                               OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (fd < 0)
                 return -1;
-        struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID};
-        if (!op->devices)
-                attr.attr_set |= MOUNT_ATTR_NODEV;
-        if (!op->writable)
-                attr.attr_set |= MOUNT_ATTR_RDONLY;
+        struct mount_attr attr = {.attr_set = mount_op_attributes(op)};
         if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) <
             0) {
                 int saved = errno;
@@ -337,7 +360,10 @@ static int apply_op(const struct mount_op *op, int tree_fd, struct child_failure
                         return fail_with(fail, "bind", op->dest);
                 return 0;
         case OP_TMPFS:
-                if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, op->options) < 0)
+                /* noexec: what the guest writes here is never a program (nor a library the
+                 * loader maps executable). */
+                if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, op->options) <
+                    0)
                         return fail_with(fail, "mount tmpfs", op->dest);
                 return 0;
         case OP_PROC:

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -30,6 +31,7 @@ struct mount_op {
         bool writable;  /* BIND: read-write */
         bool devices;   /* BIND: a device node (no nodev) */
         bool is_file;   /* BIND: the source is a file */
+        bool noexec;    /* BIND: nothing on it may be executed or mapped executable */
         int user_mount; /* BIND: index of the user's mount, or -1 for a system bind */
 };
 
@@ -47,6 +49,10 @@ struct child_failure {
 int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid_t inner_uid,
                      codecell_error *err);
 void mount_plan_free(struct mount_plan *plan);
+
+/* The MOUNT_ATTR_* flags a bind op's tree gets: always nosuid, nodev unless a device,
+ * read-only unless writable, noexec where the guest could have written the files. */
+uint64_t mount_op_attributes(const struct mount_op *op);
 
 /* Builds the new root and pivots into it. tree_fds[i] >= 0 is a detached tree the engine
  * prepared for op i (an idmapped user mount); otherwise the op's source is cloned here.

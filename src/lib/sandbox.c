@@ -38,6 +38,7 @@ struct child_fds {
         int ctl, out, err; /* the guest's ends */
         int failure;       /* close-on-exec pipe: a child_failure record on error */
         int sync;          /* read end: one byte once the engine has written the id maps */
+        int pinned[2];     /* init -> guest: one byte once init holds the guest's /proc files */
 };
 
 static _Noreturn void child_fail(int fd, struct child_failure *fail)
@@ -75,6 +76,7 @@ static int lift(int fd)
 static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct child_fds *fds)
 {
         int fail_fd = fds->failure;
+        close(fds->pinned[1]); /* init's: EOF if init dies before it writes */
         int ctl = lift(fds->ctl), out = lift(fds->out), err = lift(fds->err);
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (ctl < 0 || out < 0 || err < 0 || null < 0)
@@ -98,6 +100,9 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
         signal(SIGPIPE, SIG_DFL);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail_errno(fail_fd, "no_new_privs");
+        char byte;
+        if (read(fds->pinned[0], &byte, 1) != 1)
+                child_fail_errno(fail_fd, "wait for init");
         if (spec->landlock->abi > 0) {
                 const char *where = NULL;
                 int r = landlock_apply(spec->landlock, &where);
@@ -156,6 +161,31 @@ static void scrub_command_line(void)
                         memset((void *)(uintptr_t)f[first], 0, f[first + 1] - f[first]);
 }
 
+/* Landlock grants the guest its own /proc files (landlock_proc_self_files) by inode, and a
+ * /proc/<pid> inode lives only as long as its dentry: pruned under memory pressure, the next
+ * lookup makes a new inode that no rule names, and the guest could no longer read its own
+ * status. init holds each one open (O_PATH) for the guest's lifetime, before the guest makes
+ * its rules. Failures are harmless: that file is then unreadable. No allocation. */
+static void pin_proc_files(pid_t guest)
+{
+        char path[64] = "/proc/";
+        size_t at = 6;
+        char digits[16];
+        size_t n = 0;
+        for (unsigned v = (unsigned)guest; n == 0 || v > 0; v /= 10)
+                digits[n++] = (char)('0' + v % 10);
+        while (n > 0)
+                path[at++] = digits[--n];
+        path[at++] = '/';
+        for (size_t i = 0; landlock_proc_self_files[i]; i++) {
+                size_t len = strlen(landlock_proc_self_files[i]);
+                if (at + len + 1 > sizeof(path))
+                        continue;
+                memcpy(path + at, landlock_proc_self_files[i], len + 1);
+                (void)open(path, O_PATH | O_CLOEXEC);
+        }
+}
+
 /* PID 1 of the sandbox: builds the file system, starts the interpreter and waits for it. When
  * it exits, the kernel kills whatever else is left in the pid namespace. */
 static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child_fds *fds)
@@ -197,13 +227,23 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         if (sethostname("codecell", 8) < 0)
                 child_fail_errno(fds->failure, "sethostname");
 
+        if (pipe2(fds->pinned, O_CLOEXEC) < 0)
+                child_fail_errno(fds->failure, "pipe");
         pid_t guest = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
         if (guest < 0)
                 child_fail_errno(fds->failure, "fork the interpreter");
         if (guest == 0)
                 exec_guest(spec, fds);
-        /* init keeps nothing open: EOF on the pipes then means the guest is gone. */
-        syscall(SYS_close_range, 0, ~0U, 0);
+        /* init keeps nothing of the engine's open: EOF on the pipes then means the guest is
+         * gone. */
+        int pinned = fds->pinned[1];
+        if (pinned > 0)
+                syscall(SYS_close_range, 0, pinned - 1, 0);
+        syscall(SYS_close_range, pinned + 1, ~0U, 0);
+        pin_proc_files(guest);
+        ssize_t n = write(pinned, "x", 1);
+        (void)n;
+        close(pinned);
         for (;;) {
                 int status;
                 pid_t p = waitpid(-1, &status, 0);

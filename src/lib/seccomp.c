@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/ioctl.h>
@@ -71,6 +72,15 @@ static const char *const denied_calls[] = {
         "uselib",
         "nfsservctl",
         "fanotify_init",
+        /* watching files: an inotify watch on a shared read-only tree (/usr) reports what the
+         * host and the other sandboxes open, a window on them and a channel between them */
+        "inotify_init",
+        "inotify_init1",
+        "inotify_add_watch",
+        /* anonymous files: the only writable files not on a noexec mount, so the only ones the
+         * dynamic loader could map as a program; nothing a script needs */
+        "memfd_create",
+        "memfd_secret",
         "open_by_handle_at",
         "name_to_handle_at",
         "personality",
@@ -86,6 +96,94 @@ static const char *const denied_calls[] = {
         "sethostname",
         "setdomainname",
 };
+
+/* Calls newer than libseccomp 2.5 knows by name, refused by number (x86_64 and aarch64 share
+ * these): statmount and listmount show each mount's source path on the host. */
+static const int denied_numbers[] = {
+        457, /* statmount */
+        458, /* listmount */
+};
+
+/* Every CLONE_NEW* flag clone() takes: a nested user namespace would hand the guest every
+ * capability over the new namespaces, and the kernel surface behind them. Checked whether or
+ * not subprocesses are allowed (unshare and setns are refused outright; clone3 answers
+ * ENOSYS). */
+static const unsigned long namespace_flags[] = {
+        CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+        CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
+};
+
+/* A call and the argument that holds a file mode. */
+struct mode_arg {
+        const char *name;
+        int nr; /* used when libseccomp does not know the name */
+        unsigned int arg;
+        bool chmod; /* changes an existing file's mode (else: creates a file with it) */
+};
+
+static const struct mode_arg mode_args[] = {
+        {"chmod", -1, 1, true},      {"fchmod", -1, 1, true},   {"fchmodat", -1, 2, true},
+        {"fchmodat2", 452, 2, true}, {"open", -1, 2, false},    {"openat", -1, 3, false},
+        {"creat", -1, 1, false},     {"mknod", -1, 1, false},   {"mknodat", -1, 2, false},
+};
+
+/* Security invariant: nothing the guest makes or changes carries S_ISUID or S_ISGID. In a
+ * read-write folder the file is the host's, owned by the folder's owner: a setuid bit there is
+ * a setuid program on the host. The kernel lets an owner set both bits, so the filter refuses
+ * every call that passes them, and (chmod family) the world-write bit, which would open a
+ * host folder, the mount point included, to every local user. mkdir drops both bits itself;
+ * openat2 passes its mode in memory, which BPF cannot read: ENOSYS, and libc falls back to
+ * openat. Extended attributes are refused: an access ACL rewrites the mode bits and
+ * security.capability would give a file capabilities. */
+static int deny_privileged_modes(scmp_filter_ctx ctx, codecell_error *err)
+{
+        for (size_t i = 0; i < sizeof(mode_args) / sizeof(mode_args[0]); i++) {
+                const struct mode_arg *m = &mode_args[i];
+                int nr = seccomp_syscall_resolve_name(m->name);
+                if (nr == __NR_SCMP_ERROR)
+                        nr = m->nr;
+                if (nr < 0)
+                        continue; /* not a call on this architecture */
+                const scmp_datum_t bits[] = {S_ISUID, S_ISGID, S_IWOTH};
+                size_t n_bits = m->chmod ? 3 : 2;
+                for (size_t b = 0; b < n_bits; b++) {
+                        int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                                 SCMP_CMP(m->arg, SCMP_CMP_MASKED_EQ, bits[b],
+                                                          bits[b]));
+                        if (r < 0)
+                                return err_sys(err, -r, "seccomp rule %s", m->name);
+                }
+        }
+        static const char *const xattr_calls[] = {"setxattr", "lsetxattr", "fsetxattr",
+                                                  "removexattr", "lremovexattr", "fremovexattr"};
+        for (size_t i = 0; i < sizeof(xattr_calls) / sizeof(xattr_calls[0]); i++) {
+                int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+                                         seccomp_syscall_resolve_name(xattr_calls[i]), 0);
+                if (r < 0)
+                        return err_sys(err, -r, "seccomp rule %s", xattr_calls[i]);
+        }
+        /* setxattrat and removexattrat (6.13) take the same names and values. */
+        static const int xattr_at[] = {463, 466};
+        for (size_t i = 0; i < sizeof(xattr_at) / sizeof(xattr_at[0]); i++) {
+                int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), xattr_at[i], 0);
+                if (r < 0)
+                        return err_sys(err, -r, "seccomp rule xattr %d", xattr_at[i]);
+        }
+        int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+        return r < 0 ? err_sys(err, -r, "seccomp rule openat2") : 0;
+}
+
+static int deny_namespaces(scmp_filter_ctx ctx, codecell_error *err)
+{
+        for (size_t i = 0; i < sizeof(namespace_flags) / sizeof(namespace_flags[0]); i++) {
+                int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                         SCMP_A0(SCMP_CMP_MASKED_EQ, namespace_flags[i],
+                                                 namespace_flags[i]));
+                if (r < 0)
+                        return err_sys(err, -r, "seccomp rule clone namespaces");
+        }
+        return 0;
+}
 
 /* Without subprocesses, only threads may be created: fork and vfork are refused, and clone
  * when it lacks CLONE_THREAD. */
@@ -111,6 +209,13 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
                 if (r < 0)
                         return err_sys(err, -r, "seccomp rule %s", denied_calls[i]);
         }
+        for (size_t i = 0; i < sizeof(denied_numbers) / sizeof(denied_numbers[0]); i++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), denied_numbers[i], 0);
+                if (r < 0)
+                        return err_sys(err, -r, "seccomp rule %d", denied_numbers[i]);
+        }
+        if ((r = deny_namespaces(ctx, err)) < 0 || (r = deny_privileged_modes(ctx, err)) < 0)
+                return r;
         /* clone3 passes its flags in memory, which BPF cannot read: ENOSYS makes glibc fall
          * back to clone, which the rule above can check. */
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);

@@ -47,8 +47,7 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
                         return err_sys(err, errno, "mount %s: open_tree", op->dest);
                 tree_fds[i] = fd;
                 struct mount_attr attr = {
-                        .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                    (op->writable ? 0 : MOUNT_ATTR_RDONLY),
+                        .attr_set = MOUNT_ATTR_IDMAP | mount_op_attributes(op),
                         .userns_fd = (uint64_t)cell->idmap_fds[op->user_mount],
                 };
                 if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
