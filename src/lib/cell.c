@@ -263,7 +263,8 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
         if (mount_plan_build(&cell->plan, cell->config, SANDBOX_INNER_UID, err) < 0 ||
             seccomp_program_compile(&cell->seccomp, cell->config->subprocesses, err) < 0 ||
             plan_landlock(cell, err) < 0 || plan_cgroup(cell, err) < 0 ||
-            plan_idmaps(cell, err) < 0)
+            plan_idmaps(cell, err) < 0 ||
+            mount_roots_open(&cell->mount_roots, cell->config, err) < 0)
                 goto fail;
         cell->description = description_build(cell->config, &cell->tools);
         if (!cell->description) {
@@ -296,6 +297,7 @@ void codecell_cell_free(codecell_cell *cell)
                         if (cell->idmap_fds[i] >= 0)
                                 close(cell->idmap_fds[i]);
         free(cell->idmap_fds);
+        mount_roots_close(&cell->mount_roots);
         mount_plan_free(&cell->plan);
         seccomp_program_free(&cell->seccomp);
         json_decref(cell->layers);

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "landlock.h"
 #include "mount_plan.h"
+#include "mount_roots.h"
 #include "netns.h"
 #include "seccomp_program.h"
 #include "session.h"
@@ -34,6 +35,7 @@ struct codecell_cell {
         struct disposal *disposal; /* collects sandboxes killed after their result */
         struct netns_stock netns;  /* recycled network namespaces (privileged only) */
         bool writes_host;          /* some mount is read-write */
+        struct mount_roots mount_roots; /* the read-write folders' own modes */
         struct tool_table tools;
         struct session_table sessions;
         pthread_mutex_t description_lock; /* guards description, rebuilt as tools are added */

@@ -106,9 +106,9 @@ static double rusage_ms(const struct rusage *u)
                (double)(u->ru_utime.tv_usec + u->ru_stime.tv_usec) / 1000.0;
 }
 
-bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                  int64_t exec_id, bool keep, const codecell_run_options *options,
-                  codecell_result *res)
+static bool run_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
+                   int64_t exec_id, bool keep, const codecell_run_options *options,
+                   codecell_result *res)
 {
         const uint64_t *lim = cell->config->limits;
         struct pump *p = &s->pump;
@@ -241,6 +241,15 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
         finish(cell, res, &o, init_status, exec_start);
         json_decref(result_frame);
         return false;
+}
+
+bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
+                  int64_t exec_id, bool keep, const codecell_run_options *options,
+                  codecell_result *res)
+{
+        bool alive = run_on(cell, s, code, len, exec_id, keep, options, res);
+        mount_roots_restore(&cell->mount_roots);
+        return alive;
 }
 
 void execution_run(struct codecell_cell *cell, const char *code, size_t len,
