@@ -54,8 +54,7 @@ struct standby;
  * "ok" or "error" is left running for the next exec (a session) and true is returned;
  * otherwise it is torn down (not freed) and false is returned. */
 bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                  int64_t exec_id, bool keep, const codecell_run_options *options,
-                  codecell_result *res);
+                  bool keep, const codecell_run_options *options, codecell_result *res);
 /* Runs one execution on a sandbox from the pool, or a cold one (execution.c), into res. */
 void execution_run(struct codecell_cell *cell, const char *code, size_t len,
                    const codecell_run_options *options, codecell_result *res);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -106,10 +107,23 @@ static double rusage_ms(const struct rusage *u)
                (double)(u->ru_utime.tv_usec + u->ru_stime.tv_usec) / 1000.0;
 }
 
-static bool run_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                   int64_t exec_id, bool keep, const codecell_run_options *options,
-                   codecell_result *res)
+/* An exec id the guest cannot guess: its result frame must carry it, so a frame the guest's
+ * code writes by hand on fd 3 is a protocol error unless that code found the id in the
+ * prelude's memory (then it could only have returned the same value itself). 53 bits: exact
+ * as a number in every JSON reader. */
+static int64_t new_exec_id(void)
 {
+        uint64_t id = 0;
+        if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+                id = (uint64_t)(now_ms() * 1000.0) ^ ((uint64_t)getpid() << 32);
+        id &= (1ULL << 53) - 1;
+        return id > 1 ? (int64_t)id : 2;
+}
+
+static bool run_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
+                   bool keep, const codecell_run_options *options, codecell_result *res)
+{
+        int64_t exec_id = new_exec_id();
         const uint64_t *lim = cell->config->limits;
         struct pump *p = &s->pump;
         struct run_outcome o = {.out_of_memory_class = cell->config->runtime->out_of_memory_class,
@@ -244,10 +258,9 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
 }
 
 bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                  int64_t exec_id, bool keep, const codecell_run_options *options,
-                  codecell_result *res)
+                  bool keep, const codecell_run_options *options, codecell_result *res)
 {
-        bool alive = run_on(cell, s, code, len, exec_id, keep, options, res);
+        bool alive = run_on(cell, s, code, len, keep, options, res);
         mount_roots_restore(&cell->mount_roots);
         return alive;
 }
@@ -264,7 +277,7 @@ void execution_run(struct codecell_cell *cell, const char *code, size_t len,
                         return;
                 }
         }
-        (void)execution_on(cell, s, code, len, 1, false, options, res);
+        (void)execution_on(cell, s, code, len, false, options, res);
         if (s->sb.pid > 0)
                 disposal_add(cell->disposal, s); /* killed, not yet collected */
         else

@@ -78,8 +78,9 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
         int fail_fd = fds->failure;
         close(fds->pinned[1]); /* init's: EOF if init dies before it writes */
         int ctl = lift(fds->ctl), out = lift(fds->out), err = lift(fds->err);
+        int pinned = lift(fds->pinned[0]);
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (ctl < 0 || out < 0 || err < 0 || null < 0)
+        if (ctl < 0 || out < 0 || err < 0 || pinned < 0 || null < 0)
                 child_fail_errno(fail_fd, "set up the guest's fds");
         if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(ctl, 3) < 0)
                 child_fail_errno(fail_fd, "dup2");
@@ -101,7 +102,7 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail_errno(fail_fd, "no_new_privs");
         char byte;
-        if (read(fds->pinned[0], &byte, 1) != 1)
+        if (read(pinned, &byte, 1) != 1)
                 child_fail_errno(fail_fd, "wait for init");
         if (spec->landlock->abi > 0) {
                 const char *where = NULL;

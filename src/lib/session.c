@@ -20,7 +20,6 @@
 struct session {
         char name[SESSION_NAME_MAX + 1];
         struct standby *kernel; /* NULL: not started yet, or ended */
-        int64_t exec_id;
         pthread_mutex_t run_lock; /* one eval at a time */
         /* Guarded by the table's lock: */
         double last_used;   /* now_ms() */
@@ -266,7 +265,7 @@ int codecell_session_eval_with(codecell_cell *cell, const char *name, const char
                 char text[sizeof(e.message) + 64];
                 snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
                 res->error = json_string(text);
-        } else if (!execution_on(cell, s->kernel, code, len, ++s->exec_id, true, options, res)) {
+        } else if (!execution_on(cell, s->kernel, code, len, true, options, res)) {
                 standby_free(s->kernel);
                 s->kernel = NULL;
                 append_error(res, state_lost);
