@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pipe_write.h"
 #include "tools.h"
 #include "util.h"
 
@@ -63,6 +65,17 @@ static int spawn_tool(const struct command_spec *cmd, int in, int out, int err, 
         }
         *ret_pid = pid;
         return 0;
+}
+
+/* Without a pidfd, how often the tool's exit is checked. */
+#define EXIT_POLL_MS 20
+
+/* The tool has exited and is not reaped yet (it still holds its pid and process group). */
+static bool has_exited(pid_t pid)
+{
+        siginfo_t info = {0};
+        return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+               info.si_pid == pid;
 }
 
 struct stream {
@@ -130,9 +143,13 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
         size_t sent = 0, total = strlen(args_json);
         double call_deadline = now_ms() + (double)timeout_ms;
         double deadline = call_deadline < deadline_ms ? call_deadline : deadline_ms;
-        bool timed_out = false;
-        while (so.fd >= 0 || se.fd >= 0) {
-                struct pollfd p[3];
+        /* The deadline holds on the process, whatever it does with its pipes: it is watched
+         * through a pidfd (or polled where there is none), not through EOF. */
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        bool exited = false, timed_out = false;
+        int status = 0;
+        while (!exited || so.fd >= 0 || se.fd >= 0) {
+                struct pollfd p[4];
                 int n = 0;
                 if (in[1] >= 0)
                         p[n++] = (struct pollfd){.fd = in[1], .events = POLLOUT};
@@ -140,20 +157,27 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                         p[n++] = (struct pollfd){.fd = so.fd, .events = POLLIN};
                 if (se.fd >= 0)
                         p[n++] = (struct pollfd){.fd = se.fd, .events = POLLIN};
+                if (!exited && pidfd >= 0)
+                        p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
                 double left = deadline - now_ms();
                 if (left <= 0) {
-                        timed_out = true;
+                        timed_out = !exited;
                         break;
                 }
-                if (poll(p, (nfds_t)n, (int)left + 1) < 0 && errno != EINTR)
+                int wait = (int)left + 1;
+                if (!exited && pidfd < 0 && wait > EXIT_POLL_MS)
+                        wait = EXIT_POLL_MS;
+                if (poll(p, (nfds_t)n, wait) < 0 && errno != EINTR)
                         break;
                 for (int i = 0; i < n; i++) {
-                        if (!p[i].revents)
+                        if (!p[i].revents || p[i].fd == pidfd)
                                 continue;
                         if (p[i].fd == in[1]) {
-                                ssize_t w = write(in[1], args_json + sent, total - sent);
+                                ssize_t w = pipe_write(in[1], args_json + sent, total - sent);
                                 if (w > 0)
                                         sent += (size_t)w;
+                                /* EPIPE: the tool closed its stdin early; what it answers
+                                 * still counts. */
                                 if ((w < 0 && errno != EAGAIN && errno != EINTR) || sent == total) {
                                         close(in[1]); /* EOF: the arguments are complete */
                                         in[1] = -1;
@@ -164,12 +188,28 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                                 take(&se);
                         }
                 }
+                if (!exited && has_exited(pid)) {
+                        /* Whatever it left in its process group ends with the call; the
+                         * group still exists (the leader is not reaped yet), so the signal
+                         * cannot reach a stranger. */
+                        kill(-pid, SIGKILL);
+                        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                                ;
+                        exited = true;
+                        if (in[1] >= 0) {
+                                close(in[1]);
+                                in[1] = -1;
+                        }
+                }
         }
-        if (timed_out)
+        if (!exited) {
                 kill(-pid, SIGKILL);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
+                kill(pid, SIGKILL);
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        if (pidfd >= 0)
+                close(pidfd);
         if (so.fd >= 0)
                 close(so.fd);
         if (se.fd >= 0)

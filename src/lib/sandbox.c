@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "netns.h"
+#include "pipe_write.h"
 #include "util.h"
 
 /* The cgroup namespace, made at clone while the child is still in the engine's cgroup, hides
@@ -242,8 +243,7 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
                 syscall(SYS_close_range, 0, pinned - 1, 0);
         syscall(SYS_close_range, pinned + 1, ~0U, 0);
         pin_proc_files(guest);
-        ssize_t n = write(pinned, "x", 1);
-        (void)n;
+        (void)pipe_write(pinned, "x", 1); /* EPIPE: the guest is gone, and init with it */
         close(pinned);
         for (;;) {
                 int status;
@@ -371,7 +371,8 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         ctl[1] = out[1] = errp[1] = failure[1] = sync[0] = -1;
 
         r = write_id_maps(pid, spec, err);
-        if (r == 0 && write(sync[1], "x", 1) != 1)
+        /* pipe_write: an init that died already must not take the engine down with SIGPIPE. */
+        if (r == 0 && pipe_write(sync[1], "x", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the child");
         /* Into its cgroup at once, while init builds the file system and the interpreter
          * boots: a move into a cgroup v1 hierarchy waits for an RCU grace period (10-20 ms
