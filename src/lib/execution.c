@@ -207,7 +207,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
 
         if (result_frame && !o.protocol_error) {
                 /* The result is in hand: the CPU the code used, from the interpreter's clock. */
-                double cpu = p->cpu_limit_ms > 0 ? process_cpu_ms(p->guest_clock) : 0;
+                double cpu = p->cpu_limit_ms > 0 ? cpu_meter_read(&p->cpu) : 0;
                 res->cpu_ms = cpu > cpu_at_exec ? cpu - cpu_at_exec : 0;
                 standby_stats(s, &st);
                 o.oom_killed = st.oom_kills > 0;
@@ -244,8 +244,13 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                 how = END_NOW;
         else if (o.timed_out || cpu_spent)
                 how = END_GUEST_FIRST;
+        /* Read before the teardown too: processes killed with the sandbox are reaped by the
+         * kernel as init exits, and their time may not reach init's rusage. */
+        double metered = p->cpu_limit_ms > 0 ? cpu_meter_read(&p->cpu) : 0;
         int init_status = standby_teardown(s, how, &usage, &st);
         double cpu = rusage_ms(&usage);
+        if (metered > cpu)
+                cpu = metered;
         res->cpu_ms = cpu > cpu_at_exec ? cpu - cpu_at_exec : 0;
         res->memory_peak_bytes = st.memory_peak_bytes;
         o.oom_killed = st.oom_kills > 0;

@@ -130,19 +130,11 @@ static void read_control(struct pump *p)
 /* How often the CPU budget is checked while the guest runs. */
 #define CPU_CHECK_MS 10
 
-double process_cpu_ms(clockid_t clock)
-{
-        struct timespec ts;
-        if (clock_gettime(clock, &ts) < 0)
-                return 0;
-        return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 static bool over_cpu_budget(struct pump *p)
 {
         if (p->cpu_limit_ms <= 0 || p->cpu_exhausted)
                 return p->cpu_exhausted;
-        p->cpu_exhausted = process_cpu_ms(p->guest_clock) >= p->cpu_limit_ms;
+        p->cpu_exhausted = cpu_meter_read(&p->cpu) >= p->cpu_limit_ms;
         return p->cpu_exhausted;
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "cpu_time.h"
 #include "frame.h"
 #include "result.h"
 #include "rpc.h"
@@ -22,9 +23,9 @@ struct pump {
         int64_t exec_id;      /* the id of that exec, which its result must carry */
         struct rpc *rpc;      /* host calls of this execution; NULL before exec */
         json_t *result_frame; /* owned */
-        /* CPU budget, checked while reading: the interpreter's CPU clock must stay below
+        /* CPU budget, checked while reading: the sandbox's CPU time must stay below
          * cpu_limit_ms (0: not checked). */
-        clockid_t guest_clock;
+        struct cpu_meter cpu;
         double cpu_limit_ms;
         bool cpu_exhausted;
         /* Cancellation: readable when the caller cancels (-1: none). */
@@ -44,8 +45,6 @@ void pump_options_end(struct pump *p);
 void pump_free(struct pump *p);
 /* Reads until done(p) holds or the deadline (now_ms() clock) passes; true when it passed. */
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *));
-/* The CPU time of a process by its CPU clock, in ms (0 when it cannot be read). */
-double process_cpu_ms(clockid_t clock);
 /* Takes what the output pipes hold now, without waiting for more. The prelude flushes its
  * output before it sends the result frame, so after that frame this is all of it. */
 void pump_drain_now(struct pump *p);

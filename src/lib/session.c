@@ -69,10 +69,11 @@ static void unlink_session(struct session_table *t, size_t i)
 /* The CPU time of a session's interpreter so far, or -1. */
 static double kernel_cpu_ms(const struct session *s)
 {
-        clockid_t clock;
-        if (!s->kernel || s->kernel->guest <= 0 || clock_getcpuclockid(s->kernel->guest, &clock))
+        struct cpu_meter meter;
+        if (!s->kernel ||
+            !cpu_meter_init(&meter, s->kernel->sb.pid, s->kernel->guest, s->kernel->whole_tree))
                 return -1;
-        return process_cpu_ms(clock);
+        return cpu_meter_read(&meter);
 }
 
 /* Between evals nothing runs a session's code, unless the code left a thread behind: one that

@@ -181,6 +181,7 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         if (r < 0)
                 goto fail;
         s->guest = sandbox_guest_pid(&s->sb);
+        s->whole_tree = cell->config->subprocesses;
         if (s->have_cg && (r = sandbox_attach_cgroup(&s->sb, &s->cg, err)) < 0)
                 goto fail;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
@@ -219,10 +220,8 @@ void standby_arm(struct standby *s, uint64_t cpu_budget_ms)
 {
         /* The budget counts from now, not from the interpreter's birth: the engine watches the
          * interpreter's CPU clock (RLIMIT_CPU, set at spawn, is only a backstop). */
-        clockid_t clock;
-        if (s->guest <= 0 || clock_getcpuclockid(s->guest, &clock) != 0)
+        if (!cpu_meter_init(&s->pump.cpu, s->sb.pid, s->guest, s->whole_tree))
                 return; /* gone already: the run will find out */
-        s->boot_cpu_ms = process_cpu_ms(clock);
-        s->pump.guest_clock = clock;
+        s->boot_cpu_ms = cpu_meter_read(&s->pump.cpu);
         s->pump.cpu_limit_ms = s->boot_cpu_ms + (double)cpu_budget_ms;
 }

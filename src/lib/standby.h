@@ -18,6 +18,7 @@ struct standby {
         struct cgroup cg;
         bool have_cg;
         pid_t guest; /* the interpreter, by host pid */
+        bool whole_tree; /* subprocesses allowed: CPU counts every process (cpu_time.h) */
         struct pump pump;
         struct output_buffer boot_out, boot_err;
         double boot_cpu_ms;              /* set by standby_arm */
