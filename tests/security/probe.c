@@ -11,14 +11,17 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -202,6 +205,207 @@ struct probe {
         long (*run)(void);
 };
 
+/* A raw clone: the child (when there is one) exits at once, so a cell that allows subprocesses
+ * runs the probe to its end in one process. 0 when a child was made, else the errno. */
+static long try_clone_flags(unsigned long flags)
+{
+        long pid = syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0)
+                syscall(SYS_exit, 0);
+        if (pid < 0)
+                return errno;
+        waitpid((pid_t)pid, NULL, 0);
+        return 0;
+}
+
+static long try_fork(void)
+{
+        return try_clone_flags(0);
+}
+
+static long try_vfork_like_clone(void)
+{
+        /* The child shares our memory and stack until it exits: it only calls exit. */
+        long pid = syscall(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0);
+        if (pid == 0)
+                syscall(SYS_exit, 0);
+        if (pid < 0)
+                return errno;
+        waitpid((pid_t)pid, NULL, 0);
+        return 0;
+}
+
+static long try_clone_newuser(void)
+{
+        return try_clone_flags(CLONE_NEWUSER);
+}
+static long try_clone_newuser_newnet_newns(void)
+{
+        return try_clone_flags(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS);
+}
+static long try_clone_newpid(void)
+{
+        return try_clone_flags(CLONE_NEWPID);
+}
+static long try_clone_newnet(void)
+{
+        return try_clone_flags(CLONE_NEWNET);
+}
+static long try_clone_newipc_newuts(void)
+{
+        return try_clone_flags(CLONE_NEWIPC | CLONE_NEWUTS);
+}
+static long try_clone_newcgroup(void)
+{
+        return try_clone_flags(CLONE_NEWCGROUP);
+}
+
+/* /bin/sh, in a child where subprocesses are allowed (the answer is the child's exit code: 0,
+ * or the errno of execve), in place of this process where they are not (an exec that worked
+ * would end the probe, and the test with it). */
+static long try_execve_shell(void)
+{
+        char *argv[] = {"sh", "-c", "exit 0", NULL}, *envp[] = {NULL};
+        long pid = syscall(SYS_fork);
+        if (pid < 0)
+                return outcome(syscall(SYS_execve, "/bin/sh", argv, envp));
+        if (pid == 0) {
+                syscall(SYS_execve, "/bin/sh", argv, envp);
+                syscall(SYS_exit, errno);
+        }
+        int status = 0;
+        waitpid((pid_t)pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A scratch file in /tmp with mode 0644, made fresh. */
+static const char *scratch(const char *name)
+{
+        static char path[64];
+        snprintf(path, sizeof(path), "/tmp/probe-%s", name);
+        unlink(path);
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        if (fd >= 0)
+                close(fd);
+        return path;
+}
+
+static long try_chmod_setuid(void)
+{
+        return outcome(syscall(SYS_chmod, scratch("chmod"), 04755));
+}
+static long try_fchmod_setgid(void)
+{
+        int fd = open(scratch("fchmod"), O_RDONLY | O_CLOEXEC);
+        long r = outcome(syscall(SYS_fchmod, fd, 02755));
+        close(fd);
+        return r;
+}
+static long try_fchmodat_setuid(void)
+{
+        return outcome(syscall(SYS_fchmodat, AT_FDCWD, scratch("fchmodat"), 04755));
+}
+static long try_fchmodat2_setuid(void)
+{
+        return outcome(syscall(452 /* fchmodat2 */, AT_FDCWD, scratch("fchmodat2"), 04755, 0));
+}
+static long try_chmod_world_writable(void)
+{
+        return outcome(syscall(SYS_chmod, scratch("o+w"), 0666));
+}
+static long try_open_creat_setuid(void)
+{
+        unlink("/tmp/probe-creat");
+        long fd = syscall(SYS_openat, AT_FDCWD, "/tmp/probe-creat", O_CREAT | O_WRONLY | O_CLOEXEC,
+                          06755);
+        if (fd >= 0)
+                close((int)fd);
+        return fd < 0 ? errno : 0;
+}
+static long try_mknod_setgid_file(void)
+{
+        unlink("/tmp/probe-mknod");
+        return outcome(syscall(SYS_mknodat, AT_FDCWD, "/tmp/probe-mknod", S_IFREG | 02755, 0));
+}
+static long try_openat2(void)
+{
+        /* struct open_how: flags, mode, resolve. */
+        uint64_t how[3] = {O_CREAT | O_WRONLY, 04755, 0};
+        long fd = syscall(437 /* openat2 */, AT_FDCWD, "/tmp/probe-openat2", how, sizeof(how));
+        if (fd >= 0)
+                close((int)fd);
+        return fd < 0 ? errno : 0;
+}
+static long try_setxattr_capability(void)
+{
+        /* A v2 file capability granting CAP_SETUID (bit 7) permitted and effective. */
+        uint32_t cap[5] = {0x02000001, 1u << 7, 0, 0, 0};
+        return outcome(syscall(SYS_setxattr, scratch("xattr"), "security.capability", cap,
+                               sizeof(cap), 0));
+}
+static long try_memfd_create(void)
+{
+        long fd = syscall(SYS_memfd_create, "probe", 0);
+        if (fd >= 0)
+                close((int)fd);
+        return fd < 0 ? errno : 0;
+}
+static long try_memfd_secret(void)
+{
+        long fd = syscall(447 /* memfd_secret */, 0);
+        if (fd >= 0)
+                close((int)fd);
+        return fd < 0 ? errno : 0;
+}
+static long try_mmap_exec_tmp(void)
+{
+        /* A file the guest wrote, mapped executable (what the dynamic loader does). */
+        const char *path = scratch("mmap");
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        long r = ftruncate(fd, 4096);
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+        r = p == MAP_FAILED ? errno : 0;
+        if (p != MAP_FAILED)
+                munmap(p, 4096);
+        close(fd);
+        return r;
+}
+static long try_inotify_init(void)
+{
+        long fd = syscall(SYS_inotify_init1, IN_CLOEXEC);
+        if (fd >= 0)
+                close((int)fd);
+        return fd < 0 ? errno : 0;
+}
+static long try_proc_self_mountinfo(void)
+{
+        int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+                close(fd);
+        return fd < 0 ? errno : 0;
+}
+/* struct mnt_id_req of statmount and listmount (6.8). */
+struct mount_request {
+        uint32_t size, spare;
+        uint64_t mnt_id, param;
+};
+#define ROOT_MOUNT 0xffffffffffffffffULL /* LSMT_ROOT */
+
+static long try_statmount(void)
+{
+        struct mount_request req = {sizeof(req), 0, ROOT_MOUNT, 0x8 /* STATMOUNT_MNT_ROOT */};
+        char buf[512];
+        return outcome(syscall(457 /* statmount */, &req, buf, sizeof(buf), 0));
+}
+static long try_listmount(void)
+{
+        struct mount_request req = {sizeof(req), 0, ROOT_MOUNT, 0};
+        uint64_t ids[8];
+        return outcome(syscall(458 /* listmount */, &req, ids, 8, 0));
+}
+
 #define RAW(name, ...)                                                                             \
         static long try_##name(void)                                                               \
         {                                                                                          \
@@ -230,10 +434,7 @@ RAW(setuid_root, SYS_setuid, 0)
 RAW(setgid_root, SYS_setgid, 0)
 RAW(mknod_device, SYS_mknod, "/tmp/dev", 020600, 0x0801)
 RAW(chown_root, SYS_chown, "/tmp", 0, 0)
-RAW(fork, SYS_fork)
-RAW(vfork_like_clone, SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0)
 RAW(clone3, SYS_clone3, NULL, 0)
-RAW(execve_shell, SYS_execve, "/bin/sh", (char *[]){"sh", "-c", "true", NULL}, (char *[]){NULL})
 RAW(iopl, SYS_iopl, 3)
 RAW(ioperm, SYS_ioperm, 0x80, 1, 1)
 RAW(syslog, SYS_syslog, 3 /* SYSLOG_ACTION_READ_ALL */, NULL, 0)
@@ -308,12 +509,34 @@ static const struct probe probes[] = {
         {"lookup_dcookie", try_lookup_dcookie},
         {"fanotify_init", try_fanotify_init},
         {"vhangup", try_vhangup},
+        {"clone_newuser", try_clone_newuser},
+        {"clone_newuser_newnet_newns", try_clone_newuser_newnet_newns},
+        {"clone_newpid", try_clone_newpid},
+        {"clone_newnet", try_clone_newnet},
+        {"clone_newipc_newuts", try_clone_newipc_newuts},
+        {"clone_newcgroup", try_clone_newcgroup},
+        {"chmod_setuid", try_chmod_setuid},
+        {"fchmod_setgid", try_fchmod_setgid},
+        {"fchmodat_setuid", try_fchmodat_setuid},
+        {"fchmodat2_setuid", try_fchmodat2_setuid},
+        {"chmod_world_writable", try_chmod_world_writable},
+        {"open_creat_setuid_setgid", try_open_creat_setuid},
+        {"mknod_setgid_file", try_mknod_setgid_file},
+        {"openat2", try_openat2},
+        {"setxattr_capability", try_setxattr_capability},
+        {"memfd_create", try_memfd_create},
+        {"memfd_secret", try_memfd_secret},
+        {"mmap_exec_tmp", try_mmap_exec_tmp},
+        {"inotify_init1", try_inotify_init},
+        {"proc_self_mountinfo", try_proc_self_mountinfo},
+        {"statmount", try_statmount},
+        {"listmount", try_listmount},
 };
 
 /* The probe names, space-separated. */
 const char *probe_names(void)
 {
-        static char names[2048];
+        static char names[4096];
         if (!names[0])
                 for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
                         snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",

@@ -24,9 +24,11 @@ def generated():
         tests = sorted(t for t in dir(cls) if t.startswith("test_"))
         lines.append(f"- **{name}**: " + "; ".join(t[5:].replace("_", " ") for t in tests) + ".")
     lines += ["", "`tests/security/test_probe.py`: the system call, and what the kernel answers "
-              "inside the sandbox (the same in Ruby and in Python, as root and as a normal user):",
-              "", "| call | answer |", "|---|---|"]
-    lines += [f"| `{call}` | {answer} |" for call, answer in test_probe.EXPECTED.items()]
+              "inside the sandbox (the same in Ruby and in Python, as root and as a normal user), "
+              "in a cell without and with subprocesses:",
+              "", "| call | answer | with subprocesses |", "|---|---|---|"]
+    lines += [f"| `{call}` | {answer} | {test_probe.WITH_SUBPROCESSES.get(call, answer)} |"
+              for call, answer in test_probe.EXPECTED.items()]
     lines += ["", END]
     return "\n".join(lines)
 

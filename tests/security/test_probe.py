@@ -76,6 +76,40 @@ EXPECTED = {
     "lookup_dcookie": "EPERM",             # seccomp
     "fanotify_init": "EPERM",              # seccomp
     "vhangup": "EPERM",                    # seccomp
+    # No new namespaces by clone, with or without subprocesses (unshare and setns above).
+    "clone_newuser": "EPERM",              # seccomp
+    "clone_newuser_newnet_newns": "EPERM", # seccomp
+    "clone_newpid": "EPERM",               # seccomp
+    "clone_newnet": "EPERM",               # seccomp
+    "clone_newipc_newuts": "EPERM",        # seccomp
+    "clone_newcgroup": "EPERM",            # seccomp
+    # No setuid or setgid bit, whichever call would set it; no world-write by chmod.
+    "chmod_setuid": "EPERM",               # seccomp
+    "fchmod_setgid": "EPERM",              # seccomp
+    "fchmodat_setuid": "EPERM",            # seccomp
+    "fchmodat2_setuid": "EPERM",           # seccomp (by number: newer than libseccomp)
+    "chmod_world_writable": "EPERM",       # seccomp
+    "open_creat_setuid_setgid": "EPERM",   # seccomp
+    "mknod_setgid_file": "EPERM",          # seccomp
+    "openat2": "ENOSYS",                   # seccomp: its mode is in memory; libc falls back
+    "setxattr_capability": "EPERM",        # seccomp: no extended attributes at all
+    # Nothing the guest wrote runs as a program.
+    "memfd_create": "EPERM",               # seccomp
+    "memfd_secret": "EPERM",               # seccomp
+    "mmap_exec_tmp": "EPERM",              # /tmp, /work and read-write folders are noexec
+    # Nothing of the host's activity, nothing of the host's paths.
+    "inotify_init1": "EPERM",              # seccomp
+    "proc_self_mountinfo": "EACCES",       # Landlock: only the guest's own status files
+    "statmount": "EPERM",                  # seccomp
+    "listmount": "EPERM",                  # seccomp
+}
+
+# What changes in a cell that allows subprocesses (--allow-subprocesses): processes may be
+# made and the system's programs run; every other answer is the same.
+WITH_SUBPROCESSES = {
+    "fork": "ok",
+    "vfork_like_clone": "ok",
+    "execve_shell": "ok",                  # /bin/sh runs, in a child
 }
 
 CODE = {
@@ -111,12 +145,20 @@ class KernelSurface(unittest.TestCase):
         os.chmod(self.dir, 0o755)
         os.chmod(os.path.join(self.dir, "probe.so"), 0o755)
 
-    def test_every_privileged_call_gets_its_exact_answer(self):
+    def answers(self, *flags):
         for lang in ("ruby", "python"):
-            with self.subTest(lang=lang):
-                r = run_json(CODE[lang], "--mount", f"{self.dir}:/probe", lang=lang)
+            with self.subTest(lang=lang, flags=flags):
+                r = run_json(CODE[lang], "--mount", f"{self.dir}:/probe", *flags, lang=lang)
                 self.assertEqual(r.status, "ok", r)
-                self.assertEqual(r.result["value"], EXPECTED)
+                yield r.result["value"]
+
+    def test_every_privileged_call_gets_its_exact_answer(self):
+        for value in self.answers():
+            self.assertEqual(value, EXPECTED)
+
+    def test_the_same_with_subprocesses_allowed(self):
+        for value in self.answers("--allow-subprocesses"):
+            self.assertEqual(value, {**EXPECTED, **WITH_SUBPROCESSES})
 
 
 if __name__ == "__main__":
