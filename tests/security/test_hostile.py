@@ -4,8 +4,10 @@ afterwards: no process left, no file outside the sandbox changed. The kernel's p
 system calls are in test_probe.py; test_run.py has more walls (seccomp entry points, limits,
 the engine's fds and environment)."""
 import hashlib
+import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -14,8 +16,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from harness import (BIN, LAUNCHED, EachLanguage, become_subreaper, probe,  # noqa: E402
-                     run_json, stray_children, tempdir)
+from harness import (BIN, LAUNCHED, PRELUDE, EachLanguage, become_subreaper,  # noqa: E402
+                     probe, run_json, stray_children, tempdir)
 
 
 def setUpModule():
@@ -39,7 +41,11 @@ def fingerprint(path):
 
 class HostUnchanged(EachLanguage):
     """Every case runs with a read-only and a read-write folder of its own; afterwards the
-    read-only one is byte for byte the same and no process of the run is left."""
+    read-only one is byte for byte the same and no process of the run is left. EXTRA: flags
+    every run of the class gets (the WithSubprocesses classes run every case again in a cell
+    that allows subprocesses)."""
+
+    EXTRA = ()
 
     def setUp(self):
         self.ro = tempdir(self)
@@ -55,7 +61,7 @@ class HostUnchanged(EachLanguage):
         self.assertEqual(stray_children(), [], "a sandbox process outlived its run")
 
     def mounts(self):
-        return ("--mount", f"{self.ro}:/data", "--mount", f"{self.rw}:/out:rw")
+        return ("--mount", f"{self.ro}:/data", "--mount", f"{self.rw}:/out:rw", *self.EXTRA)
 
     def expect(self, code, value, *flags, status="ok"):
         def check(r, lang):
@@ -65,17 +71,23 @@ class HostUnchanged(EachLanguage):
         self.each_language(code, check, *self.mounts(), *flags)
 
 
+SUBPROCESSES = ("--allow-subprocesses",)
+
+
 class Files(HostUnchanged, unittest.TestCase):
     def test_secrets_of_the_host_are_not_there(self):
         self.expect(probe('["/etc/shadow", "/root", "/home", "/sys", "/boot"].map { |p| t { File.read(p) } }',
                           "[t(lambda: open(p).read()) for p in ['/etc/shadow', '/root', '/home', '/sys', '/boot']]"),
                     ["ENOENT"] * 5)
 
-    def test_proc_1_is_our_own_init_with_nothing_in_its_environment(self):
-        self.expect(probe('[t { File.read("/proc/1/environ") }, t { File.read("/proc/1/cmdline").delete("\\0").strip.empty? }]',
-                          "[t(lambda: open('/proc/1/environ').read()), "
-                          "t(lambda: open('/proc/1/cmdline').read().replace('\\0', '').strip() == '')]"),
-                    ["EACCES", True])
+    def test_proc_1_is_our_own_init_and_not_ours_to_read(self):
+        # Of another process's /proc files none is readable (Landlock grants the guest its
+        # own); init's command line, readable before, was blanked (test_run.py checks that).
+        self.expect(probe('[t { File.read("/proc/1/environ") }, t { File.read("/proc/1/cmdline") }, '
+                          't { File.readlink("/proc/1/exe") }]',
+                          "[t(lambda: open('/proc/1/environ').read()), t(lambda: open('/proc/1/cmdline').read()), "
+                          "t(lambda: os.readlink('/proc/1/exe'))]"),
+                    ["EACCES", "EACCES", "EACCES"])
 
     def test_writes_outside_the_mounts_are_refused(self):
         paths = ["/x", "/etc/passwd", "/usr/bin/ruby", "/codecell/y", "/data/data.txt", "/data/new"]
@@ -310,6 +322,384 @@ class Neighbours(unittest.TestCase):
         out, err = proc.communicate(timeout=30)
         self.assertIn('"status":"ok"', out, err)
         self.assertEqual(stray_children(), [])
+
+
+# ---- The walls a hostile review found open (each checks the effect on the host) ----------------
+
+def privileged_entries(path):
+    """Everything under path (itself included) that carries setuid, setgid or file
+    capabilities."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        for p in [dirpath] + [os.path.join(dirpath, n) for n in filenames + dirnames]:
+            st = os.lstat(p)
+            if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                found.append((p, oct(st.st_mode)))
+            try:
+                os.getxattr(p, "security.capability", follow_symlinks=False)
+                found.append((p, "security.capability"))
+            except OSError:
+                pass
+    return found
+
+
+class SetuidInReadWriteFolders(unittest.TestCase):
+    """No way of making a file leaves a setuid or setgid program (or file capabilities) in a
+    read-write folder, and the folder keeps its owner and mode. Tried with every call and tool
+    the guest has, subprocesses allowed."""
+
+    CODE = {
+        "ruby": PRELUDE["ruby"] + r"""
+require "fileutils"; require "fiddle"
+libc = Fiddle.dlopen(nil)
+sys = Fiddle::Function.new(libc["syscall"], [Fiddle::TYPE_LONG, Fiddle::TYPE_LONG, Fiddle::TYPE_VOIDP, Fiddle::TYPE_LONG, Fiddle::TYPE_LONG], Fiddle::TYPE_LONG)
+setxattr = Fiddle::Function.new(libc["setxattr"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_VOIDP, Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+FileUtils.cp("/usr/bin/id", "/out/id")
+r = []
+r << t { File.chmod(04755, "/out/id") }
+r << t { File.chmod(02755, "/out/id") }
+r << t { File.open("/out/id") { |f| f.chmod(06755) } }
+r << t { File.chmod(06777, "/out") }
+r << t { File.chmod(0777, "/out") }
+r << t { File.chmod(0700, "/out") }
+r << t { File.open("/out/created", File::CREAT | File::WRONLY, 06755) { } }
+r << t { Dir.mkdir("/out/dir", 02777); File.chmod(02775, "/out/dir") }
+r << sys.call(452, -100, "/out/id", 04755, 0)
+r << setxattr.call("/out/id", "security.capability", [0x02000001, 1 << 7, 0, 0, 0].pack("L5"), 20, 0)
+r << system("chmod", "u+s", "/out/id", err: File::NULL)
+r << system("install", "-m", "4755", "/usr/bin/id", "/out/installed", err: File::NULL)
+r << system("cp", "-p", "/usr/bin/newgrp", "/out/copied", err: File::NULL)
+File.write("/tmp/s", "x"); r << t { File.chmod(04755, "/tmp/s") }
+r << t { File.rename("/tmp/s", "/out/moved") }
+r
+""",
+        "python": PRELUDE["python"] + r"""
+import ctypes, io, shutil, stat, subprocess, tarfile
+libc = ctypes.CDLL(None, use_errno=True)
+shutil.copyfile("/usr/bin/id", "/out/id")
+r = []
+r.append(t(lambda: os.chmod("/out/id", 0o4755)))
+r.append(t(lambda: os.chmod("/out/id", 0o2755)))
+fd = os.open("/out/id", os.O_RDONLY); r.append(t(lambda: os.fchmod(fd, 0o6755))); os.close(fd)
+r.append(t(lambda: os.chmod("/out", 0o6777)))
+r.append(t(lambda: os.chmod("/out", 0o777)))
+r.append(t(lambda: os.chmod("/out", 0o700)))
+r.append(t(lambda: os.close(os.open("/out/created", os.O_CREAT | os.O_WRONLY, 0o6755))))
+r.append(t(lambda: os.mknod("/out/node", stat.S_IFREG | 0o6755)))
+r.append(t(lambda: (os.mkdir("/out/dir", 0o2777), os.chmod("/out/dir", 0o2775))))
+r.append(libc.syscall(452, -100, b"/out/id", 0o4755, 0))
+r.append(libc.setxattr(b"/out/id", b"security.capability", (ctypes.c_uint32 * 5)(0x02000001, 1 << 7, 0, 0, 0), 20, 0))
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w") as tar:
+    info = tarfile.TarInfo("tarred"); info.mode = 0o6755; info.size = 2
+    tar.addfile(info, io.BytesIO(b"#!"))
+data = buf.getvalue()
+with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+    r.append(t(lambda: tar.extractall("/out/py")))
+open("/tmp/a.tar", "wb").write(data)
+os.mkdir("/out/tar")
+r.append(subprocess.run(["tar", "-xpf", "/tmp/a.tar", "-C", "/out/tar"], capture_output=True).returncode)
+r.append(subprocess.run(["chmod", "g+s", "/out/id"], capture_output=True).returncode)
+r.append(subprocess.run(["install", "-m", "4755", "/usr/bin/id", "/out/installed"], capture_output=True).returncode)
+r.append(subprocess.run(["cp", "-p", "/usr/bin/newgrp", "/out/copied"], capture_output=True).returncode)
+r
+""",
+    }
+
+    def test_nothing_made_in_a_read_write_folder_is_setuid_or_setgid(self):
+        become_subreaper()
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                rw = tempdir(self)
+                os.chmod(rw, 0o755)
+                before = os.stat(rw)
+                r = run_json(self.CODE[lang], "--mount", f"{rw}:/out:rw", "--allow-subprocesses", lang=lang)
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(privileged_entries(rw), [], r)
+                after = os.stat(rw)
+                self.assertEqual((after.st_uid, after.st_gid, oct(after.st_mode)),
+                                 (before.st_uid, before.st_gid, oct(before.st_mode)))
+                self.assertTrue(os.path.exists(os.path.join(rw, "id")))
+                self.assertEqual(stray_children(), [])
+
+
+class SetuidInReadWriteFoldersWithoutSubprocesses(unittest.TestCase):
+    def test_the_copy_of_the_review_leaves_no_setuid_program(self):
+        # The review's own steps, verbatim, in a cell without subprocesses.
+        rw = tempdir(self)
+        os.chmod(rw, 0o755)
+        r = run_json('import os, shutil\nshutil.copyfile("/usr/bin/id", "/out/id")\n'
+                     'errors = []\nfor p, m in (("/out/id", 0o4755), ("/out", 0o6777)):\n'
+                     '    try:\n        os.chmod(p, m)\n    except OSError as e:\n        errors.append(e.errno)\n'
+                     'errors', "--mount", f"{rw}:/out:rw", lang="python")
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual(r.result["value"], [1, 1])  # EPERM, EPERM
+        self.assertEqual(privileged_entries(rw), [])
+        self.assertEqual(oct(os.stat(rw).st_mode), oct(stat.S_IFDIR | 0o755))
+
+
+LOADER = "/lib64/ld-linux-x86-64.so.2"
+
+
+class ProgramsTheGuestWrote(HostUnchanged, unittest.TestCase):
+    """Nothing the guest wrote starts as a program: not from /tmp, /work or a read-write folder,
+    not through the dynamic loader, not from a memfd; native code inside the interpreter
+    (ctypes, Fiddle) still works."""
+
+    EXTRA = SUBPROCESSES
+
+    def test_no_file_the_guest_wrote_runs_as_a_program(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            v = r.result["value"]
+            self.assertNotIn("uid=", json.dumps(v), r)
+            for where in ("/tmp", "/work", "/out"):
+                self.assertEqual(v[where + " exec"], "EACCES", v)
+                self.assertNotEqual(v[where + " loader"], 0, v)
+            self.assertEqual(v["memfd"], "EPERM", v)
+            self.assertEqual(v["native code"], [1, 2, 3], v)
+        self.each_language(probe(f"""
+require "fiddle"; require "open3"
+v = {{}}
+%w[/tmp /work /out].each do |d|
+  File.binwrite("#{{d}}/x", File.binread("/usr/bin/id")); File.chmod(0755, "#{{d}}/x")
+  v["#{{d}} exec"] = t {{ Open3.capture2e("#{{d}}/x")[0] }}
+  out, st = Open3.capture2e("{LOADER}", "#{{d}}/x")
+  v["#{{d}} loader"] = st.exitstatus || -1
+  v["#{{d}} out"] = out
+end
+libc = Fiddle.dlopen(nil)
+memfd = Fiddle::Function.new(libc["memfd_create"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+v["memfd"] = memfd.call("x", 0) < 0 ? Errno.constants.find {{ |c| Errno.const_get(c)::Errno == Fiddle.last_error }}.to_s : "made"
+qsort = Fiddle::Function.new(libc["qsort"], [Fiddle::TYPE_VOIDP, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_SIZE_T, Fiddle::TYPE_VOIDP], Fiddle::TYPE_VOID)
+cmp = Fiddle::Closure::BlockCaller.new(Fiddle::TYPE_INT, [Fiddle::TYPE_VOIDP, Fiddle::TYPE_VOIDP]) {{ |a, b| a[0, 4].unpack1("l") <=> b[0, 4].unpack1("l") }}
+arr = Fiddle::Pointer[[3, 1, 2].pack("l*")]
+qsort.call(arr, 3, 4, cmp)
+v["native code"] = arr[0, 12].unpack("l*")
+v
+""", f"""
+import ctypes, shutil, subprocess
+v = {{}}
+for d in ("/tmp", "/work", "/out"):
+    shutil.copyfile("/usr/bin/id", d + "/x"); os.chmod(d + "/x", 0o755)
+    v[d + " exec"] = t(lambda: subprocess.run([d + "/x"], capture_output=True))
+    p = subprocess.run(["{LOADER}", d + "/x"], capture_output=True, text=True)
+    v[d + " loader"] = p.returncode
+    v[d + " out"] = p.stdout + p.stderr
+v["memfd"] = t(lambda: os.memfd_create("x"))
+libc = ctypes.CDLL(None)
+CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+arr = (ctypes.c_int * 3)(3, 1, 2)
+libc.qsort(arr, 3, ctypes.sizeof(ctypes.c_int), CMP(lambda a, b: a[0] - b[0]))
+v["native code"] = list(arr)
+v
+"""), check, *self.mounts())
+
+    def test_the_loader_cannot_replace_the_interpreter_with_a_written_file(self):
+        # Without forking: exec the loader in place of the interpreter, on a file in /tmp.
+        def check(r, lang):
+            self.assertNotIn("uid=", r.result.get("stdout", ""), r)
+        self.each_language({"ruby": f'File.binwrite("/tmp/x", File.binread("/usr/bin/id")); exec("{LOADER}", "/tmp/x")',
+                            "python": f'import os, shutil\nshutil.copyfile("/usr/bin/id", "/tmp/x")\n'
+                                      f'os.execv("{LOADER}", ["{LOADER}", "/tmp/x"])'},
+                           check, "--mount", f"{self.rw}:/out:rw")
+
+
+class WatchingTheHost(HostUnchanged, unittest.TestCase):
+    """An inotify watch on the shared /usr would report what the host runs, and give two
+    sandboxes a channel: the guest cannot make one, while the host opens files there."""
+
+    def test_host_activity_is_invisible(self):
+        stop = threading.Event()
+
+        def host_activity():
+            while not stop.is_set():
+                for name in ("true", "env", "id"):
+                    with open(os.path.join("/usr/bin", name), "rb") as f:
+                        f.read(16)
+                time.sleep(0.01)
+        worker = threading.Thread(target=host_activity, daemon=True)
+        worker.start()
+        self.addCleanup(stop.set)
+
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], ["EPERM", 0], r)
+        self.each_language(probe("""
+require "fiddle"
+libc = Fiddle.dlopen(nil)
+init = Fiddle::Function.new(libc["inotify_init1"], [Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+fd = init.call(0)
+if fd < 0
+  [Errno.constants.find { |c| Errno.const_get(c)::Errno == Fiddle.last_error }.to_s, 0]
+else
+  add = Fiddle::Function.new(libc["inotify_add_watch"], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, Fiddle::TYPE_INT], Fiddle::TYPE_INT)
+  add.call(fd, "/usr/bin", 0x20 | 0x01)
+  io = IO.for_fd(fd); events = 0
+  deadline = Time.now + 2
+  while Time.now < deadline
+    events += 1 if IO.select([io], nil, nil, 0.2) && io.readpartial(4096)
+  end
+  ["watching", events]
+end
+""", """
+import ctypes, select, time
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+if fd < 0:
+    result = [errno.errorcode[ctypes.get_errno()], 0]
+else:
+    libc.inotify_add_watch(fd, b"/usr/bin", 0x20 | 0x01)
+    events, deadline = 0, time.monotonic() + 2
+    while time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.2)[0]:
+            os.read(fd, 4096); events += 1
+    result = ["watching", events]
+result
+"""), check, *self.mounts())
+
+
+class HostPaths(unittest.TestCase):
+    """No host path of a mounted folder appears anywhere under /proc the guest can read (the
+    folder names here stand for a customer's)."""
+
+    def test_no_mounted_folder_shows_its_host_path(self):
+        ro = tempfile.mkdtemp(prefix="client-acme-private-")
+        rw = tempfile.mkdtemp(prefix="client-acme-private-")
+        for d in (ro, rw):
+            self.addCleanup(subprocess.run, ["rm", "-rf", d])
+            os.chmod(d, 0o755)
+        code = {"ruby": PRELUDE["ruby"] + """
+found = []
+Dir.glob("/proc/**/*").each do |p|
+  begin
+    if File.symlink?(p)
+      found << p if File.readlink(p).include?("client-acme")
+    elsif File.file?(p)
+      found << p if File.open(p, "rb") { |f| f.read(1 << 20).to_s }.include?("client-acme")
+    end
+  rescue SystemCallError, IOError
+  end
+end
+[found, Dir.children("/data") == [] && Dir.children("/out") == []]
+""", "python": PRELUDE["python"] + """
+found = []
+for root, dirs, files in os.walk("/proc"):
+    for n in files + dirs:
+        p = os.path.join(root, n)
+        try:
+            if os.path.islink(p):
+                if "client-acme" in os.readlink(p):
+                    found.append(p)
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    if b"client-acme" in f.read(1 << 20):
+                        found.append(p)
+        except OSError:
+            pass
+[found, os.listdir("/data") == [] and os.listdir("/out") == []]
+"""}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                r = run_json(code[lang], "--mount", f"{ro}:/data", "--mount", f"{rw}:/out:rw",
+                             "--timeout", "60s", lang=lang, timeout=180)
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"], [[], True], r)
+
+
+class CpuOfEveryProcess(HostUnchanged, unittest.TestCase):
+    """The CPU budget counts every process of the run, not only the interpreter's clock: a
+    spinning child ends the run as fuel_exhausted at the budget, long before the wall clock."""
+
+    def test_a_spinning_child_spends_the_runs_budget(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "fuel_exhausted", r)
+            self.assertGreaterEqual(r.result["cpu_ms"], 1000, r)
+        self.each_language({"ruby": "fork { loop {} }; sleep 300",
+                            "python": "import subprocess, sys, time\n"
+                                      "subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+                                      "time.sleep(300)"},
+                           check, *self.mounts(), "--allow-subprocesses", "--cpu", "1s", "--timeout", "120s")
+
+
+class HostToolsCannotTakeTheHostDown(unittest.TestCase):
+    """A command tool that closes its stdin early raises no SIGPIPE in codecell; one that
+    closes its output and sleeps (or never exits) is stopped at its deadline, with its whole
+    process group."""
+
+    def test_tools_that_misbehave_end_as_tool_errors(self):
+        become_subreaper()
+        d = tempdir(self)
+        tools = os.path.join(d, "tools.json")
+        with open(tools, "w") as f:
+            json.dump({"tools": [
+                {"name": "shut", "description": "closes its stdin at once",
+                 "command": ["/bin/sh", "-c", "exec 0<&-; sleep 0.2; echo '{\"ok\": 1}'"]},
+                {"name": "mute", "description": "closes its output and sleeps",
+                 "command": ["/bin/sh", "-c", "exec >&- 2>&-; sleep 600"], "timeout_ms": 500},
+                {"name": "forks", "description": "leaves a child behind that holds nothing",
+                 "command": ["/bin/sh", "-c", "exec >&- 2>&- 0<&-; sleep 600 & sleep 600"], "timeout_ms": 500},
+            ]}, f)
+        code = {"ruby": 'big = "x" * 300_000; %w[shut mute forks].map { |n| begin; SB.call(n, blob: big); '
+                        'rescue SB::ToolError => e; e.message; end }',
+                "python": 'big = "x" * 300000\nr = []\nfor n in ("shut", "mute", "forks"):\n'
+                          '    try:\n        r.append(sb.call(n, blob=big))\n'
+                          '    except sb.ToolError as e:\n        r.append(str(e))\nr'}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                for _ in range(3):
+                    r = run_json(code[lang], "--tools", tools, lang=lang)
+                    self.assertEqual(r.code, 0, r)
+                    self.assertEqual(r.status, "ok", r)
+                    shut, mute, forks = r.result["value"]
+                    self.assertEqual(shut, {"ok": 1})
+                    self.assertIn('"mute" did not answer within 500 ms', mute)
+                    self.assertIn('"forks" did not answer within 500 ms', forks)
+                    self.assertEqual(stray_children(), [], "a tool process outlived its call")
+
+
+class ForgedResults(HostUnchanged, unittest.TestCase):
+    def test_a_result_frame_with_a_guessed_id_is_refused(self):
+        # Exec ids are random: a frame with a small id (the old, guessable sequence) is a
+        # protocol error, never the run's result.
+        frames = [f'{{"t":"result","id":{i},"ok":true,"value":"forged"}}' for i in range(0, 4)]
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("result frame without the exec's id", r.result["error"])
+        ruby = "io = IO.for_fd(3, autoclose: false); " + "; ".join(
+            f"io.write([{len(f)}].pack('N') + '{f}')" for f in frames) + "; io.flush; sleep 5"
+        python = "import os, struct, time\n" + "".join(
+            f"os.write(3, struct.pack('>I', {len(f)}) + b'{f}')\n" for f in frames) + "time.sleep(5)"
+        self.each_language({"ruby": ruby, "python": python}, check, *self.mounts())
+
+
+# Every case of the classes above again, in a cell that allows subprocesses.
+class FilesWithSubprocesses(Files):
+    EXTRA = SUBPROCESSES
+
+
+class NetworkWithSubprocesses(Network):
+    EXTRA = SUBPROCESSES
+
+
+class ProcessesWithSubprocesses(Processes):
+    EXTRA = SUBPROCESSES
+
+
+class ResourcesWithSubprocesses(Resources):
+    EXTRA = SUBPROCESSES
+
+
+class ProtocolWithSubprocesses(Protocol):
+    EXTRA = SUBPROCESSES
+
+
+class WatchingTheHostWithSubprocesses(WatchingTheHost):
+    EXTRA = SUBPROCESSES
+
+
+class ForgedResultsWithSubprocesses(ForgedResults):
+    EXTRA = SUBPROCESSES
 
 
 if __name__ == "__main__":
