@@ -80,6 +80,15 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                abi > 0 ? "%s" : "not available (kernel < 5.13 or not in the lsm= list)%s",
                abi > 0 ? text : "");
 
+        /* Landlock is also what keeps the host paths of mounted folders out of the guest's
+         * sight (/proc/<pid>/mountinfo): say so, for an operator deciding on_unsupported. */
+        report(&all[n++], "proc_paths_hidden", abi > 0, false,
+               abi > 0 ? "/proc/<pid>/mountinfo and the like are unreadable in the sandbox "
+                         "(Landlock)%s"
+                       : "without Landlock the guest can read /proc/self/mountinfo, which shows "
+                         "the host path of every mounted folder%s",
+               "");
+
         bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
         report(&all[n++], "seccomp", seccomp, true,
                seccomp ? "available (libseccomp filter, x86_64 only%s)" : "not available%s", "");

@@ -222,5 +222,26 @@ int main(int argc, char **argv)
         free(names);
         codecell_cell_free(cell);
         CHECK(children(pids, 16) == 0);
+        /* The same with a child process left computing, in a cell that allows subprocesses:
+         * the idle check counts every process of the session, not the interpreter's clock. */
+        config = codecell_config_new(language, &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        codecell_config_set_subprocesses(config, true);
+        codecell_config_set_limit(config, CODECELL_LIMIT_CPU_MS, 1000, &err);
+        cell = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(cell != NULL);
+        expect(cell, "child",
+               L("Process.detach(fork { loop {} }); :left",
+                 "import subprocess, sys\n"
+                 "subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n'left'"),
+               "{\"status\":\"ok\",\"value\":\"left\"");
+        wait_closed(cell, "child");
+        names = codecell_session_list(cell);
+        CHECK(names && names[0] == NULL);
+        free(names);
+        codecell_cell_free(cell);
+        CHECK(children(pids, 16) == 0);
         CHECK_DONE();
 }
