@@ -1,6 +1,7 @@
 #include "seccomp_program.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -229,6 +230,16 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
                                      SCMP_A0(SCMP_CMP_NE, AF_UNIX));
         if (r < 0)
                 return err_sys(err, -r, "seccomp rule socket");
+        /* dnotify (F_NOTIFY) signals a watcher when files of a directory are opened, the same
+         * window on the host as inotify; a lease (F_SETLEASE) signals when another process
+         * opens a file the guest holds. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
+                             SCMP_A1(SCMP_CMP_EQ, F_NOTIFY));
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
+                                     SCMP_A1(SCMP_CMP_EQ, F_SETLEASE));
+        if (r < 0)
+                return err_sys(err, -r, "seccomp rule fcntl");
         /* TIOCSTI pushes input into a terminal; the guest has none, but refuse it anyway. The
          * request is an int: compare the low 32 bits only. */
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,

@@ -379,6 +379,24 @@ static long try_inotify_init(void)
                 close((int)fd);
         return fd < 0 ? errno : 0;
 }
+static long try_dnotify_usr_bin(void)
+{
+        int fd = open("/usr/bin", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        long r = outcome(fcntl(fd, F_NOTIFY, DN_ACCESS | DN_MULTISHOT));
+        close(fd);
+        return r;
+}
+static long try_lease(void)
+{
+        int fd = open(scratch("lease"), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        long r = outcome(fcntl(fd, F_SETLEASE, F_RDLCK));
+        close(fd);
+        return r;
+}
 static long try_proc_self_mountinfo(void)
 {
         int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -528,6 +546,8 @@ static const struct probe probes[] = {
         {"memfd_secret", try_memfd_secret},
         {"mmap_exec_tmp", try_mmap_exec_tmp},
         {"inotify_init1", try_inotify_init},
+        {"dnotify_usr_bin", try_dnotify_usr_bin},
+        {"fcntl_setlease", try_lease},
         {"proc_self_mountinfo", try_proc_self_mountinfo},
         {"statmount", try_statmount},
         {"listmount", try_listmount},

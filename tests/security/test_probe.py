@@ -99,6 +99,8 @@ EXPECTED = {
     "mmap_exec_tmp": "EPERM",              # /tmp, /work and read-write folders are noexec
     # Nothing of the host's activity, nothing of the host's paths.
     "inotify_init1": "EPERM",              # seccomp
+    "dnotify_usr_bin": "EPERM",            # seccomp (fcntl F_NOTIFY)
+    "fcntl_setlease": "EPERM",             # seccomp (fcntl F_SETLEASE)
     "proc_self_mountinfo": "EACCES",       # Landlock: only the guest's own status files
     "statmount": "EPERM",                  # seccomp
     "listmount": "EPERM",                  # seccomp
