@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc_stat.h"
 #include "util.h"
 
 /* A sandbox holds at most its pids limit of processes; the walk stops here whatever happens. */
@@ -25,28 +26,16 @@ bool cpu_meter_init(struct cpu_meter *m, pid_t init, pid_t guest, bool whole_tre
         return guest > 0 && clock_getcpuclockid(guest, &m->clock) == 0;
 }
 
-/* utime, stime, cutime, cstime of /proc/PID/stat, in clock ticks; false when gone. */
+/* utime, stime, cutime, cstime (fields 14-17) of /proc/PID/stat, in clock ticks; false when
+ * gone. */
 static bool stat_times(pid_t pid, unsigned long long t[4])
 {
         char path[64], text[1024];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
         if (read_file(path, text, sizeof(text)) <= 0)
                 return false;
-        char *p = strrchr(text, ')'); /* the command name may hold anything */
-        if (!p)
-                return false;
-        /* After ")": field 3 (state) onwards; utime is field 14. */
         unsigned long long f[18] = {0};
-        int field = 2;
-        for (p++; *p && field < 17;) {
-                while (*p == ' ')
-                        p++;
-                char *end = p;
-                f[++field] = strtoull(p, &end, 10);
-                for (p = end; *p && *p != ' '; p++)
-                        ;
-        }
-        if (field < 17)
+        if (!proc_stat_fields(text, f, 17))
                 return false;
         memcpy(t, &f[14], 4 * sizeof(t[0]));
         return true;

@@ -20,6 +20,7 @@
 #include "error.h"
 #include "netns.h"
 #include "pipe_write.h"
+#include "proc_stat.h"
 #include "util.h"
 
 /* The cgroup namespace, made at clone while the child is still in the engine's cgroup, hides
@@ -143,20 +144,8 @@ static void scrub_command_line(void)
         if (n <= 0)
                 return;
         buf[n] = '\0';
-        char *p = strrchr(buf, ')'); /* the command name may hold spaces */
-        if (!p)
-                return;
         unsigned long long f[52] = {0};
-        int field = 2;
-        for (p++; *p && field < 51;) {
-                while (*p == ' ')
-                        p++;
-                char *end = p;
-                f[++field] = strtoull(p, &end, 10);
-                for (p = end; *p && *p != ' '; p++) /* a field that is not a number: the state */
-                        ;
-        }
-        if (field < 51)
+        if (!proc_stat_fields(buf, f, 51))
                 return;
         for (int first = 48; first <= 50; first += 2)
                 if (f[first + 1] > f[first])

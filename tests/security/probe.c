@@ -35,6 +35,15 @@ static long outcome(long r)
         return r < 0 ? errno : 0;
 }
 
+/* For a call that returns an fd: closes it, and 0 when it was made, else the errno. */
+static long fd_outcome(long fd)
+{
+        if (fd < 0)
+                return errno;
+        close((int)fd);
+        return 0;
+}
+
 /* A socket: 0 when created (then closed), else the errno. */
 static long try_socket(int domain, int type, int protocol)
 {
@@ -106,54 +115,36 @@ static long try_proc_mem_of_init(void)
 
 static long try_userfaultfd(void)
 {
-        long fd = syscall(SYS_userfaultfd, O_CLOEXEC);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_userfaultfd, O_CLOEXEC));
 }
 
 static long try_io_uring(void)
 {
         char params[120] = {0};
-        long fd = syscall(SYS_io_uring_setup, 1, params);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_io_uring_setup, 1, params));
 }
 
 static long try_perf_event_open(void)
 {
         /* struct perf_event_attr, software clock: type 1, size 128, config 0. */
         uint32_t attr[32] = {1, 128};
-        long fd = syscall(SYS_perf_event_open, attr, 0, -1, -1, 0);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_perf_event_open, attr, 0, -1, -1, 0));
 }
 
 static long try_bpf(void)
 {
         char attr[64] = {0};
-        long fd = syscall(SYS_bpf, 0 /* BPF_MAP_CREATE */, attr, sizeof(attr));
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_bpf, 0 /* BPF_MAP_CREATE */, attr, sizeof(attr)));
 }
 
 static long try_fsopen(void)
 {
-        long fd = syscall(SYS_fsopen, "tmpfs", 0);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_fsopen, "tmpfs", 0));
 }
 
 static long try_open_tree(void)
 {
-        long fd = syscall(SYS_open_tree, AF_UNSPEC, "/tmp", 1 /* OPEN_TREE_CLONE */);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_open_tree, AF_UNSPEC, "/tmp", 1 /* OPEN_TREE_CLONE */));
 }
 
 static long try_pidfd_getfd(void)
@@ -161,10 +152,7 @@ static long try_pidfd_getfd(void)
         long pidfd = syscall(SYS_pidfd_open, 1, 0);
         if (pidfd < 0)
                 return errno;
-        long fd = syscall(SYS_pidfd_getfd, pidfd, 0, 0);
-        long e = fd < 0 ? errno : 0;
-        if (fd >= 0)
-                close((int)fd);
+        long e = fd_outcome(syscall(SYS_pidfd_getfd, pidfd, 0, 0));
         close((int)pidfd);
         return e;
 }
@@ -205,34 +193,42 @@ struct probe {
         long (*run)(void);
 };
 
-/* A raw clone: the child (when there is one) exits at once, so a cell that allows subprocesses
- * runs the probe to its end in one process. 0 when a child was made, else the errno. */
+static int exit_at_once(void *arg)
+{
+        (void)arg;
+        syscall(SYS_exit, 0);
+        return 0;
+}
+
+/* clone(2) with flags, through libc's wrapper (the clone system call, which the filter reads;
+ * never clone3) on a stack of its own, so even a CLONE_VM child cannot disturb ours. The child
+ * exits at once, so a cell that allows subprocesses runs the probe to its end in one process.
+ * 0 when a child was made, else the errno. */
 static long try_clone_flags(unsigned long flags)
 {
-        long pid = syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
-        if (pid == 0)
-                syscall(SYS_exit, 0);
+        static char stack[64 * 1024] __attribute__((aligned(16)));
+        int pid = clone(exit_at_once, stack + sizeof(stack), (int)flags | SIGCHLD, NULL);
         if (pid < 0)
                 return errno;
-        waitpid((pid_t)pid, NULL, 0);
+        waitpid(pid, NULL, 0);
         return 0;
 }
 
 static long try_fork(void)
 {
-        return try_clone_flags(0);
-}
-
-static long try_vfork_like_clone(void)
-{
-        /* The child shares our memory and stack until it exits: it only calls exit. */
-        long pid = syscall(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0);
+        /* The fork system call itself (the filter has a rule of its own for it). */
+        long pid = syscall(SYS_fork);
         if (pid == 0)
                 syscall(SYS_exit, 0);
         if (pid < 0)
                 return errno;
         waitpid((pid_t)pid, NULL, 0);
         return 0;
+}
+
+static long try_vfork_like_clone(void)
+{
+        return try_clone_flags(CLONE_VM | CLONE_VFORK);
 }
 
 static long try_clone_newuser(void)
@@ -316,11 +312,8 @@ static long try_chmod_world_writable(void)
 static long try_open_creat_setuid(void)
 {
         unlink("/tmp/probe-creat");
-        long fd = syscall(SYS_openat, AT_FDCWD, "/tmp/probe-creat", O_CREAT | O_WRONLY | O_CLOEXEC,
-                          06755);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_openat, AT_FDCWD, "/tmp/probe-creat",
+                                  O_CREAT | O_WRONLY | O_CLOEXEC, 06755));
 }
 static long try_mknod_setgid_file(void)
 {
@@ -331,10 +324,7 @@ static long try_openat2(void)
 {
         /* struct open_how: flags, mode, resolve. */
         uint64_t how[3] = {O_CREAT | O_WRONLY, 04755, 0};
-        long fd = syscall(437 /* openat2 */, AT_FDCWD, "/tmp/probe-openat2", how, sizeof(how));
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(437 /* openat2 */, AT_FDCWD, "/tmp/probe-openat2", how, sizeof(how)));
 }
 static long try_setxattr_capability(void)
 {
@@ -345,17 +335,11 @@ static long try_setxattr_capability(void)
 }
 static long try_memfd_create(void)
 {
-        long fd = syscall(SYS_memfd_create, "probe", 0);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_memfd_create, "probe", 0));
 }
 static long try_memfd_secret(void)
 {
-        long fd = syscall(447 /* memfd_secret */, 0);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(447 /* memfd_secret */, 0));
 }
 static long try_mmap_exec_tmp(void)
 {
@@ -374,10 +358,7 @@ static long try_mmap_exec_tmp(void)
 }
 static long try_inotify_init(void)
 {
-        long fd = syscall(SYS_inotify_init1, IN_CLOEXEC);
-        if (fd >= 0)
-                close((int)fd);
-        return fd < 0 ? errno : 0;
+        return fd_outcome(syscall(SYS_inotify_init1, IN_CLOEXEC));
 }
 static long try_dnotify_usr_bin(void)
 {
