@@ -154,10 +154,19 @@ module CodecellGuest
       when Array then value.map { |item| plain(item, depth + 1) }
       when Hash then value.to_h { |key, item| [key.nil? ? "null" : text(key), plain(item, depth + 1)] }
       else
-        # Objects with a to_json of their own give it; the rest their inspect.
+        # Objects with a to_json of their own give it (read back, so that what reaches the
+        # engine is JSON whatever that method returns); the rest their inspect.
         generic = !(Object === value) || value.method(:to_json).owner == GENERIC_TO_JSON
-        generic ? safe_inspect(value) : value
+        generic ? safe_inspect(value) : own_json(value, depth)
       end
+    end
+
+    def own_json(value, depth)
+      plain(JSON.parse(value.to_json, max_nesting: false), depth + 1)
+    rescue TooDeep
+      raise
+    rescue Exception # rubocop:disable Lint/RescueException -- a to_json that raises or exits
+      safe_inspect(value)
     end
 
     def safe_inspect(value)
