@@ -221,7 +221,16 @@ static const char *scan_number(const char *p, const char *end)
                 real = true;
         }
         if (real) {
-                _cleanup_free_ char *copy = strndup(start, (size_t)(p - start));
+                /* strtod wants a terminated string: a copy, on the stack when short. */
+                size_t n = (size_t)(p - start);
+                char small[64];
+                _cleanup_free_ char *big = n < sizeof(small) ? NULL : strndup(start, n);
+                char *copy = big;
+                if (n < sizeof(small)) {
+                        memcpy(small, start, n);
+                        small[n] = '\0';
+                        copy = small;
+                }
                 if (!copy || isinf(strtod(copy, NULL)))
                         return NULL;
         }
@@ -347,19 +356,6 @@ static int set_output(json_t *obj, const char *key, const char *flag, const stru
         return 0;
 }
 
-/* Appends n bytes to a growing string. */
-static bool append(char **buf, size_t *len, const char *data, size_t n)
-{
-        char *grown = realloc(*buf, *len + n + 1);
-        if (!grown)
-                return false;
-        memcpy(grown + *len, data, n);
-        *len += n;
-        grown[*len] = '\0';
-        *buf = grown;
-        return true;
-}
-
 char *codecell_result_to_json(const codecell_result *r, bool pretty)
 {
         json_t *obj = json_object();
@@ -387,32 +383,27 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
         /* 15 significant digits for the engine's own figures: 0.1 prints as 0.1. */
-        _cleanup_free_ char *rest =
-                bad ? NULL
-                    : json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
-                                              JSON_REAL_PRECISION(15));
+        _cleanup_free_ char *rest = bad ? NULL
+                                        : json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
+                                                                  JSON_REAL_PRECISION(15));
         json_decref(obj);
         /* duration_ms is always there, so rest is "{" + members + "}". */
         const char *open = pretty ? "{\n  " : "{";
         if (!rest || strncmp(rest, open, strlen(open)) != 0)
                 return NULL;
         const char *sep = pretty ? ",\n  " : ",", *colon = pretty ? ": " : ":";
+        const char *value = codecell_result_value(r);
         char *text = NULL;
         size_t len = 0;
-        const char *status = codecell_status_name(r->status);
-        bool ok = append(&text, &len, open, strlen(open)) &&
-                  append(&text, &len, "\"status\"", 8) &&
-                  append(&text, &len, colon, strlen(colon)) && append(&text, &len, "\"", 1) &&
-                  append(&text, &len, status, strlen(status)) && append(&text, &len, "\"", 1) &&
-                  append(&text, &len, sep, strlen(sep));
-        const char *value = codecell_result_value(r);
-        if (ok && value)
-                ok = append(&text, &len, "\"value\"", 7) &&
-                     append(&text, &len, colon, strlen(colon)) &&
-                     append(&text, &len, value, strlen(value)) &&
-                     append(&text, &len, sep, strlen(sep));
-        const char *members = rest + strlen(open);
-        if (!ok || !append(&text, &len, members, strlen(members))) {
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return NULL;
+        fprintf(f, "%s\"status\"%s\"%s\"%s", open, colon, codecell_status_name(r->status), sep);
+        if (value)
+                fprintf(f, "\"value\"%s%s%s", colon, value, sep);
+        fputs(rest + strlen(open), f);
+        bool failed = ferror(f);
+        if (fclose(f) != 0 || failed) {
                 free(text);
                 return NULL;
         }

@@ -237,7 +237,7 @@ static json_t *call_result(const codecell_result *res)
          * integer beyond 64 bits (read as a double) or one beyond a double (then left out). */
         json_t *structured = text ? json_loads(text, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
         bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
-        json_t *out = !text         ? NULL
+        json_t *out = !text        ? NULL
                       : structured ? json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type",
                                                "text", "text", text, "structuredContent",
                                                structured, "isError", is_error)

@@ -67,15 +67,30 @@ int main(void)
 
         /* The guest's value text: exactly one JSON value, numbers of any length. */
         static const char *const valid[] = {
-                "0", "-0.0", "1180591620717411303424", "1.7976931348623157e+308", "5e-324",
-                "0.30000000000000004", " [1, {\"a\": [true, false, null]}] ", "\"\\ud83d\\ude00\"",
-                "\"h\xc3\xa9 \\u0000 \\n\"", "{}", "[]", "[[]]", "{\"a\":{}}",
+                "0",
+                "-0.0",
+                "1180591620717411303424",
+                "1.7976931348623157e+308",
+                "5e-324",
+                "0.30000000000000004",
+                " [1, {\"a\": [true, false, null]}] ",
+                "\"\\ud83d\\ude00\"",
+                "\"h\xc3\xa9 \\u0000 \\n\"",
+                "{}",
+                "[]",
+                "[[]]",
+                "{\"a\":{}}",
         };
         static const char *const invalid[] = {
-                "", " ", "1 2", "[1,]", "{\"a\"}", "{\"a\":1,}", "01", "1.", ".5", "1e", "-",
-                "1e400", "-1e999", "\"\\udcff\"", "\"\\ud800x\"", "\"\xff\"", "\"a\nb\"",
-                "\"\\x\"", "[1", "{", "nul", "truex", "NaN", "Infinity", "[1]]", "\"abc",
-                "1, \"status\": \"ok\"",
+                "",         " ",           "1 2",
+                "[1,]",     "{\"a\"}",     "{\"a\":1,}",
+                "01",       "1.",          ".5",
+                "1e",       "-",           "1e400",
+                "-1e999",   "\"\\udcff\"", "\"\\ud800x\"",
+                "\"\xff\"", "\"a\nb\"",    "\"\\x\"",
+                "[1",       "{",           "nul",
+                "truex",    "NaN",         "Infinity",
+                "[1]]",     "\"abc",       "1, \"status\": \"ok\"",
         };
         for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++)
                 CHECK(json_text_valid(valid[i], strlen(valid[i])));
