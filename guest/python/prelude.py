@@ -203,10 +203,18 @@ def _safe_repr(value):
 
 def _value_json(value):
     """The value as exact JSON text: the engine writes it into the result as it is."""
+    # Integers have any size in JSON (and in Ruby): lift the int-to-str digit limit for the
+    # encoding (Python 3.11+), which is the guest's own CPU time.
+    limit = getattr(sys, "get_int_max_str_digits", lambda: None)()
     try:
+        if limit is not None:
+            sys.set_int_max_str_digits(0)
         return _dumps(_plain(value))
-    except BaseException:  # too deep, an int past the str() limit, a dict that lies…
+    except BaseException:  # too deep, a dict that lies…
         return _dumps(_safe_repr(value))
+    finally:
+        if limit is not None:
+            sys.set_int_max_str_digits(limit)
 
 
 def _class_name(exc):

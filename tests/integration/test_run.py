@@ -5,6 +5,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 import unittest
 
@@ -887,6 +888,15 @@ class ExactValues(EachLanguage, unittest.TestCase):
             self.assertEqual(r.result["value"], [2**70, -(2**100), 10**400, 2**63 - 1, -(2**63)])
         self.each_language({"ruby": "[2**70, -(2**100), 10**400, 2**63 - 1, -(2**63)]",
                             "python": "[2**70, -(2**100), 10**400, 2**63 - 1, -(2**63)]"}, check)
+
+    def test_an_integer_of_5000_digits_is_exact(self):
+        # Python's int-to-str limit (4300 digits) is the guest's, not the result's; this test
+        # reads the result with Python too.
+        if hasattr(sys, "set_int_max_str_digits"):
+            self.addCleanup(sys.set_int_max_str_digits, sys.get_int_max_str_digits())
+            sys.set_int_max_str_digits(0)
+        self.each_language({"ruby": "[7 * 10**5000, 1]", "python": "[7 * 10**5000, 1]"},
+                           lambda r, lang: self.assertEqual(r.result["value"], [7 * 10**5000, 1], r))
 
     def test_nan_and_infinities_have_one_tagged_form(self):
         def check(r, lang):
