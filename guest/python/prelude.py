@@ -134,17 +134,17 @@ def call(name, args=None, /, **kwargs):
     _check_json(merged, "args")
     with _rpc_lock:
         _rpc_id[0] += 1
-        id = _rpc_id[0]
-        _send({"t": "call", "id": id, "name": _text(name), "args": merged})
+        call_id = _rpc_id[0]
+        _send({"t": "call", "id": call_id, "name": _text(name), "args": merged})
         while True:
             reply = _read_frame()
             if reply is None:
                 raise RpcUnavailable("the host closed the tool channel")
             # The answer to an earlier call whose caller was interrupted while waiting.
-            if isinstance(reply, dict) and isinstance(reply.get("id"), int) and reply["id"] < id:
+            if isinstance(reply, dict) and isinstance(reply.get("id"), int) and reply["id"] < call_id:
                 continue
             break
-    if not isinstance(reply, dict) or reply.get("t") != "reply" or reply.get("id") != id:
+    if not isinstance(reply, dict) or reply.get("t") != "reply" or reply.get("id") != call_id:
         raise RpcUnavailable("unexpected answer from the host")
     if reply.get("ok"):
         return reply.get("result")

@@ -52,7 +52,6 @@ module CodecellGuest
   MODULE_INSPECT = Module.instance_method(:inspect)
   GENERIC_TO_JSON = JSON::Ext::Generator::GeneratorMethods::Object
   RPC_LOCK = Thread::Mutex.new
-  FLOAT_TAGS = { "NaN" => "NaN", "Infinity" => "Infinity", "-Infinity" => "-Infinity" }.freeze
 
   class TooDeep < StandardError; end
 
@@ -146,10 +145,11 @@ module CodecellGuest
       raise TooDeep if depth > MAX_DEPTH
 
       case value
-      when nil, true, false then value
+      when nil, true, false, Integer then value
       when String then text(value)
-      when Integer then Integer(value)
-      when Float then value.finite? ? value : { "$float" => FLOAT_TAGS.fetch(value.to_s) }
+      # JSON has no NaN or Infinity: a tagged object, the same as Python's ("NaN",
+      # "Infinity", "-Infinity" are Float#to_s).
+      when Float then value.finite? ? value : { "$float" => value.to_s }
       when Symbol then text(value.to_s)
       when Array then value.map { |item| plain(item, depth + 1) }
       when Hash then value.to_h { |key, item| [key.nil? ? "null" : text(key), plain(item, depth + 1)] }
