@@ -913,6 +913,32 @@ class ExactValues(EachLanguage, unittest.TestCase):
         self.assertEqual(r.status, "ok", r)
         self.assertEqual(r.result["value"], [{"x": [1, 2.5, 2**70]}, "#<Q>"])
 
+    def test_200_levels_are_data_201_fall_back_alike(self):
+        nest = {"ruby": "def nest(n) = n.times.reduce(1) { |x, _| [x] }\n",
+                "python": "def nest(n):\n    x = 1\n    for _ in range(n): x = [x]\n    return x\n"}
+
+        def data(r, lang):
+            deep = r.result["value"]
+            for _ in range(200):
+                deep = deep[0]
+            self.assertEqual(deep, 1, r)
+
+        def text(r, lang):
+            self.assertEqual(r.result["value"], "[" * 201 + "1" + "]" * 201, r)
+        self.each_language({lang: nest[lang] + "nest(200)" for lang in nest}, data)
+        self.each_language({lang: nest[lang] + "nest(201)" for lang in nest}, text)
+
+    def test_a_value_text_that_is_not_one_json_value_is_refused(self):
+        # The engine writes the value text into the result as it is: a forged result frame
+        # (with the exec id read from the prelude's frame) must not smuggle in other fields.
+        r = run_json("import sys, json, os, struct, time\nf = sys._getframe()\n"
+                     "while 'frame' not in f.f_locals: f = f.f_back\n"
+                     "body = json.dumps({'t': 'result', 'id': f.f_locals['frame']['id'], 'ok': True, "
+                     "'value_json': '1, \"status\": \"error\"'}).encode()\n"
+                     "os.write(3, struct.pack('>I', len(body)) + body)\ntime.sleep(5)", lang="python")
+        self.assertEqual(r.status, "sandbox_error", r)
+        self.assertIn("its value is not one JSON value", r.result["error"])
+
     def test_a_list_100000_deep_falls_back(self):
         def check(r, lang):
             self.assertEqual(r.status, "ok", r)
