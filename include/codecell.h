@@ -297,6 +297,10 @@ CODECELL_API const char *codecell_result_stderr(const codecell_result *result, s
 /* The DESIGN §6 JSON object, compact (or indented when pretty). Caller frees with free().
  * NULL only when out of memory. */
 CODECELL_API char *codecell_result_to_json(const codecell_result *result, bool pretty);
+/* The value of an "ok" result as JSON text, exactly as the guest gave it (integers of any
+ * size, doubles in their shortest exact form): "null" when there was none. NULL for any
+ * other status. Owned by the result. */
+CODECELL_API const char *codecell_result_value(const codecell_result *result);
 CODECELL_API void codecell_result_free(codecell_result *result);
 
 /* ---- host check ------------------------------------------------------------------------ */

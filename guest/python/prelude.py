@@ -8,6 +8,8 @@ frame. Guest code sees only the `sb` module (also importable as `import sb`).
 # _ast, not ast: the C module is all the prelude needs, and the ast package would add ~2 ms of
 # imports to every start.
 import _ast
+import _thread
+import builtins
 import json
 import os
 import struct
@@ -17,7 +19,9 @@ import types
 
 CONTROL_FD = 3
 MAX_BACKTRACE = 20
-FILENAME = "sandbox"
+MAX_MESSAGE = 100_000  # characters of an exception's message
+MAX_DEPTH = 200  # levels of a value; deeper comes back as its repr
+FILENAME = "sandbox"  # the script's name: __file__, sys.argv[0], backtraces
 
 # The host's system packages (Debian's python3-*) are importable; the interpreter runs with
 # -I -S, so site.py is not run: .pth files there are not processed.
@@ -28,8 +32,23 @@ for _path in ("/usr/local/lib/python3/dist-packages",
         sys.path.append(_path)
 
 
+# The prelude's own references: guest code that rebinds json.dumps does not break the channel.
+_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def _text(value):
+    """A str that encodes as UTF-8: lone surrogates (os.fsdecode of a non-UTF-8 name gives
+    them) become U+FFFD, as the engine does with invalid bytes of output."""
+    value = str.__str__(value) if isinstance(value, str) else str(value)
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _send(obj):
-    body = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    body = _dumps(obj).encode("utf-8")
     data = struct.pack(">I", len(body)) + body
     while data:
         data = data[os.write(CONTROL_FD, data):]
@@ -72,11 +91,17 @@ class RpcUnavailable(Exception):
 
 
 def _check_json(value, path):
-    if value is None or isinstance(value, (bool, str, int)):
+    if value is None or isinstance(value, (bool, str)):
+        return
+    if isinstance(value, int):
+        # The host reads integers of 64 bits; a bigger one cannot reach the tool as it is.
+        if not -2**63 <= value < 2**63:
+            raise ToolError("tool arguments: %s is an integer beyond 64 bits, which the host "
+                            "cannot take (pass it as a string)" % path)
         return
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise TypeError("tool arguments must be JSON: %s is %r" % (path, value))
+            raise ToolError("tool arguments: %s is %r, which JSON cannot carry" % (path, value))
         return
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -93,6 +118,8 @@ def _check_json(value, path):
 
 
 _rpc_id = [1]
+# Calls run one at a time (docs/tools.md): threads queue here, each gets its own answer.
+_rpc_lock = _thread.allocate_lock()
 
 
 def call(name, args=None, /, **kwargs):
@@ -105,12 +132,19 @@ def call(name, args=None, /, **kwargs):
     if kwargs:
         merged = dict(merged, **kwargs)
     _check_json(merged, "args")
-    _rpc_id[0] += 1
-    _send({"t": "call", "id": _rpc_id[0], "name": name, "args": merged})
-    reply = _read_frame()
-    if reply is None:
-        raise RpcUnavailable("the host closed the tool channel")
-    if reply.get("t") != "reply" or reply.get("id") != _rpc_id[0]:
+    with _rpc_lock:
+        _rpc_id[0] += 1
+        call_id = _rpc_id[0]
+        _send({"t": "call", "id": call_id, "name": _text(name), "args": merged})
+        while True:
+            reply = _read_frame()
+            if reply is None:
+                raise RpcUnavailable("the host closed the tool channel")
+            # The answer to an earlier call whose caller was interrupted while waiting.
+            if isinstance(reply, dict) and isinstance(reply.get("id"), int) and reply["id"] < call_id:
+                continue
+            break
+    if not isinstance(reply, dict) or reply.get("t") != "reply" or reply.get("id") != call_id:
         raise RpcUnavailable("unexpected answer from the host")
     if reply.get("ok"):
         return reply.get("result")
@@ -126,56 +160,131 @@ sys.modules["sb"] = sb
 
 # ---- evaluation -------------------------------------------------------------------------------
 
+_FLOAT_TAGS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def _plain(value, depth=0):
-    """Data that survives JSON as it is; anything else as its repr (like Ruby's inspect)."""
-    if depth > 200:
+    """Data that survives JSON exactly; anything else as its repr (like Ruby's inspect)."""
+    if depth > MAX_DEPTH:
         raise RecursionError("value nested too deep")
-    if value is None or isinstance(value, (bool, str)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return _text(value)
     if isinstance(value, int):
-        return value if -2**63 <= value < 2**63 else str(value)
+        return int(value)  # any size: JSON numbers have no limit
     if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        value = float(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            return {"$float": _FLOAT_TAGS[repr(value)]}  # JSON has no NaN or Infinity
+        return value
     if isinstance(value, (list, tuple)):
         return [_plain(item, depth + 1) for item in value]
     if isinstance(value, dict) and all(isinstance(k, (str, int, float, bool)) or k is None
                                        for k in value):
-        return {k if isinstance(k, str) else json.dumps(k): _plain(v, depth + 1)
+        return {_text(k) if isinstance(k, str) else json.dumps(k): _plain(v, depth + 1)
                 for k, v in value.items()}
     return _safe_repr(value)
 
 
+def _type_name(value):
+    try:
+        return _text(type(value).__name__)
+    except BaseException:
+        return "object"
+
+
 def _safe_repr(value):
     try:
-        return repr(value)
-    except Exception:  # a repr that raises
-        return "<%s>" % type(value).__name__
+        return _text(repr(value))
+    except BaseException:  # a repr that raises, recurses without end, or exits
+        return "<%s>" % _type_name(value)
 
 
-def _jsonable(value):
+def _value_json(value):
+    """The value as exact JSON text: the engine writes it into the result as it is."""
+    # Integers have any size in JSON (and in Ruby): lift the int-to-str digit limit for the
+    # encoding (Python 3.11+), which is the guest's own CPU time.
+    limit = getattr(sys, "get_int_max_str_digits", lambda: None)()
     try:
-        return json.loads(json.dumps(_plain(value), allow_nan=False))
-    except (ValueError, TypeError, RecursionError):
-        return _safe_repr(value)
+        if limit is not None:
+            sys.set_int_max_str_digits(0)
+        return _dumps(_plain(value))
+    except BaseException:  # too deep, a dict that lies…
+        return _dumps(_safe_repr(value))
+    finally:
+        if limit is not None:
+            sys.set_int_max_str_digits(limit)
 
 
 def _class_name(exc):
-    cls = type(exc)
-    module = cls.__module__
-    return cls.__qualname__ if module in ("builtins", "__main__") else module + "." + cls.__qualname__
+    try:
+        cls = type(exc)
+        module = _text(getattr(cls, "__module__", None) or "builtins")
+        name = _text(getattr(cls, "__qualname__", None) or cls.__name__)
+        return name if module in ("builtins", "__main__") else module + "." + name
+    except BaseException:
+        return "BaseException"
+
+
+def _message(exc):
+    try:
+        text = _text(str(exc))
+    except BaseException:  # __str__ raised, recursed, or returned no str
+        return "<exception str() failed>"
+    if len(text) > MAX_MESSAGE:
+        text = text[:MAX_MESSAGE] + "… (%d more characters)" % (len(text) - MAX_MESSAGE)
+    return text
 
 
 def _backtrace(exc):
     """Frames of the guest's code and the libraries it called, never the prelude's."""
     frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename != __file__:
-            frames.append("%s:%d:in %s" % (code.co_filename, tb.tb_lineno, code.co_name))
-        tb = tb.tb_next
+    try:
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename != __file__:
+                frames.append("%s:%d:in %s" % (_text(code.co_filename), tb.tb_lineno,
+                                               _text(code.co_name)))
+            tb = tb.tb_next
+    except BaseException:
+        pass
     # Innermost first, as Ruby reports them.
     return list(reversed(frames))[:MAX_BACKTRACE]
+
+
+def _exit_status(exc):
+    """sys.exit's status, as the interpreter would exit with it: None is 0, an int itself,
+    anything else (a message) 1."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return int(code) if -2**63 <= code < 2**63 else 1
+    return 1
+
+
+def _error(exc):
+    if isinstance(exc, SystemExit):
+        status = _exit_status(exc)
+        if status == 0:
+            return {"ok": True, "value_json": "null", "exit_status": 0}
+        code = exc.code
+        message = "exit status %d" % status
+        if code is not None and not isinstance(code, int):
+            message = "%s (%s)" % (_message(exc), message)
+        return {"ok": False, "exit_status": status,
+                "error": {"class": _class_name(exc), "message": message,
+                          "backtrace": _backtrace(exc)}}
+    backtrace = _backtrace(exc)
+    try:
+        if isinstance(exc, SyntaxError) and exc.filename == FILENAME:
+            backtrace.insert(0, "%s:%s" % (FILENAME, exc.lineno))
+    except BaseException:
+        pass
+    return {"ok": False, "error": {"class": _class_name(exc), "message": _message(exc),
+                                   "backtrace": backtrace}}
 
 
 def _evaluate(code, scope):
@@ -186,13 +295,18 @@ def _evaluate(code, scope):
             last = _ast.Expression(tree.body.pop().value)
         exec(compile(tree, FILENAME, "exec"), scope)
         value = eval(compile(last, FILENAME, "eval"), scope) if last is not None else None
-        return {"ok": True, "value": _jsonable(value)}
     except BaseException as exc:  # every failure is reported, SystemExit included
-        backtrace = _backtrace(exc)
-        if isinstance(exc, SyntaxError) and exc.filename == FILENAME:
-            backtrace.insert(0, "%s:%s" % (exc.filename, exc.lineno))
-        return {"ok": False, "error": {"class": _class_name(exc), "message": str(exc),
-                                       "backtrace": backtrace}}
+        try:
+            return _error(exc)
+        except BaseException:  # an exception that defeats every guard above
+            return {"ok": False, "error": {"class": "BaseException",
+                                           "message": "<exception could not be read>",
+                                           "backtrace": []}}
+    return {"ok": True, "value_json": _value_json(value)}
+
+
+def _exit(code=None):
+    raise SystemExit(code)
 
 
 def _run():
@@ -201,7 +315,13 @@ def _run():
     # Output reaches the engine line by line, so progress reports can show the last line.
     sys.stdout.reconfigure(line_buffering=True)
     _send({"t": "ready", "runtime": "python", "version": "%d.%d.%d" % sys.version_info[:3]})
-    scope = {"__name__": "__main__", "__builtins__": __builtins__, "sb": sb}
+    # The code runs as a script named FILENAME: `if __name__ == "__main__":` holds.
+    sys.argv = [FILENAME]
+    scope = {"__name__": "__main__", "__file__": FILENAME, "__builtins__": __builtins__,
+             "sb": sb}
+    # exit() and quit() as site.py defines them (the interpreter runs with -S).
+    if not hasattr(builtins, "exit"):
+        builtins.exit = builtins.quit = _exit
     while True:
         frame = _read_frame()
         if frame is None:  # the engine is gone
@@ -215,15 +335,16 @@ def _run():
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except Exception:
+            except BaseException:
                 pass
         result = {"t": "result", "id": frame.get("id")}
         result.update(out)
         try:
             _send(result)
-        except (ValueError, TypeError):
-            result["value"] = _safe_repr(result.get("value"))
-            _send(result)
+        except BaseException:  # never the end of a session: say what failed instead
+            _send({"t": "result", "id": frame.get("id"), "ok": False,
+                   "error": {"class": "codecell.ResultError",
+                             "message": "the result could not be sent", "backtrace": []}})
 
 
 _run()

@@ -38,8 +38,22 @@ end
 # The protocol side, kept out of the guest's way.
 module CodecellGuest
   MAX_BACKTRACE = 20
+  MAX_MESSAGE = 100_000 # characters of an exception's message
+  MAX_DEPTH = 200 # levels of a value; deeper comes back as its inspect
   PRELUDE_PATH = "/codecell/"
   BOOT_FRAME = "-e:"
+  FILENAME = "sandbox" # the script's name: __FILE__, $0, backtraces
+  UTF_8 = Encoding::UTF_8
+  # Methods taken from Kernel and Module before guest code runs: they work on any object,
+  # BasicObject included, whatever the object's class redefines.
+  CLASS_OF = Kernel.instance_method(:class)
+  INSPECT = Kernel.instance_method(:inspect)
+  MODULE_NAME = Module.instance_method(:name)
+  MODULE_INSPECT = Module.instance_method(:inspect)
+  GENERIC_TO_JSON = JSON::Ext::Generator::GeneratorMethods::Object
+  RPC_LOCK = Thread::Mutex.new
+
+  class TooDeep < StandardError; end
 
   class << self
     def control
@@ -56,30 +70,46 @@ module CodecellGuest
       return nil if header.nil? || header.bytesize < 4
 
       body = control.read(header.unpack1("N"))
-      JSON.parse(body.force_encoding(Encoding::UTF_8))
+      JSON.parse(body.force_encoding(UTF_8))
     end
 
+    # Calls run one at a time (docs/tools.md): threads queue on the lock, each gets its own
+    # answer.
     def rpc(name, args)
       check_json!(args, "args")
-      @rpc_id = (@rpc_id || 1) + 1
-      frame = JSON.generate({ t: "call", id: @rpc_id, name: name, args: args })
-      control.write([frame.bytesize].pack("N"), frame)
-      reply = read_frame
-      raise SB::RpcUnavailable, "the host closed the tool channel" if reply.nil?
-      unless reply["t"] == "reply" && reply["id"] == @rpc_id
-        raise SB::RpcUnavailable, "unexpected answer from the host"
-      end
+      RPC_LOCK.synchronize do
+        @rpc_id = (@rpc_id || 1) + 1
+        id = @rpc_id
+        frame = JSON.generate({ t: "call", id: id, name: text(name), args: args })
+        control.write([frame.bytesize].pack("N"), frame)
+        reply = nil
+        loop do
+          reply = read_frame
+          raise SB::RpcUnavailable, "the host closed the tool channel" if reply.nil?
+          # The answer to an earlier call whose thread was killed while it waited.
+          break unless reply.is_a?(Hash) && reply["id"].is_a?(Integer) && reply["id"] < id
+        end
+        unless reply.is_a?(Hash) && reply["t"] == "reply" && reply["id"] == id
+          raise SB::RpcUnavailable, "unexpected answer from the host"
+        end
 
-      reply
+        reply
+      end
     end
 
     # Tool arguments are JSON data, nothing else (json's generic to_json would quietly turn any
-    # object into its to_s).
+    # object into its to_s). What JSON cannot carry, or the host cannot read (integers beyond
+    # 64 bits), is a ToolError.
     def check_json!(value, path)
       case value
-      when nil, true, false, String, Integer, Symbol then nil
+      when nil, true, false, String, Symbol then nil
+      when Integer
+        if value.bit_length >= 64
+          raise SB::ToolError, "tool arguments: #{path} is an integer beyond 64 bits, which " \
+                               "the host cannot take (pass it as a string)"
+        end
       when Float
-        raise TypeError, "tool arguments must be JSON: #{path} is #{value}" unless value.finite?
+        raise SB::ToolError, "tool arguments: #{path} is #{value}, which JSON cannot carry" unless value.finite?
       when Array then value.each_with_index { |item, i| check_json!(item, "#{path}[#{i}]") }
       when Hash
         value.each do |key, item|
@@ -90,62 +120,112 @@ module CodecellGuest
           check_json!(item, "#{path}[#{key.inspect}]")
         end
       else
-        raise TypeError, "tool arguments must be JSON: #{path} is a #{value.class}"
+        raise TypeError, "tool arguments must be JSON: #{path} is a #{class_name(value)}"
       end
     end
 
-    # Values must survive JSON; the round trip normalises what the host will read. Objects
-    # with no JSON form of their own come back as their inspect string (json's generic
-    # Object#to_json would give to_s, which says less); integers beyond 64 bits come back as
-    # decimal strings, since JSON readers disagree on them.
-    def jsonable(value)
-      JSON.parse(JSON.generate(plain(value)))
-    rescue StandardError, SystemStackError
+    # A String that is valid UTF-8: invalid bytes become U+FFFD, as the engine does with
+    # output; other encodings are converted.
+    def text(value)
+      s = String === value ? String.new(value) : String.new(value.to_s)
+      s.force_encoding(UTF_8) if s.encoding == Encoding::BINARY || s.encoding == Encoding::US_ASCII
+      s = s.encode(UTF_8, invalid: :replace, undef: :replace, replace: "\uFFFD") unless s.encoding == UTF_8
+      s.valid_encoding? ? s : s.scrub("\uFFFD")
+    end
+
+    # The value as exact JSON text: the engine writes it into the result as it is (Float#to_s
+    # is the shortest form that reads back to the same double; integers have any size).
+    def value_json(value)
+      JSON.generate(plain(value, 0), max_nesting: false)
+    rescue Exception # rubocop:disable Lint/RescueException -- a to_json that raises, exits…
+      JSON.generate(safe_inspect(value))
+    end
+
+    def plain(value, depth)
+      raise TooDeep if depth > MAX_DEPTH
+
+      case value
+      when nil, true, false, Integer then value
+      when String then text(value)
+      # JSON has no NaN or Infinity: a tagged object, the same as Python's ("NaN",
+      # "Infinity", "-Infinity" are Float#to_s).
+      when Float then value.finite? ? value : { "$float" => value.to_s }
+      when Symbol then text(value.to_s)
+      when Array then value.map { |item| plain(item, depth + 1) }
+      when Hash then value.to_h { |key, item| [key.nil? ? "null" : text(key), plain(item, depth + 1)] }
+      else
+        # Objects with a to_json of their own give it (read back, so that what reaches the
+        # engine is JSON whatever that method returns); the rest their inspect.
+        generic = !(Object === value) || value.method(:to_json).owner == GENERIC_TO_JSON
+        generic ? safe_inspect(value) : own_json(value, depth)
+      end
+    end
+
+    def own_json(value, depth)
+      plain(JSON.parse(value.to_json, max_nesting: false), depth + 1)
+    rescue TooDeep
+      raise
+    rescue Exception # rubocop:disable Lint/RescueException -- a to_json that raises or exits
       safe_inspect(value)
     end
 
-    def plain(value)
-      case value
-      when nil, true, false, String, Float then value
-      when Integer then value.bit_length < 64 ? value : value.to_s
-      when Symbol then value.to_s
-      when Array then value.map { |item| plain(item) }
-      when Hash then value.to_h { |key, item| [key.is_a?(String) ? key : key.to_s, plain(item)] }
-      else
-        generic = value.method(:to_json).owner == JSON::Ext::Generator::GeneratorMethods::Object
-        generic ? safe_inspect(value) : value
-      end
+    def safe_inspect(value)
+      inspected = Object === value ? value.inspect : INSPECT.bind_call(value)
+      text(inspected)
+    rescue Exception # rubocop:disable Lint/RescueException -- too deep, raising, exiting
+      "#<#{class_name(value)}>"
     end
 
-    def safe_inspect(value)
-      value.inspect.to_s.encode("UTF-8", invalid: :replace, undef: :replace)
-    rescue StandardError
-      "#<#{value.class}>"
+    def class_name(value)
+      klass = CLASS_OF.bind_call(value)
+      text(MODULE_NAME.bind_call(klass) || MODULE_INSPECT.bind_call(klass))
+    rescue Exception # rubocop:disable Lint/RescueException
+      "Object"
+    end
+
+    def message_of(exception)
+      message = text(exception.message)
+      return message if message.length <= MAX_MESSAGE
+
+      "#{message[0, MAX_MESSAGE]}… (#{message.length - MAX_MESSAGE} more characters)"
+    rescue Exception # rubocop:disable Lint/RescueException -- a message that raises
+      "<exception message failed>"
     end
 
     # Frames of the guest's code (and the libraries it called), never the prelude's or those
     # of the boot program (guest/ruby/boot.rb, run as `ruby -e`).
     def guest_backtrace(exception)
-      frames = (exception.backtrace || []).reject do |frame|
+      frames = Exception.instance_method(:backtrace).bind_call(exception) || []
+      frames.map { |frame| text(frame) }.reject do |frame|
         frame.start_with?(PRELUDE_PATH, BOOT_FRAME)
-      end
-      frames.first(MAX_BACKTRACE)
-    rescue StandardError
+      end.first(MAX_BACKTRACE)
+    rescue Exception # rubocop:disable Lint/RescueException
       []
     end
 
+    def error_of(exception)
+      if SystemExit === exception
+        status = exception.status
+        return { ok: true, value_json: "null", exit_status: 0 } if status.zero?
+
+        message = message_of(exception)
+        message = message == "exit" ? "exit status #{status}" : "#{message} (exit status #{status})"
+        return { ok: false, exit_status: status,
+                 error: { "class" => class_name(exception), "message" => message,
+                          "backtrace" => guest_backtrace(exception) } }
+      end
+      { ok: false, error: { "class" => class_name(exception), "message" => message_of(exception),
+                            "backtrace" => guest_backtrace(exception) } }
+    rescue Exception # rubocop:disable Lint/RescueException -- defeats every guard above
+      { ok: false, error: { "class" => "Exception", "message" => "<exception could not be read>",
+                            "backtrace" => [] } }
+    end
+
     def evaluate(code)
-      value = TOPLEVEL_BINDING.eval(code, "sandbox", 1)
-      { ok: true, value: jsonable(value) }
+      value = TOPLEVEL_BINDING.eval(code, FILENAME, 1)
+      { ok: true, value_json: value_json(value) }
     rescue Exception => e # rubocop:disable Lint/RescueException -- every failure is reported
-      {
-        ok: false,
-        error: {
-          "class" => e.class.name || e.class.inspect,
-          "message" => e.message.to_s.encode("UTF-8", invalid: :replace, undef: :replace),
-          "backtrace" => guest_backtrace(e)
-        }
-      }
+      error_of(e)
     end
 
     # One "exec" after another, all in the same top-level binding: a one-shot sandbox is
@@ -153,6 +233,8 @@ module CodecellGuest
     def run
       # Output reaches the engine as it is written, so progress reports can show the last line.
       $stdout.sync = true
+      # The code runs as a script named FILENAME: `main if __FILE__ == $0` holds.
+      $0 = FILENAME
       send_frame({ t: "ready", runtime: "ruby", version: RUBY_VERSION })
       loop do
         frame = read_frame
@@ -164,14 +246,23 @@ module CodecellGuest
         out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
         # Output written before the result belongs to this execution: flush it first.
         flush_output
-        send_frame({ t: "result", id: frame["id"] }.merge(out))
+        answer(frame["id"], out)
       end
+    end
+
+    # Never the end of a session: a result that cannot be sent is replaced by a plain error.
+    def answer(id, out)
+      send_frame({ t: "result", id: id }.merge(out))
+    rescue Exception # rubocop:disable Lint/RescueException
+      send_frame({ t: "result", id: id, ok: false,
+                   error: { "class" => "CodecellGuest::ResultError",
+                            "message" => "the result could not be sent", "backtrace" => [] } })
     end
 
     def flush_output
       $stdout.flush
       $stderr.flush
-    rescue StandardError
+    rescue Exception # rubocop:disable Lint/RescueException
       nil
     end
   end

@@ -15,7 +15,9 @@ void print_result(const codecell_result *res)
         const char *err = codecell_result_stderr(res, &n);
         fwrite(err, 1, n, stderr);
         char *text = codecell_result_to_json(res, false);
-        json_t *obj = text ? json_loads(text, 0, NULL) : NULL;
+        /* Integers as reals: a value's big integers need not be exact here, it is printed
+         * from codecell_result_value(). */
+        json_t *obj = text ? json_loads(text, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
         free(text);
         json_t *error = json_object_get(obj, "error");
         if (json_is_true(json_object_get(obj, "stdout_truncated")))
@@ -23,14 +25,10 @@ void print_result(const codecell_result *res)
         if (json_is_true(json_object_get(obj, "stderr_truncated")))
                 fputs("\ncodecell: stderr was truncated\n", stderr);
         switch (codecell_result_status(res)) {
-        case CODECELL_STATUS_OK: {
-                char *value = json_dumps(json_object_get(obj, "value"),
-                                         JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
+        case CODECELL_STATUS_OK:
                 fflush(stdout);
-                printf("%s=> %s\n", open_line ? "\n" : "", value ? value : "null");
-                free(value);
+                printf("%s=> %s\n", open_line ? "\n" : "", codecell_result_value(res));
                 break;
-        }
         case CODECELL_STATUS_ERROR: {
                 fprintf(stderr, "%s: %s\n", json_string_value(json_object_get(error, "class")),
                         json_string_value(json_object_get(error, "message")));

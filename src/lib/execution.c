@@ -35,6 +35,16 @@ static void set_error_text(codecell_result *res, const char *fmt, ...)
         res->error = json_string(text);
 }
 
+/* The code called exit (Ruby's exit, Python's sys.exit): the prelude says with what status. */
+static void set_exit_status(codecell_result *res, const json_t *frame)
+{
+        const json_t *status = json_object_get(frame, "exit_status");
+        if (json_is_integer(status)) {
+                res->exit_status = json_integer_value(status);
+                res->has_exit_status = true;
+        }
+}
+
 static void finish(struct codecell_cell *cell, codecell_result *res, const struct run_outcome *o,
                    int init_status, double exec_start)
 {
@@ -42,9 +52,12 @@ static void finish(struct codecell_cell *cell, codecell_result *res, const struc
         res->status = outcome_classify(o);
         switch (res->status) {
         case CODECELL_STATUS_OK:
-                res->value = json_incref(json_object_get(o->result_frame, "value"));
-                if (!res->value)
-                        res->value = json_null();
+                if (result_set_value(res, o->result_frame) < 0) {
+                        res->status = CODECELL_STATUS_SANDBOX_ERROR;
+                        set_error_text(res, "the guest broke the protocol: its value is not "
+                                            "one JSON value");
+                }
+                set_exit_status(res, o->result_frame);
                 break;
         case CODECELL_STATUS_ERROR:
                 res->error = json_incref(json_object_get(o->result_frame, "error"));
@@ -53,6 +66,7 @@ static void finish(struct codecell_cell *cell, codecell_result *res, const struc
                         res->error = json_pack("{s:s, s:s}", "class", "Unknown", "message",
                                                "the guest reported an error without details");
                 }
+                set_exit_status(res, o->result_frame);
                 break;
         case CODECELL_STATUS_TIMEOUT:
                 set_error_text(res,

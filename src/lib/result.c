@@ -1,6 +1,8 @@
 #include "result.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +87,7 @@ void codecell_result_free(codecell_result *r)
 {
         if (!r)
                 return;
-        json_decref(r->value);
+        free(r->value_json);
         json_decref(r->error);
         json_decref(r->layers);
         json_decref(r->warnings);
@@ -113,6 +115,233 @@ const char *codecell_result_stderr(const codecell_result *r, size_t *ret_len)
         return r->err.data ? r->err.data : "";
 }
 
+/* ---- the value: JSON text kept as the guest wrote it --------------------------------------- */
+
+#define VALUE_MAX_DEPTH 1000
+
+static const char *skip_space(const char *p, const char *end)
+{
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+                p++;
+        return p;
+}
+
+static int hex4(const char *p, const char *end)
+{
+        if (end - p < 4)
+                return -1;
+        int v = 0;
+        for (int i = 0; i < 4; i++) {
+                char c = p[i];
+                int d = c >= '0' && c <= '9'   ? c - '0'
+                        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                        : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                               : -1;
+                if (d < 0)
+                        return -1;
+                v = v * 16 + d;
+        }
+        return v;
+}
+
+/* p at the opening quote; returns the byte after the closing one, or NULL. */
+static const char *scan_string(const char *p, const char *end)
+{
+        const char *run = ++p; /* a run of plain bytes, checked as UTF-8 at once */
+        while (p < end) {
+                unsigned char c = (unsigned char)*p;
+                if (c == '"' || c == '\\') {
+                        if (!utf8_valid(run, (size_t)(p - run)))
+                                return NULL;
+                        if (c == '"')
+                                return p + 1;
+                        if (++p >= end)
+                                return NULL;
+                        if (*p == 'u') {
+                                int u = hex4(p + 1, end);
+                                p += 5;
+                                if (u >= 0xDC00 && u <= 0xDFFF)
+                                        return NULL; /* a low surrogate alone */
+                                if (u >= 0xD800 && u <= 0xDBFF) {
+                                        if (end - p < 6 || p[0] != '\\' || p[1] != 'u')
+                                                return NULL;
+                                        int low = hex4(p + 2, end);
+                                        if (low < 0xDC00 || low > 0xDFFF)
+                                                return NULL;
+                                        p += 6;
+                                } else if (u < 0) {
+                                        return NULL;
+                                }
+                        } else if (strchr("\"\\/bfnrt", *p) && *p) {
+                                p++;
+                        } else {
+                                return NULL;
+                        }
+                        run = p;
+                } else if (c < 0x20) {
+                        return NULL;
+                } else {
+                        p++;
+                }
+        }
+        return NULL;
+}
+
+static const char *scan_digits(const char *p, const char *end)
+{
+        const char *start = p;
+        while (p < end && *p >= '0' && *p <= '9')
+                p++;
+        return p > start ? p : NULL;
+}
+
+/* An integer may have any number of digits (JSON sets no limit, and the guest's big integers
+ * are exact); a number with a fraction or an exponent must read as a finite double. */
+static const char *scan_number(const char *p, const char *end)
+{
+        const char *start = p;
+        if (*p == '-')
+                p++;
+        if (p < end && *p == '0')
+                p++;
+        else if (!(p = scan_digits(p, end)))
+                return NULL;
+        bool real = false;
+        if (p < end && *p == '.') {
+                if (!(p = scan_digits(p + 1, end)))
+                        return NULL;
+                real = true;
+        }
+        if (p < end && (*p == 'e' || *p == 'E')) {
+                p++;
+                if (p < end && (*p == '+' || *p == '-'))
+                        p++;
+                if (!(p = scan_digits(p, end)))
+                        return NULL;
+                real = true;
+        }
+        if (real) {
+                /* strtod wants a terminated string: a copy, on the stack when short. */
+                size_t n = (size_t)(p - start);
+                char small[64];
+                _cleanup_free_ char *big = n < sizeof(small) ? NULL : strndup(start, n);
+                char *copy = big;
+                if (n < sizeof(small)) {
+                        memcpy(small, start, n);
+                        small[n] = '\0';
+                        copy = small;
+                }
+                if (!copy || isinf(strtod(copy, NULL)))
+                        return NULL;
+        }
+        return p;
+}
+
+static const char *scan_word(const char *p, const char *end, const char *word)
+{
+        size_t n = strlen(word);
+        return (size_t)(end - p) >= n && memcmp(p, word, n) == 0 ? p + n : NULL;
+}
+
+bool json_text_valid(const char *text, size_t len)
+{
+        char open[VALUE_MAX_DEPTH]; /* the containers we are in: '[' or '{' */
+        size_t depth = 0;
+        const char *p = text, *end = text + len;
+value:
+        p = skip_space(p, end);
+        if (p >= end)
+                return false;
+        switch (*p) {
+        case '[':
+        case '{':
+                if (depth == VALUE_MAX_DEPTH)
+                        return false;
+                open[depth++] = *p;
+                p = skip_space(p + 1, end);
+                if (p < end && *p == (open[depth - 1] == '[' ? ']' : '}')) {
+                        p++;
+                        depth--;
+                        goto after;
+                }
+                if (open[depth - 1] == '{')
+                        goto key;
+                goto value;
+        case '"':
+                p = scan_string(p, end);
+                break;
+        case 't':
+                p = scan_word(p, end, "true");
+                break;
+        case 'f':
+                p = scan_word(p, end, "false");
+                break;
+        case 'n':
+                p = scan_word(p, end, "null");
+                break;
+        default:
+                p = (*p == '-' || (*p >= '0' && *p <= '9')) ? scan_number(p, end) : NULL;
+        }
+        if (!p)
+                return false;
+after:
+        p = skip_space(p, end);
+        if (depth == 0)
+                return p == end;
+        if (p >= end)
+                return false;
+        if (*p == ',') {
+                p++;
+                if (open[depth - 1] == '[')
+                        goto value;
+                goto key;
+        }
+        if (*p != (open[depth - 1] == '[' ? ']' : '}'))
+                return false;
+        p++;
+        depth--;
+        goto after;
+key:
+        p = skip_space(p, end);
+        if (p >= end || *p != '"' || !(p = scan_string(p, end)))
+                return false;
+        p = skip_space(p, end);
+        if (p >= end || *p != ':')
+                return false;
+        p++;
+        goto value;
+}
+
+int result_set_value(codecell_result *r, const json_t *frame)
+{
+        const json_t *text = json_object_get(frame, "value_json");
+        const json_t *value = json_object_get(frame, "value");
+        char *kept = NULL;
+        if (json_is_string(text)) {
+                if (!json_text_valid(json_string_value(text), json_string_length(text)) ||
+                    memchr(json_string_value(text), '\0', json_string_length(text)))
+                        return -EBADMSG;
+                kept = strdup(json_string_value(text));
+        } else if (text) {
+                return -EBADMSG;
+        } else if (value) {
+                /* A hand-written frame: 17 digits read back as the same double. */
+                kept = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+        } else {
+                kept = strdup("null");
+        }
+        if (!kept)
+                return -ENOMEM;
+        free(r->value_json);
+        r->value_json = kept;
+        return 0;
+}
+
+const char *codecell_result_value(const codecell_result *r)
+{
+        return r->status == CODECELL_STATUS_OK ? (r->value_json ? r->value_json : "null") : NULL;
+}
+
 /* Output is bytes; JSON wants UTF-8. Invalid sequences become U+FFFD. */
 static int set_output(json_t *obj, const char *key, const char *flag, const struct output_buffer *b)
 {
@@ -132,12 +361,13 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
         json_t *obj = json_object();
         if (!obj)
                 return NULL;
-        char *text = NULL;
-        int bad = json_object_set_new(obj, "status", json_string(codecell_status_name(r->status)));
-        if (r->status == CODECELL_STATUS_OK)
-                bad |= json_object_set(obj, "value", r->value ? r->value : json_null());
+        /* Everything but "status" and "value", which are written first, by hand: the value is
+         * the guest's own text (see value_json). */
+        int bad = 0;
         if (r->error)
                 bad |= json_object_set(obj, "error", r->error);
+        if (r->has_exit_status)
+                bad |= json_object_set_new(obj, "exit_status", json_integer(r->exit_status));
         bad |= set_output(obj, "stdout", "stdout_truncated", &r->out);
         bad |= set_output(obj, "stderr", "stderr_truncated", &r->err);
         bad |= json_object_set_new(obj, "duration_ms",
@@ -152,10 +382,30 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
                 bad |= json_object_set(obj, "warnings", r->warnings);
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
-        if (!bad)
-                /* 15 significant digits: 0.1 prints as 0.1, not as 0.10000000000000001. */
-                text = json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
-                                               JSON_REAL_PRECISION(15));
+        /* 15 significant digits for the engine's own figures: 0.1 prints as 0.1. */
+        _cleanup_free_ char *rest = bad ? NULL
+                                        : json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
+                                                                  JSON_REAL_PRECISION(15));
         json_decref(obj);
+        /* duration_ms is always there, so rest is "{" + members + "}". */
+        const char *open = pretty ? "{\n  " : "{";
+        if (!rest || strncmp(rest, open, strlen(open)) != 0)
+                return NULL;
+        const char *sep = pretty ? ",\n  " : ",", *colon = pretty ? ": " : ":";
+        const char *value = codecell_result_value(r);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return NULL;
+        fprintf(f, "%s\"status\"%s\"%s\"%s", open, colon, codecell_status_name(r->status), sep);
+        if (value)
+                fprintf(f, "\"value\"%s%s%s", colon, value, sep);
+        fputs(rest + strlen(open), f);
+        bool failed = ferror(f);
+        if (fclose(f) != 0 || failed) {
+                free(text);
+                return NULL;
+        }
         return text;
 }

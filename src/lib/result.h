@@ -18,7 +18,12 @@ struct output_buffer {
 struct codecell_result {
         codecell_status status;
         double duration_ms;
-        json_t *value; /* ok: the last expression */
+        /* ok: the last expression as JSON text, exactly as the guest wrote it (validated):
+         * jansson holds 64-bit integers and prints doubles with a fixed precision, so the value
+         * never goes through a json_t. NULL: null. */
+        char *value_json;
+        int64_t exit_status; /* the code called exit: its status */
+        bool has_exit_status;
         json_t *error; /* error: {class, message, backtrace}; limits, sandbox_error: a string */
         struct output_buffer out, err;
         double cpu_ms;
@@ -49,5 +54,12 @@ void output_init(struct output_buffer *b, size_t cap);
 int output_append(struct output_buffer *b, const char *data, size_t n);
 
 codecell_result *result_new(void);
+
+/* Takes the value of a result frame: "value_json" (the text the preludes send) or "value" (a
+ * JSON value). -EBADMSG when the text is not exactly one JSON value, -ENOMEM. */
+int result_set_value(codecell_result *r, const json_t *frame);
+/* Whether text[0..len) is exactly one JSON value (RFC 8259, valid UTF-8, no lone surrogate
+ * escapes, no number a double reader would take for infinity, at most 1000 levels deep). */
+bool json_text_valid(const char *text, size_t len);
 
 #endif

@@ -233,12 +233,16 @@ static void untrack(struct mcp_client *c, struct inflight *f)
 static json_t *call_result(const codecell_result *res)
 {
         char *text = codecell_result_to_json(res, false);
-        json_t *structured = text ? json_loads(text, 0, NULL) : NULL;
-        json_t *out = structured
-                              ? json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text",
-                                          "text", text, "structuredContent", structured, "isError",
-                                          codecell_result_status(res) != CODECELL_STATUS_OK)
-                              : NULL;
+        /* The text is exact; structuredContent goes through jansson, which cannot hold an
+         * integer beyond 64 bits (read as a double) or one beyond a double (then left out). */
+        json_t *structured = text ? json_loads(text, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
+        bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
+        json_t *out = !text        ? NULL
+                      : structured ? json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type",
+                                               "text", "text", text, "structuredContent",
+                                               structured, "isError", is_error)
+                                   : json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text",
+                                               "text", text, "isError", is_error);
         free(text);
         return out;
 }

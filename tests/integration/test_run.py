@@ -5,6 +5,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 import unittest
 
@@ -183,25 +184,20 @@ class Values(EachLanguage, unittest.TestCase):
         ({"ruby": "nil", "python": "None"}, None),
         ({"ruby": "42", "python": "42"}, 42),
         ({"ruby": "-7.25", "python": "-7.25"}, -7.25),
-        ({"ruby": "0.1 + 0.2", "python": "0.1 + 0.2"}, 0.3),
+        ({"ruby": "0.1 + 0.2", "python": "0.1 + 0.2"}, 0.30000000000000004),
         ({"ruby": "'héllo wörld ✓ 🎉'", "python": "'héllo wörld ✓ 🎉'"}, "héllo wörld ✓ 🎉"),
         ({"ruby": "[1, 'two', nil, [3]]", "python": "[1, 'two', None, (3,)]"}, [1, "two", None, [3]]),
         ({"ruby": "{a: 1, 'b' => {c: [true, false]}}", "python": "{'a': 1, 'b': {'c': [True, False]}}"},
          {"a": 1, "b": {"c": [True, False]}}),
-        ({"ruby": "2**70", "python": "2**70"}, str(2**70)),
-        ({"ruby": "Float::INFINITY", "python": "float('inf')"}, "Infinity"),
+        ({"ruby": "2**70", "python": "2**70"}, 2**70),
+        ({"ruby": "Float::INFINITY", "python": "float('inf')"}, {"$float": "Infinity"}),
     ]
 
     def test_values_survive_json(self):
         for code, expected in self.CASES:
             def check(r, lang, expected=expected):
                 self.assertEqual(r.status, "ok", r)
-                if isinstance(expected, float):
-                    self.assertAlmostEqual(r.result["value"], expected)
-                elif lang == "python" and expected == "Infinity":
-                    self.assertEqual(r.result["value"], "inf")
-                else:
-                    self.assertEqual(r.result["value"], expected)
+                self.assertEqual(r.result["value"], expected)
             self.each_language(code, check)
 
     def test_object_that_only_inspects(self):
@@ -210,10 +206,9 @@ class Values(EachLanguage, unittest.TestCase):
              "python": "class Point:\n    def __repr__(self): return '#<Point 1,2>'\nPoint()"},
             lambda r, lang: self.assertEqual(r.result["value"], "#<Point 1,2>", r))
 
-    def test_nan_falls_back_to_inspect(self):
+    def test_nan_is_tagged(self):
         self.each_language({"ruby": "0.0 / 0", "python": "float('nan')"},
-                           lambda r, lang: self.assertEqual(r.result["value"],
-                                                            "NaN" if lang == "ruby" else "nan", r))
+                           lambda r, lang: self.assertEqual(r.result["value"], {"$float": "NaN"}, r))
 
 
 class Output(EachLanguage, unittest.TestCase):
@@ -858,6 +853,258 @@ class CommandLine(unittest.TestCase):
             self.assertIn('on_unsupported is "raise"', r.stderr)
         r = codecell("run", "--json", "--on-unsupported", "ignore", "-e", "1")
         self.assertNotIn("warnings", r.result)
+
+
+# ---- issue 14: values exact, odd exceptions, script habits ------------------------------------
+
+def raw_value(r):
+    """The text of "value" as the result wrote it (json.loads would hide how a number looks)."""
+    start = r.stdout.index('"value":') + len('"value":')
+    end = r.stdout.index(',"', start) if r.stdout[start] != "[" else r.stdout.index("]", start) + 1
+    return r.stdout[start:end]
+
+
+class ExactValues(EachLanguage, unittest.TestCase):
+    def test_floats_are_the_shortest_exact_form(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            v = r.result["value"]
+            self.assertEqual(v[0], 0.1 + 0.2)
+            self.assertEqual(v[1], 1.7976931348623157e308)  # Float::MAX, not infinity
+            self.assertEqual(v[2], 0.0)
+            self.assertEqual(str(v[2]), "-0.0")  # the sign is kept
+            self.assertEqual(v[3:], [5e-324, 0.1, 1e22, 100.0, 2.5e-08])
+            text = raw_value(r)
+            self.assertIn("0.30000000000000004", text)
+            self.assertIn(",0.1,", text)  # 15 digits would do here, 17 would give 0.10000000000000001
+            self.assertNotIn("0.10000000000000001", text)
+        self.each_language({"ruby": "[0.1 + 0.2, Float::MAX, -0.0, 5e-324, 0.1, 1e22, 100.0, 2.5e-8]",
+                            "python": "import sys\n[0.1 + 0.2, sys.float_info.max, -0.0, 5e-324, 0.1, "
+                                      "1e22, 100.0, 2.5e-8]"}, check)
+
+    def test_big_integers_are_exact_numbers(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], [2**70, -(2**100), 10**400, 2**63 - 1, -(2**63)])
+        self.each_language({"ruby": "[2**70, -(2**100), 10**400, 2**63 - 1, -(2**63)]",
+                            "python": "[2**70, -(2**100), 10**400, 2**63 - 1, -(2**63)]"}, check)
+
+    def test_an_integer_of_5000_digits_is_exact(self):
+        # Python's int-to-str limit (4300 digits) is the guest's, not the result's; this test
+        # reads the result with Python too.
+        if hasattr(sys, "set_int_max_str_digits"):
+            self.addCleanup(sys.set_int_max_str_digits, sys.get_int_max_str_digits())
+            sys.set_int_max_str_digits(0)
+        self.each_language({"ruby": "[7 * 10**5000, 1]", "python": "[7 * 10**5000, 1]"},
+                           lambda r, lang: self.assertEqual(r.result["value"], [7 * 10**5000, 1], r))
+
+    def test_nan_and_infinities_have_one_tagged_form(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], {"v": [{"$float": "NaN"}, {"$float": "Infinity"},
+                                                       {"$float": "-Infinity"}]})
+        self.each_language({"ruby": "{v: [Float::NAN, Float::INFINITY, -Float::INFINITY]}",
+                            "python": "{'v': [float('nan'), float('inf'), -float('inf')]}"}, check)
+
+    def test_an_own_to_json_is_read_back(self):
+        r = run_json("class P; def to_json(*) = '{\"x\": [1, 2.5, 1180591620717411303424]}'; end\n"
+                     "class Q; def to_json(*) = 'not json'; end\n"
+                     "class Q; def inspect = '#<Q>'; end\n[P.new, Q.new]", lang="ruby")
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual(r.result["value"], [{"x": [1, 2.5, 2**70]}, "#<Q>"])
+
+    def test_200_levels_are_data_201_fall_back_alike(self):
+        nest = {"ruby": "def nest(n) = n.times.reduce(1) { |x, _| [x] }\n",
+                "python": "def nest(n):\n    x = 1\n    for _ in range(n): x = [x]\n    return x\n"}
+
+        def data(r, lang):
+            deep = r.result["value"]
+            for _ in range(200):
+                deep = deep[0]
+            self.assertEqual(deep, 1, r)
+
+        def text(r, lang):
+            self.assertEqual(r.result["value"], "[" * 201 + "1" + "]" * 201, r)
+        self.each_language({lang: nest[lang] + "nest(200)" for lang in nest}, data)
+        self.each_language({lang: nest[lang] + "nest(201)" for lang in nest}, text)
+
+    def test_a_value_text_that_is_not_one_json_value_is_refused(self):
+        # The engine writes the value text into the result as it is: a forged result frame
+        # (with the exec id read from the prelude's frame) must not smuggle in other fields.
+        r = run_json("import sys, json, os, struct, time\nf = sys._getframe()\n"
+                     "while 'frame' not in f.f_locals: f = f.f_back\n"
+                     "body = json.dumps({'t': 'result', 'id': f.f_locals['frame']['id'], 'ok': True, "
+                     "'value_json': '1, \"status\": \"error\"'}).encode()\n"
+                     "os.write(3, struct.pack('>I', len(body)) + body)\ntime.sleep(5)", lang="python")
+        self.assertEqual(r.status, "sandbox_error", r)
+        self.assertIn("its value is not one JSON value", r.result["error"])
+
+    def test_a_list_100000_deep_falls_back(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], "#<Array>" if lang == "ruby" else "<list>")
+        self.each_language({"ruby": "x = []; 100_000.times { x = [x] }; x",
+                            "python": "x = []\nfor _ in range(100_000): x = [x]\nx"}, check)
+
+    def test_values_without_json_or_inspect_fall_back(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            v = r.result["value"]
+            if lang == "ruby":
+                self.assertRegex(v[0], r"^#<BasicObject:0x[0-9a-f]+>$")
+                self.assertEqual(v[1:4], ["#<V>", "#<W>", "#<X>"])
+            else:
+                self.assertEqual(v[1:4], ["<V>", "<W>", "<X>"])
+            self.assertEqual(v[4], "a\ufffdb")
+        self.each_language(
+            {"ruby": "class V; def inspect = raise('i'); end\n"
+                     "class W; def inspect = inspect; end\n"
+                     "class X; def inspect = exit(1); def to_json(*) = raise('j'); end\n"
+                     "[BasicObject.new, V.new, W.new, X.new, \"a\\xffb\"]",
+             "python": "class V:\n    def __repr__(self): raise ValueError('r')\n"
+                       "class W:\n    def __repr__(self): return repr(self)\n"
+                       "class X:\n    def __repr__(self): raise SystemExit(1)\n"
+                       "import os\n[None, V(), W(), X(), os.fsdecode(b'a\\xffb')]"}, check)
+
+
+# Odd exceptions: (code, class, message) in each language; None: any non-empty string.
+ODD_EXCEPTIONS = {
+    "ruby": [
+        ('raise "bad \\xff utf8"', "RuntimeError", "bad \ufffd utf8"),
+        ('raise "\\xff\\xfe".b', "RuntimeError", "\ufffd\ufffd"),
+        ('raise "h\\u00e9".encode("UTF-16LE")', "RuntimeError", "h\u00e9"),
+        ('class E1 < StandardError; def message = raise("no"); end; raise E1', "E1",
+         "<exception message failed>"),
+        ('class E2 < StandardError; def message = exit(2); end; raise E2', "E2",
+         "<exception message failed>"),
+        ('class E3 < StandardError; def message = BasicObject.new; end; raise E3', "E3",
+         "<exception message failed>"),
+        ('class E4 < StandardError; def message = nil; end; raise E4', "E4", ""),
+        ('class E5 < StandardError; def self.name = raise("n"); end; raise E5, "m"', "E5", "m"),
+        ('class E6 < StandardError; def class = raise("c"); end; raise E6, "m"', "E6", "m"),
+        ('class E7 < StandardError; def backtrace = raise("b"); end; raise E7, "m"', "E7", "m"),
+        ('raise Class.new(StandardError), "anon"', None, "anon"),
+        ('raise Interrupt', "Interrupt", "Interrupt"),
+        ('raise SignalException, "TERM"', "SignalException", "SIGTERM"),
+        ('o = Object.new; def o.exception(*) = StandardError.new("via"); raise o', "StandardError", "via"),
+        ('raise BasicObject.new', "TypeError", None),
+        ('def r = r; r', "SystemStackError", None),
+        ('throw :nope', "UncaughtThrowError", None),
+    ],
+    "python": [
+        ('import os\nraise ValueError(os.fsdecode(b"\\xff"))', "ValueError", "\ufffd"),
+        ('class E1(Exception):\n    def __str__(self): raise RuntimeError("no")\nraise E1()', "E1",
+         "<exception str() failed>"),
+        ('class E2(Exception):\n    def __str__(self): return str(self)\nraise E2()', "E2",
+         "<exception str() failed>"),
+        ('class E3(Exception):\n    def __str__(self): return 42\nraise E3()', "E3",
+         "<exception str() failed>"),
+        ('class E4(Exception):\n    def __str__(self): raise SystemExit(3)\nraise E4()', "E4",
+         "<exception str() failed>"),
+        ('class E5(Exception):\n    def __str__(self): return "\\udcff" * 2\nraise E5()', "E5",
+         "\ufffd\ufffd"),
+        ('class E6(Exception): pass\nE6.__module__ = 42\nraise E6("m")', "42.E6", "m"),
+        ('class E7(Exception): pass\nE7.__qualname__ = "odd name \\u2713"\nraise E7("m")',
+         "odd name \u2713", "m"),
+        ('class K(KeyboardInterrupt): pass\nraise K("k")', "K", "k"),
+        ('raise KeyboardInterrupt', "KeyboardInterrupt", ""),
+        ('raise GeneratorExit', "GeneratorExit", ""),
+        ('raise 42', "TypeError", None),
+        ('def r(): r()\nr()', "RecursionError", None),
+    ],
+}
+
+
+class OddExceptions(EachLanguage, unittest.TestCase):
+    def test_every_odd_exception_is_an_error_with_a_clean_class_and_message(self):
+        for lang in LANGUAGES:
+            for code, cls, message in ODD_EXCEPTIONS[lang]:
+                with self.subTest(lang=lang, code=code):
+                    r = run_json(code, lang=lang)
+                    self.assertEqual(r.status, "error", r)
+                    error = r.result["error"]
+                    self.assertIsInstance(error["class"], str)
+                    self.assertIsInstance(error["message"], str)
+                    self.assertIsInstance(error["backtrace"], list)
+                    if cls is not None:
+                        self.assertEqual(error["class"], cls, r)
+                    else:
+                        self.assertTrue(error["class"], r)
+                    if message is not None:
+                        self.assertEqual(error["message"], message, r)
+
+    def test_a_huge_message_is_capped_on_a_character(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "error", r)
+            message = r.result["error"]["message"]
+            self.assertEqual(message, "\u20ac" * 100_000 + "\u2026 (100000 more characters)")
+        self.each_language({"ruby": 'raise "\u20ac" * 200_000',
+                            "python": 'raise ValueError("\u20ac" * 200_000)'}, check)
+
+    def test_a_session_keeps_its_state_through_every_odd_exception(self):
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                entries = ["x = 41"]
+                for code, _, _ in ODD_EXCEPTIONS[lang]:
+                    # One entry each: Python's blocks written as exec() on one line.
+                    entries.append(code if lang == "ruby" else "exec(%r)" % code)
+                entries.append("x + 1")
+                r = codecell("repl", "--lang", lang, stdin="\n".join(entries) + "\n")
+                self.assertEqual(r.code, 0, r)
+                self.assertNotIn("sandbox_error", r.stderr, r)
+                self.assertNotIn("was lost", r.stderr, r)
+                values = [line for line in r.stdout.splitlines() if line.startswith("=> ")]
+                self.assertEqual(values[-1], "=> 42", r)
+
+
+class ScriptHabits(EachLanguage, unittest.TestCase):
+    def test_the_main_guard_runs(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["stdout"], "main ran\n", r)
+        self.each_language({"ruby": 'def main = puts("main ran")\nmain if __FILE__ == $0',
+                            "python": 'def main():\n    print("main ran")\n\n'
+                                      'if __name__ == "__main__":\n    main()'}, check)
+
+    def test_exit_zero_is_ok_with_the_status(self):
+        for lang, codes in (("ruby", ["exit", "exit 0", "exit(true)", "puts 1\nexit\nputs 2"]),
+                            ("python", ["import sys\nsys.exit(0)", "import sys\nsys.exit()",
+                                        "exit()", "print(1)\nraise SystemExit\nprint(2)"])):
+            for code in codes:
+                with self.subTest(lang=lang, code=code):
+                    r = run_json(code, lang=lang)
+                    self.assertEqual(r.status, "ok", r)
+                    self.assertIsNone(r.result["value"])
+                    self.assertEqual(r.result["exit_status"], 0, r)
+                    self.assertNotIn("2", r.result.get("stdout", ""))
+
+    def test_a_nonzero_exit_is_a_system_exit_error(self):
+        for lang, code, message in (("ruby", "exit 3", "exit status 3"),
+                                    ("ruby", "exit(false)", "exit status 1"),
+                                    ("ruby", 'abort "bye"', "bye (exit status 1)"),
+                                    ("python", "import sys\nsys.exit(3)", "exit status 3"),
+                                    ("python", "import sys\nsys.exit('bye')", "bye (exit status 1)"),
+                                    ("python", "quit(2)", "exit status 2")):
+            with self.subTest(lang=lang, code=code):
+                r = run_json(code, lang=lang)
+                self.assertEqual(r.status, "error", r)
+                self.assertEqual(r.result["error"]["class"], "SystemExit", r)
+                self.assertEqual(r.result["error"]["message"], message, r)
+                self.assertEqual(r.result["exit_status"], int(message.split()[-1].rstrip(")")))
+
+    def test_exit_in_a_session_ends_the_entry_not_the_session(self):
+        for lang, entries in (("ruby", "x = 41\nexit\nexit 4\nx + 1\n"),
+                              ("python", "x = 41\nexit()\nimport sys; sys.exit(4)\nx + 1\n")):
+            with self.subTest(lang=lang):
+                r = codecell("repl", "--lang", lang, stdin=entries)
+                self.assertEqual(r.code, 0, r)
+                self.assertIn("SystemExit: exit status 4", r.stderr)
+                self.assertEqual([l for l in r.stdout.splitlines() if l.startswith("=> ")][-1],
+                                 "=> 42", r)
+
+    def test_human_output_shows_exact_values(self):
+        r = codecell("run", "--lang", "python", "-e", "[0.1 + 0.2, 2**70]")
+        self.assertEqual(r.stdout, "=> [0.30000000000000004,1180591620717411303424]\n", r)
 
 
 if __name__ == "__main__":

@@ -100,7 +100,10 @@ class Calls(ToolLanguages, unittest.TestCase):
 
     def test_non_json_arguments_are_a_type_error(self):
         def check(r, lang):
-            for kind, message in r.result["value"][:4]:
+            for i, (kind, message) in enumerate(r.result["value"][:4]):
+                if i == 1:  # NaN: JSON data, but JSON cannot carry it (see ArgumentsBeyondTheHost)
+                    self.assertEqual(kind, "ToolError", r)
+                    continue
                 self.assertEqual(kind, "TypeError", r)
                 self.assertIn("tool arguments must be JSON", message)
             self.assertEqual(r.result["value"][4][0], "TypeError")
@@ -253,6 +256,67 @@ class Description(unittest.TestCase):
         r = codecell("describe", "--allow-subprocesses")
         self.assertIn("the system's programs may be run as subprocesses", r.stdout)
         self.assertNotIn("no subprocesses", r.stdout)
+
+
+# ---- issue 14: calls from threads, arguments the host cannot take -----------------------------
+
+class CallsFromThreads(ToolLanguages, unittest.TestCase):
+    """docs/tools.md: calls run one at a time. Threads queue in the prelude; each gets its own
+    answer."""
+
+    def test_four_threads_at_once_each_get_their_own_answers(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], [[t * 100 + i for i in range(25)] for t in range(4)])
+        self.calls("4.times.map { |t| Thread.new { 25.times.map { |i| "
+                   "SB.call('echo', n: t * 100 + i)['got']['n'] } } }.map(&:value)",
+                   "from concurrent.futures import ThreadPoolExecutor\n"
+                   "def work(t):\n"
+                   "    return [sb.call('echo', n=t * 100 + i)['got']['n'] for i in range(25)]\n"
+                   "list(ThreadPoolExecutor(4).map(work, range(4)))", check)
+
+    def test_errors_reach_the_thread_that_called(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], [["UnknownTool", "ToolError", "ok"]] * 4)
+        self.calls("4.times.map { |t| Thread.new { [c('nope')[0], c('fail')[0], "
+                   "SB.call('echo', q: 'ok')['got']['q']] } }.map(&:value)",
+                   "from concurrent.futures import ThreadPoolExecutor\n"
+                   "def work(t):\n"
+                   "    return [c('nope')[0], c('fail')[0], sb.call('echo', q='ok')['got']['q']]\n"
+                   "list(ThreadPoolExecutor(4).map(work, range(4)))", check)
+
+    def test_a_session_survives_calls_from_threads(self):
+        entries = {
+            "ruby": "x = 41\n4.times.map { |t| Thread.new { SB.call('echo', n: t)['got']['n'] } }"
+                    ".map(&:value)\nx + 1\n",
+            "python": "x = 41\nfrom concurrent.futures import ThreadPoolExecutor\n"
+                      "list(ThreadPoolExecutor(4).map(lambda t: sb.call('echo', n=t)['got']['n'], "
+                      "range(4)))\nx + 1\n",
+        }
+        for lang, stdin in entries.items():
+            with self.subTest(lang=lang):
+                r = codecell("repl", "--lang", lang, "--tools", TOOLS, stdin=stdin)
+                values = [line for line in r.stdout.splitlines() if line.startswith("=> ")]
+                self.assertEqual(values[-2:], ["=> [0,1,2,3]", "=> 42"], r)
+
+
+class ArgumentsBeyondTheHost(ToolLanguages, unittest.TestCase):
+    """Integers beyond 64 bits and NaN/Infinity cannot reach a tool: a ToolError the code can
+    rescue, and the run goes on."""
+
+    def test_big_integers_and_nan_are_tool_errors(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            *errors, last = r.result["value"]
+            self.assertEqual([kind for kind, _ in errors], ["ToolError"] * 4, r)
+            self.assertIn("beyond 64 bits", errors[0][1])
+            self.assertIn("JSON cannot carry", errors[1][1])
+            self.assertEqual(last, {"got": {"n": 2**63 - 1, "m": -(2**63), "f": 0.1}})
+        self.calls("[c('echo', n: 2**70), c('echo', x: [0.0 / 0]), c('echo', x: {'y' => Float::INFINITY}), "
+                   "c('echo', x: -(2**64)), SB.call('echo', n: 2**63 - 1, m: -(2**63), f: 0.1)]",
+                   "[c('echo', n=2**70), c('echo', x=[float('nan')]), c('echo', x={'y': float('inf')}), "
+                   "c('echo', x=-(2**64)), sb.call('echo', n=2**63 - 1, m=-(2**63), f=0.1)]", check)
 
 
 if __name__ == "__main__":

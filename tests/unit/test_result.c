@@ -1,5 +1,7 @@
 /* The host's decision of a status from what it observed, and the JSON rendering. */
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "result.h"
@@ -50,7 +52,7 @@ int main(void)
         /* Rendering: caps, truncation flags, invalid UTF-8 replaced, 15 significant digits. */
         codecell_result *r = result_new();
         r->status = CODECELL_STATUS_OK;
-        r->value = json_real(0.1);
+        r->value_json = strdup("0.1");
         r->duration_ms = 1.5;
         output_init(&r->out, 4);
         CHECK(output_append(&r->out, "ab\xff", 3) == 0);
@@ -61,6 +63,65 @@ int main(void)
                         "c\","
                         "\"stdout_truncated\":true,\"duration_ms\":1.5,\"cpu_ms\":0.0}");
         free(text);
+        codecell_result_free(r);
+
+        /* The guest's value text: exactly one JSON value, numbers of any length. */
+        static const char *const valid[] = {
+                "0",
+                "-0.0",
+                "1180591620717411303424",
+                "1.7976931348623157e+308",
+                "5e-324",
+                "0.30000000000000004",
+                " [1, {\"a\": [true, false, null]}] ",
+                "\"\\ud83d\\ude00\"",
+                "\"h\xc3\xa9 \\u0000 \\n\"",
+                "{}",
+                "[]",
+                "[[]]",
+                "{\"a\":{}}",
+        };
+        static const char *const invalid[] = {
+                "",         " ",           "1 2",
+                "[1,]",     "{\"a\"}",     "{\"a\":1,}",
+                "01",       "1.",          ".5",
+                "1e",       "-",           "1e400",
+                "-1e999",   "\"\\udcff\"", "\"\\ud800x\"",
+                "\"\xff\"", "\"a\nb\"",    "\"\\x\"",
+                "[1",       "{",           "nul",
+                "truex",    "NaN",         "Infinity",
+                "[1]]",     "\"abc",       "1, \"status\": \"ok\"",
+        };
+        for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++)
+                CHECK(json_text_valid(valid[i], strlen(valid[i])));
+        for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++)
+                CHECK(!json_text_valid(invalid[i], strlen(invalid[i])));
+        char deep[2002];
+        memset(deep, '[', 1000);
+        memset(deep + 1000, ']', 1000);
+        CHECK(json_text_valid(deep, 2000));
+        memset(deep, '[', 1001);
+        memset(deep + 1001, ']', 1001);
+        CHECK(!json_text_valid(deep, 2002));
+
+        /* The value is written as the guest gave it; an exit status is recorded. */
+        r = result_new();
+        r->status = CODECELL_STATUS_OK;
+        json_t *frame = json_pack("{s:s}", "value_json", "[1180591620717411303424,0.1,-0.0]");
+        CHECK(result_set_value(r, frame) == 0);
+        r->has_exit_status = true;
+        text = codecell_result_to_json(r, false);
+        CHECK_STR(text, "{\"status\":\"ok\",\"value\":[1180591620717411303424,0.1,-0.0],"
+                        "\"exit_status\":0,\"duration_ms\":0.0,\"cpu_ms\":0.0}");
+        free(text);
+        text = codecell_result_to_json(r, true);
+        CHECK_STR(text, "{\n  \"status\": \"ok\",\n  \"value\": [1180591620717411303424,0.1,-0.0],"
+                        "\n  \"exit_status\": 0,\n  \"duration_ms\": 0.0,\n  \"cpu_ms\": 0.0\n}");
+        free(text);
+        json_decref(frame);
+        frame = json_pack("{s:s}", "value_json", "1, \"status\": \"error\"");
+        CHECK(result_set_value(r, frame) == -EBADMSG);
+        json_decref(frame);
         codecell_result_free(r);
         json_decref(ok);
         json_decref(raised);
