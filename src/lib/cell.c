@@ -109,11 +109,11 @@ static int missing_layer(struct codecell_cell *cell, const char *what, codecell_
         return 0;
 }
 
-/* Files of /proc that hold nothing of the host's file system: the machine's figures and the
- * sysctls. */
-static const char *const proc_global_files[] = {"/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
-                                                "/proc/uptime",  "/proc/loadavg", "/proc/version",
-                                                "/proc/sys"};
+/* Files of /proc readable by every process: the machine's description, nothing of the host's
+ * file system. Not its moving counters (/proc/stat's fork count, loadavg's last pid, uptime's
+ * idle time, the sysctls' file and inode counts): each shows the host's activity and is a
+ * channel between sandboxes. meminfo holds what sysinfo() tells anyway. */
+static const char *const proc_global_files[] = {"/proc/cpuinfo", "/proc/meminfo", "/proc/version"};
 
 /* What the guest may read. Everything the sandbox's root holds, but of /proc only the files
  * above and the interpreter's own status files: the rest of /proc/<pid> (mountinfo and

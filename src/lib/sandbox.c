@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,6 +102,9 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
          * killing it with SIGXFSZ. An ignored signal stays ignored across exec. */
         signal(SIGXFSZ, SIG_IGN);
         signal(SIGPIPE, SIG_DFL);
+        /* Whatever the engine's umask: the guest creates nothing group- or world-writable
+         * unless it sets its own umask. */
+        umask(022);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail_errno(fail_fd, "no_new_privs");
         char byte;

@@ -106,6 +106,9 @@ static const char *const denied_calls[] = {
         "setdomainname",
 };
 
+/* The type argument of socket() also carries SOCK_NONBLOCK and SOCK_CLOEXEC. */
+#define SOCK_TYPE_MASK 0xf
+
 /* Calls newer than libseccomp 2.5 knows by name, refused by number (every architecture shares
  * the numbers from 424 on): statmount and listmount show each mount's source path on the
  * host. */
@@ -166,6 +169,9 @@ static int deny_privileged_modes(scmp_filter_ctx ctx, codecell_error *err)
                                 return err_sys(err, -r, "seccomp rule %s", m->name);
                 }
         }
+        /* umask is left alone (reading it means setting it, in Ruby): a file the guest creates
+         * gets the guest's umask, 022 unless it changes it; what exists, the mount point
+         * included, cannot be opened to the world by chmod. */
         int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
         return r < 0 ? err_sys(err, -r, "seccomp rule openat2") : 0;
 }
@@ -226,6 +232,23 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
                                      SCMP_A0(SCMP_CMP_NE, AF_UNIX));
         if (r < 0)
                 return err_sys(err, -r, "seccomp rule socket");
+        /* A UNIX socket file is reached by connect, or by a datagram's address, not by open:
+         * neither a read-only mount nor Landlock (to ABI 7) stops that, and a mounted folder
+         * may hold a host service's socket (an agent's, a database's). So the guest connects
+         * nowhere, and has no datagram sockets (SOCK_RAW is a datagram socket in AF_UNIX);
+         * socketpair and sockets it binds and accepts on itself still work. */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(connect), 0);
+        for (int type = SOCK_DGRAM; r >= 0 && type <= SOCK_RAW; type++) {
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+                                     SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+                                     SCMP_A1(SCMP_CMP_MASKED_EQ, SOCK_TYPE_MASK, type));
+                if (r >= 0)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 2,
+                                             SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+                                             SCMP_A1(SCMP_CMP_MASKED_EQ, SOCK_TYPE_MASK, type));
+        }
+        if (r < 0)
+                return err_sys(err, -r, "seccomp rule connect");
         /* dnotify (F_NOTIFY) signals a watcher when files of a directory are opened, the same
          * window on the host as inotify; a lease (F_SETLEASE) signals when another process
          * opens a file the guest holds. */

@@ -110,6 +110,9 @@ static void *reap(void *arg)
                                 next = s->last_used + idle;
                         i++;
                 }
+                /* A thread a session's code left running may chmod a read-write folder between
+                 * evals: put it back at every tick (at least once a second). */
+                mount_roots_restore(&cell->mount_roots);
                 /* The lock was let go while a session was freed above: a stop may have been
                  * signalled then, and would not be signalled again. */
                 if (t->stopping)

@@ -122,6 +122,10 @@ int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret
         if (how == END_GUEST_FIRST)
                 sandbox_kill_guest(&s->sb);
         int status = sandbox_destroy(&s->sb, how == END_NOW ? 0 : 200, ret_usage);
+        /* Nothing of the sandbox runs any more: a chmod its threads made between a session's
+         * evals is put back for good. */
+        if (s->mount_roots)
+                mount_roots_restore(s->mount_roots);
         /* Every process of the sandbox is gone: its namespace can serve the next one. */
         if (s->netns_fd >= 0) {
                 netns_stock_give_back(s->netns_stock, s->netns_fd);
@@ -182,6 +186,7 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
                 goto fail;
         s->guest = sandbox_guest_pid(&s->sb);
         s->whole_tree = cell->config->subprocesses;
+        s->mount_roots = &cell->mount_roots;
         if (s->have_cg && (r = sandbox_attach_cgroup(&s->sb, &s->cg, err)) < 0)
                 goto fail;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {

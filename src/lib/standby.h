@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "cgroup.h"
+#include "mount_roots.h"
 #include "netns.h"
 #include "pump.h"
 #include "sandbox.h"
@@ -24,6 +25,7 @@ struct standby {
         double boot_cpu_ms;              /* set by standby_arm */
         struct netns_stock *netns_stock; /* where netns_fd goes back, or NULL */
         int netns_fd;                    /* a recycled network namespace, or -1 */
+        struct mount_roots *mount_roots; /* the cell's: put back when the sandbox ends */
 };
 
 /* Builds a sandbox and waits for the prelude's "ready". A session's sandbox (a kernel that

@@ -147,19 +147,21 @@ int main(int argc, char **argv)
         CHECK(children(after, 64) == 0);
 
         /* A network namespace serves a later sandbox (when the engine is root) only with
-         * nothing left in it. This socket outlives its sandbox: its own fd is in flight in its
-         * queue until the kernel's garbage collector finds the cycle. */
+         * nothing left in it. These sockets outlive their sandbox: b's own fd (and the bound
+         * socket's) is in flight in b's queue until the kernel's garbage collector finds the
+         * cycle. */
         CHECK(run_gives(cell,
                         L("require 'socket'\n"
-                          "s = Socket.new(:UNIX, :DGRAM)\n"
-                          "a = Socket.pack_sockaddr_un(\"\\0codecell-leftover\")\n"
-                          "s.bind(a); s.connect(a)\n"
-                          "s.sendmsg('x', 0, nil, Socket::AncillaryData.unix_rights(s))\n"
+                          "l = Socket.new(:UNIX, :STREAM)\n"
+                          "l.bind(Socket.pack_sockaddr_un(\"\\0codecell-leftover\"))\n"
+                          "a, b = UNIXSocket.pair\n"
+                          "a.sendmsg('x', 0, nil, Socket::AncillaryData.unix_rights(b, l))\n"
                           "File.read('/proc/net/unix').include?('codecell-leftover')",
                           "import socket\n"
-                          "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
-                          "s.bind('\\0codecell-leftover'); s.connect('\\0codecell-leftover')\n"
-                          "socket.send_fds(s, [b'x'], [s.fileno()])\n"
+                          "l = socket.socket(socket.AF_UNIX)\n"
+                          "l.bind('\\0codecell-leftover')\n"
+                          "a, b = socket.socketpair()\n"
+                          "socket.send_fds(a, [b'x'], [b.fileno(), l.fileno()])\n"
                           "'codecell-leftover' in open('/proc/net/unix').read()"),
                         "{\"status\":\"ok\",\"value\":true,"));
         CHECK(codecell_cell_warmup(cell, &err) == 0);

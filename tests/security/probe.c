@@ -29,6 +29,7 @@
 #include <linux/if_ether.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
+#include <sys/un.h>
 
 static long outcome(long r)
 {
@@ -378,6 +379,38 @@ static long try_lease(void)
         close(fd);
         return r;
 }
+static long try_socket_unix_dgram(void)
+{
+        return try_socket(AF_UNIX, SOCK_DGRAM, 0);
+}
+static long try_socket_unix_raw(void)
+{
+        return try_socket(AF_UNIX, SOCK_RAW, 0); /* AF_UNIX makes it a datagram socket */
+}
+static long try_socketpair_dgram(void)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) < 0)
+                return errno;
+        close(sv[0]);
+        close(sv[1]);
+        return 0;
+}
+static long try_connect_unix_path(void)
+{
+        /* A socket the guest itself bound in /tmp: connect is refused whatever the target. */
+        int server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un addr = {.sun_family = AF_UNIX, .sun_path = "/tmp/probe-sock"};
+        unlink(addr.sun_path);
+        long r = bind(server, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(server, 1) < 0
+                         ? -1
+                         : connect(client, (struct sockaddr *)&addr, sizeof(addr));
+        long e = r < 0 ? errno : 0;
+        close(server);
+        close(client);
+        return e;
+}
 static long try_proc_self_mountinfo(void)
 {
         int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -449,6 +482,10 @@ RAW(move_pages_init, SYS_move_pages, 1, 0, NULL, NULL, NULL, 0)
 
 static const struct probe probes[] = {
         {"socket_unix", try_socket_unix},
+        {"socket_unix_dgram", try_socket_unix_dgram},
+        {"socket_unix_raw", try_socket_unix_raw},
+        {"socketpair_dgram", try_socketpair_dgram},
+        {"connect_unix_path", try_connect_unix_path},
         {"socket_tcp", try_socket_tcp},
         {"socket_udp6", try_socket_udp6},
         {"socket_raw", try_socket_raw},
