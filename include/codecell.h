@@ -85,6 +85,18 @@ CODECELL_API const char *codecell_language_of(const char *path);
 CODECELL_API codecell_config *codecell_config_new(const char *language, codecell_error *err);
 CODECELL_API void codecell_config_free(codecell_config *config);
 
+/* How the guest may use a mounted folder. Every mount is nosuid and nodev, and read-only and
+ * read-write ones are noexec: nothing on them is run or mapped executable, so nothing a guest
+ * wrote ever starts as a program. READ_ONLY_EXEC is for native libraries the host put in a
+ * folder (a virtualenv's C extensions, loaded through ctypes or Fiddle): mark exec only a
+ * folder no guest can write, through this cell or any other, now or later. A cell refuses an
+ * exec mount that overlaps one of its read-write mounts. */
+typedef enum {
+        CODECELL_MOUNT_READ_ONLY = 0,
+        CODECELL_MOUNT_READ_WRITE = 1,
+        CODECELL_MOUNT_READ_ONLY_EXEC = 2,
+} codecell_mount_mode;
+
 /* Adds a host folder `source` at `dest` inside the sandbox, read-only unless read_write.
  * Validated at once (seed rules): dest absolute and normalized, unique, not overlapping another
  * mount or a reserved tree (/work /usr /codecell /proc /dev /etc /tmp /bin /lib …); source an
@@ -93,6 +105,10 @@ CODECELL_API void codecell_config_free(codecell_config *config);
 CODECELL_API int codecell_config_add_mount(codecell_config *config, const char *source,
                                            const char *dest, bool read_write,
                                            const char *description, codecell_error *err);
+/* The same with a mode (codecell_config_add_mount is READ_ONLY or READ_WRITE). */
+CODECELL_API int codecell_config_add_mount_mode(codecell_config *config, const char *source,
+                                                const char *dest, codecell_mount_mode mode,
+                                                const char *description, codecell_error *err);
 
 /* Sets one limit. 0 is refused for every limit. */
 CODECELL_API int codecell_config_set_limit(codecell_config *config, codecell_limit limit,

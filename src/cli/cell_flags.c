@@ -9,34 +9,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* SRC:DST[:ro|rw] */
+/* The mode names of docs/cli.md (the configuration file's are the same). */
+static bool parse_mode(const char *name, codecell_mount_mode *ret)
+{
+        if (strcmp(name, "ro") == 0)
+                *ret = CODECELL_MOUNT_READ_ONLY;
+        else if (strcmp(name, "rw") == 0)
+                *ret = CODECELL_MOUNT_READ_WRITE;
+        else if (strcmp(name, "exec") == 0)
+                *ret = CODECELL_MOUNT_READ_ONLY_EXEC;
+        else
+                return false;
+        return true;
+}
+
+/* SRC:DST[:ro|rw|exec] */
 int add_mount_flag(const char *who, codecell_config *config, const char *spec, codecell_error *err)
 {
         char *copy = strdup(spec);
         if (!copy)
                 return -ENOMEM;
-        bool rw = false;
+        codecell_mount_mode how = CODECELL_MOUNT_READ_ONLY;
         char *first = strchr(copy, ':');
         char *mode = first ? strchr(first + 1, ':') : NULL;
         int r;
         if (!first) {
-                fprintf(stderr, "%s: --mount %s: expected SRC:DST[:ro|rw]\n", who, spec);
+                fprintf(stderr, "%s: --mount %s: expected SRC:DST[:ro|rw|exec]\n", who, spec);
                 free(copy);
                 return -EINVAL;
         }
         *first = '\0';
         if (mode) {
                 *mode++ = '\0';
-                if (strcmp(mode, "rw") == 0) {
-                        rw = true;
-                } else if (strcmp(mode, "ro") != 0) {
-                        fprintf(stderr, "%s: --mount %s: mode must be ro or rw, not \"%s\"\n", who,
-                                spec, mode);
+                if (!parse_mode(mode, &how)) {
+                        fprintf(stderr, "%s: --mount %s: mode must be ro, rw or exec, not \"%s\"\n",
+                                who, spec, mode);
                         free(copy);
                         return -EINVAL;
                 }
         }
-        r = codecell_config_add_mount(config, copy, first + 1, rw, NULL, err);
+        r = codecell_config_add_mount_mode(config, copy, first + 1, how, NULL, err);
         if (r < 0)
                 fprintf(stderr, "%s: %s\n", who, err->message);
         free(copy);

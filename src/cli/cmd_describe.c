@@ -41,7 +41,7 @@ static int describe_config(const char *who, const char *path, bool as_json)
 }
 
 static const char usage[] =
-        "Usage: codecell describe [--lang LANG] [--mount SRC:DST[:ro|rw]]... [--tools FILE]\n"
+        "Usage: codecell describe [--lang LANG] [--mount SRC:DST[:ro|rw|exec]]... [--tools FILE]\n"
         "       codecell describe --config FILE [--json]\n"
         "\n"
         "Prints the description a model sees for a cell with these mounts and tools:\n"
@@ -53,7 +53,7 @@ static const char usage[] =
         "      --config FILE        cells and host tools (docs/configuration.md)\n"
         "      --json               with --config: print the tools as JSON\n"
         "      --lang LANG          guest language: ruby (default) or python\n"
-        "      --mount SRC:DST[:ro|rw]\n"
+        "      --mount SRC:DST[:ro|rw|exec]\n"
         "                           a host folder, as for codecell run; repeatable\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
         "                           of /usr); off by default\n"

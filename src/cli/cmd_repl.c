@@ -23,7 +23,7 @@ static const char usage[] =
         "Options:\n"
         "      --session NAME       the session's name (default: repl)\n"
         "      --lang LANG          ruby (default) or python\n"
-        "      --mount SRC:DST[:ro|rw]\n"
+        "      --mount SRC:DST[:ro|rw|exec]\n"
         "                           a host folder, as for codecell run; repeatable\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
         "                           of /usr); off by default\n"

@@ -105,9 +105,14 @@ static int mount_error(codecell_error *err, int errno_value, const char *where, 
                        source ? source : "", dest ? dest : "", key, what);
 }
 
-int config_add_mount(codecell_config *c, const char *source, const char *dest, bool read_write,
-                     const char *description, const char *where, codecell_error *err)
+int config_add_mount(codecell_config *c, const char *source, const char *dest,
+                     codecell_mount_mode mode, const char *description, const char *where,
+                     codecell_error *err)
 {
+        bool read_write = mode == CODECELL_MOUNT_READ_WRITE;
+        bool exec = mode == CODECELL_MOUNT_READ_ONLY_EXEC;
+        if (!read_write && !exec && mode != CODECELL_MOUNT_READ_ONLY)
+                return mount_error(err, EINVAL, where, source, dest, "mode", "is not a mount mode");
         char what[PATH_MAX + 64];
         const char *problem = mount_dest_problem(dest);
         if (problem)
@@ -137,6 +142,16 @@ int config_add_mount(codecell_config *c, const char *source, const char *dest, b
         if (!S_ISDIR(st.st_mode))
                 return mount_error(err, ENOTDIR, where, source, dest, "source",
                                    "is not a directory");
+        /* What the guest writes must never be on an exec mount. */
+        for (size_t i = 0; i < c->n_mounts; i++)
+                if ((exec ? c->mounts[i].read_write : read_write && c->mounts[i].exec) &&
+                    paths_overlap(real, c->mounts[i].source)) {
+                        snprintf(what, sizeof(what),
+                                 "%s overlaps the %s mount at %s: a folder the guest can write "
+                                 "cannot be exec",
+                                 real, exec ? "read-write" : "exec", c->mounts[i].dest);
+                        return mount_error(err, EINVAL, where, source, dest, "source", what);
+                }
 
         struct cc_mount *grown = realloc(c->mounts, (c->n_mounts + 1) * sizeof(*grown));
         if (!grown)
@@ -146,6 +161,7 @@ int config_add_mount(codecell_config *c, const char *source, const char *dest, b
                 .source = steal_ptr(real),
                 .dest = strdup(dest),
                 .read_write = read_write,
+                .exec = exec,
                 .description = strdup(description ? description : ""),
         };
         if (!m.dest || !m.description) {
@@ -159,7 +175,16 @@ int config_add_mount(codecell_config *c, const char *source, const char *dest, b
 int codecell_config_add_mount(codecell_config *c, const char *source, const char *dest,
                               bool read_write, const char *description, codecell_error *err)
 {
-        return config_add_mount(c, source, dest, read_write, description, NULL, err);
+        return config_add_mount(c, source, dest,
+                                read_write ? CODECELL_MOUNT_READ_WRITE : CODECELL_MOUNT_READ_ONLY,
+                                description, NULL, err);
+}
+
+int codecell_config_add_mount_mode(codecell_config *c, const char *source, const char *dest,
+                                   codecell_mount_mode mode, const char *description,
+                                   codecell_error *err)
+{
+        return config_add_mount(c, source, dest, mode, description, NULL, err);
 }
 
 const char *config_limit_name(codecell_limit limit)
@@ -238,6 +263,7 @@ codecell_config *config_copy(const codecell_config *src)
                         .source = strdup(m->source),
                         .dest = strdup(m->dest),
                         .read_write = m->read_write,
+                        .exec = m->exec,
                         .description = strdup(m->description),
                 };
                 c->n_mounts++;

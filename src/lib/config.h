@@ -9,6 +9,7 @@ struct cc_mount {
         char *source; /* canonical absolute host path of a directory */
         char *dest;   /* normalized absolute path inside the sandbox */
         bool read_write;
+        bool exec;         /* read-only, and libraries on it may be mapped executable */
         char *description; /* never NULL; may be "" */
 };
 
@@ -24,8 +25,9 @@ struct codecell_config {
 
 /* codecell_config_add_mount(), with errors worded for a configuration file when `where` names
  * the mount's JSON path ("cells[0].mounts[1]"). */
-int config_add_mount(codecell_config *c, const char *source, const char *dest, bool read_write,
-                     const char *description, const char *where, codecell_error *err);
+int config_add_mount(codecell_config *c, const char *source, const char *dest,
+                     codecell_mount_mode mode, const char *description, const char *where,
+                     codecell_error *err);
 /* What is wrong with value for a (valid) limit, or NULL; buf holds the text when needed. */
 const char *config_limit_problem(codecell_limit limit, uint64_t value, char *buf, size_t size);
 /* The name of a limit in errors and configuration files ("timeout_ms"), or NULL. */

@@ -12,6 +12,7 @@
 #include "cell.h"
 #include "cleanup.h"
 #include "config.h"
+#include "mount_rules.h"
 #include "error.h"
 #include "tools.h"
 
@@ -110,9 +111,9 @@ static int load_mounts(struct loader *l, const json_t *mounts, const char *where
                 if (!json_is_string(dest))
                         return bad(l, EINVAL, "%s.dest: must be a string (a path in the sandbox)",
                                    at);
-                if (mode && (!json_is_string(mode) || (strcmp(json_string_value(mode), "ro") != 0 &&
-                                                       strcmp(json_string_value(mode), "rw") != 0)))
-                        return bad(l, EINVAL, "%s.mode: must be \"ro\" or \"rw\"", at);
+                codecell_mount_mode how = CODECELL_MOUNT_READ_ONLY;
+                if (mode && !mount_mode_parse(json_string_value(mode), &how))
+                        return bad(l, EINVAL, "%s.mode: must be \"ro\", \"rw\" or \"exec\"", at);
                 if ((r = optional_string(l, description, at, "description")) < 0)
                         return r;
                 const char *src = json_string_value(source);
@@ -123,8 +124,7 @@ static int load_mounts(struct loader *l, const json_t *mounts, const char *where
                         snprintf(resolved, sizeof(resolved), "%s", src);
                 char prefix[sizeof(l->err->message)];
                 snprintf(prefix, sizeof(prefix), "%s: %s", l->path, at);
-                r = config_add_mount(config, resolved, json_string_value(dest),
-                                     mode && strcmp(json_string_value(mode), "rw") == 0,
+                r = config_add_mount(config, resolved, json_string_value(dest), how,
                                      json_string_value(description), prefix, l->err);
                 if (r < 0)
                         return r;

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "mount_rules.h"
 
 /* Where the new root is assembled before pivot_root. Every host path the plan needs has been
  * opened (open_tree) before this is covered, so sources under /tmp still work. */
@@ -115,19 +114,6 @@ static int add_host_file(struct mount_plan *plan, const char *path, bool device,
                    err);
 }
 
-/* Whether the guest can write files under host path `source` through one of the cell's
- * read-write mounts (the same folder, a folder inside it, or one around it). Such a tree is
- * mounted noexec: the dynamic loader, which may be run as a program, maps nothing from it. A
- * read-only mount elsewhere keeps exec, for libraries the host put there (ctypes, Fiddle);
- * execve of any file on it is still refused by Landlock. Sources are canonical (realpath). */
-static bool guest_may_write(const codecell_config *config, const char *source)
-{
-        for (size_t i = 0; i < config->n_mounts; i++)
-                if (config->mounts[i].read_write && paths_overlap(source, config->mounts[i].source))
-                        return true;
-        return false;
-}
-
 uint64_t mount_op_attributes(const struct mount_op *op)
 {
         uint64_t attr = MOUNT_ATTR_NOSUID;
@@ -221,7 +207,9 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                                           .dest = strdup(m->dest),
                                           .source = strdup(m->source),
                                           .writable = m->read_write,
-                                          .noexec = guest_may_write(config, m->source),
+                                          /* exec only where the host put libraries
+                                           * no guest can write (codecell_mount_mode) */
+                                          .noexec = !m->exec,
                                           .user_mount = (int)i},
                         err);
         }

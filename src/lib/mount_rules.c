@@ -63,3 +63,19 @@ const char *mount_dest_reserved(const char *dest)
                         return reserved_trees[i];
         return NULL;
 }
+
+bool mount_mode_parse(const char *name, codecell_mount_mode *ret)
+{
+        static const struct {
+                const char *name;
+                codecell_mount_mode mode;
+        } modes[] = {{"ro", CODECELL_MOUNT_READ_ONLY},
+                     {"rw", CODECELL_MOUNT_READ_WRITE},
+                     {"exec", CODECELL_MOUNT_READ_ONLY_EXEC}};
+        for (size_t i = 0; name && i < sizeof(modes) / sizeof(modes[0]); i++)
+                if (strcmp(name, modes[i].name) == 0) {
+                        *ret = modes[i].mode;
+                        return true;
+                }
+        return false;
+}

@@ -6,6 +6,7 @@ the engine's fds and environment)."""
 import hashlib
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -17,7 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from harness import (BIN, LAUNCHED, PRELUDE, EachLanguage, become_subreaper,  # noqa: E402
-                     probe, run_json, stray_children, tempdir)
+                     codecell, probe, run_json, stray_children, tempdir)
 
 
 def setUpModule():
@@ -503,6 +504,52 @@ v
                             "python": f'import os, shutil\nshutil.copyfile("/usr/bin/id", "/tmp/x")\n'
                                       f'os.execv("{LOADER}", ["{LOADER}", "/tmp/x"])'},
                            check, "--mount", f"{self.rw}:/out:rw")
+
+
+class ExecMounts(unittest.TestCase):
+    """User mounts are noexec unless marked exec, and a folder the guest can write cannot be:
+    a program the host put in a read-only folder runs through the loader only from an exec
+    mount (and never by execve: Landlock)."""
+
+    def test_only_an_exec_mount_maps_programs(self):
+        d = tempdir(self)
+        shutil.copy("/usr/bin/id", os.path.join(d, "id"))
+        os.chmod(d, 0o755)
+        code = (f"import subprocess\np = subprocess.run(['{LOADER}', '/data/id'], capture_output=True, text=True)\n"
+                "[p.returncode, p.stdout]")
+        ro = run_json(code, "--mount", f"{d}:/data", "--allow-subprocesses", lang="python")
+        self.assertEqual(ro.status, "ok", ro)
+        self.assertNotEqual(ro.result["value"][0], 0, ro)
+        self.assertNotIn("uid=", ro.result["value"][1])
+        ex = run_json(code, "--mount", f"{d}:/data:exec", "--allow-subprocesses", lang="python")
+        self.assertEqual(ex.status, "ok", ex)
+        self.assertIn("uid=", ex.result["value"][1], ex)
+
+    @unittest.skipUnless(os.geteuid() == 0, "needs root to bind-mount on the host")
+    def test_a_host_bind_alias_of_a_read_write_folder_runs_nothing(self):
+        # The same folder under two host paths (a bind mount the cell cannot see through):
+        # written through the read-write one, loaded through the read-only one.
+        src, alias = tempdir(self), tempdir(self)
+        subprocess.run(["mount", "--bind", src, alias], check=True)
+        self.addCleanup(subprocess.run, ["umount", alias])
+        r = run_json("import shutil, subprocess\nshutil.copy('/usr/bin/id', '/b1/prog')\n"
+                     f"p = subprocess.run(['{LOADER}', '/b2/prog'], capture_output=True, text=True)\n"
+                     "[p.returncode, p.stdout]",
+                     "--mount", f"{src}:/b1:rw", "--mount", f"{alias}:/b2", "--allow-subprocesses",
+                     lang="python")
+        self.assertEqual(r.status, "ok", r)
+        self.assertNotEqual(r.result["value"][0], 0, r)
+        self.assertNotIn("uid=", r.result["value"][1])
+
+    def test_an_exec_mount_may_not_overlap_a_read_write_one(self):
+        d = tempdir(self)
+        os.mkdir(os.path.join(d, "inner"))
+        for mounts in ((f"{d}:/out:rw", f"{d}/inner:/libs:exec"), (f"{d}/inner:/libs:exec", f"{d}:/out:rw"),
+                       (f"{d}:/out:rw", f"{d}:/same:exec")):
+            with self.subTest(mounts=mounts):
+                r = codecell("run", "--json", "--mount", mounts[0], "--mount", mounts[1], "-e", "1")
+                self.assertEqual(r.code, 2, r)
+                self.assertIn("a folder the guest can write cannot be exec", r.stderr)
 
 
 class WatchingTheHost(HostUnchanged, unittest.TestCase):

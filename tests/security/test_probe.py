@@ -154,7 +154,7 @@ class KernelSurface(unittest.TestCase):
     def expect_answers(self, expected, *flags):
         for lang in ("ruby", "python"):
             with self.subTest(lang=lang, flags=flags):
-                r = run_json(CODE[lang], "--mount", f"{self.dir}:/probe", *flags, lang=lang)
+                r = run_json(CODE[lang], "--mount", f"{self.dir}:/probe:exec", *flags, lang=lang)
                 self.assertEqual(r.status, "ok", r)
                 self.assertEqual(r.result["value"], expected)
 
