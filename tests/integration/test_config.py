@@ -62,7 +62,7 @@ class BadFiles(unittest.TestCase):
             ({"cells": [cell(mounts=[{"source": "missing", "dest": "/d"}])]},
              "cells[0].mounts[0].source: "),
             ({"cells": [cell(mounts=[{"source": "data", "dest": "/d", "mode": "wr"}])]},
-             'cells[0].mounts[0].mode: must be "ro" or "rw"'),
+             'cells[0].mounts[0].mode: must be "ro", "rw" or "exec"'),
             ({"cells": [cell(mounts=[{"source": "data", "dest": "/d", "size": 1}])]},
              "cells[0].mounts[0].size: unknown key"),
             ({"cells": [cell(limits=[])]}, "cells[0].limits: must be an object"),
