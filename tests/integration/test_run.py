@@ -319,7 +319,7 @@ class Mounts(EachLanguage, unittest.TestCase):
             (["--mount", f"{d}:/usr/local"], "dest overlaps the reserved /usr"),
             (["--mount", f"{d}:data"], "dest must be absolute"),
             (["--mount", f"{d}:/data/"], "must be normalized"),
-            (["--mount", f"{d}:/data:rx"], "mode must be ro or rw"),
+            (["--mount", f"{d}:/data:rx"], "mode must be ro, rw or exec"),
             (["--mount", d], "expected SRC:DST"),
             (["--mount", "/etc/hostname:/data"], "not a directory"),
         ]
