@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cell.h"
+#include "cleanup.h"
 #include "pump.h"
 #include "error.h"
 #include "pool.h"
@@ -270,7 +271,8 @@ int codecell_session_eval_with(codecell_cell *cell, const char *name, const char
                 res->status = CODECELL_STATUS_SANDBOX_ERROR;
                 char text[sizeof(e.message) + 64];
                 snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
-                res->error = json_string(text);
+                _cleanup_free_ char *clean = utf8_sanitize(text, strlen(text), NULL);
+                res->error = json_string(clean ? clean : "the session could not be started");
         } else if (!execution_on(cell, s->kernel, code, len, ++s->exec_id, true, options, res)) {
                 standby_free(s->kernel);
                 s->kernel = NULL;

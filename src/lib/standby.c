@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cell.h"
+#include "cleanup.h"
 #include "error.h"
 #include "util.h"
 
@@ -185,13 +186,16 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         if (s->have_cg && (r = sandbox_attach_cgroup(&s->sb, &s->cg, err)) < 0)
                 goto fail;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
-                size_t n = 0;
                 const char *why = s->pump.protocol_error[0] ? s->pump.protocol_error : NULL;
+                /* What the interpreter wrote: its first 300 bytes, cut on a character and
+                 * made valid UTF-8, since the message may reach a JSON result. */
+                const char *said = s->boot_err.data ? s->boot_err.data : "";
+                _cleanup_free_ char *clean =
+                        utf8_sanitize(said, utf8_cut(said, s->boot_err.len, 300), NULL);
                 r = err_set(err, CODECELL_ERR_SYSTEM, EPROTO,
-                            "the interpreter did not become ready%s%s%s%.*s", why ? ": " : "",
+                            "the interpreter did not become ready%s%s%s%s", why ? ": " : "",
                             why ? why : "", s->boot_err.len ? "; it said: " : "",
-                            (int)(n = s->boot_err.len < 300 ? s->boot_err.len : 300),
-                            s->boot_err.data ? s->boot_err.data : "");
+                            clean ? clean : "");
                 goto fail;
         }
         *ret = s;

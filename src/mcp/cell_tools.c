@@ -127,8 +127,11 @@ static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, v
 {
         struct progress_target *t = userdata;
         char *message = NULL;
+        /* The end of the guest's last line, which the engine may have begun in the middle of a
+         * character: from the next character on, at most 255 bytes, and never invalid. */
+        for (unsigned k = 0; len && k < 3 && ((unsigned char)*line & 0xc0) == 0x80; k++)
+                line++, len--;
         if (len)
-                /* A line of the guest's output, cut on a character boundary, never invalid. */
                 message = utf8_sanitize(line, utf8_cut(line, len, 255), NULL);
         else if (asprintf(&message, "running for %.1f s", (double)elapsed_ms / 1000) < 0)
                 message = NULL;

@@ -412,3 +412,88 @@ class HttpListen(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---- issue 14: every request answered, nothing cut in half ---------------------------------
+
+EURO = "\u20ac"  # three bytes in UTF-8: a cut by bytes lands inside one
+
+
+def frame_from_ruby(t):
+    """Ruby that writes a frame of type t on the control socket, as a broken guest would."""
+    return ('require "json"; b = JSON.generate({"t" => %s}); '
+            'IO.for_fd(3, "r+b", autoclose: false).syswrite([b.bytesize].pack("N") + b); '
+            'sleep 1; 1'
+            % json.dumps(t))
+
+
+class Utf8Answers(unittest.TestCase):
+    """Text that names what the client or the guest sent is cut on a character boundary, and
+    every request gets its answer."""
+
+    def setUp(self):
+        self.dir = tempdir(self)
+        self.peer = Stdio(small_config(self.dir))
+        self.addCleanup(self.finish)
+        self.peer.request(INIT)
+
+    def finish(self):
+        code, err = self.peer.close()
+        self.assertEqual(code, 0, err)
+
+    def test_multibyte_names_and_keys_are_answered_over_stdio(self):
+        cases = [
+            ({"jsonrpc": "2.0", "id": 1, "method": EURO * 40}, -32601, EURO * 33 + '" not found'),
+            (call(2, "1", name=EURO * 30), -32602, 'unknown tool "' + EURO * 21 + '"'),
+            (call(3, "1", args={EURO * 40: 1}), -32602, EURO * 21 + ": unknown argument"),
+            # 62 bytes, then a character that would end past the 64th: it goes whole.
+            (call(4, "1", args={"\u00e9" * 31 + EURO * 20: 1}), -32602,
+             "arguments." + "\u00e9" * 31 + ": unknown argument"),
+        ]
+        for message, code, text in cases:
+            with self.subTest(text=text):
+                m = self.peer.request(message)
+                self.assertEqual(m["error"]["code"], code, m)
+                self.assertIn(text, m["error"]["message"])
+                self.assertNotIn("\ufffd", m["error"]["message"])
+        self.assertEqual(self.peer.request({"jsonrpc": "2.0", "id": 9, "method": "ping"})["id"], 9)
+
+    def test_a_multibyte_tool_name_raises_unknown_tool_in_the_guest(self):
+        code = ('begin; SB.call("%s" * 100); rescue SB::UnknownTool => e; '
+                '[e.class.name, e.message]; end' % EURO)
+        m = self.peer.request(call(1, code))
+        r = m["result"]["structuredContent"]
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["value"][0], "SB::UnknownTool")
+        self.assertIn(EURO * 60, r["value"][1])
+
+    def test_a_multibyte_frame_type_is_named_in_the_error(self):
+        m = self.peer.request(call(1, frame_from_ruby(EURO * 30)))
+        r = m["result"]["structuredContent"]
+        self.assertEqual(r["status"], "sandbox_error", r)
+        self.assertIn("unexpected \"" + EURO * 13, r.get("error", ""))
+
+    def test_progress_goes_on_through_multibyte_lines(self):
+        code = "$stdout.sync = true; 3.times { |i| puts 'x' + '%s' * 100; sleep 1.5 }; :done" % EURO
+        message = call(1, code)
+        message["params"]["_meta"] = {"progressToken": "p"}
+        m = self.peer.request(message)
+        self.assertEqual(m["result"]["structuredContent"]["value"], "done")
+        notes = [n["params"]["message"] for n in self.peer.seen
+                 if n.get("method") == "notifications/progress"]
+        self.assertTrue(any(EURO * 10 in text for text in notes), notes)
+        self.assertTrue(all("\ufffd" not in text for text in notes), notes)
+
+
+class Utf8AnswersHttp(unittest.TestCase):
+    def test_a_multibyte_tool_name_is_unknown_not_cancelled(self):
+        d = tempdir(self)
+        server = Http(small_config(d))
+        self.addCleanup(server.stop)
+        h = {"Mcp-Session-Id": server.initialize()}
+        status, _, text = server.post(call(1, "1", name=EURO * 30), h)
+        m = json.loads(text)
+        self.assertEqual((status, m["error"]["code"]), (200, -32602), text)
+        self.assertIn("unknown tool", m["error"]["message"])
+        status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": EURO * 40}, h)
+        self.assertEqual(json.loads(text)["error"]["code"], -32601, text)
