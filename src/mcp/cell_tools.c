@@ -76,7 +76,9 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
                         "use, and its /work stays. `reset: true` starts it afresh. A session\n"
                         "belongs to this %s only and ends with it, after\n"
                         "%llu s unused, or when a call hits a limit (the result then says the\n"
-                        "state was lost). At most %llu are open at once.",
+                        "state was lost). At most %llu are open at once, shared fairly between\n"
+                        "clients: one holding more than its share may see its least recently\n"
+                        "used idle session closed to make room (its next call says so).",
                         strcmp(s->o.transport, "http") == 0 ? "MCP session" : "MCP connection",
                         (unsigned long long)(info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000),
                         (unsigned long long)info->limits[CODECELL_LIMIT_SESSIONS]);
@@ -550,8 +552,6 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         bool reset = session && json_is_true(json_object_get(args, "reset"));
         if (reset)
                 (void)codecell_session_close(cell, scoped, NULL);
-        /* Told once, and not when the client asked for a fresh start anyway. */
-        bool evicted = session && was_evicted(c, scoped) && !reset;
         codecell_result *res = NULL;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -579,6 +579,9 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                 free(text);
                 return true;
         }
+        /* Told once, when the name runs again, and not when the client asked for a fresh start
+         * anyway. */
+        bool evicted = session && was_evicted(c, scoped) && !reset;
         codecell_status status = codecell_result_status(res);
         metrics_record(s->metrics, (size_t)i, status,
                        (double)(t1.tv_sec - t0.tv_sec) * 1e3 +

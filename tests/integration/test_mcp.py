@@ -497,3 +497,93 @@ class Utf8AnswersHttp(unittest.TestCase):
         self.assertIn("unknown tool", m["error"]["message"])
         status, _, text = server.post({"jsonrpc": "2.0", "id": 2, "method": EURO * 40}, h)
         self.assertEqual(json.loads(text)["error"]["code"], -32601, text)
+
+
+# ---- issue 14: sessions are fair and say what happened -------------------------------------
+
+class FairSessions(unittest.TestCase):
+    """Four sessions in the cell, several MCP clients over HTTP."""
+
+    def setUp(self):
+        d = tempdir(self)
+        self.server = Http(small_config(d, sessions={"max": 4}))
+        self.addCleanup(self.server.stop)
+
+    def client(self):
+        return {"Mcp-Session-Id": self.server.initialize()}
+
+    def run_in(self, h, session, code, i=1):
+        status, _, text = self.server.post(call(i, code, args={"session": session}), h)
+        self.assertEqual(status, 200, text)
+        return json.loads(text)["result"]
+
+    def test_one_client_cannot_lock_the_others_out(self):
+        a, b = self.client(), self.client()
+        for k in range(4):
+            self.assertIs(self.run_in(a, f"a{k}", f"v = {k}")["isError"], False)
+        # b gets room: a holds more than its share and gives up its least recently used.
+        self.assertEqual(self.run_in(b, "b0", "w = 10")["structuredContent"]["value"], 10)
+        self.assertEqual(self.run_in(b, "b1", "w = 11")["structuredContent"]["value"], 11)
+        # Two each now: b is at its share, and is told so without internal names.
+        r = self.run_in(b, "b2", "1")
+        self.assertIs(r["isError"], True, r)
+        text = r["content"][0]["text"]
+        self.assertNotRegex(text, r'm\d+-', "an internal session name was shown")
+        self.assertIn('"b0"', text)
+        self.assertIn('"b1"', text)
+        self.assertIn('without "session"', text)
+        self.assertNotIn("close one", text)
+        # a's untouched sessions kept their state; its oldest were closed, and it is told once.
+        self.assertEqual(self.run_in(a, "a3", "v")["structuredContent"]["value"], 3)
+        self.server.post("", b, method="DELETE")
+        r = self.run_in(a, "a0", "defined?(v).inspect")
+        self.assertEqual(r["structuredContent"]["value"], "nil", r)
+        self.assertIn("closed to make room", r["content"][-1]["text"])
+        r = self.run_in(a, "a0", "v = 1")
+        self.assertNotIn("closed to make room", json.dumps(r["content"]))
+
+    def test_a_busy_session_is_never_taken(self):
+        a, b = self.client(), self.client()
+        for k in range(4):
+            self.run_in(a, f"a{k}", "1")
+        results = {}
+
+        def busy(k):
+            results[k] = self.run_in(a, f"a{k}", "sleep 4; :kept", i=10 + k)
+        threads = [threading.Thread(target=busy, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        # Until all four are running, b's call may take an idle one: poll for the refusal.
+        deadline = time.monotonic() + 30
+        refused = None
+        while time.monotonic() < deadline and not refused:
+            r = self.run_in(b, "b0", "1")
+            if r["isError"]:
+                refused = r
+            else:
+                self.server.post("", b, method="DELETE")
+                b = self.client()
+                time.sleep(0.05)
+        for t in threads:
+            t.join()
+        self.assertIsNotNone(refused)
+        for k in range(4):
+            self.assertEqual(results[k]["structuredContent"]["value"], "kept", results[k])
+        self.assertIn("No new session can be opened", refused["content"][0]["text"])
+        self.assertNotRegex(refused["content"][0]["text"], r'm\d+-')
+
+
+class FailedInitialize(unittest.TestCase):
+    def test_a_failed_initialize_opens_nothing(self):
+        d = tempdir(self)
+        server = Http(small_config(d), "--max-sessions", "1")
+        self.addCleanup(server.stop)
+        bad = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        for _ in range(3):
+            status, headers, text = server.post(bad)
+            self.assertEqual(json.loads(text)["error"]["code"], -32602, text)
+            self.assertNotIn("mcp-session-id", headers)
+        metrics = server.post("", {}, method="GET", path="/metrics")[2]
+        self.assertIn("codecell_mcp_sessions 0", metrics)
+        # The one slot is still free.
+        self.assertRegex(server.initialize(), r"^[0-9a-f]{32}$")
