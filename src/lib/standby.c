@@ -139,6 +139,15 @@ int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret
         return status;
 }
 
+static void close_trees(int *tree_fds)
+{
+        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
+                if (tree_fds[i] >= 0) {
+                        close(tree_fds[i]);
+                        tree_fds[i] = -1;
+                }
+}
+
 int standby_start(struct codecell_cell *cell, bool session, struct standby **ret,
                   codecell_error *err)
 {
@@ -177,9 +186,7 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         struct sandbox_spec spec;
         fill_spec(cell, s, &spec, tree_fds, session);
         r = sandbox_spawn(&spec, &s->sb, err);
-        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
-                if (tree_fds[i] >= 0)
-                        close(tree_fds[i]);
+        close_trees(tree_fds);
         if (r < 0)
                 goto fail;
         s->guest = sandbox_guest_pid(&s->sb);
@@ -201,6 +208,9 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         *ret = s;
         return 0;
 fail:
+        /* Set-up may have failed part way through the trees (the pool retries every second:
+         * each leaked fd would pin a mount). */
+        close_trees(tree_fds);
         standby_free(s);
         return r;
 }

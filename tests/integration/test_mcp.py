@@ -587,3 +587,33 @@ class FailedInitialize(unittest.TestCase):
         self.assertIn("codecell_mcp_sessions 0", metrics)
         # The one slot is still free.
         self.assertRegex(server.initialize(), r"^[0-9a-f]{32}$")
+
+
+class SetUpFailures(unittest.TestCase):
+    @unittest.skipUnless(os.geteuid() == 0, "idmapped mounts are made only by a root engine")
+    def test_a_pool_that_cannot_start_leaks_no_descriptor(self):
+        """A mount whose source vanished fails the set-up after the first mount's idmapped
+        tree was opened; the pool retries about once a second, and each try leaked it."""
+        import shutil
+        d = tempdir(self)
+        for name in ("a", "b"):
+            os.makedirs(os.path.join(d, name))
+        cfg = small_config(d, mounts=[{"source": os.path.join(d, "a"), "dest": "/a"},
+                                      {"source": os.path.join(d, "b"), "dest": "/b"}])
+        peer = Stdio(cfg)
+        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        peer.request(INIT)
+        self.assertEqual(peer.request(call(1, "1"))["result"]["structuredContent"]["value"], 1)
+        # The pool's next sandbox is made from both mounts before one goes (a refill still
+        # under way then would only make this test weaker, never fail it).
+        time.sleep(2)
+        shutil.rmtree(os.path.join(d, "b"))
+        # The run takes the sandbox made before; the pool's refills now fail, one a second.
+        peer.request(call(2, "1"))
+        fds = f"/proc/{peer.proc.pid}/fd"
+        counts = []
+        for _ in range(8):
+            counts.append(len(os.listdir(fds)))
+            time.sleep(1)
+        self.assertLessEqual(max(counts[2:]) - min(counts[2:]), 2, counts)
+        self.assertEqual(peer.close()[0], 0)
