@@ -617,3 +617,41 @@ class SetUpFailures(unittest.TestCase):
             time.sleep(1)
         self.assertLessEqual(max(counts[2:]) - min(counts[2:]), 2, counts)
         self.assertEqual(peer.close()[0], 0)
+
+
+# ---- issue 14: the server's memory is bounded -----------------------------------------------
+
+FRAME_CAP = 16 << 20  # the default frame_bytes limit
+
+
+def vm_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+class ServerMemory(unittest.TestCase):
+    def test_a_result_at_the_frame_cap_costs_a_bounded_multiple_of_it(self):
+        """[0] * 8_000_000 is a 16 MiB result frame. The server's peak is dominated by the
+        parsed value (about 40 bytes per element); it held that tree twice before, and kept
+        most of it after answering."""
+        d = tempdir(self)
+        peer = Stdio(small_config(d, limits={"timeout_ms": 60000, "cpu_ms": 60000,
+                                             "memory_bytes": 1 << 30}))
+        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        peer.request(INIT)
+        before = vm_kib(peer.proc.pid, "VmHWM")
+        peer.send(call(1, "[0] * 8_000_000"))
+        m = peer.answer(1, timeout=120)
+        r = m["result"]["structuredContent"]
+        self.assertEqual(r["status"], "ok", {k: v for k, v in r.items() if k != "value"})
+        self.assertEqual(len(r["value"]), 8_000_000)
+        self.assertEqual(json.loads(m["result"]["content"][0]["text"])["value"][-1], 0)
+        peak = vm_kib(peer.proc.pid, "VmHWM") * 1024
+        after = vm_kib(peer.proc.pid, "VmRSS") * 1024
+        self.assertLess(before * 1024, FRAME_CAP)
+        self.assertLess(peak, 32 * FRAME_CAP, f"peak {peak >> 20} MiB for one call")
+        self.assertLess(after, 16 * FRAME_CAP, f"{after >> 20} MiB still held after the answer")
+        self.assertEqual(peer.close()[0], 0)
