@@ -173,7 +173,6 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         char byte;
         if (read(fds->sync, &byte, 1) != 1)
                 _exit(INIT_EXEC_FAILED);
-        close(fds->sync);
         /* Raw system calls, not glibc's set*id(): in a multi-threaded engine glibc would try to
          * apply them to every thread, threads that do not exist in this child, and wait for
          * them forever. */
@@ -199,6 +198,12 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         if (sethostname("codecell", 8) < 0)
                 child_fail_errno(fds->failure, "sethostname");
 
+        /* A second byte: init is in its cgroup, so the interpreter is born there, and every
+         * page it touches from its first instruction counts against the memory limit and in
+         * the peak (cgroup v1 never moves pages charged before a move). */
+        if (read(fds->sync, &byte, 1) != 1)
+                _exit(INIT_EXEC_FAILED);
+        close(fds->sync);
         pid_t guest = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
         if (guest < 0)
                 child_fail_errno(fds->failure, "fork the interpreter");
@@ -334,13 +339,13 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         r = write_id_maps(pid, spec, err);
         if (r == 0 && write(sync[1], "x", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the child");
-        /* Into its cgroup at once, while init builds the file system and the interpreter
-         * boots: a move into a cgroup v1 hierarchy waits for an RCU grace period (10-20 ms
-         * here), and started this early it is over by the time the interpreter is ready, where
-         * started after exec it made a cold run wait 2-4 ms more. An interpreter forked before
-         * the move completes is moved by sandbox_attach_cgroup. */
+        /* Into its cgroup at once, while init builds the file system: a move into a cgroup v1
+         * hierarchy waits for an RCU grace period (10-20 ms here), mostly hidden behind the
+         * mount plan. init forks the interpreter only once told the move is done. */
         if (r == 0 && spec->cgroup)
                 r = spec->cgroup->backend->attach(spec->cgroup, pid, err);
+        if (r == 0 && write(sync[1], "y", 1) != 1)
+                r = err_sys(err, errno, "sandbox: release the child");
         close(sync[1]);
         sync[1] = -1;
         if (r == 0)

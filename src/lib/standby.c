@@ -189,9 +189,9 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         close_trees(tree_fds);
         if (r < 0)
                 goto fail;
+        /* The interpreter was born in the cgroup (sandbox_spawn moves init before it forks it):
+         * moving it again would only wait for another RCU grace period on cgroup v1. */
         s->guest = sandbox_guest_pid(&s->sb);
-        if (s->have_cg && (r = sandbox_attach_cgroup(&s->sb, &s->cg, err)) < 0)
-                goto fail;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
                 const char *why = s->pump.protocol_error[0] ? s->pump.protocol_error : NULL;
                 /* What the interpreter wrote: its first 300 bytes, cut on a character and
