@@ -76,9 +76,9 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
                         "use, and its /work stays. `reset: true` starts it afresh. A session\n"
                         "belongs to this %s only and ends with it, after\n"
                         "%llu s unused, or when a call hits a limit (the result then says the\n"
-                        "state was lost). At most %llu are open at once, shared fairly between\n"
-                        "clients: one holding more than its share may see its least recently\n"
-                        "used idle session closed to make room (its next call says so).",
+                        "state was lost). At most %llu are open at once. They are shared\n"
+                        "fairly: a client holding more than its share may see its least\n"
+                        "recently used idle session closed to make room (its next call says so).",
                         strcmp(s->o.transport, "http") == 0 ? "MCP session" : "MCP connection",
                         (unsigned long long)(info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000),
                         (unsigned long long)info->limits[CODECELL_LIMIT_SESSIONS]);
