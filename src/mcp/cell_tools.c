@@ -394,8 +394,7 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
                 size_t top_n = 0, top_len = 0;
                 for (size_t k = 0; names[k]; k++) {
                         size_t len = owner_len(names[k]), n = 0;
-                        if (!len || names[k][len - 1] != '-' ||
-                            strncmp(names[k], c->prefix, strlen(c->prefix)) == 0)
+                        if (!len || strncmp(names[k], c->prefix, strlen(c->prefix)) == 0)
                                 continue;
                         for (size_t m = 0; names[m]; m++)
                                 n += strncmp(names[m], names[k], len) == 0;
@@ -440,7 +439,7 @@ static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit)
         for (size_t k = 0; names && names[k]; k++)
                 if (strncmp(names[k], c->prefix, prefix_len) == 0)
                         fprintf(f, "%s\"%s\"", mine++ ? ", " : " (", names[k] + prefix_len);
-        fprintf(f, mine ? ")" : "");
+        fputs(mine ? ")" : "", f);
         for (size_t k = 0; names && names[k]; k++)
                 free(names[k]);
         free(names);

@@ -206,7 +206,7 @@ struct stream {
         pthread_mutex_t lock;
         pthread_cond_t changed;
         char *buf;
-        size_t len, cap;
+        size_t off, len, cap; /* buf[off, len) is still to send */
         bool done;     /* the handler has returned: end the stream once buf is sent */
         unsigned refs; /* the handler thread and the response */
         struct http *http;
@@ -238,6 +238,12 @@ static int stream_send(struct mcp_sink *sink, char *text, bool answer)
         size_t n = strlen(text), need = sizeof(head) - 1 + n + sizeof(tail) - 1;
         int r = 0;
         pthread_mutex_lock(&st->lock);
+        if (st->off && st->len + need > st->cap) {
+                /* What was sent makes room: moved once per send, not once per read. */
+                memmove(st->buf, st->buf + st->off, st->len - st->off);
+                st->len -= st->off;
+                st->off = 0;
+        }
         if (st->len + need > st->cap) {
                 size_t cap = (st->len + need) * 2;
                 char *grown = realloc(st->buf, cap);
@@ -282,12 +288,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         (void)pos;
         struct stream *st = cls;
         pthread_mutex_lock(&st->lock);
-        while (st->len == 0 && !st->done) {
+        while (st->len == st->off && !st->done) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 ts.tv_sec += SSE_KEEPALIVE_MS / 1000;
                 if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) == ETIMEDOUT &&
-                    st->len == 0 && !st->done) {
+                    st->len == st->off && !st->done) {
                         /* A comment line keeps proxies from closing a quiet stream. */
                         pthread_mutex_unlock(&st->lock);
                         static const char keepalive[] = ": keepalive\n\n";
@@ -297,13 +303,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
                 }
         }
         ssize_t n;
-        if (st->len == 0) {
+        if (st->len == st->off) {
                 n = MHD_CONTENT_READER_END_OF_STREAM;
         } else {
-                size_t k = st->len < max ? st->len : max;
-                memcpy(out, st->buf, k);
-                memmove(st->buf, st->buf + k, st->len - k);
-                st->len -= k;
+                size_t k = st->len - st->off < max ? st->len - st->off : max;
+                memcpy(out, st->buf + st->off, k);
+                st->off += k;
+                if (st->off == st->len)
+                        st->off = st->len = 0;
                 n = (ssize_t)k;
         }
         pthread_mutex_unlock(&st->lock);

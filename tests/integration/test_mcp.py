@@ -698,3 +698,23 @@ class MemoryPeak(unittest.TestCase):
             self.assertGreaterEqual(peak, own["RssAnon"], r)
             self.assertLessEqual(peak, own["VmHWM"] + (64 << 20), r)
         self.assertEqual(peer.close()[0], 0)
+
+
+class ServerMemoryHttp(unittest.TestCase):
+    setUp = ServerMemory.setUp
+
+    def test_over_http_the_answer_is_not_copied_again(self):
+        """Over HTTP the answer was also deep-copied as a tree for the JSON body (951 MiB peak
+        for this call on the previous binary)."""
+        d = tempdir(self)
+        server = Http(small_config(d, limits={"timeout_ms": 60000, "cpu_ms": 60000,
+                                              "memory_bytes": 1 << 30}))
+        self.addCleanup(server.stop)
+        h = {"Mcp-Session-Id": server.initialize()}
+        status, _, text = server.post(call(1, "[0] * 8_000_000"), h)
+        self.assertEqual(status, 200)
+        self.assertEqual(len(json.loads(text)["result"]["structuredContent"]["value"]), 8_000_000)
+        peak = vm_kib(server.proc.pid, "VmHWM") * 1024
+        after = vm_kib(server.proc.pid, "VmRSS") * 1024
+        self.assertLess(peak, 32 * FRAME_CAP, f"peak {peak >> 20} MiB for one call")
+        self.assertLess(after, 16 * FRAME_CAP, f"{after >> 20} MiB still held after the answer")
