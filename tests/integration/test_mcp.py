@@ -718,3 +718,38 @@ class ServerMemoryHttp(unittest.TestCase):
         after = vm_kib(server.proc.pid, "VmRSS") * 1024
         self.assertLess(peak, 32 * FRAME_CAP, f"peak {peak >> 20} MiB for one call")
         self.assertLess(after, 16 * FRAME_CAP, f"{after >> 20} MiB still held after the answer")
+
+
+class CallFrames(unittest.TestCase):
+    def test_a_call_frame_without_args_is_answered_and_frees_what_it_made(self):
+        """A call frame may leave out "args". The engine made an empty object for it and never
+        freed it: one leak per call, which the sanitizer build of this test reports when the
+        server exits (its exit code is then not 0)."""
+        from mcp_peer import write_config
+        d = tempdir(self)
+        echo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools", "echo.py")
+        cell = {"name": "py", "language": "python", "pool": 1, "tools": ["echo"]}
+        cfg = write_config(d, [cell], tools=[{"name": "echo", "command": [echo]}])
+        peer = Stdio(cfg)
+        peer.request(INIT)
+        code = "\n".join([
+            "import json, os, struct",
+            "def frame(o):",
+            "    b = json.dumps(o).encode()",
+            "    os.write(3, struct.pack('>I', len(b)) + b)",
+            "def reply():",
+            "    n = struct.unpack('>I', os.read(3, 4))[0]",
+            "    data = b''",
+            "    while len(data) < n:",
+            "        data += os.read(3, n - len(data))",
+            "    return json.loads(data)",
+            "answers = []",
+            "for i in range(3):",
+            "    frame({'t': 'call', 'id': 100 + i, 'name': 'echo'})",
+            "    answers.append(reply().get('result'))",
+            "answers",
+        ])
+        r = peer.request(call(1, code, name="py"))["result"]["structuredContent"]
+        self.assertEqual(r.get("value"), [{"got": {}}] * 3, r)
+        code, err = peer.close()
+        self.assertEqual(code, 0, err)
