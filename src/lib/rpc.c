@@ -49,8 +49,9 @@ static json_t *reply_error(const json_t *id, const char *cls, const char *messag
 {
         /* Never NULL for a message that is not UTF-8: the guest waits for this reply. */
         char *clean = utf8_sanitize(message, strlen(message), NULL);
-        json_t *reply = json_pack("{s:s, s:O, s:b, s:{s:s, s:s}}", "t", "reply", "id", id, "ok", 0,
-                                  "error", "class", cls, "message", clean ? clean : "out of memory");
+        json_t *reply =
+                json_pack("{s:s, s:O, s:b, s:{s:s, s:s}}", "t", "reply", "id", id, "ok", 0, "error",
+                          "class", cls, "message", clean ? clean : "out of memory");
         free(clean);
         return reply;
 }

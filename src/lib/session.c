@@ -25,8 +25,8 @@
  * run_lock). A user (users > 0) keeps the struct itself alive. */
 struct session {
         char name[SESSION_NAME_MAX + 1];
-        struct standby *kernel; /* NULL: not started yet, or ended; guarded by run_lock */
-        int64_t exec_id;        /* guarded by run_lock */
+        struct standby *kernel;   /* NULL: not started yet, or ended; guarded by run_lock */
+        int64_t exec_id;          /* guarded by run_lock */
         pthread_mutex_t run_lock; /* one eval at a time */
         /* Guarded by the table's lock: */
         double last_used;   /* now_ms() */
@@ -343,8 +343,7 @@ int codecell_session_close_idle(codecell_cell *cell, const char *prefix, char **
                 unlink_session(t, at); /* users is 0: nobody else holds it; it is ours to free */
         pthread_mutex_unlock(&t->lock);
         if (!s)
-                return err_set(err, CODECELL_ERR_INVALID, ENOENT,
-                               "no idle session to close");
+                return err_set(err, CODECELL_ERR_INVALID, ENOENT, "no idle session to close");
         session_free(s);
         if (ret_name)
                 *ret_name = name;

@@ -139,11 +139,11 @@ static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, v
                 message = NULL;
         if (!message)
                 return;
-        (void)mcp_notify(t->sink, jsonrpc_notification(
-                                          "notifications/progress",
-                                          json_pack("{s:O, s:f, s:s}", "progressToken", t->token,
-                                                    "progress", (double)elapsed_ms / 1000.0,
-                                                    "message", message)));
+        (void)mcp_notify(t->sink,
+                         jsonrpc_notification(
+                                 "notifications/progress",
+                                 json_pack("{s:O, s:f, s:s}", "progressToken", t->token, "progress",
+                                           (double)elapsed_ms / 1000.0, "message", message)));
         free(message);
 }
 
@@ -249,10 +249,10 @@ static size_t escape_json(const char *s, size_t len, char *out)
                 unsigned char c = (unsigned char)s[i];
                 const char *e = c == '"'    ? "\\\""
                                 : c == '\\' ? "\\\\"
-                                : c == '\n'  ? "\\n"
-                                : c == '\r'  ? "\\r"
-                                : c == '\t'  ? "\\t"
-                                              : NULL;
+                                : c == '\n' ? "\\n"
+                                : c == '\r' ? "\\r"
+                                : c == '\t' ? "\\t"
+                                            : NULL;
                 if (e) {
                         if (out)
                                 memcpy(out + o, e, 2);
@@ -291,7 +291,8 @@ static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_resul
         size_t n = result ? strlen(result) : 0;
         if (result && id_text) {
                 static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
-                static const char content[] = ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
+                static const char content[] =
+                        ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
                 static const char more[] = "\"},{\"type\":\"text\",\"text\":\"";
                 static const char structured[] = "\"}],\"structuredContent\":";
                 const char *tail = is_error ? ",\"isError\":true}}" : ",\"isError\":false}}";
@@ -571,10 +572,10 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                         text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS]);
                 }
                 hide_prefix(err.message, c->prefix);
-                mcp_answer(sink, jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content",
-                                                              "type", "text", "text",
-                                                              text ? text : err.message,
-                                                              "isError", 1)));
+                mcp_answer(sink,
+                           jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type",
+                                                        "text", "text", text ? text : err.message,
+                                                        "isError", 1)));
                 free(text);
                 return true;
         }

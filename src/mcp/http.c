@@ -207,8 +207,8 @@ struct stream {
         pthread_cond_t changed;
         char *buf;
         size_t off, len, cap; /* buf[off, len) is still to send */
-        bool done;     /* the handler has returned: end the stream once buf is sent */
-        unsigned refs; /* the handler thread and the response */
+        bool done;            /* the handler has returned: end the stream once buf is sent */
+        unsigned refs;        /* the handler thread and the response */
         struct http *http;
         struct mcp_server *server;
         struct mcp_client *client;
@@ -439,11 +439,11 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
                 struct json_sink js = {.sink.send = json_sink_send};
                 mcp_handle(h->server, client, msg, kind, &js.sink);
                 /* Only a cancelled request has no answer. */
-                char *answer = js.answer ? js.answer
-                                         : jsonrpc_text_free(jsonrpc_error(
-                                                   json_object_get(msg, "id"),
-                                                   JSONRPC_REQUEST_CANCELLED,
-                                                   "the request was cancelled"));
+                char *answer =
+                        js.answer ? js.answer
+                                  : jsonrpc_text_free(jsonrpc_error(json_object_get(msg, "id"),
+                                                                    JSONRPC_REQUEST_CANCELLED,
+                                                                    "the request was cancelled"));
                 if (new_id[0] && !initialized(answer)) {
                         /* A failed initialize opens nothing: no session id, nothing counted. */
                         struct mcp_client *gone = find_session(h, new_id, true);

@@ -74,9 +74,9 @@ json_t *jsonrpc_error(const json_t *id, int code, const char *fmt, ...)
          * or there would be no error to send at all. */
         utf8_trim_cut(text);
         char *clean = utf8_sanitize(text, strlen(text), NULL);
-        json_t *msg = json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-                                id ? id : json_null(), "error", "code", code, "message",
-                                clean ? clean : "out of memory");
+        json_t *msg =
+                json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                          "error", "code", code, "message", clean ? clean : "out of memory");
         free(clean);
         return msg;
 }

@@ -197,10 +197,10 @@ void mcp_log(struct mcp_client *c, struct mcp_sink *sink, enum mcp_log_level lev
         vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
         utf8_trim_cut(text);
-        (void)mcp_notify(sink, jsonrpc_notification("notifications/message",
-                                                    json_pack("{s:s, s:s, s:s}", "level",
-                                                              log_levels[level], "logger",
-                                                              "codecell", "data", text)));
+        (void)mcp_notify(
+                sink, jsonrpc_notification("notifications/message",
+                                           json_pack("{s:s, s:s, s:s}", "level", log_levels[level],
+                                                     "logger", "codecell", "data", text)));
 }
 
 static int send_message(struct mcp_sink *sink, json_t *message, bool answer)
