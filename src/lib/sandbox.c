@@ -28,6 +28,29 @@
         (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
          CLONE_NEWCGROUP)
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define __SANITIZE_THREAD__ 1
+#endif
+#endif
+#ifdef __SANITIZE_THREAD__
+/* ThreadSanitizer (make tsan) takes the child of a raw clone for the thread that cloned it,
+ * with that thread's history and with whatever runtime locks other threads held at that moment:
+ * a child that records a synchronisation waits forever. The child is another process; it
+ * leaves the runtime alone. */
+void __tsan_ignore_thread_begin(void);
+void AnnotateIgnoreSyncBegin(const char *file, int line);
+static void sanitizer_leave_alone(void)
+{
+        __tsan_ignore_thread_begin();
+        AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
+}
+#else
+static void sanitizer_leave_alone(void)
+{
+}
+#endif
+
 /* init's exit code for "the interpreter could not be started". */
 #define INIT_EXEC_FAILED 255
 #define SETUP_TIMEOUT_MS 10000
@@ -319,6 +342,7 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
                 goto fail;
         }
         if (pid == 0) {
+                sanitizer_leave_alone();
                 if (home >= 0)
                         close(home); /* the engine's namespace: nothing of the sandbox's */
                 close(ctl[0]);
