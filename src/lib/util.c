@@ -156,16 +156,18 @@ int utf8_prefix(const char *s, size_t max)
         return (int)utf8_cut(s, strnlen(s, max + 1), max);
 }
 
-void utf8_trim_cut(char *s)
+size_t utf8_complete_len(const char *s, size_t len)
 {
-        size_t len = strlen(s);
         for (size_t back = 1; back <= 4 && back <= len; back++) {
                 unsigned char c = (unsigned char)s[len - back];
                 if ((c & 0xc0) == 0x80)
                         continue;
-                size_t need = utf8_lead_len(c);
-                if (need > back)
-                        s[len - back] = '\0';
-                return;
+                return utf8_lead_len(c) > back ? len - back : len;
         }
+        return len;
+}
+
+void utf8_trim_cut(char *s)
+{
+        s[utf8_complete_len(s, strlen(s))] = '\0';
 }

@@ -29,5 +29,7 @@ int utf8_prefix(const char *s, size_t max);
 /* Drops an incomplete UTF-8 character from the end of the NUL-terminated s: what snprintf into a
  * fixed buffer leaves when it truncates in the middle of one. */
 void utf8_trim_cut(char *s);
+/* The length of s[0..len) without an incomplete UTF-8 character at its end. */
+size_t utf8_complete_len(const char *s, size_t len);
 
 #endif

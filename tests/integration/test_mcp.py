@@ -753,3 +753,17 @@ class CallFrames(unittest.TestCase):
         self.assertEqual(r.get("value"), [{"got": {}}] * 3, r)
         code, err = peer.close()
         self.assertEqual(code, 0, err)
+
+
+class CappedOutput(unittest.TestCase):
+    def test_output_cut_at_its_cap_ends_on_a_character(self):
+        d = tempdir(self)
+        peer = Stdio(small_config(d, limits={"timeout_ms": 5000, "output_bytes": 1024}))
+        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        peer.request(INIT)
+        # 2 + 3k bytes: the 1024-byte cap falls inside a euro sign.
+        r = peer.request(call(1, "print 'ab' + '%s' * 1000; 1" % EURO))["result"]
+        r = r["structuredContent"]
+        self.assertIs(r.get("stdout_truncated"), True, r)
+        self.assertEqual(r["stdout"], "ab" + EURO * 340)
+        self.assertEqual(peer.close()[0], 0)

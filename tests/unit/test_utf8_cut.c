@@ -44,6 +44,9 @@ int main(void)
         snprintf(buf, sizeof(buf), "%s", "ab" EURO EURO); /* "ab€" and 2 bytes of the next */
         utf8_trim_cut(buf);
         CHECK_STR(buf, "ab" EURO);
+        CHECK(utf8_complete_len("ab" EURO, 4) == 2);
+        CHECK(utf8_complete_len("ab" EURO, 5) == 5);
+        CHECK(utf8_complete_len("\x80\x80", 2) == 2); /* no lead byte: left as it is */
         char whole[] = "ok" EURO;
         utf8_trim_cut(whole);
         CHECK_STR(whole, "ok" EURO);
