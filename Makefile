@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all bootstrap build run demo test soak sanitize fuzz bench clean
+.PHONY: all bootstrap build run demo test soak sanitize tsan fuzz bench clean
 
 all: build
 
@@ -36,6 +36,16 @@ sanitize: bootstrap
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ctest --output-on-failure -j 2
 
+# The session, pool and load tests under ThreadSanitizer: data races and lock-order inversions
+# between the callers, the reaper and the pool's refill threads end the test with a report.
+tsan: bootstrap
+	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug \
+		-DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer -O1" >/dev/null
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target test_sessions test_pool test_load
+	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 \
+		suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_OPTIONS)" \
+		ctest --output-on-failure -j 2 -R '^(sessions|pool|load)_'
+
 # libFuzzer targets for the parsers, FUZZ_SECONDS each (default 60), from tests/fuzz/corpus.
 fuzz:
 	scripts/bootstrap --fuzz
@@ -51,4 +61,4 @@ bench: build
 	$(BUILD)/mcp
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -215,6 +215,11 @@ CODECELL_API int codecell_session_eval_with(codecell_cell *cell, const char *nam
  * under that name starts afresh). Waits for an eval in progress to end. -ENOENT when there is
  * no such session. */
 CODECELL_API int codecell_session_close(codecell_cell *cell, const char *name, codecell_error *err);
+/* Closes the least recently used of the sessions whose names start with prefix that no eval
+ * is using or waiting for: room for another caller, never at the cost of a run in progress.
+ * With ret_name, its name (malloc'd: free it). -ENOENT when there is none. */
+CODECELL_API int codecell_session_close_idle(codecell_cell *cell, const char *prefix,
+                                             char **ret_name, codecell_error *err);
 /* codecell_session_close() for every session of the cell. */
 CODECELL_API void codecell_session_close_all(codecell_cell *cell);
 /* Names of the open sessions, as a malloc'd NULL-terminated array of malloc'd strings (free

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util.h"
+
 static int err_vset(codecell_error *err, codecell_error_kind kind, int errno_value, const char *fmt,
                     va_list ap)
 {
@@ -12,6 +14,9 @@ static int err_vset(codecell_error *err, codecell_error_kind kind, int errno_val
                 err->kind = kind;
                 err->errno_value = errno_value;
                 vsnprintf(err->message, sizeof(err->message), fmt, ap);
+                /* Messages name the bad input, which may be long: a cut never splits a
+                 * character (the message may end up in a JSON string). */
+                utf8_trim_cut(err->message);
         }
         return errno_value > 0 ? -errno_value : -EINVAL;
 }
@@ -35,6 +40,7 @@ int err_sys(codecell_error *err, int errno_value, const char *fmt, ...)
                 size_t used = strlen(err->message);
                 snprintf(err->message + used, sizeof(err->message) - used, ": %s",
                          strerror(errno_value));
+                utf8_trim_cut(err->message);
         }
         return r;
 }
@@ -49,13 +55,13 @@ void err_prefix(codecell_error *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(prefix, sizeof(prefix), fmt, ap);
         va_end(ap);
+        utf8_trim_cut(prefix);
         snprintf(rest, sizeof(rest), "%s", err->message);
-        size_t n = strlen(prefix);
-        if (n >= sizeof(err->message))
-                n = sizeof(err->message) - 1;
+        size_t n = utf8_cut(prefix, strlen(prefix), sizeof(err->message) - 1);
         memcpy(err->message, prefix, n);
         size_t room = sizeof(err->message) - 1 - n;
         size_t m = strnlen(rest, room);
         memcpy(err->message + n, rest, m);
         err->message[n + m] = '\0';
+        utf8_trim_cut(err->message);
 }

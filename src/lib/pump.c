@@ -40,8 +40,10 @@ static int read_output(int *fd, bool *open_flag, struct output_buffer *b)
 
 void pump_protocol_error(struct pump *p, const char *msg)
 {
-        if (!p->protocol_error[0])
+        if (!p->protocol_error[0]) {
                 snprintf(p->protocol_error, sizeof(p->protocol_error), "%s", msg);
+                utf8_trim_cut(p->protocol_error);
+        }
         p->ctl_open = false;
 }
 
@@ -83,7 +85,7 @@ static void handle_frame(struct pump *p, json_t *frame)
                 answer_call(p, frame);
         } else {
                 char msg[128];
-                snprintf(msg, sizeof(msg), "unexpected \"%.40s\" frame", t);
+                snprintf(msg, sizeof(msg), "unexpected \"%.*s\" frame", utf8_prefix(t, 40), t);
                 pump_protocol_error(p, msg);
         }
 }

@@ -348,7 +348,10 @@ static int set_output(json_t *obj, const char *key, const char *flag, const stru
         if (b->len == 0 && !b->truncated)
                 return 0;
         size_t len = 0;
-        _cleanup_free_ char *clean = utf8_sanitize(b->data ? b->data : "", b->len, &len);
+        const char *data = b->data ? b->data : "";
+        /* Capped output ends where the cap fell, maybe inside a character: that one goes. */
+        size_t kept = b->truncated ? utf8_complete_len(data, b->len) : b->len;
+        _cleanup_free_ char *clean = utf8_sanitize(data, kept, &len);
         if (!clean || json_object_set_new(obj, key, json_stringn(clean, len)) < 0)
                 return -ENOMEM;
         if (b->truncated && json_object_set_new(obj, flag, json_true()) < 0)

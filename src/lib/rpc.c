@@ -47,8 +47,13 @@ static void runner_destroy(struct runner *r)
 
 static json_t *reply_error(const json_t *id, const char *cls, const char *message)
 {
-        return json_pack("{s:s, s:O, s:b, s:{s:s, s:s}}", "t", "reply", "id", id, "ok", 0, "error",
-                         "class", cls, "message", message);
+        /* Never NULL for a message that is not UTF-8: the guest waits for this reply. */
+        char *clean = utf8_sanitize(message, strlen(message), NULL);
+        json_t *reply =
+                json_pack("{s:s, s:O, s:b, s:{s:s, s:s}}", "t", "reply", "id", id, "ok", 0, "error",
+                          "class", cls, "message", clean ? clean : "out of memory");
+        free(clean);
+        return reply;
 }
 
 static json_t *tool_error(const json_t *id, const char *fmt, ...)
@@ -60,6 +65,7 @@ static json_t *tool_error(const json_t *id, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
+        utf8_trim_cut(message);
         return reply_error(id, "SB::ToolError", message);
 }
 
@@ -232,10 +238,11 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         const struct tool *tool = tool_table_find(rpc->tools, name);
         if (!tool) {
                 char message[300];
-                snprintf(message, sizeof(message), "unknown tool \"%.200s\"", name);
+                snprintf(message, sizeof(message), "unknown tool \"%.*s\"", utf8_prefix(name, 200),
+                         name);
                 return reply_error(id, "SB::UnknownTool", message);
         }
-        char *text = json_dumps(args ? args : json_object(), JSON_COMPACT);
+        char *text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
         if (!text)
                 return tool_error(id, "tool \"%s\": the arguments could not be encoded", name);
         size_t size = strlen(text);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cell.h"
+#include "cleanup.h"
 #include "pump.h"
 #include "error.h"
 #include "pool.h"
@@ -17,9 +18,14 @@
 
 #define SESSION_NAME_MAX 64
 
+/* Lock order: a session's run_lock, then its table's lock (session_table.lock); never the
+ * other way round, and the table's lock is never held across an eval or a kernel's teardown.
+ * run_lock guards kernel and exec_id: whoever reads or frees s->kernel holds it (the reaper
+ * alone reads it under the table's lock, when users is 0, so no eval or closer can hold
+ * run_lock). A user (users > 0) keeps the struct itself alive. */
 struct session {
         char name[SESSION_NAME_MAX + 1];
-        struct standby *kernel; /* NULL: not started yet, or ended */
+        struct standby *kernel;   /* NULL: not started yet, or ended; guarded by run_lock */
         pthread_mutex_t run_lock; /* one eval at a time */
         /* Guarded by the table's lock: */
         double last_used;   /* now_ms() */
@@ -268,14 +274,17 @@ int codecell_session_eval_with(codecell_cell *cell, const char *name, const char
                 res->status = CODECELL_STATUS_SANDBOX_ERROR;
                 char text[sizeof(e.message) + 64];
                 snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
-                res->error = json_string(text);
+                _cleanup_free_ char *clean = utf8_sanitize(text, strlen(text), NULL);
+                res->error = json_string(clean ? clean : "the session could not be started");
         } else if (!execution_on(cell, s->kernel, code, len, true, options, res)) {
                 standby_free(s->kernel);
                 s->kernel = NULL;
                 append_error(res, state_lost);
         }
-        pthread_mutex_unlock(&s->run_lock);
+        /* Read while run_lock is held: once it is let go, a close or a reset waiting for it
+         * frees the kernel. */
         double cpu = kernel_cpu_ms(s);
+        pthread_mutex_unlock(&s->run_lock);
         pthread_mutex_lock(&cell->sessions.lock);
         s->last_used = now_ms();
         s->cpu_at_rest = cpu;
@@ -309,6 +318,38 @@ int codecell_session_close(codecell_cell *cell, const char *name, codecell_error
         pthread_mutex_lock(&t->lock);
         release(t, s);
         pthread_mutex_unlock(&t->lock);
+        return 0;
+}
+
+int codecell_session_close_idle(codecell_cell *cell, const char *prefix, char **ret_name,
+                                codecell_error *err)
+{
+        struct session_table *t = &cell->sessions;
+        size_t prefix_len = strlen(prefix);
+        if (ret_name)
+                *ret_name = NULL;
+        pthread_mutex_lock(&t->lock);
+        struct session *s = NULL;
+        size_t at = 0;
+        for (size_t i = 0; i < t->n; i++) {
+                struct session *x = t->items[i];
+                if (x->users == 0 && strncmp(x->name, prefix, prefix_len) == 0 &&
+                    (!s || x->last_used < s->last_used)) {
+                        s = x;
+                        at = i;
+                }
+        }
+        char *name = s && ret_name ? strdup(s->name) : NULL;
+        if (s && ret_name && !name)
+                s = NULL;
+        if (s)
+                unlink_session(t, at); /* users is 0: nobody else holds it; it is ours to free */
+        pthread_mutex_unlock(&t->lock);
+        if (!s)
+                return err_set(err, CODECELL_ERR_INVALID, ENOENT, "no idle session to close");
+        session_free(s);
+        if (ret_name)
+                *ret_name = name;
         return 0;
 }
 

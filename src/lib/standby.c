@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cell.h"
+#include "cleanup.h"
 #include "error.h"
 #include "util.h"
 
@@ -141,6 +142,15 @@ int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret
         return status;
 }
 
+static void close_trees(int *tree_fds)
+{
+        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
+                if (tree_fds[i] >= 0) {
+                        close(tree_fds[i]);
+                        tree_fds[i] = -1;
+                }
+}
+
 int standby_start(struct codecell_cell *cell, bool session, struct standby **ret,
                   codecell_error *err)
 {
@@ -179,29 +189,33 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         struct sandbox_spec spec;
         fill_spec(cell, s, &spec, tree_fds, session);
         r = sandbox_spawn(&spec, &s->sb, err);
-        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
-                if (tree_fds[i] >= 0)
-                        close(tree_fds[i]);
+        close_trees(tree_fds);
         if (r < 0)
                 goto fail;
+        /* The interpreter was born in the cgroup (sandbox_spawn moves init before it forks it):
+         * moving it again would only wait for another RCU grace period on cgroup v1. */
         s->guest = sandbox_guest_pid(&s->sb);
         s->whole_tree = cell->config->subprocesses;
         s->mount_roots = &cell->mount_roots;
-        if (s->have_cg && (r = sandbox_attach_cgroup(&s->sb, &s->cg, err)) < 0)
-                goto fail;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
-                size_t n = 0;
                 const char *why = s->pump.protocol_error[0] ? s->pump.protocol_error : NULL;
+                /* What the interpreter wrote: its first 300 bytes, cut on a character and
+                 * made valid UTF-8, since the message may reach a JSON result. */
+                const char *said = s->boot_err.data ? s->boot_err.data : "";
+                _cleanup_free_ char *clean =
+                        utf8_sanitize(said, utf8_cut(said, s->boot_err.len, 300), NULL);
                 r = err_set(err, CODECELL_ERR_SYSTEM, EPROTO,
-                            "the interpreter did not become ready%s%s%s%.*s", why ? ": " : "",
+                            "the interpreter did not become ready%s%s%s%s", why ? ": " : "",
                             why ? why : "", s->boot_err.len ? "; it said: " : "",
-                            (int)(n = s->boot_err.len < 300 ? s->boot_err.len : 300),
-                            s->boot_err.data ? s->boot_err.data : "");
+                            clean ? clean : "");
                 goto fail;
         }
         *ret = s;
         return 0;
 fail:
+        /* Set-up may have failed part way through the trees (the pool retries every second:
+         * each leaked fd would pin a mount). */
+        close_trees(tree_fds);
         standby_free(s);
         return r;
 }

@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "error.h"
 #include "tools.h"
+#include "util.h"
 
 /* A tool's environment: this, plus the variables its config names. Nothing else of the
  * engine's environment reaches a tool. */
@@ -141,8 +142,8 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
                 }
                 if (!val) {
                         char what[300];
-                        snprintf(what, sizeof(what), "%.200s is not set in codecell's environment",
-                                 var);
+                        snprintf(what, sizeof(what), "%.*s is not set in codecell's environment",
+                                 utf8_prefix(var, 200), var);
                         r = bad(err, path, i, "env", what);
                         goto fail;
                 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -120,4 +121,53 @@ char *utf8_sanitize(const char *s, size_t len, size_t *ret_len)
         if (ret_len)
                 *ret_len = o;
         return out;
+}
+
+/* The length of the sequence a lead byte announces, or 0 for a continuation or invalid byte. */
+static size_t utf8_lead_len(unsigned char c)
+{
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc0 && c <= 0xdf)
+                return 2;
+        if (c >= 0xe0 && c <= 0xef)
+                return 3;
+        if (c >= 0xf0 && c <= 0xf7)
+                return 4;
+        return 0;
+}
+
+size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+        if (len <= max)
+                return len;
+        /* s[max] is the first byte left out: while it continues a character, that character
+         * began inside the prefix, so the cut moves back to where it began. */
+        size_t n = max;
+        for (size_t back = 0; n > 0 && back < 3 && ((unsigned char)s[n] & 0xc0) == 0x80; back++)
+                n--;
+        return n;
+}
+
+int utf8_prefix(const char *s, size_t max)
+{
+        if (max >= INT_MAX)
+                max = INT_MAX - 1;
+        return (int)utf8_cut(s, strnlen(s, max + 1), max);
+}
+
+size_t utf8_complete_len(const char *s, size_t len)
+{
+        for (size_t back = 1; back <= 4 && back <= len; back++) {
+                unsigned char c = (unsigned char)s[len - back];
+                if ((c & 0xc0) == 0x80)
+                        continue;
+                return utf8_lead_len(c) > back ? len - back : len;
+        }
+        return len;
+}
+
+void utf8_trim_cut(char *s)
+{
+        s[utf8_complete_len(s, strlen(s))] = '\0';
 }

@@ -19,5 +19,17 @@ bool utf8_valid(const char *s, size_t len);
 /* A copy of s in which every invalid UTF-8 sequence and every NUL byte becomes U+FFFD, so the
  * bytes can go into a JSON string. NULL when out of memory. */
 char *utf8_sanitize(const char *s, size_t len, size_t *ret_len);
+/* The length of the longest prefix of s[0..len) that is at most max bytes long and does not end
+ * inside a UTF-8 character. */
+size_t utf8_cut(const char *s, size_t len, size_t max);
+/* The same for the NUL-terminated s that is at most max bytes long and
+ * does not end inside a UTF-8 character: the precision to give "%.*s" in place of "%.Ns", which
+ * counts bytes and would cut a character in half (and a JSON string with it). */
+int utf8_prefix(const char *s, size_t max);
+/* Drops an incomplete UTF-8 character from the end of the NUL-terminated s: what snprintf into a
+ * fixed buffer leaves when it truncates in the middle of one. */
+void utf8_trim_cut(char *s);
+/* The length of s[0..len) without an incomplete UTF-8 character at its end. */
+size_t utf8_complete_len(const char *s, size_t len);
 
 #endif

@@ -1,11 +1,14 @@
 /* The cells as MCP tools: what tools/list shows of each, and tools/call, which runs code in a
  * cell (fresh sandbox, or the client's named session) and answers with the DESIGN §6 result. */
 #include <ctype.h>
+#include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../lib/util.h"
 #include "server.h"
 
 static json_t *result_schema(void)
@@ -73,7 +76,9 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
                         "use, and its /work stays. `reset: true` starts it afresh. A session\n"
                         "belongs to this %s only and ends with it, after\n"
                         "%llu s unused, or when a call hits a limit (the result then says the\n"
-                        "state was lost). At most %llu are open at once.",
+                        "state was lost). At most %llu are open at once. They are shared\n"
+                        "fairly: a client holding more than its share may see its least\n"
+                        "recently used idle session closed to make room (its next call says so).",
                         strcmp(s->o.transport, "http") == 0 ? "MCP session" : "MCP connection",
                         (unsigned long long)(info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000),
                         (unsigned long long)info->limits[CODECELL_LIMIT_SESSIONS]);
@@ -123,18 +128,23 @@ struct progress_target {
 static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, void *userdata)
 {
         struct progress_target *t = userdata;
-        char message[256];
+        char *message = NULL;
+        /* The end of the guest's last line, which the engine may have begun in the middle of a
+         * character: from the next character on, at most 255 bytes, and never invalid. */
+        for (unsigned k = 0; len && k < 3 && ((unsigned char)*line & 0xc0) == 0x80; k++)
+                line++, len--;
         if (len)
-                snprintf(message, sizeof(message), "%.*s", (int)len, line);
-        else
-                snprintf(message, sizeof(message), "running for %.1f s", (double)elapsed_ms / 1000);
-        json_t *note = jsonrpc_notification("notifications/progress",
-                                            json_pack("{s:O, s:f, s:s}", "progressToken", t->token,
-                                                      "progress", (double)elapsed_ms / 1000.0,
-                                                      "message", message));
-        if (note)
-                t->sink->send(t->sink, note);
-        json_decref(note);
+                message = utf8_sanitize(line, utf8_cut(line, len, 255), NULL);
+        else if (asprintf(&message, "running for %.1f s", (double)elapsed_ms / 1000) < 0)
+                message = NULL;
+        if (!message)
+                return;
+        (void)mcp_notify(t->sink,
+                         jsonrpc_notification(
+                                 "notifications/progress",
+                                 json_pack("{s:O, s:f, s:s}", "progressToken", t->token, "progress",
+                                           (double)elapsed_ms / 1000.0, "message", message)));
+        free(message);
 }
 
 /* What is wrong with the arguments, written into why, or false. */
@@ -150,8 +160,8 @@ static bool bad_arguments(const json_t *args, bool sessions, char *why, size_t n
         {
                 if (strcmp(key, "code") != 0 &&
                     (!sessions || (strcmp(key, "session") != 0 && strcmp(key, "reset") != 0))) {
-                        snprintf(why, n, "arguments.%.64s: unknown argument (known: code%s)", key,
-                                 sessions ? ", session, reset" : "");
+                        snprintf(why, n, "arguments.%.*s: unknown argument (known: code%s)",
+                                 utf8_prefix(key, 64), key, sessions ? ", session, reset" : "");
                         return true;
                 }
         }
@@ -230,46 +240,293 @@ static void untrack(struct mcp_client *c, struct inflight *f)
         pthread_mutex_unlock(&c->lock);
 }
 
-static json_t *call_result(const codecell_result *res)
+/* Bytes s takes as the inside of a JSON string; with out, writes them there. */
+static size_t escape_json(const char *s, size_t len, char *out)
 {
-        char *text = codecell_result_to_json(res, false);
-        /* The text is exact; structuredContent goes through jansson, which cannot hold an
-         * integer beyond 64 bits (read as a double) or one beyond a double (then left out). */
-        json_t *structured = text ? json_loads(text, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
-        bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
-        json_t *out = !text        ? NULL
-                      : structured ? json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type",
-                                               "text", "text", text, "structuredContent",
-                                               structured, "isError", is_error)
-                                   : json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text",
-                                               "text", text, "isError", is_error);
-        free(text);
-        return out;
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+                const char *e = c == '"'    ? "\\\""
+                                : c == '\\' ? "\\\\"
+                                : c == '\n' ? "\\n"
+                                : c == '\r' ? "\\r"
+                                : c == '\t' ? "\\t"
+                                            : NULL;
+                if (e) {
+                        if (out)
+                                memcpy(out + o, e, 2);
+                        o += 2;
+                } else if (c < 0x20) {
+                        if (out) {
+                                memcpy(out + o, "\\u00", 4);
+                                out[o + 4] = hex[c >> 4];
+                                out[o + 5] = hex[c & 15];
+                        }
+                        o += 6;
+                } else {
+                        if (out)
+                                out[o] = (char)c;
+                        o++;
+                }
+        }
+        return o;
 }
 
-void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id,
+/* Results past this size give their memory back to the system once answered. */
+#define LARGE_RESULT_BYTES (1u << 20)
+
+/* Answers a finished call. The result's JSON goes in twice (the text content and
+ * structuredContent) but is encoded once, and the result is freed before the answer is put
+ * together around that text: a large value is never held as a tree and as texts at once, nor
+ * parsed again. Takes res. */
+static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_result *res,
+                         const char *note)
+{
+        bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
+        char *result = codecell_result_to_json(res, false);
+        codecell_result_free(res);
+        char *id_text = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *text = NULL;
+        size_t n = result ? strlen(result) : 0;
+        if (result && id_text) {
+                static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+                static const char content[] =
+                        ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
+                static const char more[] = "\"},{\"type\":\"text\",\"text\":\"";
+                static const char structured[] = "\"}],\"structuredContent\":";
+                const char *tail = is_error ? ",\"isError\":true}}" : ",\"isError\":false}}";
+                size_t id_len = strlen(id_text), escaped = escape_json(result, n, NULL);
+                size_t note_len = note ? strlen(note) : 0;
+                size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 + escaped +
+                              sizeof(structured) - 1 + n + strlen(tail) + 1;
+                if (note)
+                        size += sizeof(more) - 1 + escape_json(note, note_len, NULL);
+                text = malloc(size);
+                if (text) {
+                        char *p = text;
+                        p = mempcpy(p, head, sizeof(head) - 1);
+                        p = mempcpy(p, id_text, id_len);
+                        p = mempcpy(p, content, sizeof(content) - 1);
+                        p += escape_json(result, n, p);
+                        if (note) {
+                                p = mempcpy(p, more, sizeof(more) - 1);
+                                p += escape_json(note, note_len, p);
+                        }
+                        p = mempcpy(p, structured, sizeof(structured) - 1);
+                        p = mempcpy(p, result, n);
+                        p = stpcpy(p, tail);
+                }
+        }
+        free(id_text);
+        free(result);
+        int r = text ? sink->send(sink, text, true) : -1;
+        if (n >= LARGE_RESULT_BYTES)
+                /* The value was parsed into many small blocks, now free: without this the
+                 * server keeps their pages (glibc trims only the top of each arena). */
+                (void)malloc_trim(0);
+        return r;
+}
+
+/* ---- fair shares of a cell's sessions ----------------------------------------------------- */
+
+/* The length of the owner part of a scoped session name ("m12-"), or 0. */
+static size_t owner_len(const char *scoped)
+{
+        const char *dash = strchr(scoped, '-');
+        return scoped[0] == 'm' && dash ? (size_t)(dash - scoped) + 1 : 0;
+}
+
+/* Remembers that the session scoped was closed to make room, for the client it belongs to. */
+static void note_evicted(struct mcp_server *s, char *scoped)
+{
+        size_t n = owner_len(scoped);
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_clients && scoped; i++) {
+                struct mcp_client *c = s->clients[i];
+                if (strlen(c->prefix) != n || strncmp(c->prefix, scoped, n) != 0)
+                        continue;
+                pthread_mutex_lock(&c->lock);
+                char **grown = realloc(c->evicted, (c->n_evicted + 1) * sizeof(*grown));
+                if (grown) {
+                        c->evicted = grown;
+                        c->evicted[c->n_evicted++] = scoped;
+                        scoped = NULL;
+                }
+                pthread_mutex_unlock(&c->lock);
+        }
+        pthread_mutex_unlock(&s->lock);
+        free(scoped);
+}
+
+/* Whether the client's session scoped was closed to make room since its last use (and forgets
+ * it: the client is told once). */
+static bool was_evicted(struct mcp_client *c, const char *scoped)
+{
+        bool found = false;
+        pthread_mutex_lock(&c->lock);
+        for (size_t i = 0; i < c->n_evicted && !found; i++)
+                if (strcmp(c->evicted[i], scoped) == 0) {
+                        free(c->evicted[i]);
+                        c->evicted[i] = c->evicted[--c->n_evicted];
+                        found = true;
+                }
+        pthread_mutex_unlock(&c->lock);
+        return found;
+}
+
+/* The cell's sessions are all open. A client that holds at least two more than this one gives
+ * up its least recently used idle session (the one holding the most first), so that clients
+ * converge on equal shares and none can lock the others out; one at or under its share keeps
+ * what it has. True when a session was closed. */
+static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell *cell)
+{
+        char **names = codecell_session_list(cell);
+        if (!names)
+                return false;
+        size_t mine = 0;
+        for (size_t k = 0; names[k]; k++)
+                if (strncmp(names[k], c->prefix, strlen(c->prefix)) == 0)
+                        mine++;
+        bool closed = false;
+        for (;;) {
+                /* The owner with the most sessions not yet tried. */
+                const char *top = NULL;
+                size_t top_n = 0, top_len = 0;
+                for (size_t k = 0; names[k]; k++) {
+                        size_t len = owner_len(names[k]), n = 0;
+                        if (!len || strncmp(names[k], c->prefix, strlen(c->prefix)) == 0)
+                                continue;
+                        for (size_t m = 0; names[m]; m++)
+                                n += strncmp(names[m], names[k], len) == 0;
+                        if (n > top_n) {
+                                top = names[k];
+                                top_n = n;
+                                top_len = len;
+                        }
+                }
+                if (!top || top_n < mine + 2)
+                        break;
+                char owner[32];
+                snprintf(owner, sizeof(owner), "%.*s", (int)top_len, top);
+                char *victim = NULL;
+                if (codecell_session_close_idle(cell, owner, &victim, NULL) == 0) {
+                        note_evicted(s, victim);
+                        closed = true;
+                        break;
+                }
+                /* All of that owner's sessions are busy: the next owner down. */
+                for (size_t k = 0; names[k]; k++)
+                        if (strncmp(names[k], owner, top_len) == 0)
+                                names[k][0] = '\0';
+        }
+        for (size_t k = 0; names[k]; k++)
+                free(names[k]);
+        free(names);
+        return closed;
+}
+
+/* The refusal when no session can be opened, worded for the model: what it holds, and what it
+ * can do instead (MCP gives it no way to close a session). */
+static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit)
+{
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return NULL;
+        char **names = codecell_session_list(cell);
+        size_t prefix_len = strlen(c->prefix), mine = 0;
+        for (size_t k = 0; names && names[k]; k++)
+                if (strncmp(names[k], c->prefix, prefix_len) == 0)
+                        fprintf(f, "%s\"%s\"", mine++ ? ", " : " (", names[k] + prefix_len);
+        fputs(mine ? ")" : "", f);
+        for (size_t k = 0; names && names[k]; k++)
+                free(names[k]);
+        free(names);
+        char *held = NULL;
+        size_t held_size = 0;
+        if (fclose(f) != 0 || !(f = open_memstream(&held, &held_size))) {
+                free(text);
+                return NULL;
+        }
+        if (mine)
+                fprintf(f,
+                        "No new session can be opened: all %zu sessions of this tool are in use, "
+                        "%zu of them yours%s. Reuse one of your sessions (pass \"reset\": true to "
+                        "start it afresh), or run this code without \"session\" in a fresh "
+                        "sandbox.",
+                        limit, mine, text);
+        else
+                fprintf(f,
+                        "No new session can be opened: all %zu sessions of this tool are in use "
+                        "by other clients, none of them over its share. Run this code without "
+                        "\"session\" in a fresh sandbox, or try the session again later.",
+                        limit);
+        free(text);
+        if (fclose(f) != 0) {
+                free(held);
+                return NULL;
+        }
+        return held;
+}
+
+/* Takes the internal prefix out of a message from the library ("session \"m5-x\"" becomes
+ * "session \"x\""): clients never see it. */
+static void hide_prefix(char *message, const char *prefix)
+{
+        size_t n = strlen(prefix);
+        for (char *p = message; (p = strstr(p, prefix));) {
+                if (p > message && p[-1] == '"')
+                        memmove(p, p + n, strlen(p + n) + 1);
+                else
+                        p += n;
+        }
+}
+
+/* Runs code in the client's session, making room by the fair-share rule when the cell's
+ * sessions are all open. */
+static int session_eval(struct mcp_server *s, struct mcp_client *c, codecell_cell *cell,
+                        const char *scoped, const json_t *code, const codecell_run_options *options,
+                        codecell_result **res, codecell_error *err)
+{
+        for (unsigned tries = 0;; tries++) {
+                int r = codecell_session_eval_with(cell, scoped, json_string_value(code),
+                                                   json_string_length(code), options, res, err);
+                /* Another client may take the room made before this one does: a few tries. */
+                if (r >= 0 || err->errno_value != EMFILE || tries == 8 || !make_room(s, c, cell))
+                        return r;
+        }
+}
+
+static const char evicted_note[] =
+        "Note: this session had been closed to make room for another client (you held more "
+        "sessions than your share and it was your least recently used), so what it held was "
+        "lost; this call ran in a fresh session.";
+
+bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id,
                     const json_t *params, struct mcp_sink *sink)
 {
         const char *name = json_string_value(json_object_get(params, "name"));
         int i = codecell_cellset_find(s->cells, name);
         if (i < 0) {
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-                                               "unknown tool \"%.64s\" (see tools/list)",
-                                               name ? name : ""));
-                return;
+                                               "unknown tool \"%.*s\" (see tools/list)",
+                                               name ? utf8_prefix(name, 64) : 0, name ? name : ""));
+                return true;
         }
         const json_t *args = json_object_get(params, "arguments");
         char why[256];
         if (bad_arguments(args, codecell_cellset_sessions(s->cells, (size_t)i), why, sizeof(why))) {
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, "%s", why));
-                return;
+                return true;
         }
         const char *busy = take_slot(s);
         if (busy) {
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_SERVER_BUSY,
                                                "%s (at most %zu runs at once: retry shortly)", busy,
                                                s->o.max_runs));
-                return;
+                return true;
         }
         codecell_cell *cell = codecell_cellset_cell(s->cells, (size_t)i);
         const json_t *code = json_object_get(args, "code");
@@ -282,7 +539,7 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         if (!f.cancel) {
                 give_slot(s);
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "%s", err.message));
-                return;
+                return true;
         }
         track(c, &f);
         const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
@@ -292,13 +549,13 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                 options.progress = report_progress;
                 options.userdata = &target;
         }
-        if (session && json_is_true(json_object_get(args, "reset")))
+        bool reset = session && json_is_true(json_object_get(args, "reset"));
+        if (reset)
                 (void)codecell_session_close(cell, scoped, NULL);
         codecell_result *res = NULL;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = session ? codecell_session_eval_with(cell, scoped, json_string_value(code),
-                                                     json_string_length(code), &options, &res, &err)
+        int r = session ? session_eval(s, c, cell, scoped, code, &options, &res, &err)
                         : codecell_cell_run_with(cell, json_string_value(code),
                                                  json_string_length(code), &options, &res, &err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -308,11 +565,23 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         codecell_cancel_free(f.cancel);
         if (r < 0) {
                 /* The cell refused the code or the session (a cap): the model can act on it. */
-                mcp_answer(sink, jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content",
-                                                              "type", "text", "text", err.message,
-                                                              "isError", 1)));
-                return;
+                char *text = NULL;
+                if (session && err.errno_value == EMFILE) {
+                        codecell_cell_info info;
+                        codecell_cell_info_get(cell, &info);
+                        text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS]);
+                }
+                hide_prefix(err.message, c->prefix);
+                mcp_answer(sink,
+                           jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type",
+                                                        "text", "text", text ? text : err.message,
+                                                        "isError", 1)));
+                free(text);
+                return true;
         }
+        /* Told once, when the name runs again, and not when the client asked for a fresh start
+         * anyway. */
+        bool evicted = session && was_evicted(c, scoped) && !reset;
         codecell_status status = codecell_result_status(res);
         metrics_record(s->metrics, (size_t)i, status,
                        (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
@@ -321,7 +590,10 @@ void mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                 "%s%s%s: %s", name, session ? " session " : "", session ? session : "",
                 codecell_status_name(status));
         /* A cancelled request gets no answer (the client has given up on it). */
-        if (!was_cancelled)
-                mcp_answer(sink, jsonrpc_result(id, call_result(res)));
-        codecell_result_free(res);
+        if (was_cancelled) {
+                codecell_result_free(res);
+                return false;
+        }
+        (void)answer_result(sink, id, res, evicted ? evicted_note : NULL);
+        return true;
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/util.h"
 #include "transports.h"
 
 #define SESSION_ID_BYTES 16
@@ -180,17 +181,22 @@ static struct mcp_client *find_session(struct http *h, const char *id, bool remo
 
 /* ---- answers: one JSON body, or an event stream ------------------------------------ */
 
-/* Keeps the request's answer; notifications have nowhere to go in a JSON answer. */
+/* Keeps the request's answer, as the text of the body; notifications have nowhere to go in a
+ * JSON answer. */
 struct json_sink {
         struct mcp_sink sink;
-        json_t *answer;
+        char *answer;
 };
 
-static void json_sink_send(struct mcp_sink *sink, const json_t *message)
+static int json_sink_send(struct mcp_sink *sink, char *text, bool answer)
 {
         struct json_sink *j = (struct json_sink *)sink;
-        if (!j->answer && json_object_get(message, "id"))
-                j->answer = json_deep_copy(message);
+        if (answer && !j->answer) {
+                j->answer = text;
+                return 0;
+        }
+        free(text);
+        return answer ? -1 : 0;
 }
 
 /* An SSE answer: the handler runs on its own thread and queues events; libmicrohttpd's
@@ -200,9 +206,9 @@ struct stream {
         pthread_mutex_t lock;
         pthread_cond_t changed;
         char *buf;
-        size_t len, cap;
-        bool done;     /* the handler has returned: end the stream once buf is sent */
-        unsigned refs; /* the handler thread and the response */
+        size_t off, len, cap; /* buf[off, len) is still to send */
+        bool done;            /* the handler has returned: end the stream once buf is sent */
+        unsigned refs;        /* the handler thread and the response */
         struct http *http;
         struct mcp_server *server;
         struct mcp_client *client;
@@ -224,14 +230,20 @@ static void stream_unref(struct stream *st)
         free(st);
 }
 
-static void stream_send(struct mcp_sink *sink, const json_t *message)
+static int stream_send(struct mcp_sink *sink, char *text, bool answer)
 {
+        (void)answer;
         struct stream *st = (struct stream *)sink;
-        char *text = jsonrpc_text(message);
-        if (!text)
-                return;
-        size_t need = strlen(text) + 32;
+        static const char head[] = "event: message\ndata: ", tail[] = "\n\n";
+        size_t n = strlen(text), need = sizeof(head) - 1 + n + sizeof(tail) - 1;
+        int r = 0;
         pthread_mutex_lock(&st->lock);
+        if (st->off && st->len + need > st->cap) {
+                /* What was sent makes room: moved once per send, not once per read. */
+                memmove(st->buf, st->buf + st->off, st->len - st->off);
+                st->len -= st->off;
+                st->off = 0;
+        }
         if (st->len + need > st->cap) {
                 size_t cap = (st->len + need) * 2;
                 char *grown = realloc(st->buf, cap);
@@ -240,11 +252,18 @@ static void stream_send(struct mcp_sink *sink, const json_t *message)
                         st->cap = cap;
                 }
         }
-        if (st->len + need <= st->cap)
-                st->len += (size_t)sprintf(st->buf + st->len, "event: message\ndata: %s\n\n", text);
+        if (st->len + need <= st->cap) {
+                char *p = mempcpy(st->buf + st->len, head, sizeof(head) - 1);
+                p = mempcpy(p, text, n);
+                memcpy(p, tail, sizeof(tail) - 1);
+                st->len += need;
+        } else {
+                r = -1;
+        }
         pthread_cond_broadcast(&st->changed);
         pthread_mutex_unlock(&st->lock);
         free(text);
+        return r;
 }
 
 static void *stream_run(void *arg)
@@ -269,12 +288,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         (void)pos;
         struct stream *st = cls;
         pthread_mutex_lock(&st->lock);
-        while (st->len == 0 && !st->done) {
+        while (st->len == st->off && !st->done) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 ts.tv_sec += SSE_KEEPALIVE_MS / 1000;
                 if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) == ETIMEDOUT &&
-                    st->len == 0 && !st->done) {
+                    st->len == st->off && !st->done) {
                         /* A comment line keeps proxies from closing a quiet stream. */
                         pthread_mutex_unlock(&st->lock);
                         static const char keepalive[] = ": keepalive\n\n";
@@ -284,13 +303,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
                 }
         }
         ssize_t n;
-        if (st->len == 0) {
+        if (st->len == st->off) {
                 n = MHD_CONTENT_READER_END_OF_STREAM;
         } else {
-                size_t k = st->len < max ? st->len : max;
-                memcpy(out, st->buf, k);
-                memmove(st->buf, st->buf + k, st->len - k);
-                st->len -= k;
+                size_t k = st->len - st->off < max ? st->len - st->off : max;
+                memcpy(out, st->buf + st->off, k);
+                st->off += k;
+                if (st->off == st->len)
+                        st->off = st->len = 0;
                 n = (ssize_t)k;
         }
         pthread_mutex_unlock(&st->lock);
@@ -345,6 +365,15 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
 
 /* ---- POST /mcp ---------------------------------------------------------------------- */
 
+/* Whether the text of an answer to initialize is a result (not an error). */
+static bool initialized(const char *answer)
+{
+        json_t *msg = answer ? json_loads(answer, 0, NULL) : NULL;
+        bool ok = json_is_object(json_object_get(msg, "result"));
+        json_decref(msg);
+        return ok;
+}
+
 static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct request *req)
 {
         if (req->too_big) {
@@ -393,7 +422,8 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
                 mcp_client_unref(client);
                 json_decref(msg);
                 char why[128];
-                snprintf(why, sizeof(why), "unsupported MCP-Protocol-Version \"%.40s\"", version);
+                snprintf(why, sizeof(why), "unsupported MCP-Protocol-Version \"%.*s\"",
+                         utf8_prefix(version, 40), version);
                 return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST, why);
         }
 
@@ -408,11 +438,23 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         } else {
                 struct json_sink js = {.sink.send = json_sink_send};
                 mcp_handle(h->server, client, msg, kind, &js.sink);
-                json_t *answer = js.answer ? js.answer
-                                           : jsonrpc_error(json_object_get(msg, "id"),
-                                                           JSONRPC_REQUEST_CANCELLED,
-                                                           "the request was cancelled");
-                result = reply_json(conn, MHD_HTTP_OK, answer, new_id[0] ? new_id : NULL);
+                /* Only a cancelled request has no answer. */
+                char *answer =
+                        js.answer ? js.answer
+                                  : jsonrpc_text_free(jsonrpc_error(json_object_get(msg, "id"),
+                                                                    JSONRPC_REQUEST_CANCELLED,
+                                                                    "the request was cancelled"));
+                if (new_id[0] && !initialized(answer)) {
+                        /* A failed initialize opens nothing: no session id, nothing counted. */
+                        struct mcp_client *gone = find_session(h, new_id, true);
+                        if (gone) {
+                                mcp_client_end(gone);
+                                mcp_client_unref(gone);
+                        }
+                        new_id[0] = '\0';
+                }
+                result = reply(conn, MHD_HTTP_OK, "application/json", answer,
+                               new_id[0] ? new_id : NULL);
         }
         mcp_client_unref(client);
         json_decref(msg);

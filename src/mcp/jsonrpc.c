@@ -4,7 +4,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../lib/util.h"
 
 static json_t *error_for(const json_t *msg, int code, const char *text)
 {
@@ -67,8 +70,15 @@ json_t *jsonrpc_error(const json_t *id, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
-        return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                         "error", "code", code, "message", text);
+        /* The text may hold what the client sent, cut to fit: it must still be a JSON string,
+         * or there would be no error to send at all. */
+        utf8_trim_cut(text);
+        char *clean = utf8_sanitize(text, strlen(text), NULL);
+        json_t *msg =
+                json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                          "error", "code", code, "message", clean ? clean : "out of memory");
+        free(clean);
+        return msg;
 }
 
 json_t *jsonrpc_notification(const char *method, json_t *params)
@@ -79,4 +89,11 @@ json_t *jsonrpc_notification(const char *method, json_t *params)
 char *jsonrpc_text(const json_t *message)
 {
         return message ? json_dumps(message, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+}
+
+char *jsonrpc_text_free(json_t *message)
+{
+        char *text = jsonrpc_text(message);
+        json_decref(message);
+        return text;
 }

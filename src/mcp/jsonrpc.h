@@ -37,5 +37,7 @@ json_t *jsonrpc_notification(const char *method, json_t *params);
 
 /* Compact text of a message, one line (JSON escapes every newline). Caller frees. */
 char *jsonrpc_text(const json_t *message);
+/* jsonrpc_text(), then frees message. */
+char *jsonrpc_text_free(json_t *message);
 
 #endif

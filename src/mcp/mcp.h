@@ -11,10 +11,13 @@
 #include "codecell.h"
 #include "jsonrpc.h"
 
-/* Where a message's answer and the notifications sent while it runs go. send is called from
- * any thread and must be thread-safe; it does not take ownership of message. */
+/* Where a message's answer and the notifications sent while it runs go. send gets one
+ * message as compact JSON text (malloc'd, NUL-terminated, no newline) and takes it: it frees
+ * it, or keeps it as the body it sends. answer is true for the request's answer, false for a
+ * notification. It returns 0, or -1 when the message could not be queued (out of memory). It is
+ * called from any thread and must be thread-safe. */
 struct mcp_sink {
-        void (*send)(struct mcp_sink *sink, const json_t *message);
+        int (*send)(struct mcp_sink *sink, char *text, bool answer);
 };
 
 struct mcp_server_options {
@@ -49,7 +52,8 @@ bool mcp_client_wants_logs(struct mcp_client *client);
 bool mcp_protocol_supported(const char *version);
 
 /* Handles one parsed message of the given kind: a request gets exactly one answer through the
- * sink, unless it is cancelled (then none); notifications get none. Blocks while a tools/call
+ * sink, unless it is cancelled (then none), whatever fails while the answer is built (then a
+ * plain internal error); notifications get none. Blocks while a tools/call
  * runs; safe to call from many threads at once. */
 void mcp_handle(struct mcp_server *server, struct mcp_client *client, const json_t *message,
                 enum jsonrpc_kind kind, struct mcp_sink *sink);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/util.h"
 #include "server.h"
 
 #define DEFAULT_MAX_RUNS 16
@@ -136,6 +137,9 @@ void mcp_client_unref(struct mcp_client *c)
                 }
         pthread_mutex_unlock(&s->lock);
         pthread_mutex_destroy(&c->lock);
+        for (size_t i = 0; i < c->n_evicted; i++)
+                free(c->evicted[i]);
+        free(c->evicted);
         free(c);
 }
 
@@ -192,19 +196,71 @@ void mcp_log(struct mcp_client *c, struct mcp_sink *sink, enum mcp_log_level lev
         va_start(ap, fmt);
         vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
-        json_t *msg = jsonrpc_notification("notifications/message",
+        utf8_trim_cut(text);
+        (void)mcp_notify(
+                sink, jsonrpc_notification("notifications/message",
                                            json_pack("{s:s, s:s, s:s}", "level", log_levels[level],
-                                                     "logger", "codecell", "data", text));
-        if (msg)
-                sink->send(sink, msg);
-        json_decref(msg);
+                                                     "logger", "codecell", "data", text)));
 }
 
-void mcp_answer(struct mcp_sink *sink, json_t *message)
+static int send_message(struct mcp_sink *sink, json_t *message, bool answer)
 {
-        if (message)
-                sink->send(sink, message);
-        json_decref(message);
+        char *text = jsonrpc_text(message);
+        json_decref(message); /* before the text goes out: a large answer is not held twice */
+        if (!text)
+                return -1;
+        return sink->send(sink, text, answer);
+}
+
+int mcp_answer(struct mcp_sink *sink, json_t *message)
+{
+        return send_message(sink, message, true);
+}
+
+int mcp_notify(struct mcp_sink *sink, json_t *message)
+{
+        return send_message(sink, message, false);
+}
+
+/* Stands between a request's handler and the transport: it counts the answer, so that a
+ * request whose answer could not be built still gets one, and no request gets two. */
+struct answer_guard {
+        struct mcp_sink sink;
+        struct mcp_sink *out;
+        bool answered; /* only the handler's thread sends the answer */
+};
+
+static int guard_send(struct mcp_sink *sink, char *text, bool answer)
+{
+        struct answer_guard *g = (struct answer_guard *)sink;
+        if (answer && g->answered) {
+                free(text);
+                return -1;
+        }
+        int r = g->out->send(g->out, text, answer);
+        if (answer && r == 0)
+                g->answered = true;
+        return r;
+}
+
+/* The answer of last resort: an error that holds nothing but the id. */
+static void answer_failure(struct mcp_sink *sink, const json_t *id)
+{
+        if (mcp_answer(sink, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR,
+                                           "internal error: the answer to this request could not "
+                                           "be built")) == 0)
+                return;
+        /* Out of memory: a fixed text, when the id can be written without help. */
+        char line[160];
+        if (!json_is_integer(id))
+                return;
+        snprintf(line, sizeof(line),
+                 "{\"jsonrpc\":\"2.0\",\"id\":%" JSON_INTEGER_FORMAT
+                 ",\"error\":{\"code\":%d,\"message\":\"out of memory\"}}",
+                 json_integer_value(id), JSONRPC_INTERNAL_ERROR);
+        char *text = strdup(line);
+        if (text)
+                (void)sink->send(sink, text, true);
 }
 
 static const char instructions[] =
@@ -253,6 +309,35 @@ static void cancelled(struct mcp_client *c, const json_t *params)
         pthread_mutex_unlock(&c->lock);
 }
 
+static void handle_request(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
+                           struct mcp_sink *sink, bool *ret_silent)
+{
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        const json_t *params = json_object_get(msg, "params");
+        const json_t *id = json_object_get(msg, "id");
+        if (strcmp(method, "initialize") == 0) {
+                if (!json_is_string(json_object_get(params, "protocolVersion")))
+                        mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                                                       "params.protocolVersion must be a string"));
+                else
+                        mcp_answer(sink, jsonrpc_result(id, initialize(params)));
+        } else if (strcmp(method, "ping") == 0) {
+                mcp_answer(sink, jsonrpc_result(id, json_object()));
+        } else if (strcmp(method, "tools/list") == 0) {
+                mcp_answer(sink, jsonrpc_result(id, json_pack("{s:O}", "tools", s->tools)));
+        } else if (strcmp(method, "tools/call") == 0) {
+                *ret_silent = !mcp_tools_call(s, c, id, params, sink);
+        } else if (strcmp(method, "logging/setLevel") == 0) {
+                mcp_answer(sink, set_level(c, id, params));
+        } else {
+                mcp_answer(sink, jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+                                               "method \"%.*s\" not found (this server offers "
+                                               "initialize, ping, tools/list, tools/call, "
+                                               "logging/setLevel)",
+                                               utf8_prefix(method, 100), method));
+        }
+}
+
 void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
                 enum jsonrpc_kind kind, struct mcp_sink *sink)
 {
@@ -267,27 +352,11 @@ void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
                 /* notifications/initialized and the rest need nothing from us. */
                 return;
         }
-        if (strcmp(method, "initialize") == 0) {
-                if (!json_is_string(json_object_get(params, "protocolVersion")))
-                        mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-                                                       "params.protocolVersion must be a string"));
-                else
-                        mcp_answer(sink, jsonrpc_result(id, initialize(params)));
-        } else if (strcmp(method, "ping") == 0) {
-                mcp_answer(sink, jsonrpc_result(id, json_object()));
-        } else if (strcmp(method, "tools/list") == 0) {
-                mcp_answer(sink, jsonrpc_result(id, json_pack("{s:O}", "tools", s->tools)));
-        } else if (strcmp(method, "tools/call") == 0) {
-                mcp_tools_call(s, c, id, params, sink);
-        } else if (strcmp(method, "logging/setLevel") == 0) {
-                mcp_answer(sink, set_level(c, id, params));
-        } else {
-                mcp_answer(sink, jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
-                                               "method \"%.100s\" not found (this server offers "
-                                               "initialize, ping, tools/list, tools/call, "
-                                               "logging/setLevel)",
-                                               method));
-        }
+        struct answer_guard guard = {.sink.send = guard_send, .out = sink};
+        bool silent = false;
+        handle_request(s, c, msg, &guard.sink, &silent);
+        if (!guard.answered && !silent)
+                answer_failure(sink, id);
 }
 
 void mcp_handle_text(struct mcp_server *s, struct mcp_client *c, const char *text, size_t len,

@@ -48,15 +48,23 @@ struct mcp_client {
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */
         char prefix[24];
+        /* Its sessions closed to make room for another client (scoped names), until it next
+         * uses the name and is told. */
+        char **evicted;
+        size_t n_evicted;
 };
 
 /* tools/list entries of every cell (tools.c). NULL when out of memory. */
 json_t *mcp_tools_build(struct mcp_server *server);
-/* tools/call (tools.c): answers through sink, or not at all when cancelled. */
-void mcp_tools_call(struct mcp_server *server, struct mcp_client *client, const json_t *id,
+/* tools/call (cell_tools.c): answers through sink and returns true, or returns false without
+ * an answer when the request was cancelled. */
+bool mcp_tools_call(struct mcp_server *server, struct mcp_client *client, const json_t *id,
                     const json_t *params, struct mcp_sink *sink);
-/* Sends message (if not NULL) through sink and frees it. */
-void mcp_answer(struct mcp_sink *sink, json_t *message);
+/* Encodes message (if not NULL), frees it, and sends the text through sink as the answer.
+ * 0, or -1 when message is NULL or could not be encoded or sent. */
+int mcp_answer(struct mcp_sink *sink, json_t *message);
+/* The same for a notification. */
+int mcp_notify(struct mcp_sink *sink, json_t *message);
 /* notifications/message to the client when level passes its threshold. */
 void mcp_log(struct mcp_client *client, struct mcp_sink *sink, enum mcp_log_level level,
              const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -35,18 +35,17 @@ static void write_all(int fd, const char *p, size_t n)
         }
 }
 
-static void stdio_send(struct mcp_sink *sink, const json_t *message)
+static int stdio_send(struct mcp_sink *sink, char *text, bool answer)
 {
+        (void)answer;
         struct stdio_sink *out = (struct stdio_sink *)sink;
-        char *text = jsonrpc_text(message);
-        if (!text)
-                return;
         size_t n = strlen(text);
         text[n] = '\n'; /* replaces the NUL: the line is written in one piece */
         pthread_mutex_lock(&out->lock);
         write_all(out->fd, text, n + 1);
         pthread_mutex_unlock(&out->lock);
         free(text);
+        return 0;
 }
 
 /* Calls running on their own threads, waited for before the transport returns. */
