@@ -188,8 +188,9 @@ static int plan_cgroup(struct codecell_cell *cell, codecell_error *err)
         }
         char what[sizeof(why.message) + 96];
         snprintf(what, sizeof(what),
-                 "cgroup: %s; memory is limited by RLIMIT_AS and processes "
-                 "by RLIMIT_NPROC instead",
+                 "cgroup: %s; memory is limited by RLIMIT_AS (per process) and processes "
+                 "by RLIMIT_NPROC instead, and the CPU budget cannot count a child the kernel "
+                 "reaps by itself (its parent ignores SIGCHLD)",
                  why.message);
         int r = missing_layer(cell, what, err);
         return r < 0 ? r : add_layer(cell, "rlimit_as");

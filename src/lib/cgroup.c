@@ -136,6 +136,14 @@ static int find_v1(struct cgroup_place *ret, char *why, size_t why_size)
                         return -EACCES;
                 }
         }
+        /* cpuacct, for the CPU time of a sandbox's every process (cpu_time.h): optional. */
+        char mnt[PATH_MAX / 2], own[PATH_MAX / 2];
+        if (hierarchy_mount("cpuacct", mnt, sizeof(mnt)) == 0 &&
+            own_cgroup_path("cpuacct", own, sizeof(own)) == 0) {
+                snprintf(ret->cpu_parent, sizeof(ret->cpu_parent), "%s%s", mnt, own);
+                if (access(ret->cpu_parent, W_OK) < 0)
+                        ret->cpu_parent[0] = '\0';
+        }
         ret->backend = &cgroup_v1_backend;
         return 0;
 }
@@ -182,6 +190,8 @@ void cgroup_sweep_stale(const struct cgroup_place *place)
         sweep_dir(place->memory_parent);
         if (strcmp(place->pids_parent, place->memory_parent) != 0)
                 sweep_dir(place->pids_parent);
+        if (place->cpu_parent[0])
+                sweep_dir(place->cpu_parent);
 }
 
 void cgroup_unique_name(char *buf, size_t size)

@@ -13,6 +13,7 @@
 struct cgroup_limits {
         uint64_t memory_bytes;
         uint64_t pids;
+        bool cpu_accounting; /* v1: also a cpuacct cgroup, where the host has one */
 };
 
 struct cgroup_stats {
@@ -26,6 +27,7 @@ struct cgroup_place {
         const struct cgroup_backend *backend;
         char memory_parent[PATH_MAX];
         char pids_parent[PATH_MAX];
+        char cpu_parent[PATH_MAX]; /* v1 cpuacct, or "" (v2 counts CPU in every cgroup) */
 };
 
 /* One sandbox's cgroup. */
@@ -33,6 +35,7 @@ struct cgroup {
         const struct cgroup_backend *backend;
         char memory_dir[PATH_MAX];
         char pids_dir[PATH_MAX]; /* v2: same as memory_dir */
+        char cpu_dir[PATH_MAX];  /* v1 cpuacct, or "" */
 };
 
 struct cgroup_backend {
@@ -41,6 +44,9 @@ struct cgroup_backend {
                       const struct cgroup_limits *limits, struct cgroup *ret, codecell_error *err);
         int (*attach)(const struct cgroup *cg, pid_t pid, codecell_error *err);
         void (*stats)(const struct cgroup *cg, struct cgroup_stats *ret);
+        /* CPU time of every process the cgroup held, the dead ones included, in ms; -1 when
+         * this cgroup does not count it. */
+        double (*cpu_ms)(const struct cgroup *cg);
         /* Removes the directories; the processes must be dead. */
         void (*destroy)(const struct cgroup *cg);
 };

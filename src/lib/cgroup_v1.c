@@ -25,6 +25,16 @@ static int v1_create(const struct cgroup_place *place, const char *name,
                 cgroup_rmdir(ret->memory_dir);
                 return err_sys(err, e, "cgroup v1: mkdir %s", ret->pids_dir);
         }
+        ret->cpu_dir[0] = '\0';
+        if (limits->cpu_accounting && place->cpu_parent[0]) {
+                snprintf(ret->cpu_dir, sizeof(ret->cpu_dir), "%s/%s", place->cpu_parent, name);
+                if (mkdir(ret->cpu_dir, 0755) < 0) {
+                        int e = errno;
+                        ret->cpu_dir[0] = '\0';
+                        cgroup_v1_backend.destroy(ret);
+                        return err_sys(err, e, "cgroup v1: mkdir %s/%s", place->cpu_parent, name);
+                }
+        }
         snprintf(value, sizeof(value), "%" PRIu64, limits->memory_bytes);
         snprintf(path, sizeof(path), "%s/memory.limit_in_bytes", ret->memory_dir);
         int r = write_file(path, value);
@@ -51,8 +61,8 @@ static int v1_attach(const struct cgroup *cg, pid_t pid, codecell_error *err)
 {
         char path[PATH_MAX + 32], value[16];
         snprintf(value, sizeof(value), "%d", (int)pid);
-        const char *dirs[2] = {cg->memory_dir, cg->pids_dir};
-        for (int i = 0; i < 2; i++) {
+        const char *dirs[3] = {cg->memory_dir, cg->pids_dir, cg->cpu_dir};
+        for (int i = 0; i < 3 && dirs[i][0]; i++) {
                 snprintf(path, sizeof(path), "%s/cgroup.procs", dirs[i]);
                 int r = write_file(path, value);
                 if (r < 0)
@@ -74,10 +84,23 @@ static void v1_stats(const struct cgroup *cg, struct cgroup_stats *ret)
                 read_file(path, text, sizeof(text)) > 0 ? strtoll(text, NULL, 10) : -1;
 }
 
+static double v1_cpu_ms(const struct cgroup *cg)
+{
+        char path[PATH_MAX + 32], text[64];
+        if (!cg->cpu_dir[0])
+                return -1;
+        snprintf(path, sizeof(path), "%s/cpuacct.usage", cg->cpu_dir);
+        if (read_file(path, text, sizeof(text)) <= 0)
+                return -1;
+        return (double)strtoull(text, NULL, 10) / 1e6; /* nanoseconds */
+}
+
 static void v1_destroy(const struct cgroup *cg)
 {
         cgroup_rmdir(cg->memory_dir);
         cgroup_rmdir(cg->pids_dir);
+        if (cg->cpu_dir[0])
+                cgroup_rmdir(cg->cpu_dir);
 }
 
 const struct cgroup_backend cgroup_v1_backend = {
@@ -85,5 +108,6 @@ const struct cgroup_backend cgroup_v1_backend = {
         .create = v1_create,
         .attach = v1_attach,
         .stats = v1_stats,
+        .cpu_ms = v1_cpu_ms,
         .destroy = v1_destroy,
 };

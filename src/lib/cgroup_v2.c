@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "error.h"
@@ -61,6 +62,15 @@ static void v2_stats(const struct cgroup *cg, struct cgroup_stats *ret)
                 read_file(path, text, sizeof(text)) > 0 ? strtoll(text, NULL, 10) : -1;
 }
 
+static double v2_cpu_ms(const struct cgroup *cg)
+{
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/cpu.stat", cg->memory_dir);
+        if (access(path, R_OK) < 0)
+                return -1;
+        return (double)cgroup_read_key(path, "usage_usec") / 1e3;
+}
+
 static void v2_destroy(const struct cgroup *cg)
 {
         cgroup_rmdir(cg->memory_dir);
@@ -71,5 +81,6 @@ const struct cgroup_backend cgroup_v2_backend = {
         .create = v2_create,
         .attach = v2_attach,
         .stats = v2_stats,
+        .cpu_ms = v2_cpu_ms,
         .destroy = v2_destroy,
 };

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "proc_stat.h"
 #include "util.h"
 
@@ -20,9 +21,10 @@ double process_cpu_ms(clockid_t clock)
         return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
-bool cpu_meter_init(struct cpu_meter *m, pid_t init, pid_t guest, bool whole_tree)
+bool cpu_meter_init(struct cpu_meter *m, pid_t init, pid_t guest, bool whole_tree,
+                    const struct cgroup *cg)
 {
-        *m = (struct cpu_meter){.init = init, .guest = guest, .whole_tree = whole_tree};
+        *m = (struct cpu_meter){.init = init, .guest = guest, .whole_tree = whole_tree, .cg = cg};
         return guest > 0 && clock_getcpuclockid(guest, &m->clock) == 0;
 }
 
@@ -66,6 +68,11 @@ static size_t add_children(pid_t pid, pid_t *list, size_t n, size_t max)
 
 double cpu_meter_read(const struct cpu_meter *m)
 {
+        if (m->whole_tree && m->cg) {
+                double ms = m->cg->backend->cpu_ms(m->cg);
+                if (ms >= 0)
+                        return ms;
+        }
         double guest_ms = process_cpu_ms(m->clock);
         if (!m->whole_tree)
                 return guest_ms;

@@ -9,18 +9,25 @@
 #include <sys/types.h>
 #include <time.h>
 
+struct cgroup;
+
 struct cpu_meter {
-        pid_t init;        /* the sandbox's init, by host pid */
-        pid_t guest;       /* the interpreter, by host pid */
-        clockid_t clock;   /* the interpreter's CPU clock */
-        bool whole_tree;   /* count every process under init */
+        pid_t init;              /* the sandbox's init, by host pid */
+        pid_t guest;             /* the interpreter, by host pid */
+        clockid_t clock;         /* the interpreter's CPU clock */
+        bool whole_tree;         /* count every process of the sandbox */
+        const struct cgroup *cg; /* the sandbox's cgroup, or NULL */
 };
 
-/* Prepares a meter; false when the interpreter is gone. */
-bool cpu_meter_init(struct cpu_meter *m, pid_t init, pid_t guest, bool whole_tree);
-/* CPU milliseconds so far. With whole_tree: the interpreter's clock, plus user and system time
- * of every other live process under init, plus what each process's reaped children used (so a
- * child that came and went still counts, through its parent or through init). */
+/* Prepares a meter; false when the interpreter is gone. cg may be NULL. */
+bool cpu_meter_init(struct cpu_meter *m, pid_t init, pid_t guest, bool whole_tree,
+                    const struct cgroup *cg);
+/* CPU milliseconds so far. With whole_tree, where the sandbox's cgroup counts CPU (v2, or a v1
+ * cpuacct hierarchy): the cgroup's usage, which holds every process it ever had. Elsewhere:
+ * the interpreter's clock, plus user and system time of every other live process under init,
+ * plus what each process's reaped children used (a child that came and went counts through
+ * its parent or through init) -- but not a child the kernel reaped by itself because its
+ * parent ignores SIGCHLD: its time is lost with it, which only the cgroup sees. */
 double cpu_meter_read(const struct cpu_meter *m);
 /* The CPU time of a process by its CPU clock, in ms (0 when it cannot be read). */
 double process_cpu_ms(clockid_t clock);

@@ -56,7 +56,7 @@ int landlock_abi(void)
 
 const char *const landlock_proc_self_files[] = {
         "status", "stat",   "statm",   "maps",  "smaps",   "smaps_rollup", "limits", "cmdline",
-        "comm",   "environ", "io",     "uid_map", "gid_map", "cgroup",     "oom_score", "net", NULL,
+        "comm",   "environ", "io",     "uid_map", "gid_map", "cgroup",     "oom_score", NULL,
 };
 
 int landlock_plan_add_copy(struct landlock_plan *plan, const char *path, size_t len,

@@ -259,6 +259,19 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
                                      SCMP_A1(SCMP_CMP_EQ, F_SETLEASE));
         if (r < 0)
                 return err_sys(err, -r, "seccomp rule fcntl");
+        /* Inode flags (chattr): nodump, sync, noatime … would stay on a read-write folder's
+         * files and on the folder itself after the run. FS_IOC_SETFLAGS in both sizes, the
+         * fsxattr form, and file_setattr (6.17, by number). */
+        static const unsigned long flag_ioctls[] = {0x40086602 /* FS_IOC_SETFLAGS */,
+                                                    0x40046602 /* FS_IOC32_SETFLAGS */,
+                                                    0x401c5820 /* FS_IOC_FSSETXATTR */};
+        for (size_t i = 0; r >= 0 && i < sizeof(flag_ioctls) / sizeof(flag_ioctls[0]); i++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, flag_ioctls[i]));
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), 469 /* file_setattr */, 0);
+        if (r < 0)
+                return err_sys(err, -r, "seccomp rule inode flags");
         /* TIOCSTI pushes input into a terminal; the guest has none, but refuse it anyway. The
          * request is an int: compare the low 32 bits only. */
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,

@@ -77,7 +77,8 @@ static double kernel_cpu_ms(const struct session *s)
 {
         struct cpu_meter meter;
         if (!s->kernel ||
-            !cpu_meter_init(&meter, s->kernel->sb.pid, s->kernel->guest, s->kernel->whole_tree))
+            !cpu_meter_init(&meter, s->kernel->sb.pid, s->kernel->guest, s->kernel->whole_tree,
+                            s->kernel->have_cg ? &s->kernel->cg : NULL))
                 return -1;
         return cpu_meter_read(&meter);
 }

@@ -173,7 +173,8 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
                 char name[64];
                 cgroup_unique_name(name, sizeof(name));
                 struct cgroup_limits cl = {.memory_bytes = lim[CODECELL_LIMIT_MEMORY_BYTES],
-                                           .pids = lim[CODECELL_LIMIT_PIDS]};
+                                           .pids = lim[CODECELL_LIMIT_PIDS],
+                                           .cpu_accounting = cell->config->subprocesses};
                 r = cell->cgroup_place.backend->create(&cell->cgroup_place, name, &cl, &s->cg, err);
                 if (r < 0)
                         goto fail;
@@ -239,7 +240,8 @@ void standby_arm(struct standby *s, uint64_t cpu_budget_ms)
 {
         /* The budget counts from now, not from the interpreter's birth: the engine watches the
          * interpreter's CPU clock (RLIMIT_CPU, set at spawn, is only a backstop). */
-        if (!cpu_meter_init(&s->pump.cpu, s->sb.pid, s->guest, s->whole_tree))
+        if (!cpu_meter_init(&s->pump.cpu, s->sb.pid, s->guest, s->whole_tree,
+                            s->have_cg ? &s->cg : NULL))
                 return; /* gone already: the run will find out */
         s->boot_cpu_ms = cpu_meter_read(&s->pump.cpu);
         s->pump.cpu_limit_ms = s->boot_cpu_ms + (double)cpu_budget_ms;

@@ -411,6 +411,21 @@ static long try_connect_unix_path(void)
         close(client);
         return e;
 }
+static long try_inode_flags(void)
+{
+        int fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        long flags = 0x40 /* FS_NODUMP_FL */;
+        long r = outcome(ioctl(fd, 0x40086602 /* FS_IOC_SETFLAGS */, &flags));
+        close(fd);
+        return r;
+}
+static long try_file_setattr(void)
+{
+        char attr[32] = {0};
+        return outcome(syscall(469 /* file_setattr */, AT_FDCWD, "/tmp", attr, sizeof(attr), 0));
+}
 static long try_proc_self_mountinfo(void)
 {
         int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -563,6 +578,8 @@ static const struct probe probes[] = {
         {"memfd_create", try_memfd_create},
         {"memfd_secret", try_memfd_secret},
         {"mmap_exec_tmp", try_mmap_exec_tmp},
+        {"inode_flags_ioctl", try_inode_flags},
+        {"file_setattr", try_file_setattr},
         {"inotify_init1", try_inotify_init},
         {"dnotify_usr_bin", try_dnotify_usr_bin},
         {"fcntl_setlease", try_lease},
