@@ -112,6 +112,22 @@ static bool listed(codecell_cell *c, const char *name)
         return found;
 }
 
+/* A cell with no pool, subprocesses allowed or not, and one limit set. */
+static codecell_cell *cold_cell(bool subprocesses, codecell_limit limit, uint64_t value)
+{
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        if (!config)
+                return NULL;
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        codecell_config_set_subprocesses(config, subprocesses);
+        codecell_config_set_limit(config, limit, value, &err);
+        codecell_cell *made = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        return made;
+}
+
 int main(int argc, char **argv)
 {
         char **names = NULL;
@@ -238,12 +254,7 @@ int main(int argc, char **argv)
         CHECK(own_cgroups() == 0);
         /* A session whose code left a thread computing is closed once that thread has spent
          * an eval's CPU budget (1 s here) while idle, long before its idle timeout. */
-        config = codecell_config_new(language, &err);
-        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
-        codecell_config_set_pool(config, 0, &err);
-        codecell_config_set_limit(config, CODECELL_LIMIT_CPU_MS, 1000, &err);
-        cell = codecell_cell_new(config, &err);
-        codecell_config_free(config);
+        cell = cold_cell(false, CODECELL_LIMIT_CPU_MS, 1000);
         CHECK(cell != NULL);
         expect(cell, "spin",
                L("Thread.new { loop {} }; :left",
@@ -264,13 +275,7 @@ int main(int argc, char **argv)
         CHECK(children(pids, 16) == 0);
         /* The same with a child process left computing, in a cell that allows subprocesses:
          * the idle check counts every process of the session, not the interpreter's clock. */
-        config = codecell_config_new(language, &err);
-        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
-        codecell_config_set_pool(config, 0, &err);
-        codecell_config_set_subprocesses(config, true);
-        codecell_config_set_limit(config, CODECELL_LIMIT_CPU_MS, 1000, &err);
-        cell = codecell_cell_new(config, &err);
-        codecell_config_free(config);
+        cell = cold_cell(true, CODECELL_LIMIT_CPU_MS, 1000);
         CHECK(cell != NULL);
         expect(cell, "child",
                L("Process.detach(fork { loop {} }); :left",
@@ -286,12 +291,7 @@ int main(int argc, char **argv)
 
         /* Issue 14: evals and closes of one session at once; the idle session of a prefix
          * closed to make room, least recently used first, a busy one never. */
-        config = codecell_config_new(language, &err);
-        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
-        codecell_config_set_pool(config, 0, &err);
-        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 20000, &err);
-        cell = codecell_cell_new(config, &err);
-        codecell_config_free(config);
+        cell = cold_cell(false, CODECELL_LIMIT_TIMEOUT_MS, 20000);
         CHECK(cell != NULL);
         pthread_t evals, closes;
         pthread_create(&evals, NULL, eval_loop, cell);
