@@ -666,7 +666,7 @@ class CpuOfEveryProcess(HostUnchanged, unittest.TestCase):
                             "python": "import subprocess, sys, time\n"
                                       "subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
                                       "time.sleep(300)"},
-                           check, *self.mounts(), "--allow-subprocesses", "--cpu", "1s", "--timeout", "120s")
+                           check, *self.mounts(), "--allow-subprocesses", "--cpu", "1s", "--timeout", "100s")
 
 
 def runs_have_cgroup():
@@ -708,7 +708,7 @@ class CpuOfChildrenTheKernelReaps(HostUnchanged, unittest.TestCase):
                        "        while time.process_time() < e: pass\n        os._exit(0)\n"
                        "    time.sleep(0.008)\n"
                        "time.sleep(300)"},
-            check, *self.mounts(), "--allow-subprocesses", "--cpu", "5s", "--timeout", "150s")
+            check, *self.mounts(), "--allow-subprocesses", "--cpu", "5s", "--timeout", "100s")
 
 
 class HostToolsCannotTakeTheHostDown(unittest.TestCase):
