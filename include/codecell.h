@@ -105,6 +105,9 @@ typedef enum {
 CODECELL_API int codecell_config_add_mount(codecell_config *config, const char *source,
                                            const char *dest, bool read_write,
                                            const char *description, codecell_error *err);
+/* The mode named "ro", "rw" or "exec" (the names of the CLI and the configuration file) into
+ * *ret; false for any other name. */
+CODECELL_API bool codecell_mount_mode_parse(const char *name, codecell_mount_mode *ret);
 /* The same with a mode (codecell_config_add_mount is READ_ONLY or READ_WRITE). */
 CODECELL_API int codecell_config_add_mount_mode(codecell_config *config, const char *source,
                                                 const char *dest, codecell_mount_mode mode,

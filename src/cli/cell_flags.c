@@ -9,20 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The mode names of docs/cli.md (the configuration file's are the same). */
-static bool parse_mode(const char *name, codecell_mount_mode *ret)
-{
-        if (strcmp(name, "ro") == 0)
-                *ret = CODECELL_MOUNT_READ_ONLY;
-        else if (strcmp(name, "rw") == 0)
-                *ret = CODECELL_MOUNT_READ_WRITE;
-        else if (strcmp(name, "exec") == 0)
-                *ret = CODECELL_MOUNT_READ_ONLY_EXEC;
-        else
-                return false;
-        return true;
-}
-
 /* SRC:DST[:ro|rw|exec] */
 int add_mount_flag(const char *who, codecell_config *config, const char *spec, codecell_error *err)
 {
@@ -41,7 +27,7 @@ int add_mount_flag(const char *who, codecell_config *config, const char *spec, c
         *first = '\0';
         if (mode) {
                 *mode++ = '\0';
-                if (!parse_mode(mode, &how)) {
+                if (!codecell_mount_mode_parse(mode, &how)) {
                         fprintf(stderr, "%s: --mount %s: mode must be ro, rw or exec, not \"%s\"\n",
                                 who, spec, mode);
                         free(copy);

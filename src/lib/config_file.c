@@ -12,7 +12,6 @@
 #include "cell.h"
 #include "cleanup.h"
 #include "config.h"
-#include "mount_rules.h"
 #include "error.h"
 #include "tools.h"
 
@@ -112,7 +111,7 @@ static int load_mounts(struct loader *l, const json_t *mounts, const char *where
                         return bad(l, EINVAL, "%s.dest: must be a string (a path in the sandbox)",
                                    at);
                 codecell_mount_mode how = CODECELL_MOUNT_READ_ONLY;
-                if (mode && !mount_mode_parse(json_string_value(mode), &how))
+                if (mode && !codecell_mount_mode_parse(json_string_value(mode), &how))
                         return bad(l, EINVAL, "%s.mode: must be \"ro\", \"rw\" or \"exec\"", at);
                 if ((r = optional_string(l, description, at, "description")) < 0)
                         return r;

@@ -1,6 +1,5 @@
 #include "cpu_time.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,29 +42,6 @@ static bool stat_times(pid_t pid, unsigned long long t[4])
         return true;
 }
 
-/* Appends the children of every thread of pid to list (from n), up to max. */
-static size_t add_children(pid_t pid, pid_t *list, size_t n, size_t max)
-{
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-        DIR *tasks = opendir(path);
-        if (!tasks)
-                return n;
-        for (struct dirent *d; n < max && (d = readdir(tasks));) {
-                if (d->d_name[0] < '0' || d->d_name[0] > '9')
-                        continue;
-                char file[96], text[4096];
-                snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid, d->d_name);
-                if (read_file(file, text, sizeof(text)) <= 0)
-                        continue;
-                for (char *save = NULL, *tok = strtok_r(text, " \n", &save); tok && n < max;
-                     tok = strtok_r(NULL, " \n", &save))
-                        list[n++] = (pid_t)atoi(tok);
-        }
-        closedir(tasks);
-        return n;
-}
-
 double cpu_meter_read(const struct cpu_meter *m)
 {
         if (m->whole_tree && m->cg) {
@@ -76,9 +52,7 @@ double cpu_meter_read(const struct cpu_meter *m)
         double guest_ms = process_cpu_ms(m->clock);
         if (!m->whole_tree)
                 return guest_ms;
-        static long ticks_per_s;
-        if (!ticks_per_s)
-                ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+        long ticks_per_s = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
         pid_t list[MAX_PROCESSES];
         size_t n = 0;
         list[n++] = m->init;
@@ -89,7 +63,7 @@ double cpu_meter_read(const struct cpu_meter *m)
                         /* The interpreter's own time comes from its clock, exactly. */
                         ticks += (list[i] == m->guest ? 0 : t[0] + t[1]) + t[2] + t[3];
                 }
-                n = add_children(list[i], list, n, MAX_PROCESSES);
+                n = proc_children(list[i], list, n, MAX_PROCESSES);
         }
         return guest_ms + (double)ticks * 1000.0 / (double)ticks_per_s;
 }

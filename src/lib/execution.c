@@ -280,7 +280,10 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
                   bool keep, const codecell_run_options *options, codecell_result *res)
 {
         bool alive = run_on(cell, s, code, len, keep, options, res);
-        mount_roots_restore(&cell->mount_roots);
+        /* A sandbox torn down has had its folders put back (standby_teardown); a session's
+         * goes on, and its eval's chmods are put back now. */
+        if (alive)
+                mount_roots_restore(&cell->mount_roots);
         return alive;
 }
 

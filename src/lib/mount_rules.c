@@ -1,5 +1,7 @@
 #include "mount_rules.h"
 
+#include "codecell.h"
+
 #include <string.h>
 
 /* Trees the engine itself builds; a user mount over or under them would hide the interpreter,
@@ -64,7 +66,7 @@ const char *mount_dest_reserved(const char *dest)
         return NULL;
 }
 
-bool mount_mode_parse(const char *name, codecell_mount_mode *ret)
+bool codecell_mount_mode_parse(const char *name, codecell_mount_mode *ret)
 {
         static const struct {
                 const char *name;

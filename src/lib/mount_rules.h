@@ -4,8 +4,6 @@
 #define CODECELL_MOUNT_RULES_H
 
 #include <stdbool.h>
-
-#include "codecell.h"
 #include <stddef.h>
 
 #define MOUNT_DEST_MAX 255
@@ -17,7 +15,6 @@ const char *mount_dest_problem(const char *dest);
 const char *mount_dest_reserved(const char *dest);
 /* True when one path is the other or lies beneath it ("/data" and "/data/x"). */
 bool paths_overlap(const char *a, const char *b);
-/* "ro", "rw" or "exec" (the names of the CLI and the configuration file); false otherwise. */
-bool mount_mode_parse(const char *name, codecell_mount_mode *ret);
+
 
 #endif

@@ -450,36 +450,16 @@ static void wait_exit(pid_t pid, int grace_ms)
                 ;
 }
 
-/* init's children by host pid, from /proc. Returns how many were stored. */
+/* init's children by host pid (init has one thread). Returns how many were stored. */
 static size_t guest_pids(const struct sandbox *sb, pid_t *pids, size_t max)
 {
-        char path[64], text[512];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)sb->pid, (int)sb->pid);
-        if (read_file(path, text, sizeof(text)) <= 0)
-                return 0;
-        size_t n = 0;
-        for (char *save = NULL, *tok = strtok_r(text, " \n", &save); tok && n < max;
-             tok = strtok_r(NULL, " \n", &save))
-                pids[n++] = (pid_t)atoi(tok);
-        return n;
+        return proc_children(sb->pid, pids, 0, max);
 }
 
 pid_t sandbox_guest_pid(const struct sandbox *sb)
 {
         pid_t pid = -1;
         return guest_pids(sb, &pid, 1) == 1 ? pid : -1;
-}
-
-int sandbox_attach_cgroup(const struct sandbox *sb, const struct cgroup *cg, codecell_error *err)
-{
-        pid_t pids[8];
-        size_t n = guest_pids(sb, pids, 8);
-        if (n == 0)
-                return err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "cgroup: the interpreter is gone");
-        int r = 0;
-        for (size_t i = 0; r == 0 && i < n; i++)
-                r = cg->backend->attach(cg, pids[i], err);
-        return r;
 }
 
 void sandbox_kill_guest(const struct sandbox *sb)

@@ -51,10 +51,6 @@ struct sandbox {
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
 /* The interpreter's host pid (init's child), or -1. */
 pid_t sandbox_guest_pid(const struct sandbox *sb);
-/* Moves the interpreter into the sandbox's cgroup. sandbox_spawn already moved init before it
- * forked the interpreter, which is born there: this is needed only for a process made some
- * other way. */
-int sandbox_attach_cgroup(const struct sandbox *sb, const struct cgroup *cg, codecell_error *err);
 /* Kills the interpreter (not init, which then reaps it and exits by itself). */
 void sandbox_kill_guest(const struct sandbox *sb);
 /* Kills the whole sandbox (its pid namespace dies with its init) after giving it grace_ms to

@@ -117,6 +117,7 @@ static const int denied_numbers[] = {
         458, /* listmount */
         463, /* setxattrat (6.13), as setxattr */
         466, /* removexattrat */
+        469, /* file_setattr (6.17): inode flags, as FS_IOC_SETFLAGS */
 };
 
 /* Every CLONE_NEW* flag clone() takes: a nested user namespace would hand the guest every
@@ -188,6 +189,38 @@ static int deny_namespaces(scmp_filter_ctx ctx, codecell_error *err)
         return 0;
 }
 
+/* A call refused when one argument matches, as SCMP_CMP takes it: NE compares the argument
+ * with a; MASKED_EQ is (argument & a) == b. An int argument (an fcntl or ioctl command) is
+ * compared on its low 32 bits only, the ones the kernel reads. */
+struct arg_rule {
+        int nr;
+        int errno_value;
+        unsigned int arg;
+        enum scmp_compare op;
+        scmp_datum_t a, b;
+        const char *why;
+};
+
+#define INT_BITS 0xffffffffu
+
+static const struct arg_rule arg_rules[] = {
+        /* Sockets: AF_UNIX only. */
+        {SCMP_SYS(socket), EAFNOSUPPORT, 0, SCMP_CMP_NE, AF_UNIX, 0, "socket"},
+        {SCMP_SYS(socketpair), EAFNOSUPPORT, 0, SCMP_CMP_NE, AF_UNIX, 0, "socketpair"},
+        /* dnotify (F_NOTIFY) signals a watcher when files of a directory are opened, the same
+         * window on the host as inotify; a lease (F_SETLEASE) signals when another process
+         * opens a file the guest holds. */
+        {SCMP_SYS(fcntl), EPERM, 1, SCMP_CMP_MASKED_EQ, INT_BITS, F_NOTIFY, "fcntl F_NOTIFY"},
+        {SCMP_SYS(fcntl), EPERM, 1, SCMP_CMP_MASKED_EQ, INT_BITS, F_SETLEASE, "fcntl F_SETLEASE"},
+        /* Inode flags (chattr): nodump, sync, noatime … would stay on a read-write folder's
+         * files and on the folder itself after the run (file_setattr is in denied_numbers). */
+        {SCMP_SYS(ioctl), EPERM, 1, SCMP_CMP_MASKED_EQ, INT_BITS, 0x40086602, "FS_IOC_SETFLAGS"},
+        {SCMP_SYS(ioctl), EPERM, 1, SCMP_CMP_MASKED_EQ, INT_BITS, 0x40046602, "FS_IOC32_SETFLAGS"},
+        {SCMP_SYS(ioctl), EPERM, 1, SCMP_CMP_MASKED_EQ, INT_BITS, 0x401c5820, "FS_IOC_FSSETXATTR"},
+        /* TIOCSTI pushes input into a terminal; the guest has none, but refuse it anyway. */
+        {SCMP_SYS(ioctl), EPERM, 1, SCMP_CMP_MASKED_EQ, INT_BITS, TIOCSTI, "TIOCSTI"},
+};
+
 /* Without subprocesses, only threads may be created: fork and vfork are refused, and clone
  * when it lacks CLONE_THREAD. */
 static int deny_processes(scmp_filter_ctx ctx, codecell_error *err)
@@ -224,14 +257,13 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
         if (r < 0)
                 return err_sys(err, -r, "seccomp rule clone3");
-        /* Sockets: AF_UNIX only. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-        if (r >= 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
-                                     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-        if (r < 0)
-                return err_sys(err, -r, "seccomp rule socket");
+        for (size_t i = 0; i < sizeof(arg_rules) / sizeof(arg_rules[0]); i++) {
+                const struct arg_rule *rule = &arg_rules[i];
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(rule->errno_value), rule->nr, 1,
+                                     SCMP_CMP(rule->arg, rule->op, rule->a, rule->b));
+                if (r < 0)
+                        return err_sys(err, -r, "seccomp rule %s", rule->why);
+        }
         /* A UNIX socket file is reached by connect, or by a datagram's address, not by open:
          * neither a read-only mount nor Landlock (to ABI 7) stops that, and a mounted folder
          * may hold a host service's socket (an agent's, a database's). So the guest connects
@@ -249,35 +281,6 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
         }
         if (r < 0)
                 return err_sys(err, -r, "seccomp rule connect");
-        /* dnotify (F_NOTIFY) signals a watcher when files of a directory are opened, the same
-         * window on the host as inotify; a lease (F_SETLEASE) signals when another process
-         * opens a file the guest holds. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
-                             SCMP_A1(SCMP_CMP_EQ, F_NOTIFY));
-        if (r >= 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
-                                     SCMP_A1(SCMP_CMP_EQ, F_SETLEASE));
-        if (r < 0)
-                return err_sys(err, -r, "seccomp rule fcntl");
-        /* Inode flags (chattr): nodump, sync, noatime … would stay on a read-write folder's
-         * files and on the folder itself after the run. FS_IOC_SETFLAGS in both sizes, the
-         * fsxattr form, and file_setattr (6.17, by number). */
-        static const unsigned long flag_ioctls[] = {0x40086602 /* FS_IOC_SETFLAGS */,
-                                                    0x40046602 /* FS_IOC32_SETFLAGS */,
-                                                    0x401c5820 /* FS_IOC_FSSETXATTR */};
-        for (size_t i = 0; r >= 0 && i < sizeof(flag_ioctls) / sizeof(flag_ioctls[0]); i++)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                                     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, flag_ioctls[i]));
-        if (r >= 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), 469 /* file_setattr */, 0);
-        if (r < 0)
-                return err_sys(err, -r, "seccomp rule inode flags");
-        /* TIOCSTI pushes input into a terminal; the guest has none, but refuse it anyway. The
-         * request is an int: compare the low 32 bits only. */
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                             SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-        if (r < 0)
-                return err_sys(err, -r, "seccomp rule ioctl");
         return 0;
 }
 

@@ -762,34 +762,18 @@ class ForgedResults(HostUnchanged, unittest.TestCase):
         self.each_language({"ruby": ruby, "python": python}, check, *self.mounts())
 
 
-# Every case of the classes above again, in a cell that allows subprocesses.
-class FilesWithSubprocesses(Files):
-    EXTRA = SUBPROCESSES
+# Every case of these classes again, in a cell that allows subprocesses.
+def with_subprocesses(cls):
+    return type(cls.__name__ + "WithSubprocesses", (cls,), {"EXTRA": SUBPROCESSES})
 
 
-class NetworkWithSubprocesses(Network):
-    EXTRA = SUBPROCESSES
-
-
-class ProcessesWithSubprocesses(Processes):
-    EXTRA = SUBPROCESSES
-
-
-class ResourcesWithSubprocesses(Resources):
-    EXTRA = SUBPROCESSES
-
-
-class ProtocolWithSubprocesses(Protocol):
-    EXTRA = SUBPROCESSES
-
-
-class WatchingTheHostWithSubprocesses(WatchingTheHost):
-    EXTRA = SUBPROCESSES
-
-
-class ForgedResultsWithSubprocesses(ForgedResults):
-    EXTRA = SUBPROCESSES
-
+FilesWithSubprocesses = with_subprocesses(Files)
+NetworkWithSubprocesses = with_subprocesses(Network)
+ProcessesWithSubprocesses = with_subprocesses(Processes)
+ResourcesWithSubprocesses = with_subprocesses(Resources)
+ProtocolWithSubprocesses = with_subprocesses(Protocol)
+WatchingTheHostWithSubprocesses = with_subprocesses(WatchingTheHost)
+ForgedResultsWithSubprocesses = with_subprocesses(ForgedResults)
 
 if __name__ == "__main__":
     unittest.main()
