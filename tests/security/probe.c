@@ -370,6 +370,17 @@ static long try_dnotify_usr_bin(void)
         close(fd);
         return r;
 }
+static long try_dnotify_high_bits(void)
+{
+        /* fcntl's command is an int: bits above 31 are dropped by the kernel, not by a filter
+         * that compared all 64. */
+        int fd = open("/usr/bin", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        long r = outcome(syscall(SYS_fcntl, fd, (1UL << 32) | F_NOTIFY, DN_ACCESS | DN_MULTISHOT));
+        close(fd);
+        return r;
+}
 static long try_lease(void)
 {
         int fd = open(scratch("lease"), O_RDONLY | O_CLOEXEC);
@@ -582,6 +593,7 @@ static const struct probe probes[] = {
         {"file_setattr", try_file_setattr},
         {"inotify_init1", try_inotify_init},
         {"dnotify_usr_bin", try_dnotify_usr_bin},
+        {"dnotify_high_bits", try_dnotify_high_bits},
         {"fcntl_setlease", try_lease},
         {"proc_self_mountinfo", try_proc_self_mountinfo},
         {"statmount", try_statmount},

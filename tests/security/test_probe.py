@@ -106,6 +106,7 @@ EXPECTED = {
     # Nothing of the host's activity, nothing of the host's paths.
     "inotify_init1": "EPERM",              # seccomp
     "dnotify_usr_bin": "EPERM",            # seccomp (fcntl F_NOTIFY)
+    "dnotify_high_bits": "EPERM",          # seccomp: the command's low 32 bits, as the kernel reads it
     "fcntl_setlease": "EPERM",             # seccomp (fcntl F_SETLEASE)
     "proc_self_mountinfo": "EACCES",       # Landlock: only the guest's own status files
     "statmount": "EPERM",                  # seccomp
