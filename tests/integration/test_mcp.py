@@ -543,30 +543,39 @@ class FairSessions(unittest.TestCase):
         self.assertNotIn("closed to make room", json.dumps(r["content"]))
 
     def test_a_busy_session_is_never_taken(self):
+        """Four sessions of a are running at once (each says so in a shared folder and waits to
+        be released): b's call is refused, and none of a's busy sessions is taken or disturbed."""
+        out = tempdir(self)
+        os.chmod(out, 0o777)
+        self.server.stop()
+        self.server = Http(small_config(
+            tempdir(self), sessions={"max": 4},
+            limits={"timeout_ms": 120000, "cpu_ms": 60000},
+            mounts=[{"source": out, "dest": "/out", "mode": "rw"}]))
+        self.addCleanup(self.server.stop)
         a, b = self.client(), self.client()
         for k in range(4):
             self.run_in(a, f"a{k}", "1")
         results = {}
+        wait = ('File.write("/out/a%d", ""); t = Time.now; '
+                'sleep 0.05 until File.exist?("/out/release") || Time.now - t > 100; :kept')
 
         def busy(k):
-            results[k] = self.run_in(a, f"a{k}", "sleep 4; :kept", i=10 + k)
+            results[k] = self.run_in(a, f"a{k}", wait % k, i=10 + k)
         threads = [threading.Thread(target=busy, args=(k,)) for k in range(4)]
         for t in threads:
             t.start()
-        # Until all four are running, b's call may take an idle one: poll for the refusal.
-        deadline = time.monotonic() + 30
-        refused = None
-        while time.monotonic() < deadline and not refused:
-            r = self.run_in(b, "b0", "1")
-            if r["isError"]:
-                refused = r
-            else:
-                self.server.post("", b, method="DELETE")
-                b = self.client()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and len(os.listdir(out)) < 4:
                 time.sleep(0.05)
-        for t in threads:
-            t.join()
-        self.assertIsNotNone(refused)
+            self.assertEqual(sorted(os.listdir(out)), ["a0", "a1", "a2", "a3"])
+            refused = self.run_in(b, "b0", "1")
+        finally:
+            open(os.path.join(out, "release"), "w").close()
+            for t in threads:
+                t.join()
+        self.assertIs(refused["isError"], True, refused)
         for k in range(4):
             self.assertEqual(results[k]["structuredContent"]["value"], "kept", results[k])
         self.assertIn("No new session can be opened", refused["content"][0]["text"])
