@@ -63,6 +63,9 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_TOOL_CALL_MS,    /* time of one call (a tool may set less); default 10000 */
         CODECELL_LIMIT_SESSIONS,        /* sessions open at once per cell; default 8 */
         CODECELL_LIMIT_SESSION_IDLE_MS, /* a session unused this long is closed; 300000 */
+        /* Characters of a result's value, output and error shown to a model (MCP, and
+         * codecell_result_to_model_json); default 20000. */
+        CODECELL_LIMIT_MODEL_CHARS,
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -196,6 +199,11 @@ CODECELL_API int codecell_cell_run_with(codecell_cell *cell, const char *code, s
  * codecell_cell_free(). */
 CODECELL_API const char *codecell_cell_description(const codecell_cell *cell);
 
+/* The cell's i-th warning for the operator (a layer this host lacks, under the "warn"
+ * policy), or NULL past the last. Every result also lists them in its "warnings". Owned by
+ * the cell. */
+CODECELL_API const char *codecell_cell_warning(const codecell_cell *cell, size_t i);
+
 /* ---- sessions ----------------------------------------------------------------------------- */
 
 /* Runs code in the named session of the cell: a persistent sandbox (the same layers as a run)
@@ -321,6 +329,16 @@ CODECELL_API const char *codecell_result_stderr(const codecell_result *result, s
 /* The DESIGN §6 JSON object, compact (or indented when pretty). Caller frees with free().
  * NULL only when out of memory. */
 CODECELL_API char *codecell_result_to_json(const codecell_result *result, bool pretty);
+/* What a model acts on, compact, within about max_chars characters of value, output and
+ * error: "status", "value", "stdout" and "stderr" when not empty, "error", "exit_status",
+ * "cancelled". A piece over its share keeps its head and its tail with a marker between them
+ * ("[… 199,700 lines, 3.4 MB omitted …]", cut on line and character boundaries) and the result
+ * says so ("stdout_truncated", "stderr_truncated", "value_truncated": the value is then a
+ * string, the cut JSON text; "error_truncated"). With details, also "duration_ms", "cpu_ms",
+ * "memory_peak_bytes" and "sandbox" (the layers): MCP's structuredContent. Never "warnings",
+ * which are for the operator. Caller frees with free(); NULL only when out of memory. */
+CODECELL_API char *codecell_result_to_model_json(const codecell_result *result, size_t max_chars,
+                                                 bool details);
 /* The value of an "ok" result as JSON text, exactly as the guest gave it (integers of any
  * size, doubles in their shortest exact form): "null" when there was none. NULL for any
  * other status. Owned by the result. */

@@ -246,6 +246,15 @@ int cmd_serve(int argc, char **argv)
                         exit_code = EXIT_SANDBOX;
                         goto out;
                 }
+        /* What this host lacks is the operator's to know, once, here: never in the results
+         * the model reads. */
+        for (size_t i = 0; i < codecell_cellset_size(cells); i++) {
+                const char *w;
+                for (size_t k = 0; (w = codecell_cell_warning(codecell_cellset_cell(cells, i), k));
+                     k++)
+                        fprintf(stderr, WHO ": cell %s: warning: %s\n",
+                                codecell_cellset_name(cells, i), w);
+        }
         server = mcp_server_new(cells, &f.server);
         if (!server) {
                 fprintf(stderr, WHO ": out of memory\n");

@@ -324,6 +324,11 @@ const char *codecell_cell_description(const codecell_cell *cell)
         return cell->description;
 }
 
+const char *codecell_cell_warning(const codecell_cell *cell, size_t i)
+{
+        return json_string_value(json_array_get(cell->warnings, i));
+}
+
 int cell_add_tool(codecell_cell *cell, struct tool *tool, codecell_error *err)
 {
         int r = tool_table_add(&cell->tools, tool, err);

@@ -22,7 +22,7 @@ static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,       [CODECELL_LIMIT_TOOL_CALLS] = 1000,
         [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = 1 * MIB, [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = 1 * MIB,
         [CODECELL_LIMIT_TOOL_CALL_MS] = 10000,         [CODECELL_LIMIT_SESSIONS] = 8,
-        [CODECELL_LIMIT_SESSION_IDLE_MS] = 300000,
+        [CODECELL_LIMIT_SESSION_IDLE_MS] = 300000,     [CODECELL_LIMIT_MODEL_CHARS] = 20000,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -32,6 +32,8 @@ static const uint64_t minimum_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_PIDS] = 4,
         [CODECELL_LIMIT_OPEN_FILES] = 16,
         [CODECELL_LIMIT_FRAME_BYTES] = 4096,
+        /* Room for a marker and a few lines on each side of it. */
+        [CODECELL_LIMIT_MODEL_CHARS] = 400,
 };
 
 static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
@@ -52,6 +54,7 @@ static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_TOOL_CALL_MS] = "tool_call_ms",
         [CODECELL_LIMIT_SESSIONS] = "sessions",
         [CODECELL_LIMIT_SESSION_IDLE_MS] = "session_idle_ms",
+        [CODECELL_LIMIT_MODEL_CHARS] = "model_chars",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)

@@ -167,7 +167,7 @@ static int load_limits(struct loader *l, const json_t *limits, const char *where
                                    "%s: unknown limit (known: timeout_ms, cpu_ms, memory_bytes, "
                                    "pids, output_bytes, tmp_bytes, work_bytes, open_files, "
                                    "file_bytes, code_bytes, frame_bytes, tool_calls, "
-                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms)",
+                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms, model_chars)",
                                    at);
                 int r = load_limit(l, config, (codecell_limit)found, value, at);
                 if (r < 0)

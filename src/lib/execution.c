@@ -113,6 +113,10 @@ static void finish(struct codecell_cell *cell, codecell_result *res, const struc
                 break;
         }
         res->duration_ms = exec_start > 0 ? now_ms() - exec_start : 0;
+        /* The head, a marker and the tail of output that went over its cap (without memory
+         * for that, the head alone stays). */
+        (void)output_finish(&res->out);
+        (void)output_finish(&res->err);
 }
 
 static double rusage_ms(const struct rusage *u)
@@ -150,7 +154,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
         struct output_buffer stale = {.cap = 0};
         p->out = p->err = &stale;
         pump_drain_now(p);
-        free(stale.data);
+        output_free(&stale);
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         p->out = &res->out;

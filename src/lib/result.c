@@ -50,29 +50,6 @@ codecell_status outcome_classify(const struct run_outcome *o)
         return CODECELL_STATUS_ERROR;
 }
 
-void output_init(struct output_buffer *b, size_t cap)
-{
-        *b = (struct output_buffer){.cap = cap};
-}
-
-int output_append(struct output_buffer *b, const char *data, size_t n)
-{
-        size_t room = b->cap - b->len;
-        if (n > room) {
-                b->truncated = true;
-                n = room;
-        }
-        if (n == 0)
-                return 0;
-        char *grown = realloc(b->data, b->len + n);
-        if (!grown)
-                return -ENOMEM;
-        memcpy(grown + b->len, data, n);
-        b->data = grown;
-        b->len += n;
-        return 0;
-}
-
 codecell_result *result_new(void)
 {
         codecell_result *r = calloc(1, sizeof(*r));
@@ -91,8 +68,8 @@ void codecell_result_free(codecell_result *r)
         json_decref(r->error);
         json_decref(r->layers);
         json_decref(r->warnings);
-        free(r->out.data);
-        free(r->err.data);
+        output_free(&r->out);
+        output_free(&r->err);
         free(r);
 }
 
@@ -349,8 +326,9 @@ static int set_output(json_t *obj, const char *key, const char *flag, const stru
                 return 0;
         size_t len = 0;
         const char *data = b->data ? b->data : "";
-        /* Capped output ends where the cap fell, maybe inside a character: that one goes. */
-        size_t kept = b->truncated ? utf8_complete_len(data, b->len) : b->len;
+        /* An unfinished buffer that went over its cap ends where the cap fell, maybe inside a
+         * character: that one goes. */
+        size_t kept = b->truncated && !b->finished ? utf8_complete_len(data, b->len) : b->len;
         _cleanup_free_ char *clean = utf8_sanitize(data, kept, &len);
         if (!clean || json_object_set_new(obj, key, json_stringn(clean, len)) < 0)
                 return -ENOMEM;
@@ -385,26 +363,37 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
                 bad |= json_object_set(obj, "warnings", r->warnings);
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
-        /* 15 significant digits for the engine's own figures: 0.1 prints as 0.1. */
-        _cleanup_free_ char *rest = bad ? NULL
-                                        : json_dumps(obj, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
-                                                                  JSON_REAL_PRECISION(15));
+        char *text = bad ? NULL : result_json_splice(r, codecell_result_value(r), obj, pretty);
         json_decref(obj);
-        /* duration_ms is always there, so rest is "{" + members + "}". */
-        const char *open = pretty ? "{\n  " : "{";
-        if (!rest || strncmp(rest, open, strlen(open)) != 0)
+        return text;
+}
+
+char *result_json_splice(const codecell_result *r, const char *value, const json_t *rest,
+                         bool pretty)
+{
+        /* 15 significant digits for the engine's own figures: 0.1 prints as 0.1. */
+        _cleanup_free_ char *members =
+                json_dumps(rest, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_REAL_PRECISION(15));
+        if (!members || members[0] != '{')
                 return NULL;
+        const char *body = members + 1; /* "}" for {}, else the members (after the indent) */
+        while (*body == '\n' || *body == ' ')
+                body++;
+        bool empty = *body == '}';
+        const char *open = pretty ? "{\n  " : "{";
         const char *sep = pretty ? ",\n  " : ",", *colon = pretty ? ": " : ":";
-        const char *value = codecell_result_value(r);
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
         if (!f)
                 return NULL;
-        fprintf(f, "%s\"status\"%s\"%s\"%s", open, colon, codecell_status_name(r->status), sep);
+        fprintf(f, "%s\"status\"%s\"%s\"", open, colon, codecell_status_name(r->status));
         if (value)
-                fprintf(f, "\"value\"%s%s%s", colon, value, sep);
-        fputs(rest + strlen(open), f);
+                fprintf(f, "%s\"value\"%s%s", sep, colon, value);
+        if (empty)
+                fputs(pretty ? "\n}" : "}", f);
+        else
+                fprintf(f, "%s%s", sep, body);
         bool failed = ferror(f);
         if (fclose(f) != 0 || failed) {
                 free(text);

@@ -7,13 +7,8 @@
 #include <stdint.h>
 
 #include "codecell.h"
+#include "output.h"
 
-struct output_buffer {
-        char *data;
-        size_t len;
-        size_t cap; /* bytes kept at most */
-        bool truncated;
-};
 
 struct codecell_result {
         codecell_status status;
@@ -49,15 +44,15 @@ struct run_outcome {
 
 codecell_status outcome_classify(const struct run_outcome *o);
 
-void output_init(struct output_buffer *b, size_t cap);
-/* Keeps what fits under the cap and marks the rest as truncated. -ENOMEM on failure. */
-int output_append(struct output_buffer *b, const char *data, size_t n);
-
 codecell_result *result_new(void);
 
 /* Takes the value of a result frame: "value_json" (the text the preludes send) or "value" (a
  * JSON value). -EBADMSG when the text is not exactly one JSON value, -ENOMEM. */
 int result_set_value(codecell_result *r, const json_t *frame);
+/* {"status": …, "value": value (JSON text, omitted when NULL), then the members of rest}.
+ * NULL when out of memory. */
+char *result_json_splice(const codecell_result *r, const char *value, const json_t *rest,
+                         bool pretty);
 /* Whether text[0..len) is exactly one JSON value (RFC 8259, valid UTF-8, no lone surrogate
  * escapes, no number a double reader would take for infinity, at most 1000 levels deep). */
 bool json_text_valid(const char *text, size_t len);

@@ -106,8 +106,8 @@ void standby_free(struct standby *s)
         if (!s)
                 return;
         (void)standby_teardown(s, END_NOW, NULL, NULL);
-        free(s->boot_out.data);
-        free(s->boot_err.data);
+        output_free(&s->boot_out);
+        output_free(&s->boot_err);
         free(s);
 }
 

@@ -11,25 +11,35 @@
 #include "../lib/util.h"
 #include "server.h"
 
+/* structuredContent: codecell_result_to_model_json with details. */
+static const char result_schema_text[] =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"error\",\"timeout\","
+        "\"fuel_exhausted\",\"memory_limit\",\"sandbox_error\"],"
+        "\"description\":\"ok: the code finished; the others say why it did not\"},"
+        "\"value\":{\"description\":\"status ok: the value of the last expression, as JSON "
+        "(with value_truncated: a string, the start and end of its JSON text)\"},"
+        "\"error\":{\"type\":[\"object\",\"string\"],"
+        "\"description\":\"status error: {class, message, backtrace}; other statuses: what to "
+        "change\"},"
+        "\"exit_status\":{\"type\":\"integer\",\"description\":\"the code called exit\"},"
+        "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+        "\"stdout_truncated\":{\"type\":\"boolean\",\"description\":\"the middle of stdout "
+        "was left out (a marker says how much)\"},"
+        "\"stderr_truncated\":{\"type\":\"boolean\"},"
+        "\"value_truncated\":{\"type\":\"boolean\"},"
+        "\"error_truncated\":{\"type\":\"boolean\"},"
+        "\"cancelled\":{\"type\":\"boolean\"},"
+        "\"duration_ms\":{\"type\":\"number\",\"description\":\"wall-clock time of the run\"},"
+        "\"cpu_ms\":{\"type\":\"number\",\"description\":\"CPU time the code used\"},"
+        "\"memory_peak_bytes\":{\"type\":\"integer\"},"
+        "\"sandbox\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+        "\"description\":\"the isolation layers in force\"}},"
+        "\"required\":[\"status\",\"duration_ms\"]}";
+
 static json_t *result_schema(void)
 {
-        return json_pack(
-                "{s:s, s:{s:{s:s, s:[s,s,s,s,s,s], s:s}, s:{s:s}, s:{s:[s,s], s:s}, "
-                "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s}, "
-                "s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}}, s:{s:s}}, s:[s,s]}",
-                "type", "object", "properties", "status", "type", "string", "enum", "ok", "error",
-                "timeout", "fuel_exhausted", "memory_limit", "sandbox_error", "description",
-                "ok: the code finished; the others say why it did not", "value", "description",
-                "status ok: the value of the last expression, as JSON", "error", "type", "object",
-                "string", "description",
-                "status error: {class, message, backtrace}; other statuses: what to change",
-                "stdout", "type", "string", "stderr", "type", "string", "stdout_truncated", "type",
-                "boolean", "stderr_truncated", "type", "boolean", "duration_ms", "type", "number",
-                "description", "wall-clock time of the run", "cpu_ms", "type", "number",
-                "description", "CPU time the code used", "memory_peak_bytes", "type", "integer",
-                "sandbox", "type", "array", "items", "type", "string", "warnings", "type", "array",
-                "items", "type", "string", "cancelled", "type", "boolean", "required", "status",
-                "duration_ms");
+        return json_loads(result_schema_text, 0, NULL);
 }
 
 static json_t *input_schema(bool sessions)
@@ -276,30 +286,33 @@ static size_t escape_json(const char *s, size_t len, char *out)
 /* Results past this size give their memory back to the system once answered. */
 #define LARGE_RESULT_BYTES (1u << 20)
 
-/* Answers a finished call. The result's JSON goes in twice (the text content and
- * structuredContent) but is encoded once, and the result is freed before the answer is put
- * together around that text: a large value is never held as a tree and as texts at once, nor
- * parsed again. Takes res. */
+/* Answers a finished call with what the model acts on (codecell_result_to_model_json, within
+ * the cell's model_chars) as the text content, and the same with the sandbox's layers and
+ * figures as structuredContent. Both are spliced around the guest's value text, which is
+ * never parsed again (its numbers stay exact). Takes res. */
 static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_result *res,
-                         const char *note)
+                         size_t model_chars, const char *note)
 {
         bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
-        char *result = codecell_result_to_json(res, false);
+        char *lean = codecell_result_to_model_json(res, model_chars, false);
+        char *detailed = codecell_result_to_model_json(res, model_chars, true);
+        const char *value = codecell_result_value(res);
+        bool large = value && strlen(value) >= LARGE_RESULT_BYTES;
         codecell_result_free(res);
         char *id_text = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
         char *text = NULL;
-        size_t n = result ? strlen(result) : 0;
-        if (result && id_text) {
+        if (lean && detailed && id_text) {
                 static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
                 static const char content[] =
                         ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
                 static const char more[] = "\"},{\"type\":\"text\",\"text\":\"";
                 static const char structured[] = "\"}],\"structuredContent\":";
                 const char *tail = is_error ? ",\"isError\":true}}" : ",\"isError\":false}}";
-                size_t id_len = strlen(id_text), escaped = escape_json(result, n, NULL);
+                size_t id_len = strlen(id_text), n = strlen(lean), d = strlen(detailed);
                 size_t note_len = note ? strlen(note) : 0;
-                size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 + escaped +
-                              sizeof(structured) - 1 + n + strlen(tail) + 1;
+                size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 +
+                              escape_json(lean, n, NULL) + sizeof(structured) - 1 + d +
+                              strlen(tail) + 1;
                 if (note)
                         size += sizeof(more) - 1 + escape_json(note, note_len, NULL);
                 text = malloc(size);
@@ -308,22 +321,23 @@ static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_resul
                         p = mempcpy(p, head, sizeof(head) - 1);
                         p = mempcpy(p, id_text, id_len);
                         p = mempcpy(p, content, sizeof(content) - 1);
-                        p += escape_json(result, n, p);
+                        p += escape_json(lean, n, p);
                         if (note) {
                                 p = mempcpy(p, more, sizeof(more) - 1);
                                 p += escape_json(note, note_len, p);
                         }
                         p = mempcpy(p, structured, sizeof(structured) - 1);
-                        p = mempcpy(p, result, n);
+                        p = mempcpy(p, detailed, d);
                         p = stpcpy(p, tail);
                 }
         }
         free(id_text);
-        free(result);
+        free(lean);
+        free(detailed);
         int r = text ? sink->send(sink, text, true) : -1;
-        if (n >= LARGE_RESULT_BYTES)
-                /* The value was parsed into many small blocks, now free: without this the
-                 * server keeps their pages (glibc trims only the top of each arena). */
+        if (large)
+                /* The guest's frame was parsed into many small blocks, now free: without this
+                 * the server keeps their pages (glibc trims only the top of each arena). */
                 (void)malloc_trim(0);
         return r;
 }
@@ -594,6 +608,9 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                 codecell_result_free(res);
                 return false;
         }
-        (void)answer_result(sink, id, res, evicted ? evicted_note : NULL);
+        codecell_cell_info info;
+        codecell_cell_info_get(cell, &info);
+        (void)answer_result(sink, id, res, (size_t)info.limits[CODECELL_LIMIT_MODEL_CHARS],
+                            evicted ? evicted_note : NULL);
         return true;
 }

@@ -4,11 +4,13 @@ import json
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 import unittest
 
 from harness import become_subreaper, stray_children, tempdir
+from harness import BIN, LAUNCHED
 from mcp_peer import INIT, Http, Stdio, small_config, sse_messages
 
 
@@ -107,7 +109,12 @@ class StdioProtocol(unittest.TestCase):
         r = m["result"]
         self.assertEqual(r["structuredContent"]["value"], [1, "two"])
         self.assertEqual(r["structuredContent"]["stdout"], "hi\n")
-        self.assertEqual(json.loads(r["content"][0]["text"]), r["structuredContent"])
+        # The text is what the model acts on; the sandbox's facts are in structuredContent.
+        self.assertEqual(r["content"][0]["text"], '{"status":"ok","value":[1,"two"],"stdout":"hi\\n"}')
+        lean = json.loads(r["content"][0]["text"])
+        self.assertEqual({k: v for k, v in r["structuredContent"].items() if k in lean}, lean)
+        self.assertIn("seccomp", r["structuredContent"]["sandbox"])
+        self.assertIn("duration_ms", r["structuredContent"])
         self.assertIs(r["isError"], False)
         m = self.peer.request(call(2, "raise 'no'"))
         self.assertIs(m["result"]["isError"], True)
@@ -660,8 +667,10 @@ class ServerMemory(unittest.TestCase):
         from the frame to the answer (the server held it as a tree twice before, about 40
         bytes per element, and kept most of it after answering)."""
         d = tempdir(self)
+        # The whole value for the model too (model_chars): the cell asked for it.
         peer = Stdio(small_config(d, limits={"timeout_ms": 60000, "cpu_ms": 60000,
-                                             "memory_bytes": 1 << 30}))
+                                             "memory_bytes": 1 << 30,
+                                             "model_chars": 40_000_000}))
         self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
         peer.request(INIT)
         before = vm_kib(peer.proc.pid, "VmHWM")
@@ -717,7 +726,8 @@ class ServerMemoryHttp(unittest.TestCase):
         for this call on the previous binary)."""
         d = tempdir(self)
         server = Http(small_config(d, limits={"timeout_ms": 60000, "cpu_ms": 60000,
-                                              "memory_bytes": 1 << 30}))
+                                              "memory_bytes": 1 << 30,
+                                              "model_chars": 40_000_000}))
         self.addCleanup(server.stop)
         h = {"Mcp-Session-Id": server.initialize()}
         status, _, text = server.post(call(1, "[0] * 8_000_000"), h)
@@ -774,5 +784,86 @@ class CappedOutput(unittest.TestCase):
         r = peer.request(call(1, "print 'ab' + '%s' * 1000; 1" % EURO))["result"]
         r = r["structuredContent"]
         self.assertIs(r.get("stdout_truncated"), True, r)
-        self.assertEqual(r["stdout"], "ab" + EURO * 340)
+        # The first half of the cap and the last bytes, each ending on a character.
+        head, marker, tail = r["stdout"].partition("\n[… ")
+        self.assertEqual(head, "ab" + EURO * 170)
+        self.assertRegex(marker + tail, r"^\n\[… 2\.\d kB omitted …\]\n(€){170}$")
         self.assertEqual(peer.close()[0], 0)
+
+
+# ---- issue 16: what the model reads -----------------------------------------------------------
+
+TWO_CELLS = [{"name": "ruby", "language": "ruby", "pool": 1,
+              "limits": {"timeout_ms": 30000, "cpu_ms": 20000}},
+             {"name": "python", "language": "python", "pool": 1,
+              "limits": {"timeout_ms": 30000, "cpu_ms": 20000}}]
+MANY_LINES_THEN_FAIL = {
+    "ruby": '200_000.times { |i| puts "line #{i}" }\nraise ArgumentError, "the end"',
+    "python": 'for i in range(200000): print("line", i)\nraise ValueError("the end")',
+}
+
+
+class LeanResults(unittest.TestCase):
+    def setUp(self):
+        from mcp_peer import write_config
+        self.peer = Stdio(write_config(tempdir(self), TWO_CELLS))
+        self.addCleanup(lambda: self.peer.proc.poll() is not None or self.peer.close())
+        self.peer.request(INIT)
+
+    def test_the_text_of_1_plus_1_is_what_the_model_acts_on(self):
+        for lang in ("ruby", "python"):
+            r = self.peer.request(call(1, "1+1", name=lang))["result"]
+            self.assertEqual(r["content"], [{"type": "text", "text": '{"status":"ok","value":2}'}])
+            s = r["structuredContent"]
+            self.assertIn("seccomp", s["sandbox"])
+            self.assertIn("duration_ms", s)
+            self.assertNotIn("warnings", s)
+
+    def test_a_long_output_keeps_its_end_and_the_error_under_the_cap(self):
+        for lang, code in MANY_LINES_THEN_FAIL.items():
+            self.peer.send(call(1, code, name=lang))
+            r = self.peer.answer(1, timeout=120)["result"]
+            text = r["content"][0]["text"]
+            self.assertLessEqual(len(text), 20000, lang)
+            lean = json.loads(text)
+            self.assertEqual(lean["status"], "error", lang)
+            self.assertEqual(lean["error"]["message"], "the end")
+            self.assertIs(lean["stdout_truncated"], True)
+            out = lean["stdout"]
+            self.assertTrue(out.startswith("line 0\nline 1\n"), out[:40])
+            self.assertTrue(out.endswith("line 199999\n"), out[-40:])
+            self.assertTrue(re.search(r"\n\[… 19\d,\d{3} lines, 2\.\d MB omitted …\]\nline \d+\n",
+                                      out), out[len(out) // 2 - 200:len(out) // 2 + 200])
+            self.assertEqual(r["structuredContent"]["stdout"], out)
+
+    def test_a_cut_at_a_multibyte_character(self):
+        # 5,000 euro signs on one line: the model's cut lands between characters, not bytes.
+        for lang, code in {"ruby": 'print "\u20ac" * 50_000; 1',
+                           "python": 'print("\u20ac" * 50000, end=""); 1'}.items():
+            r = self.peer.request(call(1, code, name=lang))["result"]
+            out = json.loads(r["content"][0]["text"])["stdout"]
+            head, _, tail = out.partition("\n[… ")
+            self.assertTrue(head and set(head) == {EURO}, lang)
+            self.assertRegex(tail, r"^\d+\.\d kB omitted …\]\n(€)+$")
+            self.assertLess(len(out), 20000)
+
+    def test_an_unprivileged_server_warns_its_operator_once_not_the_model(self):
+        if os.geteuid() != 0:
+            self.skipTest("checks the cgroup warning of a normal user, made with setpriv as root")
+        from mcp_peer import write_config
+        d = tempdir(self)
+        os.chmod(d, 0o755)
+        cfg = write_config(d, TWO_CELLS[:1])
+        os.chmod(cfg, 0o644)
+        p = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534",
+                              "--clear-groups", BIN, "serve", "--config", cfg],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        LAUNCHED.append(p.pid)
+        lines = [INIT, call(1, "1"), call(2, "2")]
+        out, err = p.communicate("".join(json.dumps(m) + "\n" for m in lines).encode(), 120)
+        answers = [json.loads(x) for x in out.decode().splitlines()]
+        for a in answers[1:]:
+            self.assertNotIn("warning", json.dumps(a["result"]))
+        warnings = [x for x in err.decode().splitlines() if ": warning: " in x]
+        # One line per missing layer, once; none when this host delegates cgroups to nobody.
+        self.assertEqual(len(warnings), len(set(warnings)), err)

@@ -55,12 +55,13 @@ int main(void)
         r->value_json = strdup("0.1");
         r->duration_ms = 1.5;
         output_init(&r->out, 4);
-        CHECK(output_append(&r->out, "ab\xff", 3) == 0);
+        CHECK(output_append(&r->out, "a\xff", 2) == 0);
         CHECK(output_append(&r->out, "cdef", 4) == 0);
-        CHECK(r->out.len == 4 && r->out.truncated);
+        CHECK(r->out.truncated && r->out.total == 6);
+        CHECK(output_finish(&r->out) == 0);
         char *text = codecell_result_to_json(r, false);
-        CHECK_STR(text, "{\"status\":\"ok\",\"value\":0.1,\"stdout\":\"ab\xef\xbf\xbd"
-                        "c\","
+        CHECK_STR(text, "{\"status\":\"ok\",\"value\":0.1,\"stdout\":\"a\xef\xbf\xbd"
+                        "\\n[… 2 bytes omitted …]\\nef\","
                         "\"stdout_truncated\":true,\"duration_ms\":1.5,\"cpu_ms\":0.0}");
         free(text);
         codecell_result_free(r);
