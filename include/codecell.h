@@ -66,6 +66,8 @@ typedef enum codecell_limit {
         /* Characters of a result's value, output and error shown to a model (MCP, and
          * codecell_result_to_model_json); default 20000. */
         CODECELL_LIMIT_MODEL_CHARS,
+        CODECELL_LIMIT_IMAGES,      /* images a run hands back; default 8 */
+        CODECELL_LIMIT_IMAGE_BYTES, /* size of one of them; default 4 MiB */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -122,6 +124,12 @@ CODECELL_API int codecell_config_set_limit(codecell_config *config, codecell_lim
 CODECELL_API uint64_t codecell_config_get_limit(const codecell_config *config,
                                                 codecell_limit limit);
 CODECELL_API void codecell_config_set_policy(codecell_config *config, codecell_policy policy);
+
+/* A folder inside the sandbox (under /work or /tmp, or in a read-write mount added before) whose
+ * image files (PNG, JPEG, GIF, WebP) written during a run come back in its result, beside the
+ * figures a Python run draws with matplotlib. NULL: none (the default). */
+CODECELL_API int codecell_config_set_image_folder(codecell_config *config, const char *path,
+                                                  codecell_error *err);
 
 /* Lets the guest start subprocesses: fork, and exec of the programs under /usr (never of files
  * it wrote itself). Off by default: then fork, vfork and exec answer EPERM/EACCES. Processes
@@ -344,6 +352,16 @@ CODECELL_API char *codecell_result_to_model_json(const codecell_result *result, 
  * other status. Owned by the result. */
 CODECELL_API const char *codecell_result_value(const codecell_result *result);
 CODECELL_API void codecell_result_free(codecell_result *result);
+
+/* The pictures a run handed back, in the order they were made: figures a Python run drew with
+ * matplotlib (shown, or still open at its end) and image files written to the cell's image
+ * folder. At most CODECELL_LIMIT_IMAGES of at most CODECELL_LIMIT_IMAGE_BYTES each; the type
+ * is found from the bytes ("image/png", "image/jpeg", "image/gif", "image/webp"). */
+CODECELL_API size_t codecell_result_image_count(const codecell_result *result);
+/* The i-th image's bytes (*ret_len of them) and, in *ret_mime_type, its static MIME type; NULL
+ * past the last. Owned by the result. */
+CODECELL_API const void *codecell_result_image(const codecell_result *result, size_t i,
+                                              size_t *ret_len, const char **ret_mime_type);
 
 /* ---- host check ------------------------------------------------------------------------ */
 

@@ -9,6 +9,7 @@ frame. Guest code sees only the `sb` module (also importable as `import sb`).
 # imports to every start.
 import _ast
 import _thread
+import binascii
 import builtins
 import json
 import os
@@ -305,6 +306,109 @@ def _evaluate(code, scope):
     return {"ok": True, "value_json": _value_json(value)}
 
 
+# ---- pictures ----------------------------------------------------------------------------------
+# Figures drawn with matplotlib and image files written to the cell's image folder go to the
+# engine as "image" frames before the result; the engine checks their bytes and caps again.
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+_pictures = {"id": None, "max": 0, "max_bytes": 0, "folder": None, "handed": 0}
+
+
+def _hand_back(data, size=None):
+    """One picture for the engine; over a cap, only its size (the engine says what was left
+    out), so that no frame grows past the engine's limit."""
+    frame = {"t": "image", "id": _pictures["id"]}
+    size = len(data) if size is None else size
+    if _pictures["handed"] < _pictures["max"] and size <= _pictures["max_bytes"]:
+        frame["data"] = binascii.b2a_base64(data, newline=False).decode("ascii")
+    else:
+        frame["size"] = size
+    _pictures["handed"] += 1
+    _send(frame)
+
+
+def _show_figures(*_args, **_kwargs):
+    """plt.show() in the sandbox, and the end of every run: each open figure comes back as a
+    PNG and is closed, as in a notebook."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    import io
+    for number in plt.get_fignums():
+        figure = plt.figure(number)
+        png = io.BytesIO()
+        try:
+            figure.savefig(png, format="png")
+        finally:
+            plt.close(figure)
+        _hand_back(png.getvalue())
+
+
+class _FigureBackend:
+    """matplotlib's backend here (MPLBACKEND=module://_codecell_figures): Agg, which draws
+    without a display, with _show_figures as its show()."""
+    NAME = "_codecell_figures"
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != cls.NAME:
+            return None
+        import importlib.machinery
+        return importlib.machinery.ModuleSpec(name, cls)
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        module.FigureCanvas = FigureCanvasAgg
+        module.show = _show_figures
+
+
+sys.meta_path.append(_FigureBackend)
+os.environ["MPLBACKEND"] = "module://" + _FigureBackend.NAME
+
+
+def _folder_state(folder):
+    """{name: (size, mtime_ns)} of the image files in folder, to tell what a run wrote."""
+    state = {}
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.lower().endswith(IMAGE_SUFFIXES) and entry.is_file():
+                    st = entry.stat()
+                    state[entry.name] = (st.st_size, st.st_mtime_ns)
+    except OSError:
+        pass
+    return state
+
+
+def _hand_back_folder(folder, before):
+    for name, (size, _mtime) in sorted(_folder_state(folder).items()):
+        if before.get(name) == (size, _mtime):
+            continue
+        if size > _pictures["max_bytes"]:
+            _hand_back(b"", size)
+            continue
+        try:
+            with open(os.path.join(folder, name), "rb") as f:
+                data = f.read(_pictures["max_bytes"] + 1)
+        except OSError:
+            continue
+        _hand_back(data)
+
+
+def _hand_back_pictures(before):
+    try:
+        _show_figures()
+    except BaseException as exc:
+        print("codecell: a figure could not be drawn: %s" % _message(exc), file=sys.stderr)
+    if _pictures["folder"]:
+        _hand_back_folder(_pictures["folder"], before)
+
+
 def _exit(code=None):
     raise SystemExit(code)
 
@@ -329,7 +433,16 @@ def _run():
         if not isinstance(frame, dict) or frame.get("t") != "exec":
             os._exit(2)
         started = time.monotonic()
+        images = frame.get("images") or {}
+        _pictures.update(id=frame.get("id"), max=images.get("max", 0),
+                         max_bytes=images.get("max_bytes", 0), folder=images.get("folder"),
+                         handed=0)
+        before = _folder_state(_pictures["folder"]) if _pictures["folder"] else {}
         out = _evaluate(str(frame.get("code", "")), scope)
+        try:
+            _hand_back_pictures(before)
+        except BaseException:  # never the end of the run: the result still goes
+            pass
         out["duration_ms"] = round((time.monotonic() - started) * 1000, 2)
         # Output written before the result belongs to this execution: flush it first.
         for stream in (sys.stdout, sys.stderr):

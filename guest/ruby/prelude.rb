@@ -242,12 +242,62 @@ module CodecellGuest
         exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
 
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        images = frame["images"].is_a?(Hash) ? frame["images"] : {}
+        before = folder_state(images["folder"])
         out = evaluate(frame["code"].to_s)
+        hand_back_folder(frame["id"], images, before)
         out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
         # Output written before the result belongs to this execution: flush it first.
         flush_output
         answer(frame["id"], out)
       end
+    end
+
+    # Image files written to the cell's image folder go to the engine as "image" frames before
+    # the result; the engine checks their bytes and caps again.
+    IMAGE_SUFFIXES = %w[.png .jpg .jpeg .gif .webp].freeze
+
+    # {name => [size, mtime]} of the image files in folder, to tell what a run wrote.
+    def folder_state(folder)
+      return {} unless folder
+
+      Dir.children(folder).each_with_object({}) do |name, state|
+        next unless IMAGE_SUFFIXES.include?(File.extname(name).downcase)
+
+        st = File.stat(File.join(folder, name))
+        state[name] = [st.size, st.mtime.to_r] if st.file?
+      rescue SystemCallError
+        next
+      end
+    rescue SystemCallError
+      {}
+    end
+
+    # Over a cap, only the size goes (the engine says what was left out), so that no frame
+    # grows past the engine's limit.
+    def hand_back_folder(id, images, before)
+      handed = 0
+      max = images["max"].to_i
+      max_bytes = images["max_bytes"].to_i
+      folder_state(images["folder"]).sort.each do |name, state|
+        next if before[name] == state
+
+        frame = { t: "image", id: id }
+        if handed < max && state[0] <= max_bytes
+          data = File.binread(File.join(images["folder"], name), max_bytes + 1)
+          next if data.nil?
+
+          frame[:data] = [data].pack("m0")
+        else
+          frame[:size] = state[0]
+        end
+        handed += 1
+        send_frame(frame)
+      rescue SystemCallError
+        next
+      end
+    rescue Exception # rubocop:disable Lint/RescueException -- never the end of the run
+      nil
     end
 
     # Never the end of a session: a result that cannot be sent is replaced by a plain error.

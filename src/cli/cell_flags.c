@@ -64,6 +64,11 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
         for (size_t i = 0; i < f->n_mounts; i++)
                 if (add_mount_flag(f->who, config, f->mounts[i], &err) < 0)
                         goto out;
+        /* After the mounts: the folder may be in a read-write one. */
+        if (f->image_folder && codecell_config_set_image_folder(config, f->image_folder, &err) < 0) {
+                fprintf(stderr, "%s: --image-folder: %s\n", f->who, err.message);
+                goto out;
+        }
         for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
                 if (f->limits[l] &&
                     codecell_config_set_limit(config, (codecell_limit)l, f->limits[l], &err) < 0) {

@@ -1,10 +1,13 @@
 /* codecell run: one script in a fresh sandbox. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "codecell.h"
 #include "commands.h"
@@ -40,6 +43,11 @@ static const char usage[] =
         "      --on-unsupported warn|raise|ignore\n"
         "                           when the host lacks Landlock or a cgroup\n"
         "                           (default warn)\n"
+        "      --image-folder PATH  image files the code writes to PATH (in the sandbox:\n"
+        "                           under /work or /tmp, or in a read-write mount) come\n"
+        "                           back with the result, beside matplotlib's figures\n"
+        "      --save-images DIR    write the images the run handed back to DIR\n"
+        "                           (image-1.png, …) and list them on stderr\n"
         "      --json               print the result as one JSON object\n"
         "  -h, --help               show this help\n"
         "\n"
@@ -49,7 +57,16 @@ static const char usage[] =
         "Exit codes: 0 ok, 1 the code raised an error, 2 usage or configuration error,\n"
         "3 a limit was hit (timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
 
-enum { OPT_TIMEOUT = 256, OPT_CPU, OPT_MEMORY, OPT_MAX_OUTPUT, OPT_POLICY, OPT_JSON };
+enum {
+        OPT_TIMEOUT = 256,
+        OPT_CPU,
+        OPT_MEMORY,
+        OPT_MAX_OUTPUT,
+        OPT_POLICY,
+        OPT_JSON,
+        OPT_IMAGE_FOLDER,
+        OPT_SAVE_IMAGES,
+};
 
 static const struct option options[] = {
         {"eval", required_argument, NULL, 'e'},
@@ -60,6 +77,8 @@ static const struct option options[] = {
         {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
         {"on-unsupported", required_argument, NULL, OPT_POLICY},
         {"json", no_argument, NULL, OPT_JSON},
+        {"image-folder", required_argument, NULL, OPT_IMAGE_FOLDER},
+        {"save-images", required_argument, NULL, OPT_SAVE_IMAGES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -128,6 +147,52 @@ static int exit_code_for(codecell_status status)
         }
 }
 
+static int write_all(int fd, const char *data, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, data, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                data += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+/* The run's images into dir as image-1.png, image-2.jpeg, …, listed on stderr. */
+static int write_images(const codecell_result *res, const char *dir)
+{
+        size_t n = codecell_result_image_count(res);
+        if (n == 0) {
+                fprintf(stderr, "codecell run: no images to save in %s\n", dir);
+                return 0;
+        }
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+                fprintf(stderr, "codecell run: --save-images %s: %s\n", dir, strerror(errno));
+                return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+                size_t len = 0;
+                const char *mime = NULL;
+                const void *data = codecell_result_image(res, i, &len, &mime);
+                char path[4096];
+                snprintf(path, sizeof(path), "%s/image-%zu.%s", dir, i + 1, mime + strlen("image/"));
+                int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+                bool ok = fd >= 0 && write_all(fd, data, len) == 0;
+                if (fd >= 0 && close(fd) < 0)
+                        ok = false;
+                if (!ok) {
+                        fprintf(stderr, "codecell run: cannot write %s: %s\n", path,
+                                strerror(errno));
+                        return -1;
+                }
+                fprintf(stderr, "codecell run: saved %s (%s, %zu bytes)\n", path, mime, len);
+        }
+        return 0;
+}
+
 struct limit_flag {
         int opt;
         codecell_limit limit;
@@ -143,7 +208,7 @@ static const struct limit_flag limit_flags[] = {
 
 int cmd_run(int argc, char **argv)
 {
-        const char *eval = NULL;
+        const char *eval = NULL, *save_images = NULL;
         bool json = false;
         struct cell_flags f = {.who = "codecell run", .policy = CODECELL_POLICY_WARN};
         int c;
@@ -170,6 +235,12 @@ int cmd_run(int argc, char **argv)
                         break;
                 case OPT_JSON:
                         json = true;
+                        break;
+                case OPT_IMAGE_FOLDER:
+                        f.image_folder = optarg;
+                        break;
+                case OPT_SAVE_IMAGES:
+                        save_images = optarg;
                         break;
                 case 'h':
                         fputs(usage, stdout);
@@ -237,6 +308,8 @@ int cmd_run(int argc, char **argv)
                 print_result(res);
         }
         exit_code = exit_code_for(codecell_result_status(res));
+        if (save_images && write_images(res, save_images) < 0 && exit_code == EXIT_OK)
+                exit_code = EXIT_USAGE;
 out:
         codecell_result_free(res);
         codecell_cell_free(cell);

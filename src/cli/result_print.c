@@ -21,9 +21,18 @@ void print_result(const codecell_result *res)
         free(text);
         json_t *error = json_object_get(obj, "error");
         if (json_is_true(json_object_get(obj, "stdout_truncated")))
-                fputs("\ncodecell: stdout was truncated\n", stderr);
+                fputs("\ncodecell: stdout was over its cap: its middle was left out\n", stderr);
         if (json_is_true(json_object_get(obj, "stderr_truncated")))
-                fputs("\ncodecell: stderr was truncated\n", stderr);
+                fputs("\ncodecell: stderr was over its cap: its middle was left out\n", stderr);
+        size_t images = json_array_size(json_object_get(obj, "images"));
+        if (images > 0)
+                fprintf(stderr, "codecell: the run handed back %zu image%s (--save-images DIR)\n",
+                        images, images == 1 ? "" : "s");
+        json_t *omitted = json_object_get(obj, "images_omitted");
+        if (omitted)
+                fprintf(stderr, "codecell: %lld image(s) left out: %s\n",
+                        (long long)json_integer_value(json_object_get(omitted, "count")),
+                        json_string_value(json_object_get(omitted, "reason")));
         switch (codecell_result_status(res)) {
         case CODECELL_STATUS_OK:
                 fflush(stdout);

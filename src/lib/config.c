@@ -23,6 +23,7 @@ static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = 1 * MIB, [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = 1 * MIB,
         [CODECELL_LIMIT_TOOL_CALL_MS] = 10000,         [CODECELL_LIMIT_SESSIONS] = 8,
         [CODECELL_LIMIT_SESSION_IDLE_MS] = 300000,     [CODECELL_LIMIT_MODEL_CHARS] = 20000,
+        [CODECELL_LIMIT_IMAGES] = 8,                   [CODECELL_LIMIT_IMAGE_BYTES] = 4 * MIB,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -55,6 +56,8 @@ static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_SESSIONS] = "sessions",
         [CODECELL_LIMIT_SESSION_IDLE_MS] = "session_idle_ms",
         [CODECELL_LIMIT_MODEL_CHARS] = "model_chars",
+        [CODECELL_LIMIT_IMAGES] = "images",
+        [CODECELL_LIMIT_IMAGE_BYTES] = "image_bytes",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)
@@ -93,6 +96,7 @@ void codecell_config_free(codecell_config *c)
         for (size_t i = 0; i < c->n_mounts; i++)
                 mount_clear(&c->mounts[i]);
         free(c->mounts);
+        free(c->image_folder);
         free(c);
 }
 
@@ -238,6 +242,30 @@ void codecell_config_set_subprocesses(codecell_config *c, bool allowed)
         c->subprocesses = allowed;
 }
 
+int codecell_config_set_image_folder(codecell_config *c, const char *path, codecell_error *err)
+{
+        const char *problem = path ? mount_dest_problem(path) : NULL;
+        if (problem)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "image folder %s: %s", path,
+                               problem);
+        /* Somewhere the code can write: its scratch trees or a read-write folder. */
+        bool writable = path && (paths_overlap(path, "/work") || paths_overlap(path, "/tmp"));
+        for (size_t i = 0; path && !writable && i < c->n_mounts; i++)
+                writable = c->mounts[i].read_write && paths_overlap(path, c->mounts[i].dest) &&
+                           strlen(path) >= strlen(c->mounts[i].dest);
+        if (path && !writable)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "image folder %s: the code cannot write there; use /work, /tmp "
+                               "or a read-write folder (added before it)",
+                               path);
+        char *copy = path ? strdup(path) : NULL;
+        if (path && !copy)
+                return err_sys(err, ENOMEM, "image folder");
+        free(c->image_folder);
+        c->image_folder = copy;
+        return 0;
+}
+
 int codecell_config_set_pool(codecell_config *c, size_t size, codecell_error *err)
 {
         if (size > 64)
@@ -255,6 +283,9 @@ codecell_config *config_copy(const codecell_config *src)
         *c = *src;
         c->mounts = NULL;
         c->n_mounts = 0;
+        c->image_folder = NULL;
+        if (src->image_folder && !(c->image_folder = strdup(src->image_folder)))
+                goto fail;
         if (src->n_mounts) {
                 c->mounts = calloc(src->n_mounts, sizeof(*c->mounts));
                 if (!c->mounts)

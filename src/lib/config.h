@@ -21,6 +21,7 @@ struct codecell_config {
         codecell_policy policy;
         size_t pool;       /* sandboxes standing by */
         bool subprocesses; /* the guest may fork and exec the system's programs */
+        char *image_folder; /* where image files the code writes come back from, or NULL */
 };
 
 /* codecell_config_add_mount(), with errors worded for a configuration file when `where` names

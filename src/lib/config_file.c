@@ -167,7 +167,8 @@ static int load_limits(struct loader *l, const json_t *limits, const char *where
                                    "%s: unknown limit (known: timeout_ms, cpu_ms, memory_bytes, "
                                    "pids, output_bytes, tmp_bytes, work_bytes, open_files, "
                                    "file_bytes, code_bytes, frame_bytes, tool_calls, "
-                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms, model_chars)",
+                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms, model_chars, images, "
+                                   "image_bytes)",
                                    at);
                 int r = load_limit(l, config, (codecell_limit)found, value, at);
                 if (r < 0)
@@ -252,11 +253,26 @@ static int load_policy(struct loader *l, const json_t *v, const char *where,
                    where);
 }
 
+static int load_image_folder(struct loader *l, const json_t *folder, const char *where,
+                             codecell_config *config)
+{
+        if (!folder)
+                return 0;
+        if (!json_is_string(folder))
+                return bad(l, EINVAL, "%s.image_folder: must be a string (a folder in the sandbox)",
+                           where);
+        codecell_error e = {0};
+        if (codecell_config_set_image_folder(config, json_string_value(folder), &e) < 0)
+                return bad(l, EINVAL, "%s.image_folder: %s", where, e.message);
+        return 0;
+}
+
 static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cellset_entry *entry)
 {
         static const char *const keys[] = {
                 "name",     "language", "description",        "mounts",         "limits", "pool",
-                "sessions", "tools",    "allow_subprocesses", "on_unsupported", NULL};
+                "sessions", "tools",    "allow_subprocesses", "on_unsupported", "image_folder",
+                NULL};
         char where[32];
         snprintf(where, sizeof(where), "cells[%zu]", i);
         if (!json_is_object(obj))
@@ -292,6 +308,7 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         r = r ?: load_limits(l, json_object_get(obj, "limits"), where, config);
         r = r ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
+        r = r ?: load_image_folder(l, json_object_get(obj, "image_folder"), where, config);
         if (r == 0) {
                 codecell_config_set_subprocesses(config, json_is_true(subprocesses));
                 size_t size = pool ? (size_t)json_integer_value(pool) : 2;

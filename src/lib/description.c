@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cell.h"
+#include "images.h"
 
 static void folder_section(FILE *f, const codecell_config *c, bool rw, const char *header)
 {
@@ -47,6 +48,8 @@ char *description_build(const codecell_config *c, struct tool_table *tools)
         fputs(c->runtime->how_results, f);
         folder_section(f, c, false, "## Read-only folders (readable, never writable)");
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
+        images_describe(f, c->runtime->name, c->image_folder, c->limits[CODECELL_LIMIT_IMAGES],
+                        c->limits[CODECELL_LIMIT_IMAGE_BYTES]);
         tools_describe(tools, &c->runtime->tools, f);
         if (fclose(f) != 0) {
                 free(text);

@@ -159,6 +159,8 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         p->out = &res->out;
         p->err = &res->err;
+        image_list_init(&res->images, lim[CODECELL_LIMIT_IMAGES], lim[CODECELL_LIMIT_IMAGE_BYTES]);
+        p->images = &res->images;
         p->exec_id = exec_id;
         if (options && codecell_cancel_triggered(options->cancel)) {
                 /* Cancelled before it began: the code is never handed over, and a session's
@@ -174,8 +176,12 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
 
         double exec_start = now_ms();
         double deadline = exec_start + (double)lim[CODECELL_LIMIT_TIMEOUT_MS];
-        json_t *exec = json_pack("{s:s, s:I, s:s%}", "t", "exec", "id", (json_int_t)exec_id, "code",
-                                 code, len);
+        /* What the prelude may hand back as pictures: the host checks it again. */
+        json_t *exec = json_pack("{s:s, s:I, s:s%, s:{s:I, s:I, s:s?}}", "t", "exec", "id",
+                                 (json_int_t)exec_id, "code", code, len, "images", "max",
+                                 (json_int_t)lim[CODECELL_LIMIT_IMAGES], "max_bytes",
+                                 (json_int_t)lim[CODECELL_LIMIT_IMAGE_BYTES], "folder",
+                                 cell->config->image_folder);
         if (!exec) {
                 pump_protocol_error(p, "cannot encode the code");
         } else if (standby_arm(s, lim[CODECELL_LIMIT_CPU_MS]),

@@ -165,6 +165,7 @@ static char *model_json(const codecell_result *r, size_t max_chars, bool details
                 bad |= json_object_set_new(obj, "value_truncated", json_true());
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
+        bad |= result_set_images(obj, r);
         if (details) {
                 bad |= json_object_set_new(obj, "duration_ms",
                                            json_real((double)(long)(r->duration_ms * 100) / 100));

@@ -154,6 +154,18 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                 r = add_host_file(plan, "/etc/ld.so.cache", false, err);
         if (r == 0)
                 r = add_host_file(plan, "/etc/localtime", false, err);
+        /* matplotlib's defaults: Debian keeps them in /etc (python-matplotlib-data). */
+        if (r == 0)
+                r = add_host_file(plan, "/etc/matplotlibrc", false, err);
+        /* Debian's alternatives: symbolic links into /usr that shared libraries are found
+         * through (numpy's libblas.so.3 is /etc/alternatives/libblas.so.3-…). Read-only. */
+        if (r == 0 && access("/etc/alternatives", F_OK) == 0)
+                r = add(plan,
+                        (struct mount_op){.kind = OP_BIND,
+                                          .dest = strdup("/etc/alternatives"),
+                                          .source = strdup("/etc/alternatives"),
+                                          .user_mount = -1},
+                        err);
         /* A minimal /dev. */
         static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
                                               "/dev/urandom"};

@@ -83,6 +83,16 @@ static void handle_frame(struct pump *p, json_t *frame)
                 p->result_frame = json_incref(frame);
         } else if (strcmp(t, "call") == 0 && p->exec_sent && !p->result_frame) {
                 answer_call(p, frame);
+        } else if (strcmp(t, "image") == 0 && p->exec_sent && !p->result_frame && p->images) {
+                if (json_integer_value(json_object_get(frame, "id")) != p->exec_id) {
+                        pump_protocol_error(p, "image frame without the exec's id");
+                        return;
+                }
+                int r = image_list_take(p->images, frame);
+                if (r < 0)
+                        pump_protocol_error(p, r == -ENOMEM ? "out of memory taking an image"
+                                                            : "image frame whose data is not "
+                                                              "base64");
         } else {
                 char msg[128];
                 snprintf(msg, sizeof(msg), "unexpected \"%.*s\" frame", utf8_prefix(t, 40), t);

@@ -23,6 +23,7 @@ struct pump {
         int64_t exec_id;      /* the id of that exec, which its result must carry */
         struct rpc *rpc;      /* host calls of this execution; NULL before exec */
         json_t *result_frame; /* owned */
+        struct image_list *images; /* where "image" frames go; NULL before exec */
         /* CPU budget, checked while reading: the sandbox's CPU time must stay below
          * cpu_limit_ms (0: not checked). */
         struct cpu_meter cpu;

@@ -70,6 +70,7 @@ void codecell_result_free(codecell_result *r)
         json_decref(r->warnings);
         output_free(&r->out);
         output_free(&r->err);
+        image_list_free(&r->images);
         free(r);
 }
 
@@ -363,6 +364,7 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
                 bad |= json_object_set(obj, "warnings", r->warnings);
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
+        bad |= result_set_images(obj, r);
         char *text = bad ? NULL : result_json_splice(r, codecell_result_value(r), obj, pretty);
         json_decref(obj);
         return text;
@@ -400,4 +402,41 @@ char *result_json_splice(const codecell_result *r, const char *value, const json
                 return NULL;
         }
         return text;
+}
+
+int result_set_images(json_t *obj, const codecell_result *r)
+{
+        const struct image_list *l = &r->images;
+        int bad = 0;
+        if (l->n > 0) {
+                json_t *list = json_array();
+                for (size_t i = 0; list && i < l->n; i++)
+                        bad |= json_array_append_new(list,
+                                                     json_pack("{s:s, s:I}", "mime_type",
+                                                               l->items[i].mime_type, "bytes",
+                                                               (json_int_t)l->items[i].len));
+                bad |= json_object_set_new(obj, "images", list);
+        }
+        if (l->omitted > 0)
+                bad |= json_object_set_new(obj, "images_omitted",
+                                           json_pack("{s:I, s:s}", "count", (json_int_t)l->omitted,
+                                                     "reason", l->why_omitted));
+        return bad ? -1 : 0;
+}
+
+size_t codecell_result_image_count(const codecell_result *r)
+{
+        return r->images.n;
+}
+
+const void *codecell_result_image(const codecell_result *r, size_t i, size_t *ret_len,
+                                  const char **ret_mime_type)
+{
+        if (i >= r->images.n)
+                return NULL;
+        if (ret_len)
+                *ret_len = r->images.items[i].len;
+        if (ret_mime_type)
+                *ret_mime_type = r->images.items[i].mime_type;
+        return r->images.items[i].data;
 }

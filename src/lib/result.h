@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "codecell.h"
+#include "images.h"
 #include "output.h"
 
 
@@ -26,6 +27,7 @@ struct codecell_result {
         json_t *layers;            /* array of the layers in force */
         json_t *warnings;          /* array, or NULL */
         bool cancelled;            /* stopped by codecell_cancel_trigger() */
+        struct image_list images;  /* pictures the run handed back */
 };
 
 /* What the host observed of one execution. The status comes from these facts, never from
@@ -49,6 +51,8 @@ codecell_result *result_new(void);
 /* Takes the value of a result frame: "value_json" (the text the preludes send) or "value" (a
  * JSON value). -EBADMSG when the text is not exactly one JSON value, -ENOMEM. */
 int result_set_value(codecell_result *r, const json_t *frame);
+/* "images" ([{mime_type, bytes}]) and "images_omitted" ({count, reason}) when there are. */
+int result_set_images(json_t *obj, const codecell_result *r);
 /* {"status": …, "value": value (JSON text, omitted when NULL), then the members of rest}.
  * NULL when out of memory. */
 char *result_json_splice(const codecell_result *r, const char *value, const json_t *rest,

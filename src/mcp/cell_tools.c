@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../lib/base64.h"
 #include "../lib/util.h"
 #include "server.h"
 
@@ -34,7 +35,12 @@ static const char result_schema_text[] =
         "\"cpu_ms\":{\"type\":\"number\",\"description\":\"CPU time the code used\"},"
         "\"memory_peak_bytes\":{\"type\":\"integer\"},"
         "\"sandbox\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
-        "\"description\":\"the isolation layers in force\"}},"
+        "\"description\":\"the isolation layers in force\"},"
+        "\"images\":{\"type\":\"array\",\"description\":\"the pictures the run handed back, "
+        "in the image content beside the text\",\"items\":{\"type\":\"object\",\"properties\":{"
+        "\"mime_type\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"}}}},"
+        "\"images_omitted\":{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"},"
+        "\"reason\":{\"type\":\"string\"}}}},"
         "\"required\":[\"status\",\"duration_ms\"]}";
 
 static json_t *result_schema(void)
@@ -286,6 +292,36 @@ static size_t escape_json(const char *s, size_t len, char *out)
 /* Results past this size give their memory back to the system once answered. */
 #define LARGE_RESULT_BYTES (1u << 20)
 
+/* The run's pictures as MCP image content: `,{"type":"image",…}` for each, or "" when none;
+ * NULL when out of memory. */
+static char *image_contents(const codecell_result *res)
+{
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < codecell_result_image_count(res); i++) {
+                size_t len = 0;
+                const char *mime = NULL;
+                const void *data = codecell_result_image(res, i, &len, &mime);
+                char *b64 = base64_encode(data, len, NULL);
+                if (!b64) {
+                        fclose(f);
+                        free(text);
+                        return NULL;
+                }
+                fprintf(f, ",{\"type\":\"image\",\"data\":\"%s\",\"mimeType\":\"%s\"}", b64,
+                        mime);
+                free(b64);
+        }
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        return text;
+}
+
 /* Answers a finished call with what the model acts on (codecell_result_to_model_json, within
  * the cell's model_chars) as the text content, and the same with the sandbox's layers and
  * figures as structuredContent. Both are spliced around the guest's value text, which is
@@ -296,23 +332,25 @@ static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_resul
         bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
         char *lean = codecell_result_to_model_json(res, model_chars, false);
         char *detailed = codecell_result_to_model_json(res, model_chars, true);
+        char *images = image_contents(res);
         const char *value = codecell_result_value(res);
         bool large = value && strlen(value) >= LARGE_RESULT_BYTES;
         codecell_result_free(res);
         char *id_text = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
         char *text = NULL;
-        if (lean && detailed && id_text) {
+        if (lean && detailed && images && id_text) {
                 static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
                 static const char content[] =
                         ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
                 static const char more[] = "\"},{\"type\":\"text\",\"text\":\"";
-                static const char structured[] = "\"}],\"structuredContent\":";
+                static const char text_end[] = "\"}";
+                static const char structured_end[] = "],\"structuredContent\":";
                 const char *tail = is_error ? ",\"isError\":true}}" : ",\"isError\":false}}";
                 size_t id_len = strlen(id_text), n = strlen(lean), d = strlen(detailed);
                 size_t note_len = note ? strlen(note) : 0;
                 size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 +
-                              escape_json(lean, n, NULL) + sizeof(structured) - 1 + d +
-                              strlen(tail) + 1;
+                              escape_json(lean, n, NULL) + sizeof(text_end) - 1 +
+                              strlen(images) + sizeof(structured_end) - 1 + d + strlen(tail) + 1;
                 if (note)
                         size += sizeof(more) - 1 + escape_json(note, note_len, NULL);
                 text = malloc(size);
@@ -326,7 +364,9 @@ static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_resul
                                 p = mempcpy(p, more, sizeof(more) - 1);
                                 p += escape_json(note, note_len, p);
                         }
-                        p = mempcpy(p, structured, sizeof(structured) - 1);
+                        p = mempcpy(p, text_end, sizeof(text_end) - 1);
+                        p = stpcpy(p, images);
+                        p = mempcpy(p, structured_end, sizeof(structured_end) - 1);
                         p = mempcpy(p, detailed, d);
                         p = stpcpy(p, tail);
                 }
@@ -334,6 +374,7 @@ static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_resul
         free(id_text);
         free(lean);
         free(detailed);
+        free(images);
         int r = text ? sink->send(sink, text, true) : -1;
         if (large)
                 /* The guest's frame was parsed into many small blocks, now free: without this
