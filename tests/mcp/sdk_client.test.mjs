@@ -120,6 +120,31 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.equal(p.structuredContent.stdout, "hi\n");
     });
 
+    test("a matplotlib figure comes back as image content", async () => {
+      const r = await run(client, "python", {
+        code: "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n'ok'",
+      });
+      assert.equal(r.isError, false, r.content[0].text);
+      const image = r.content.find((c) => c.type === "image");
+      assert.equal(image.mimeType, "image/png");
+      const png = Buffer.from(image.data, "base64");
+      assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+      assert.equal(png.readUInt32BE(16), 640); // IHDR width
+      assert.equal(r.structuredContent.images[0].bytes, png.length);
+    });
+
+    test("a long output keeps its end for the model", async () => {
+      const r = await run(client, "python", {
+        code: "for i in range(200000): print('line', i)\nraise ValueError('the end')",
+      });
+      assert.equal(r.isError, true);
+      assert.ok(r.content[0].text.length <= 20000, `${r.content[0].text.length} characters`);
+      const lean = JSON.parse(r.content[0].text);
+      assert.equal(lean.error.message, "the end");
+      assert.ok(lean.stdout.endsWith("line 199999\n"));
+      assert.match(lean.stdout, /\n\[… [\d,]+ lines, [\d.]+ MB omitted …\]\n/);
+    });
+
     test("every status, each an isError result the model can read", async () => {
       const cases = [
         ["error", "raise ArgumentError, 'bad'"],
