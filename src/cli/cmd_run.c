@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/util.h"
 #include "codecell.h"
 #include "commands.h"
 #include "cell_flags.h"
@@ -145,20 +146,6 @@ static int exit_code_for(codecell_status status)
         default:
                 return EXIT_SANDBOX;
         }
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-        while (len > 0) {
-                ssize_t n = write(fd, data, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return -1;
-                data += n;
-                len -= (size_t)n;
-        }
-        return 0;
 }
 
 /* The run's images into dir as image-1.png, image-2.jpeg, …, listed on stderr. */

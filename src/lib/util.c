@@ -171,3 +171,22 @@ void utf8_trim_cut(char *s)
 {
         s[utf8_complete_len(s, strlen(s))] = '\0';
 }
+
+int write_all(int fd, const void *data, size_t n)
+{
+        const char *p = data;
+        while (n > 0) {
+                ssize_t w = write(fd, p, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -1;
+                if (w == 0) {
+                        errno = EIO;
+                        return -1;
+                }
+                p += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}

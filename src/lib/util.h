@@ -12,6 +12,8 @@ double now_ms(void);
 
 /* Writes the whole string to an existing file (cgroupfs control files). 0 or -errno. */
 int write_file(const char *path, const char *text);
+/* Writes all n bytes to fd, again after EINTR and short writes. 0, or -1 with errno. */
+int write_all(int fd, const void *data, size_t n);
 /* Reads at most size-1 bytes of a file into buf, NUL-terminated. Bytes read or -errno. */
 ssize_t read_file(const char *path, char *buf, size_t size);
 

@@ -13,6 +13,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "../lib/util.h"
 #include "server.h"
 #include "transports.h"
 
@@ -22,19 +23,6 @@ struct stdio_sink {
         pthread_mutex_t lock; /* one whole line at a time */
 };
 
-static void write_all(int fd, const char *p, size_t n)
-{
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return; /* the client went away: nothing to tell it any more */
-                p += w;
-                n -= (size_t)w;
-        }
-}
-
 static int stdio_send(struct mcp_sink *sink, char *text, bool answer)
 {
         (void)answer;
@@ -42,7 +30,7 @@ static int stdio_send(struct mcp_sink *sink, char *text, bool answer)
         size_t n = strlen(text);
         text[n] = '\n'; /* replaces the NUL: the line is written in one piece */
         pthread_mutex_lock(&out->lock);
-        write_all(out->fd, text, n + 1);
+        (void)write_all(out->fd, text, n + 1); /* failing: the client went away */
         pthread_mutex_unlock(&out->lock);
         free(text);
         return 0;
