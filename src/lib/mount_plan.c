@@ -99,16 +99,18 @@ static int add_file(struct mount_plan *plan, const char *dest, const char *conte
         return add_bytes(plan, dest, contents, strlen(contents), err);
 }
 
+/* A host file or directory at the same path, read-only; skipped when the host has none. */
 static int add_host_file(struct mount_plan *plan, const char *path, bool device,
                          codecell_error *err)
 {
-        if (access(path, F_OK) < 0)
+        struct stat st;
+        if (stat(path, &st) < 0)
                 return 0; /* optional on this host */
         return add(plan,
                    (struct mount_op){.kind = OP_BIND,
                                      .dest = strdup(path),
                                      .source = strdup(path),
-                                     .is_file = true,
+                                     .is_file = !S_ISDIR(st.st_mode),
                                      .devices = device,
                                      .user_mount = -1},
                    err);
@@ -154,6 +156,14 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                 r = add_host_file(plan, "/etc/ld.so.cache", false, err);
         if (r == 0)
                 r = add_host_file(plan, "/etc/localtime", false, err);
+        /* What files under /usr link to in /etc, read-only, or the links dangle: Debian's
+         * alternatives (libblas.so.3, which numpy loads; a folder of symbolic links that
+         * name the chosen implementations) and matplotlib's defaults (its mpl-data/matplotlibrc,
+         * without which it refuses to import). */
+        static const char *const usr_links_into_etc[] = {"/etc/alternatives", "/etc/matplotlibrc"};
+        for (size_t i = 0; r == 0 && i < sizeof(usr_links_into_etc) / sizeof(usr_links_into_etc[0]);
+             i++)
+                r = add_host_file(plan, usr_links_into_etc[i], false, err);
         /* A minimal /dev. */
         static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
                                               "/dev/urandom"};
