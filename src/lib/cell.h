@@ -8,6 +8,7 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "interpreter.h"
 #include "landlock.h"
 #include "mount_plan.h"
 #include "mount_roots.h"
@@ -26,6 +27,9 @@ struct codecell_cell {
         gid_t host_gid;
         bool privileged;        /* the engine runs as root */
         int *idmap_fds;         /* per user mount: a user namespace fd, or -1 */
+        const char *interpreter; /* what the sandbox executes: config's, or the runtime's */
+        char **argv;             /* its argv (runtime_argv: the boot program, load paths) */
+        struct interpreter_info probe; /* version NULL: not probed yet (see description) */
         char *interpreter_real; /* the interpreter binary, symlinks resolved */
         char *elf_interpreter;  /* its dynamic loader, or NULL */
         json_t *layers;         /* layers in force for every run */
@@ -59,7 +63,9 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
 void execution_run(struct codecell_cell *cell, const char *code, size_t len,
                    const codecell_run_options *options, codecell_result *res);
 
-/* The description the model sees (description.c). NULL when out of memory. */
-char *description_build(const codecell_config *config, struct tool_table *tools);
+/* The description the model sees (description.c), for the interpreter probe found. NULL when
+ * out of memory. */
+char *description_build(const codecell_config *config, const struct interpreter_info *probe,
+                        struct tool_table *tools);
 
 #endif

@@ -13,6 +13,16 @@ struct cc_mount {
         char *description; /* never NULL; may be "" */
 };
 
+/* A library folder: read-only in the sandbox, at /codecell/lib/<index>, its load paths on the
+ * interpreter's (interpreter.c finds them). */
+struct cc_library {
+        char *source; /* canonical absolute host path of a directory */
+        bool exec;    /* native code on it may be loaded */
+};
+
+/* Library folders a cell takes at most. */
+#define CONFIG_LIBRARIES_MAX 16
+
 struct codecell_config {
         const struct runtime *runtime;
         struct cc_mount *mounts;
@@ -21,7 +31,17 @@ struct codecell_config {
         codecell_policy policy;
         size_t pool;       /* sandboxes standing by */
         bool subprocesses; /* the guest may fork and exec the system's programs */
+        char *interpreter; /* canonical absolute host path, or NULL: runtime->interpreter */
+        struct cc_library *libraries;
+        size_t n_libraries;
 };
+
+/* codecell_config_set_interpreter() and codecell_config_add_library(), with errors worded for
+ * a configuration file when `where` names the JSON path ("cells[0].libraries[1]"). */
+int config_set_interpreter(codecell_config *c, const char *path, const char *where,
+                           codecell_error *err);
+int config_add_library(codecell_config *c, const char *path, codecell_mount_mode mode,
+                       const char *where, codecell_error *err);
 
 /* codecell_config_add_mount(), with errors worded for a configuration file when `where` names
  * the mount's JSON path ("cells[0].mounts[1]"). */
