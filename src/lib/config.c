@@ -91,10 +91,13 @@ void codecell_config_free(codecell_config *c)
         for (size_t i = 0; i < c->n_mounts; i++)
                 mount_clear(&c->mounts[i]);
         free(c->mounts);
-        for (size_t i = 0; i < c->n_libraries; i++)
+        for (size_t i = 0; i < c->n_libraries; i++) {
                 free(c->libraries[i].source);
+                free(c->libraries[i].where);
+        }
         free(c->libraries);
         free(c->interpreter);
+        free(c->interpreter_where);
         free(c);
 }
 
@@ -232,9 +235,15 @@ int config_set_interpreter(codecell_config *c, const char *path, const char *whe
                 return r;
         if (access(real, X_OK) < 0)
                 return path_error(err, errno, where, "interpreter", path, "is not executable");
-        /* Whether it runs, and is this language, is known when the cell probes it. */
+        /* Whether it runs, and is this language, is known when the cell probes it; its
+         * errors then name where the path came from. */
+        char *origin = where ? strdup(where) : NULL;
+        if (where && !origin)
+                return err_sys(err, ENOMEM, "interpreter");
         free(c->interpreter);
+        free(c->interpreter_where);
         c->interpreter = steal_ptr(real);
+        c->interpreter_where = origin;
         return 0;
 }
 
@@ -257,12 +266,16 @@ int config_add_library(codecell_config *c, const char *path, codecell_mount_mode
         for (size_t i = 0; i < c->n_libraries; i++)
                 if (strcmp(c->libraries[i].source, real) == 0)
                         return path_error(err, EINVAL, where, "library", path, "is listed twice");
+        _cleanup_free_ char *origin = where ? strdup(where) : NULL;
         struct cc_library *grown = realloc(c->libraries, (c->n_libraries + 1) * sizeof(*grown));
-        if (!grown)
+        if (!grown || (where && !origin))
                 return err_sys(err, ENOMEM, "library");
         c->libraries = grown;
         c->libraries[c->n_libraries++] = (struct cc_library){
-                .source = steal_ptr(real), .exec = mode == CODECELL_MOUNT_READ_ONLY_EXEC};
+                .source = steal_ptr(real),
+                .exec = mode == CODECELL_MOUNT_READ_ONLY_EXEC,
+                .where = steal_ptr(origin),
+        };
         return 0;
 }
 
@@ -344,16 +357,22 @@ codecell_config *config_copy(const codecell_config *src)
         c->n_mounts = 0;
         c->libraries = NULL;
         c->n_libraries = 0;
-        c->interpreter = NULL;
-        if (src->interpreter && !(c->interpreter = strdup(src->interpreter)))
+        c->interpreter = c->interpreter_where = NULL;
+        if ((src->interpreter && !(c->interpreter = strdup(src->interpreter))) ||
+            (src->interpreter_where && !(c->interpreter_where = strdup(src->interpreter_where))))
                 goto fail;
         if (src->n_libraries &&
             !(c->libraries = calloc(src->n_libraries, sizeof(*c->libraries))))
                 goto fail;
         for (size_t i = 0; i < src->n_libraries; i++) {
-                c->libraries[i] = src->libraries[i];
+                const struct cc_library *lib = &src->libraries[i];
+                c->libraries[i] = (struct cc_library){
+                        .source = strdup(lib->source),
+                        .exec = lib->exec,
+                        .where = lib->where ? strdup(lib->where) : NULL,
+                };
                 c->n_libraries++;
-                if (!(c->libraries[i].source = strdup(src->libraries[i].source)))
+                if (!c->libraries[i].source || (lib->where && !c->libraries[i].where))
                         goto fail;
         }
         if (src->n_mounts) {

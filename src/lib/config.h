@@ -18,6 +18,7 @@ struct cc_mount {
 struct cc_library {
         char *source; /* canonical absolute host path of a directory */
         bool exec;    /* native code on it may be loaded */
+        char *where;  /* "cells.json: cells[0].libraries[1]" for errors, or NULL */
 };
 
 /* Library folders a cell takes at most. */
@@ -32,6 +33,7 @@ struct codecell_config {
         size_t pool;       /* sandboxes standing by */
         bool subprocesses; /* the guest may fork and exec the system's programs */
         char *interpreter; /* canonical absolute host path, or NULL: runtime->interpreter */
+        char *interpreter_where; /* "cells.json: cells[0].interpreter" for errors, or NULL */
         struct cc_library *libraries;
         size_t n_libraries;
 };

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,28 @@ static bool guest_can_read(const char *path, bool privileged)
         return true;
 }
 
+/* An error about the interpreter or library folder i (i < 0: the interpreter), named as the
+ * caller gave it: "cells.json: cells[0].interpreter: /usr/bin/python3 is not ruby" from a
+ * configuration file, "interpreter /usr/bin/python3 is not ruby" through the API. */
+__attribute__((format(printf, 6, 7))) static int refuse(codecell_error *err, int errno_value,
+                                                        const codecell_config *c,
+                                                        const char *interpreter, ssize_t i,
+                                                        const char *fmt, ...)
+{
+        const char *where = i < 0 ? c->interpreter_where : c->libraries[i].where;
+        const char *path = i < 0 ? interpreter : c->libraries[i].source;
+        char text[sizeof(err->message)];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        if (where)
+                return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s: %s %s", where,
+                               path, text);
+        return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s %s %s",
+                       i < 0 ? "interpreter" : "library", path, text);
+}
+
 /* Runs interpreter with argv (argv[0] replaced by its path); its stdout, or NULL with *ret_error. */
 static char *run(const char *interpreter, char **argv, char **ret_error)
 {
@@ -67,7 +90,7 @@ static void version_line(const char *interpreter, char *buf, size_t size)
 
 /* The probe's answer into ret; < 0 with err when it is not the language's or names a
  * problem. */
-static int take_answer(const codecell_config *c, const char *interpreter, json_t *answer,
+static int take_answer(const codecell_config *c, json_t *answer,
                        struct interpreter_info *ret, codecell_error *err)
 {
         const char *language = json_string_value(json_object_get(answer, "language"));
@@ -81,9 +104,8 @@ static int take_answer(const codecell_config *c, const char *interpreter, json_t
         json_t *problem = json_array_get(problems, 0);
         size_t which = (size_t)json_integer_value(json_array_get(problem, 0));
         if (problem && which < c->n_libraries)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "library %s %s",
-                               c->libraries[which].source,
-                               json_string_value(json_array_get(problem, 1)) ?: "is unusable");
+                return refuse(err, EINVAL, c, NULL, (ssize_t)which, "%s",
+                              json_string_value(json_array_get(problem, 1)) ?: "is unusable");
         ret->version = strdup(version);
         ret->load_paths = calloc(json_array_size(load_path) + 1, sizeof(char *));
         if (!ret->version || !ret->load_paths)
@@ -110,7 +132,6 @@ static int take_answer(const codecell_config *c, const char *interpreter, json_t
                         json_array_append(names, entry);
         }
         ret->libraries = names;
-        (void)interpreter;
         return names ? 0 : err_sys(err, ENOMEM, "interpreter");
 }
 
@@ -119,17 +140,16 @@ int interpreter_probe(const codecell_config *c, const char *interpreter, bool pr
 {
         const struct runtime *rt = c->runtime;
         *ret = (struct interpreter_info){0};
+        const char *user = privileged ? "nobody" : "the engine's own";
         if (!guest_can_read(interpreter, privileged))
-                return err_set(err, CODECELL_ERR_INVALID, EACCES,
-                               "interpreter %s: the sandbox's user (%s) cannot read it", interpreter,
-                               privileged ? "nobody" : "the engine's own");
+                return refuse(err, EACCES, c, interpreter, -1, "cannot be read by the sandbox's user (%s)",
+                              user);
         const char *folders[CONFIG_LIBRARIES_MAX];
         for (size_t i = 0; i < c->n_libraries; i++) {
                 folders[i] = c->libraries[i].source;
                 if (!guest_can_read(folders[i], privileged))
-                        return err_set(err, CODECELL_ERR_INVALID, EACCES,
-                                       "library %s: the sandbox's user (%s) cannot read it",
-                                       folders[i], privileged ? "nobody" : "the engine's own");
+                        return refuse(err, EACCES, c, NULL, (ssize_t)i,
+                                      "cannot be read by the sandbox's user (%s)", user);
         }
         _cleanup_free_ char **argv = runtime_argv(rt, rt->probe, NULL, 0, folders, c->n_libraries);
         if (!argv)
@@ -137,20 +157,18 @@ int interpreter_probe(const codecell_config *c, const char *interpreter, bool pr
         _cleanup_free_ char *error = NULL;
         _cleanup_free_ char *out = run(interpreter, argv, &error);
         json_t *answer = out ? json_loads(out, 0, NULL) : NULL;
-        int r = answer ? take_answer(c, interpreter, answer, ret, err) : -EPROTO;
+        int r = answer ? take_answer(c, answer, ret, err) : -EPROTO;
         json_decref(answer);
         if (r == -EPROTO) {
                 /* Not this language, or it did not run at all: say what it is, if it can. */
                 char said[160];
                 version_line(interpreter, said, sizeof(said));
                 if (*said)
-                        r = err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                                    "interpreter %s is not %s (its --version says \"%s\")",
-                                    interpreter, rt->name, said);
+                        r = refuse(err, EINVAL, c, interpreter, -1, "is not %s (its --version says \"%s\")",
+                                   rt->name, said);
                 else
-                        r = err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                                    "interpreter %s does not run %s code: %s", interpreter,
-                                    rt->name, error ? error : "its answer is not the probe's");
+                        r = refuse(err, EINVAL, c, interpreter, -1, "does not run %s code: %s", rt->name,
+                                   error ? error : "its answer is not the probe's");
         }
         if (r < 0)
                 interpreter_info_free(ret);
