@@ -45,6 +45,16 @@ enum {
         {"library", required_argument, NULL, CELL_OPT_LIBRARY}
 /* clang-format on */
 
+/* The help lines of --interpreter and --library, the same in every verb that builds a cell. */
+#define CELL_FLAGS_HELP_INTERPRETER                                                                \
+        "      --interpreter PATH   the interpreter that runs the code (default\n"                  \
+        "                           /usr/bin/ruby or /usr/bin/python3); checked to be\n"           \
+        "                           that language\n"                                               \
+        "      --library DIR[:ro|exec]\n"                                                          \
+        "                           a library folder, read-only on the load path (a\n"             \
+        "                           virtualenv, site-packages, gem home, .rb folder;\n"            \
+        "                           :exec, its C extensions may load); repeatable\n"
+
 /* A limit flag's value into f: a duration ("5s") when duration, else a size ("256M"). < 0 when
  * it does not parse (the caller words the error). */
 int cell_flags_limit(struct cell_flags *f, codecell_limit limit, bool duration, const char *arg);
