@@ -267,6 +267,9 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 err_sys(err, ENOMEM, "cell");
                 goto fail;
         }
+        /* Its own path, not a bare name: Python derives sys.executable from argv[0], and one
+         * outside /usr would otherwise be taken for the python3 found in PATH. */
+        cell->argv[0] = (char *)cell->interpreter;
         cell->elf_interpreter = elf_interpreter(cell->interpreter_real);
         static const char *const always[] = {
                 "user_namespace", "mount_namespace", "pid_namespace",        "network_namespace",
