@@ -25,11 +25,12 @@ static char *const probe_env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/"
  * own uid. */
 static bool guest_can_read(const char *path, bool privileged)
 {
+        struct stat st;
         if (!privileged)
-                return access(path, R_OK) == 0;
+                return stat(path, &st) == 0 &&
+                       access(path, S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK) == 0;
         char buf[PATH_MAX];
         snprintf(buf, sizeof(buf), "%s", path);
-        struct stat st;
         if (stat(buf, &st) < 0 || !(st.st_mode & S_IROTH) ||
             (S_ISDIR(st.st_mode) && !(st.st_mode & S_IXOTH)))
                 return false;
