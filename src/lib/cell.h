@@ -27,9 +27,6 @@ struct codecell_cell {
         gid_t host_gid;
         bool privileged;        /* the engine runs as root */
         int *idmap_fds;         /* per user mount: a user namespace fd, or -1 */
-        const char *interpreter; /* what the sandbox executes: config's, or the runtime's */
-        char **argv;             /* its argv (runtime_argv: the boot program, load paths) */
-        struct interpreter_info probe; /* version NULL: not probed yet (see description) */
         char *interpreter_real; /* the interpreter binary, symlinks resolved */
         char *elf_interpreter;  /* its dynamic loader, or NULL */
         json_t *layers;         /* layers in force for every run */
@@ -43,6 +40,12 @@ struct codecell_cell {
         struct tool_table tools;
         struct session_table sessions;
         pthread_mutex_t description_lock; /* guards description, rebuilt as tools are added */
+        /* What the sandbox executes (config's, or the runtime's), with its argv (runtime_argv:
+         * the boot program and the load paths), and what its probe found (version NULL: not
+         * probed yet, see codecell_cell_description). */
+        const char *interpreter;
+        char **argv;
+        struct interpreter_info probe;
 };
 
 /* A new result for code the cell accepts, with what every result carries (the layers, the

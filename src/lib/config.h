@@ -32,8 +32,10 @@ struct codecell_config {
         codecell_policy policy;
         size_t pool;       /* sandboxes standing by */
         bool subprocesses; /* the guest may fork and exec the system's programs */
-        char *interpreter; /* canonical absolute host path, or NULL: runtime->interpreter */
-        char *interpreter_where; /* "cells.json: cells[0].interpreter" for errors, or NULL */
+        /* The interpreter's canonical absolute host path, or NULL: runtime->interpreter; and
+         * where it came from, for errors ("cells.json: cells[0].interpreter"), or NULL. */
+        char *interpreter;
+        char *interpreter_where;
         struct cc_library *libraries;
         size_t n_libraries;
 };

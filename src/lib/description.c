@@ -65,8 +65,13 @@ static void how_to_use(FILE *f, const codecell_config *c, const struct interpret
                         "  may be run as subprocesses;\n"
                       : "- no network and no subprocesses; threads work;\n",
               f);
-        fputs("- the system's files under `/usr` readable, and nothing else of the host's\n"
-              "  file system but the folders listed below;\n",
+        fputs(c->n_libraries ? "- the system's files under `/usr` and the libraries under "
+                               "`/codecell/lib`\n"
+                               "  readable, and nothing else of the host's file system but the\n"
+                               "  folders listed below;\n"
+                             : "- the system's files under `/usr` readable, and nothing else of "
+                               "the host's\n"
+                               "  file system but the folders listed below;\n",
               f);
         fputs("- private writable scratch directories, `/work` (the working directory,\n  up to ",
               f);

@@ -58,13 +58,14 @@ __attribute__((format(printf, 6, 7))) static int refuse(codecell_error *err, int
         vsnprintf(text, sizeof(text), fmt, ap);
         va_end(ap);
         if (where)
-                return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s: %s %s", where,
-                               path, text);
+                return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s: %s %s", where, path,
+                               text);
         return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s %s %s",
                        i < 0 ? "interpreter" : "library", path, text);
 }
 
-/* Runs interpreter with argv (argv[0] replaced by its path); its stdout, or NULL with *ret_error. */
+/* Runs interpreter with argv (argv[0] replaced by its path); its stdout, or NULL with *ret_error.
+ */
 static char *run(const char *interpreter, char **argv, char **ret_error)
 {
         argv[0] = (char *)interpreter;
@@ -91,8 +92,8 @@ static void version_line(const char *interpreter, char *buf, size_t size)
 
 /* The probe's answer into ret; < 0 with err when it is not the language's or names a
  * problem. */
-static int take_answer(const codecell_config *c, json_t *answer,
-                       struct interpreter_info *ret, codecell_error *err)
+static int take_answer(const codecell_config *c, json_t *answer, struct interpreter_info *ret,
+                       codecell_error *err)
 {
         const char *language = json_string_value(json_object_get(answer, "language"));
         const char *version = json_string_value(json_object_get(answer, "version"));
@@ -128,8 +129,8 @@ static int take_answer(const codecell_config *c, json_t *answer,
         json_t *names = json_array();
         json_array_foreach(libraries, i, entry)
         {
-                if (json_is_string(entry) && utf8_valid(json_string_value(entry),
-                                                        json_string_length(entry)))
+                if (json_is_string(entry) &&
+                    utf8_valid(json_string_value(entry), json_string_length(entry)))
                         json_array_append(names, entry);
         }
         ret->libraries = names;
@@ -143,8 +144,8 @@ int interpreter_probe(const codecell_config *c, const char *interpreter, bool pr
         *ret = (struct interpreter_info){0};
         const char *user = privileged ? "nobody" : "the engine's own";
         if (!guest_can_read(interpreter, privileged))
-                return refuse(err, EACCES, c, interpreter, -1, "cannot be read by the sandbox's user (%s)",
-                              user);
+                return refuse(err, EACCES, c, interpreter, -1,
+                              "cannot be read by the sandbox's user (%s)", user);
         const char *folders[CONFIG_LIBRARIES_MAX];
         for (size_t i = 0; i < c->n_libraries; i++) {
                 folders[i] = c->libraries[i].source;
@@ -165,11 +166,11 @@ int interpreter_probe(const codecell_config *c, const char *interpreter, bool pr
                 char said[160];
                 version_line(interpreter, said, sizeof(said));
                 if (*said)
-                        r = refuse(err, EINVAL, c, interpreter, -1, "is not %s (its --version says \"%s\")",
-                                   rt->name, said);
+                        r = refuse(err, EINVAL, c, interpreter, -1,
+                                   "is not %s (its --version says \"%s\")", rt->name, said);
                 else
-                        r = refuse(err, EINVAL, c, interpreter, -1, "does not run %s code: %s", rt->name,
-                                   error ? error : "its answer is not the probe's");
+                        r = refuse(err, EINVAL, c, interpreter, -1, "does not run %s code: %s",
+                                   rt->name, error ? error : "its answer is not the probe's");
         }
         if (r < 0)
                 interpreter_info_free(ret);

@@ -16,17 +16,17 @@ struct tool_syntax {
 };
 
 struct runtime {
-        const char *name;         /* "ruby" */
-        const char *extension;    /* of script files: ".rb" */
-        const char *interpreter;  /* the default: absolute path on the host and in the sandbox */
+        const char *name;        /* "ruby" */
+        const char *extension;   /* of script files: ".rb" */
+        const char *interpreter; /* the default: absolute path on the host and in the sandbox */
         /* argv for execve: argv0, flags, then each load path (after library_flag, or after the
          * program when library_flag is NULL), program_flag and the program (boot or probe). */
         const char *argv0;
         const char *const *flags; /* NULL-terminated */
         const char *library_flag;
         const char *program_flag;
-        const char *boot;  /* the program that runs the prelude (guest/<language>/boot.*) */
-        const char *probe; /* the program that describes the interpreter (guest/<language>/probe.*) */
+        const char *boot; /* the program that runs the prelude (guest/<language>/boot.*) */
+        const char *probe; /* the program that describes the interpreter (guest/*/probe.*) */
         const char *prelude_path; /* where the prelude appears inside the sandbox */
         const char *prelude;      /* NUL-terminated source, embedded at build time */
         /* The prelude compiled at build time, which the interpreter loads instead of compiling

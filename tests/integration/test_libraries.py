@@ -241,6 +241,8 @@ class Libraries(unittest.TestCase):
             with self.subTest(lang=lang):
                 r = codecell("describe", "--lang", lang, "--library", plain, "--library", second)
                 self.assertEqual(r.code, 0, r)
+                self.assertIn("the system's files under `/usr` and the libraries under "
+                              "`/codecell/lib`\n  readable", r.stdout)
                 m = re.search(r"## Libraries\n\nBesides the standard library, the code can "
                               rf"{verb}:\n(.*?)\.(\n\n|$)", r.stdout, re.S)
                 self.assertIsNotNone(m, r.stdout)
