@@ -25,8 +25,8 @@ struct runtime {
         const char *const *flags; /* NULL-terminated */
         const char *library_flag;
         const char *program_flag;
-        const char *boot; /* the program that runs the prelude (guest/<language>/boot.*) */
-        const char *probe; /* the program that describes it (guest/<language>/probe.*) */
+        const char *boot;         /* the program that runs the prelude (guest/<language>/boot.*) */
+        const char *probe;        /* the program that describes it (guest/<language>/probe.*) */
         const char *prelude_path; /* where the prelude appears inside the sandbox */
         const char *prelude;      /* NUL-terminated source, embedded at build time */
         /* The prelude compiled at build time, which the interpreter loads instead of compiling
