@@ -22,10 +22,6 @@
 #include "sandbox.h"
 #include "util.h"
 
-/* As root, the guest runs as nobody on the host, never as uid 0. */
-#define PRIVILEGED_GUEST_UID 65534
-#define PRIVILEGED_GUEST_GID 65534
-
 /* The dynamic loader named in an ELF program's PT_INTERP, or NULL. */
 static char *elf_interpreter(const char *path)
 {

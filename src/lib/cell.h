@@ -17,6 +17,10 @@
 #include "session.h"
 #include "tools.h"
 
+/* As root, the guest runs as nobody on the host, never as uid 0. */
+#define PRIVILEGED_GUEST_UID 65534
+#define PRIVILEGED_GUEST_GID 65534
+
 struct codecell_cell {
         codecell_config *config;
         struct mount_plan plan;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cell.h"
 #include "cleanup.h"
 #include "error.h"
 #include "tools.h"
@@ -64,12 +65,17 @@ __attribute__((format(printf, 6, 7))) static int refuse(codecell_error *err, int
                        i < 0 ? "interpreter" : "library", path, text);
 }
 
-/* Runs interpreter with argv (argv[0] replaced by its path); its stdout, or NULL with *ret_error.
- */
-static char *run(const char *interpreter, char **argv, char **ret_error)
+/* Runs interpreter with argv (argv[0] replaced by its path) as the guest's host user: as root,
+ * nobody, so that the probe reads only what the guest could (a library folder's metadata
+ * cannot lead it to a file of root's). Its stdout, or NULL with *ret_error. */
+static char *run(const char *interpreter, char **argv, bool privileged, char **ret_error)
 {
         argv[0] = (char *)interpreter;
-        struct command_spec cmd = {.argv = argv, .env = (char **)probe_env};
+        struct command_spec cmd = {.argv = argv,
+                                   .env = (char **)probe_env,
+                                   .as_user = privileged,
+                                   .uid = PRIVILEGED_GUEST_UID,
+                                   .gid = PRIVILEGED_GUEST_GID};
         char *out = NULL;
         (void)command_tool_call(&cmd, interpreter, "", now_ms() + PROBE_TIMEOUT_MS,
                                 PROBE_TIMEOUT_MS, PROBE_ANSWER_MAX, &out, ret_error);
@@ -77,11 +83,11 @@ static char *run(const char *interpreter, char **argv, char **ret_error)
 }
 
 /* The first line the interpreter prints for --version, to say what it is instead. */
-static void version_line(const char *interpreter, char *buf, size_t size)
+static void version_line(const char *interpreter, bool privileged, char *buf, size_t size)
 {
         char *argv[] = {NULL, "--version", NULL};
         _cleanup_free_ char *error = NULL;
-        _cleanup_free_ char *out = run(interpreter, argv, &error);
+        _cleanup_free_ char *out = run(interpreter, argv, privileged, &error);
         buf[0] = '\0';
         if (out) {
                 out[strcspn(out, "\n")] = '\0';
@@ -157,14 +163,14 @@ int interpreter_probe(const codecell_config *c, const char *interpreter, bool pr
         if (!argv)
                 return err_sys(err, ENOMEM, "interpreter");
         _cleanup_free_ char *error = NULL;
-        _cleanup_free_ char *out = run(interpreter, argv, &error);
+        _cleanup_free_ char *out = run(interpreter, argv, privileged, &error);
         json_t *answer = out ? json_loads(out, 0, NULL) : NULL;
         int r = answer ? take_answer(c, answer, ret, err) : -EPROTO;
         json_decref(answer);
         if (r == -EPROTO) {
                 /* Not this language, or it did not run at all: say what it is, if it can. */
                 char said[160];
-                version_line(interpreter, said, sizeof(said));
+                version_line(interpreter, privileged, said, sizeof(said));
                 if (*said)
                         r = refuse(err, EINVAL, c, interpreter, -1,
                                    "is not %s (its --version says \"%s\")", rt->name, said);

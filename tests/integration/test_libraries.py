@@ -185,6 +185,23 @@ class Libraries(unittest.TestCase):
         self.assertEqual(r.code, 2, r)
         self.assertIn(f"library {d} cannot be read by the sandbox's user (nobody)", r.stderr)
 
+    @unittest.skipUnless(ROOT, "only as root could the probe read more than the guest")
+    def test_the_probe_reads_only_what_the_guest_could(self):
+        # A library folder whose metadata links to a file only root may read: the probe runs
+        # as the guest's user, so the description never shows that file's lines.
+        top = readable_tempdir(self)
+        secret = os.path.join(top, "secret")
+        write(secret, "cc_secret_line\n")
+        os.chmod(secret, 0o600)
+        meta = os.path.join(top, "lib", "cc_dist-1.0.dist-info")
+        os.makedirs(meta)
+        os.symlink(secret, os.path.join(meta, "top_level.txt"))
+        make_tree_readable(os.path.join(top, "lib"))
+        r = codecell("describe", "--lang", "python", "--library", os.path.join(top, "lib"))
+        self.assertEqual(r.code, 0, r)
+        self.assertNotIn("cc_secret_line", r.stdout)
+        self.assertIn("cc_dist 1.0", r.stdout)
+
     def python_libraries(self):
         """A folder of packages and a virtualenv, each with a module of its own."""
         top = readable_tempdir(self)
