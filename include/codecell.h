@@ -142,6 +142,23 @@ CODECELL_API void codecell_config_set_subprocesses(codecell_config *config, bool
 CODECELL_API int codecell_config_set_pool(codecell_config *config, size_t size,
                                           codecell_error *err);
 
+/* ---- interpreters and libraries -------------------------------------------------------- */
+
+/* Runs the cell's code with the interpreter at `path` (a file on the host; relative to the
+ * current directory) instead of /usr/bin/ruby or /usr/bin/python3. Checked when the cell is
+ * made: it must run the probe of the configured language (a python3 given to a ruby cell is
+ * refused). One outside /usr is made visible in the sandbox with the folder above its bin/
+ * (its prefix, read-only, where its standard library lives). */
+CODECELL_API int codecell_config_set_interpreter(codecell_config *config, const char *path,
+                                                 codecell_error *err);
+/* Makes the host folder `path` visible read-only in the sandbox and puts it on the
+ * interpreter's load path: Python, a virtualenv (its lib/pythonX.Y/site-packages) or a folder
+ * of packages (site-packages); Ruby, a gem home (each gem's lib) or a folder of .rb files.
+ * mode READ_ONLY (native code on it cannot be loaded) or READ_ONLY_EXEC (C extensions such as
+ * numpy's load; only for a folder no guest can write). At most 16; each an existing folder. */
+CODECELL_API int codecell_config_add_library(codecell_config *config, const char *path,
+                                             codecell_mount_mode mode, codecell_error *err);
+
 /* ---- cells and runs -------------------------------------------------------------------- */
 
 typedef struct codecell_cell codecell_cell;

@@ -1,8 +1,13 @@
 # The Python guest's start (passed as `python3 -I -S -c`): runs the prelude from the .pyc the
 # build compiled (/codecell/prelude.pyc), or, when that is not this interpreter's bytecode (its
-# magic number differs) or is absent, from the source, /codecell/prelude.py.
+# magic number differs) or is absent, from the source, /codecell/prelude.py. Its arguments are
+# the cell's library folders (/codecell/lib/<i>/…): on sys.path after the standard library and
+# before the system's dist-packages, which the prelude appends.
 import marshal
+import sys
 import _frozen_importlib_external as _bootstrap
+
+sys.path.extend(sys.argv[1:])
 
 try:
     with open("/codecell/prelude.pyc", "rb") as _f:

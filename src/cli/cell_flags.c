@@ -41,6 +41,30 @@ int add_mount_flag(const char *who, codecell_config *config, const char *spec, c
         return r;
 }
 
+/* DIR[:ro|exec] */
+static int add_library_flag(const char *who, codecell_config *config, const char *spec,
+                            codecell_error *err)
+{
+        char *copy = strdup(spec);
+        if (!copy)
+                return -ENOMEM;
+        codecell_mount_mode how = CODECELL_MOUNT_READ_ONLY;
+        char *mode = strrchr(copy, ':');
+        int r = 0;
+        if (mode) {
+                *mode++ = '\0';
+                if (!codecell_mount_mode_parse(mode, &how) || how == CODECELL_MOUNT_READ_WRITE) {
+                        fprintf(stderr, "%s: --library %s: mode must be ro or exec, not \"%s\"\n",
+                                who, spec, mode);
+                        r = -EINVAL;
+                }
+        }
+        if (r == 0 && (r = codecell_config_add_library(config, copy, how, err)) < 0)
+                fprintf(stderr, "%s: --library: %s\n", who, err->message);
+        free(copy);
+        return r;
+}
+
 const char *language_of(const char *path)
 {
         const char *lang = codecell_language_of(path);
@@ -69,6 +93,13 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
                 fprintf(stderr, "%s: --image-folder: %s\n", f->who, err.message);
                 goto out;
         }
+        if (f->interpreter && codecell_config_set_interpreter(config, f->interpreter, &err) < 0) {
+                fprintf(stderr, "%s: --interpreter: %s\n", f->who, err.message);
+                goto out;
+        }
+        for (size_t i = 0; i < f->n_libraries; i++)
+                if (add_library_flag(f->who, config, f->libraries[i], &err) < 0)
+                        goto out;
         for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
                 if (f->limits[l] &&
                     codecell_config_set_limit(config, (codecell_limit)l, f->limits[l], &err) < 0) {
@@ -120,6 +151,14 @@ bool cell_flags_take(struct cell_flags *f, int opt, const char *arg)
                 return true;
         case CELL_OPT_SUBPROCESSES:
                 f->subprocesses = true;
+                return true;
+        case CELL_OPT_INTERPRETER:
+                f->interpreter = arg;
+                return true;
+        case CELL_OPT_LIBRARY:
+                /* The 17th is kept, so that the library's own cap words the refusal. */
+                if (f->n_libraries < sizeof(f->libraries) / sizeof(f->libraries[0]))
+                        f->libraries[f->n_libraries++] = arg;
                 return true;
         }
         return false;

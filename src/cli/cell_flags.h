@@ -17,6 +17,9 @@ struct cell_flags {
         const char *mounts[64];
         size_t n_mounts;
         const char *tools;
+        const char *interpreter;
+        const char *libraries[17]; /* DIR[:ro|exec]; one more than the library takes */
+        size_t n_libraries;
         bool subprocesses;
         const char *image_folder; /* in the sandbox, or NULL */
         codecell_policy policy;
@@ -25,19 +28,39 @@ struct cell_flags {
 };
 
 /* The options every cell-building verb takes, for its getopt_long table. */
-enum { CELL_OPT_LANG = 200, CELL_OPT_MOUNT, CELL_OPT_TOOLS, CELL_OPT_SUBPROCESSES };
+enum {
+        CELL_OPT_LANG = 200,
+        CELL_OPT_MOUNT,
+        CELL_OPT_TOOLS,
+        CELL_OPT_SUBPROCESSES,
+        CELL_OPT_INTERPRETER,
+        CELL_OPT_LIBRARY
+};
 /* clang-format off */
 #define CELL_FLAG_OPTIONS                                                                          \
         {"lang", required_argument, NULL, CELL_OPT_LANG},                                          \
         {"mount", required_argument, NULL, CELL_OPT_MOUNT},                                        \
         {"tools", required_argument, NULL, CELL_OPT_TOOLS},                                        \
-        {"allow-subprocesses", no_argument, NULL, CELL_OPT_SUBPROCESSES}
+        {"allow-subprocesses", no_argument, NULL, CELL_OPT_SUBPROCESSES},                          \
+        {"interpreter", required_argument, NULL, CELL_OPT_INTERPRETER},                            \
+        {"library", required_argument, NULL, CELL_OPT_LIBRARY}
 /* clang-format on */
+
+/* The help lines of --interpreter and --library, the same in every verb that builds a cell. */
+#define CELL_FLAGS_HELP_INTERPRETER                                                                \
+        "      --interpreter PATH   the interpreter that runs the code (default\n"                  \
+        "                           /usr/bin/ruby or /usr/bin/python3); checked to be\n"           \
+        "                           that language\n"                                               \
+        "      --library DIR[:ro|exec]\n"                                                          \
+        "                           a library folder, read-only on the load path (a\n"             \
+        "                           virtualenv, site-packages, gem home, .rb folder;\n"            \
+        "                           :exec, its C extensions may load); repeatable\n"
 
 /* A limit flag's value into f: a duration ("5s") when duration, else a size ("256M"). < 0 when
  * it does not parse (the caller words the error). */
 int cell_flags_limit(struct cell_flags *f, codecell_limit limit, bool duration, const char *arg);
-/* Takes --lang, --mount, --tools or --allow-subprocesses into f; false for any other option. */
+/* Takes --lang, --mount, --tools, --allow-subprocesses, --interpreter or --library into f;
+ * false for any other option. */
 bool cell_flags_take(struct cell_flags *f, int opt, const char *arg);
 /* One line for an option getopt refused, or an argument left over; returns EXIT_USAGE. */
 int bad_option(const char *who, const char *arg);

@@ -9,7 +9,8 @@ static const char usage[] =
         "Usage: codecell check [--json]\n"
         "\n"
         "Tries every isolation layer on this host (namespaces, Landlock, seccomp, the\n"
-        "cgroup, idmapped mounts, the interpreter) and prints what it found.\n"
+        "cgroup, idmapped mounts) and runs each language's interpreter, and prints what\n"
+        "it found: for an interpreter, its path and version.\n"
         "Exit code: 0 when every required layer is available, 4 when one is missing.\n"
         "Optional layers that are missing follow the cell's on_unsupported policy.\n";
 

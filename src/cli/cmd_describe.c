@@ -42,6 +42,7 @@ static int describe_config(const char *who, const char *path, bool as_json)
 
 static const char usage[] =
         "Usage: codecell describe [--lang LANG] [--mount SRC:DST[:ro|rw|exec]]... [--tools FILE]\n"
+        "                         [--interpreter PATH] [--library DIR[:ro|exec]]...\n"
         "       codecell describe --config FILE [--json]\n"
         "\n"
         "Prints the description a model sees for a cell with these mounts and tools:\n"
@@ -57,6 +58,7 @@ static const char usage[] =
         "                           a host folder, as for codecell run; repeatable\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
         "                           of /usr); off by default\n"
+        CELL_FLAGS_HELP_INTERPRETER
         "      --tools FILE         host tools (docs/tools.md)\n"
         "  -h, --help               show this help\n"
         "\n"
@@ -100,10 +102,11 @@ int cmd_describe(int argc, char **argv)
         }
         if (optind < argc)
                 return bad_option(f.who, argv[optind]);
-        if (config && (f.n_mounts || f.tools || f.subprocesses || strcmp(f.lang, "ruby") != 0)) {
+        if (config && (f.n_mounts || f.tools || f.subprocesses || f.interpreter ||
+                       f.n_libraries || strcmp(f.lang, "ruby") != 0)) {
                 fprintf(stderr,
                         "%s: --config takes the cells from the file: no --lang, --mount, "
-                        "--tools or --allow-subprocesses with it\n",
+                        "--tools, --allow-subprocesses, --interpreter or --library with it\n",
                         f.who);
                 return EXIT_USAGE;
         }

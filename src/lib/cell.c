@@ -22,10 +22,6 @@
 #include "sandbox.h"
 #include "util.h"
 
-/* As root, the guest runs as nobody on the host, never as uid 0. */
-#define PRIVILEGED_GUEST_UID 65534
-#define PRIVILEGED_GUEST_GID 65534
-
 /* The dynamic loader named in an ELF program's PT_INTERP, or NULL. */
 static char *elf_interpreter(const char *path)
 {
@@ -246,13 +242,30 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 goto fail;
         }
         const struct runtime *rt = cell->config->runtime;
-        cell->interpreter_real = realpath(rt->interpreter, NULL);
+        cell->interpreter = cell->config->interpreter ? cell->config->interpreter : rt->interpreter;
+        cell->interpreter_real = realpath(cell->interpreter, NULL);
         if (!cell->interpreter_real || access(cell->interpreter_real, X_OK) < 0) {
                 err_set(err, CODECELL_ERR_UNSUPPORTED, ENOENT,
-                        "%s: interpreter %s not found; install %s", rt->name, rt->interpreter,
+                        "%s: interpreter %s not found; install %s", rt->name, cell->interpreter,
                         rt->package_hint);
                 goto fail;
         }
+        /* An interpreter or library folders the configuration names are checked now; the
+         * system's own interpreter is asked only when the description is first wanted
+         * (a run does not need it). */
+        if ((cell->config->interpreter || cell->config->n_libraries) &&
+            interpreter_probe(cell->config, cell->interpreter, cell->privileged, &cell->probe,
+                              err) < 0)
+                goto fail;
+        cell->argv = runtime_argv(rt, rt->boot, (const char *const *)cell->probe.load_paths,
+                                  cell->probe.n_load_paths, NULL, 0);
+        if (!cell->argv) {
+                err_sys(err, ENOMEM, "cell");
+                goto fail;
+        }
+        /* Its own path, not a bare name: Python derives sys.executable from argv[0], and one
+         * outside /usr would otherwise be taken for the python3 found in PATH. */
+        cell->argv[0] = (char *)cell->interpreter;
         cell->elf_interpreter = elf_interpreter(cell->interpreter_real);
         static const char *const always[] = {
                 "user_namespace", "mount_namespace", "pid_namespace",        "network_namespace",
@@ -267,11 +280,6 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
             plan_idmaps(cell, err) < 0 ||
             mount_roots_open(&cell->mount_roots, cell->config, err) < 0)
                 goto fail;
-        cell->description = description_build(cell->config, &cell->tools);
-        if (!cell->description) {
-                err_sys(err, ENOMEM, "description");
-                goto fail;
-        }
         for (size_t i = 0; i < cell->config->n_mounts; i++)
                 cell->writes_host |= cell->config->mounts[i].read_write;
         if (disposal_start(&cell->disposal, err) < 0 ||
@@ -304,6 +312,8 @@ void codecell_cell_free(codecell_cell *cell)
         json_decref(cell->layers);
         json_decref(cell->warnings);
         free(cell->interpreter_real);
+        free(cell->argv);
+        interpreter_info_free(&cell->probe);
         free(cell->elf_interpreter);
         free(cell->description);
         tool_table_free(&cell->tools);
@@ -319,8 +329,19 @@ int codecell_cell_warmup(codecell_cell *cell, codecell_error *err)
         return pool_warmup(cell->pool, err);
 }
 
-const char *codecell_cell_description(const codecell_cell *cell)
+/* The description, built the first time it is wanted: the system's interpreter is probed for
+ * its version and libraries then, not when a cell that only runs code is made. Holding
+ * description_lock. */
+static char *description_locked(struct codecell_cell *cell)
 {
+        if (!cell->description) {
+                /* A system interpreter that cannot be probed still runs code: its description
+                 * just names no version and no libraries. */
+                if (!cell->probe.version)
+                        (void)interpreter_probe(cell->config, cell->interpreter, cell->privileged,
+                                                &cell->probe, NULL);
+                cell->description = description_build(cell->config, &cell->probe, &cell->tools);
+        }
         return cell->description;
 }
 
@@ -329,17 +350,25 @@ const char *codecell_cell_warning(const codecell_cell *cell, size_t i)
         return json_string_value(json_array_get(cell->warnings, i));
 }
 
+const char *codecell_cell_description(const codecell_cell *const_cell)
+{
+        /* Filled once, under the lock: the cell looks the same to its callers. */
+        struct codecell_cell *cell = (struct codecell_cell *)const_cell;
+        pthread_mutex_lock(&cell->description_lock);
+        const char *text = description_locked(cell);
+        pthread_mutex_unlock(&cell->description_lock);
+        return text ? text : "";
+}
+
 int cell_add_tool(codecell_cell *cell, struct tool *tool, codecell_error *err)
 {
         int r = tool_table_add(&cell->tools, tool, err);
         if (r < 0)
                 return r;
-        char *text = description_build(cell->config, &cell->tools);
-        if (!text)
-                return err_sys(err, ENOMEM, "description");
+        /* The next codecell_cell_description() builds it with the tool. */
         pthread_mutex_lock(&cell->description_lock);
         free(cell->description);
-        cell->description = text;
+        cell->description = NULL;
         pthread_mutex_unlock(&cell->description_lock);
         return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "interpreter.h"
 #include "landlock.h"
 #include "mount_plan.h"
 #include "mount_roots.h"
@@ -15,6 +16,10 @@
 #include "seccomp_program.h"
 #include "session.h"
 #include "tools.h"
+
+/* As root, the guest runs as nobody on the host, never as uid 0. */
+#define PRIVILEGED_GUEST_UID 65534
+#define PRIVILEGED_GUEST_GID 65534
 
 struct codecell_cell {
         codecell_config *config;
@@ -39,6 +44,12 @@ struct codecell_cell {
         struct tool_table tools;
         struct session_table sessions;
         pthread_mutex_t description_lock; /* guards description, rebuilt as tools are added */
+        /* What the sandbox executes (config's, or the runtime's), with its argv (runtime_argv:
+         * the boot program and the load paths), and what its probe found (version NULL: not
+         * probed yet, see codecell_cell_description). */
+        const char *interpreter;
+        char **argv;
+        struct interpreter_info probe;
 };
 
 /* A new result for code the cell accepts, with what every result carries (the layers, the
@@ -59,7 +70,9 @@ bool execution_on(struct codecell_cell *cell, struct standby *s, const char *cod
 void execution_run(struct codecell_cell *cell, const char *code, size_t len,
                    const codecell_run_options *options, codecell_result *res);
 
-/* The description the model sees (description.c). NULL when out of memory. */
-char *description_build(const codecell_config *config, struct tool_table *tools);
+/* The description the model sees (description.c), for the interpreter probe found. NULL when
+ * out of memory. */
+char *description_build(const codecell_config *config, const struct interpreter_info *probe,
+                        struct tool_table *tools);
 
 #endif

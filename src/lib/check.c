@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "config.h"
+#include "interpreter.h"
 #include "codecell.h"
 #include "landlock.h"
 #include "runtime.h"
@@ -56,6 +58,30 @@ static void report(codecell_layer_report *r, const char *name, bool ok, bool req
         r->available = ok;
         r->required = required;
         snprintf(r->detail, sizeof(r->detail), fmt, arg);
+}
+
+/* A language's system interpreter: found, and which version it is (it runs the probe a cell
+ * runs, so a broken one shows here). */
+static void report_interpreter(codecell_layer_report *r, const char *language)
+{
+        codecell_config *config = codecell_config_new(language, NULL);
+        const struct runtime *rt = runtime_find(language);
+        struct interpreter_info info = {0};
+        codecell_error err = {0};
+        bool found = access(rt->interpreter, X_OK) == 0;
+        bool ok = found && config &&
+                  interpreter_probe(config, rt->interpreter, geteuid() == 0, &info, &err) == 0;
+        char text[sizeof(r->detail)];
+        if (ok)
+                snprintf(text, sizeof(text), "%s, version %s", rt->interpreter, info.version);
+        else if (found)
+                snprintf(text, sizeof(text), "%s", err.message);
+        else
+                snprintf(text, sizeof(text), "%s not found: install %s to run this language",
+                         rt->interpreter, rt->package_hint);
+        report(r, rt->name, ok, false, "%s", text);
+        interpreter_info_free(&info);
+        codecell_config_free(config);
 }
 
 int codecell_host_check(codecell_layer_report *out, size_t max)
@@ -120,14 +146,8 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                "");
 
         static const char *const languages[] = {"ruby", "python"};
-        for (size_t i = 0; i < sizeof(languages) / sizeof(languages[0]); i++) {
-                const struct runtime *rt = runtime_find(languages[i]);
-                bool ok = access(rt->interpreter, X_OK) == 0;
-                char found[256];
-                snprintf(found, sizeof(found), "%s %s", rt->interpreter,
-                         ok ? "" : "not found: install it to run this language");
-                report(&all[n++], rt->name, ok, false, "%s", found);
-        }
+        for (size_t i = 0; i < sizeof(languages) / sizeof(languages[0]); i++)
+                report_interpreter(&all[n++], languages[i]);
 
         size_t count = n < max ? n : max;
         memcpy(out, all, count * sizeof(*out));

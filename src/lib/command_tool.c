@@ -52,6 +52,14 @@ static int spawn_tool(const struct command_spec *cmd, int in, int out, int err, 
                         child_errno = errno ? errno : ESRCH;
                         _exit(127);
                 }
+                /* Raw system calls: they change this process only, where glibc's wrappers
+                 * would signal every thread of the engine that this vfork child shares. */
+                if (cmd->as_user && (syscall(SYS_setgroups, 0, NULL) < 0 ||
+                                     syscall(SYS_setresgid, cmd->gid, cmd->gid, cmd->gid) < 0 ||
+                                     syscall(SYS_setresuid, cmd->uid, cmd->uid, cmd->uid) < 0)) {
+                        child_errno = errno;
+                        _exit(127);
+                }
                 execve(cmd->argv[0], cmd->argv, cmd->env);
                 child_errno = errno;
                 _exit(127);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "error.h"
@@ -97,6 +98,13 @@ void codecell_config_free(codecell_config *c)
                 mount_clear(&c->mounts[i]);
         free(c->mounts);
         free(c->image_folder);
+        for (size_t i = 0; i < c->n_libraries; i++) {
+                free(c->libraries[i].source);
+                free(c->libraries[i].where);
+        }
+        free(c->libraries);
+        free(c->interpreter);
+        free(c->interpreter_where);
         free(c);
 }
 
@@ -194,6 +202,101 @@ int codecell_config_add_mount_mode(codecell_config *c, const char *source, const
         return config_add_mount(c, source, dest, mode, description, NULL, err);
 }
 
+/* A bad interpreter or library, worded for its caller: "interpreter /x: does not exist"
+ * through the API, "cells[0].interpreter: /x does not exist" from a configuration file. */
+static int path_error(codecell_error *err, int errno_value, const char *where, const char *what,
+                      const char *path, const char *problem)
+{
+        if (where)
+                return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s: %s %s", where,
+                               path ? path : "", problem);
+        return err_set(err, CODECELL_ERR_INVALID, errno_value, "%s %s: %s", what, path ? path : "",
+                       problem);
+}
+
+/* The canonical path of an existing file (dir false) or directory into *ret_real. */
+static int existing(const char *path, bool dir, const char *where, const char *what,
+                    char **ret_real, codecell_error *err)
+{
+        *ret_real = NULL;
+        if (!path || !*path)
+                return path_error(err, EINVAL, where, what, "", "is empty");
+        _cleanup_free_ char *real = realpath(path, NULL);
+        struct stat st;
+        if (!real || stat(real, &st) < 0)
+                return path_error(err, errno, where, what, path,
+                                  errno == ENOENT ? "does not exist" : "cannot be resolved");
+        if (dir != S_ISDIR(st.st_mode) || (!dir && !S_ISREG(st.st_mode)))
+                return path_error(err, dir ? ENOTDIR : EINVAL, where, what, path,
+                                  dir ? "is not a directory" : "is not a regular file");
+        *ret_real = steal_ptr(real);
+        return 0;
+}
+
+int config_set_interpreter(codecell_config *c, const char *path, const char *where,
+                           codecell_error *err)
+{
+        _cleanup_free_ char *real = NULL;
+        int r = existing(path, false, where, "interpreter", &real, err);
+        if (r < 0)
+                return r;
+        if (access(real, X_OK) < 0)
+                return path_error(err, errno, where, "interpreter", path, "is not executable");
+        /* Whether it runs, and is this language, is known when the cell probes it; its
+         * errors then name where the path came from. */
+        char *origin = where ? strdup(where) : NULL;
+        if (where && !origin)
+                return err_sys(err, ENOMEM, "interpreter");
+        free(c->interpreter);
+        free(c->interpreter_where);
+        c->interpreter = steal_ptr(real);
+        c->interpreter_where = origin;
+        return 0;
+}
+
+int config_add_library(codecell_config *c, const char *path, codecell_mount_mode mode,
+                       const char *where, codecell_error *err)
+{
+        if (mode != CODECELL_MOUNT_READ_ONLY && mode != CODECELL_MOUNT_READ_ONLY_EXEC)
+                return path_error(err, EINVAL, where, "library", path,
+                                  "mode: a library folder is never writable (\"ro\" or \"exec\")");
+        if (c->n_libraries >= CONFIG_LIBRARIES_MAX) {
+                char what[64];
+                snprintf(what, sizeof(what), "is one too many (at most %d library folders)",
+                         CONFIG_LIBRARIES_MAX);
+                return path_error(err, E2BIG, where, "library", path, what);
+        }
+        _cleanup_free_ char *real = NULL;
+        int r = existing(path, true, where, "library", &real, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->n_libraries; i++)
+                if (strcmp(c->libraries[i].source, real) == 0)
+                        return path_error(err, EINVAL, where, "library", path, "is listed twice");
+        _cleanup_free_ char *origin = where ? strdup(where) : NULL;
+        struct cc_library *grown = realloc(c->libraries, (c->n_libraries + 1) * sizeof(*grown));
+        if (!grown || (where && !origin))
+                return err_sys(err, ENOMEM, "library");
+        c->libraries = grown;
+        c->libraries[c->n_libraries++] = (struct cc_library){
+                .source = steal_ptr(real),
+                .exec = mode == CODECELL_MOUNT_READ_ONLY_EXEC,
+                .where = steal_ptr(origin),
+        };
+        return 0;
+}
+
+int codecell_config_set_interpreter(codecell_config *c, const char *path, codecell_error *err)
+{
+        return config_set_interpreter(c, path, NULL, err);
+}
+
+int codecell_config_add_library(codecell_config *c, const char *path, codecell_mount_mode mode,
+                                codecell_error *err)
+{
+        return config_add_library(c, path, mode, NULL, err);
+}
+
 const char *config_limit_name(codecell_limit limit)
 {
         return (unsigned)limit < CODECELL_LIMIT__COUNT ? limit_names[limit] : NULL;
@@ -286,6 +389,26 @@ codecell_config *config_copy(const codecell_config *src)
         c->image_folder = NULL;
         if (src->image_folder && !(c->image_folder = strdup(src->image_folder)))
                 goto fail;
+        c->libraries = NULL;
+        c->n_libraries = 0;
+        c->interpreter = c->interpreter_where = NULL;
+        if ((src->interpreter && !(c->interpreter = strdup(src->interpreter))) ||
+            (src->interpreter_where && !(c->interpreter_where = strdup(src->interpreter_where))))
+                goto fail;
+        if (src->n_libraries &&
+            !(c->libraries = calloc(src->n_libraries, sizeof(*c->libraries))))
+                goto fail;
+        for (size_t i = 0; i < src->n_libraries; i++) {
+                const struct cc_library *lib = &src->libraries[i];
+                c->libraries[i] = (struct cc_library){
+                        .source = strdup(lib->source),
+                        .exec = lib->exec,
+                        .where = lib->where ? strdup(lib->where) : NULL,
+                };
+                c->n_libraries++;
+                if (!c->libraries[i].source || (lib->where && !c->libraries[i].where))
+                        goto fail;
+        }
         if (src->n_mounts) {
                 c->mounts = calloc(src->n_mounts, sizeof(*c->mounts));
                 if (!c->mounts)

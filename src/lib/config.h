@@ -13,6 +13,17 @@ struct cc_mount {
         char *description; /* never NULL; may be "" */
 };
 
+/* A library folder: read-only in the sandbox, at /codecell/lib/<index>, its load paths on the
+ * interpreter's (interpreter.c finds them). */
+struct cc_library {
+        char *source; /* canonical absolute host path of a directory */
+        bool exec;    /* native code on it may be loaded */
+        char *where;  /* "cells.json: cells[0].libraries[1]" for errors, or NULL */
+};
+
+/* Library folders a cell takes at most. */
+#define CONFIG_LIBRARIES_MAX 16
+
 struct codecell_config {
         const struct runtime *runtime;
         struct cc_mount *mounts;
@@ -22,7 +33,20 @@ struct codecell_config {
         size_t pool;       /* sandboxes standing by */
         bool subprocesses; /* the guest may fork and exec the system's programs */
         char *image_folder; /* where image files the code writes come back from, or NULL */
+        /* The interpreter's canonical absolute host path, or NULL: runtime->interpreter; and
+         * where it came from, for errors ("cells.json: cells[0].interpreter"), or NULL. */
+        char *interpreter;
+        char *interpreter_where;
+        struct cc_library *libraries;
+        size_t n_libraries;
 };
+
+/* codecell_config_set_interpreter() and codecell_config_add_library(), with errors worded for
+ * a configuration file when `where` names the JSON path ("cells[0].libraries[1]"). */
+int config_set_interpreter(codecell_config *c, const char *path, const char *where,
+                           codecell_error *err);
+int config_add_library(codecell_config *c, const char *path, codecell_mount_mode mode,
+                       const char *where, codecell_error *err);
 
 /* codecell_config_add_mount(), with errors worded for a configuration file when `where` names
  * the mount's JSON path ("cells[0].mounts[1]"). */

@@ -131,6 +131,60 @@ static int load_mounts(struct loader *l, const json_t *mounts, const char *where
         return 0;
 }
 
+/* A path from the file, relative to the file's folder. */
+static void resolve_path(struct loader *l, const char *path, char *buf, size_t size)
+{
+        if (path[0] && path[0] != '/')
+                snprintf(buf, size, "%s/%s", l->dir, path);
+        else
+                snprintf(buf, size, "%s", path);
+}
+
+/* "interpreter": a path; "libraries": folders, each a path or {"path", "mode"}. */
+static int load_interpreter(struct loader *l, const json_t *obj, const char *where,
+                            codecell_config *config)
+{
+        static const char *const keys[] = {"path", "mode", NULL};
+        const json_t *interpreter = json_object_get(obj, "interpreter");
+        const json_t *libraries = json_object_get(obj, "libraries");
+        char at[96], prefix[sizeof(l->err->message)], resolved[PATH_MAX];
+        int r = 0;
+        if (interpreter) {
+                if (!json_is_string(interpreter))
+                        return bad(l, EINVAL, "%s.interpreter: must be a string (a host path)",
+                                   where);
+                resolve_path(l, json_string_value(interpreter), resolved, sizeof(resolved));
+                snprintf(prefix, sizeof(prefix), "%s: %s.interpreter", l->path, where);
+                if ((r = config_set_interpreter(config, resolved, prefix, l->err)) < 0)
+                        return r;
+        }
+        if (libraries && !json_is_array(libraries))
+                return bad(l, EINVAL, "%s.libraries: must be an array of folders", where);
+        for (size_t i = 0; r == 0 && i < json_array_size(libraries); i++) {
+                const json_t *lib = json_array_get(libraries, i);
+                const json_t *path = lib, *mode = NULL;
+                snprintf(at, sizeof(at), "%s.libraries[%zu]", where, i);
+                if (json_is_object(lib)) {
+                        if ((r = only_keys(l, lib, at, keys)) < 0)
+                                return r;
+                        path = json_object_get(lib, "path");
+                        mode = json_object_get(lib, "mode");
+                }
+                if (!json_is_string(path))
+                        return bad(l, EINVAL, "%s%s: must be a string (a host folder)%s", at,
+                                   json_is_object(lib) ? ".path" : "",
+                                   json_is_object(lib) ? "" : " or {\"path\", \"mode\"}");
+                codecell_mount_mode how = CODECELL_MOUNT_READ_ONLY;
+                if (mode && (!codecell_mount_mode_parse(json_string_value(mode), &how) ||
+                             how == CODECELL_MOUNT_READ_WRITE))
+                        return bad(l, EINVAL, "%s.mode: must be \"ro\" or \"exec\"", at);
+                resolve_path(l, json_string_value(path), resolved, sizeof(resolved));
+                snprintf(prefix, sizeof(prefix), "%s: %s", l->path, at);
+                r = config_add_library(config, resolved, how, prefix, l->err);
+        }
+        return r;
+}
+
 static int load_limit(struct loader *l, codecell_config *config, codecell_limit limit,
                       const json_t *v, const char *at)
 {
@@ -271,8 +325,8 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
 {
         static const char *const keys[] = {
                 "name",     "language", "description",        "mounts",         "limits", "pool",
-                "sessions", "tools",    "allow_subprocesses", "on_unsupported", "image_folder",
-                NULL};
+                "sessions", "tools",    "allow_subprocesses", "on_unsupported", "interpreter",
+                "libraries", "image_folder", NULL};
         char where[32];
         snprintf(where, sizeof(where), "cells[%zu]", i);
         if (!json_is_object(obj))
@@ -309,13 +363,18 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         r = r ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
         r = r ?: load_image_folder(l, json_object_get(obj, "image_folder"), where, config);
+        r = r ?: load_interpreter(l, obj, where, config);
         if (r == 0) {
                 codecell_config_set_subprocesses(config, json_is_true(subprocesses));
                 size_t size = pool ? (size_t)json_integer_value(pool) : 2;
                 (void)codecell_config_set_pool(
                         config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0 : size, &e);
                 entry->cell = codecell_cell_new(config, &e);
-                if (!entry->cell)
+                /* An error that names the file already names the key too (an interpreter or
+                 * library folder, checked only now): it goes as it is. */
+                if (!entry->cell && strncmp(e.message, l->path, strlen(l->path)) == 0)
+                        r = err_set(l->err, e.kind, e.errno_value, "%s", e.message);
+                else if (!entry->cell)
                         r = err_set(l->err, e.kind, e.errno_value, "%s: %s: %s", l->path, where,
                                     e.message);
         }

@@ -1,11 +1,16 @@
-/* The tool description the model reads (seed 000's fixed text, adapted to codecell), followed
- * by the folders it can see. */
+/* The tool description the model reads (seed 000's fixed text, adapted to codecell): how to
+ * use the cell, with every promise checked against what the sandbox really allows, the
+ * libraries the interpreter offers, then the folders and host tools it can see. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cell.h"
 #include "images.h"
+
+/* The libraries named at most; the rest are counted. */
+#define LIBRARIES_LISTED 60
+#define WRAP_COLUMNS 80
 
 static void folder_section(FILE *f, const codecell_config *c, bool rw, const char *header)
 {
@@ -23,29 +28,115 @@ static void folder_section(FILE *f, const codecell_config *c, bool rw, const cha
         }
 }
 
-char *description_build(const codecell_config *c, struct tool_table *tools)
+/* "64 MiB", "1.5 GiB", "300 KiB", "4096 bytes". */
+static void print_size(FILE *f, unsigned long long bytes)
+{
+        static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+        double value = (double)bytes;
+        size_t u = 0;
+        while (value >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+                value /= 1024;
+                u++;
+        }
+        fprintf(f, value == (double)(unsigned long long)value ? "%.0f %s" : "%.1f %s", value,
+                units[u]);
+}
+
+/* "30 s", "1.5 s", "250 ms". */
+static void print_duration(FILE *f, unsigned long long ms)
+{
+        if (ms % 1000 == 0)
+                fprintf(f, "%llu s", ms / 1000);
+        else if (ms >= 1000)
+                fprintf(f, "%.1f s", (double)ms / 1000);
+        else
+                fprintf(f, "%llu ms", ms);
+}
+
+/* The rules of one execution, each as the sandbox enforces it (docs/security.md). */
+static void how_to_use(FILE *f, const codecell_config *c, const struct interpreter_info *probe)
+{
+        const uint64_t *lim = c->limits;
+        char version[48] = "";
+        if (probe->version)
+                snprintf(version, sizeof(version), " %s", probe->version);
+        fprintf(f, c->runtime->how_to_use, version);
+        fputs(c->subprocesses
+                      ? "- no network; threads work, and the system's programs (under `/usr`)\n"
+                        "  may be run as subprocesses;\n"
+                      : "- no network and no subprocesses; threads work;\n",
+              f);
+        fputs(c->n_libraries ? "- the system's files under `/usr` and the libraries under "
+                               "`/codecell/lib`\n"
+                               "  readable, and nothing else of the host's file system but the\n"
+                               "  folders listed below;\n"
+                             : "- the system's files under `/usr` readable, and nothing else of "
+                               "the host's\n"
+                               "  file system but the folders listed below;\n",
+              f);
+        fputs("- private writable scratch directories, `/work` (the working directory,\n  up to ",
+              f);
+        print_size(f, lim[CODECELL_LIMIT_WORK_BYTES]);
+        fputs(") and `/tmp` (up to ", f);
+        print_size(f, lim[CODECELL_LIMIT_TMP_BYTES]);
+        fputs("), both empty at the start of every\n  execution;\n- at most ", f);
+        print_duration(f, lim[CODECELL_LIMIT_TIMEOUT_MS]);
+        fputs(" of wall-clock time, ", f);
+        print_duration(f, lim[CODECELL_LIMIT_CPU_MS]);
+        fputs(" of CPU time, ", f);
+        print_size(f, lim[CODECELL_LIMIT_MEMORY_BYTES]);
+        fprintf(f, " of memory\n  and %llu processes and threads;\n",
+                (unsigned long long)lim[CODECELL_LIMIT_PIDS]);
+        fputs("- no state carried over between executions, except the contents of\n"
+              "  read-write folders.\n"
+              "\n",
+              f);
+        fputs(c->runtime->how_results, f);
+}
+
+/* What the code can import or require besides the standard library, as the interpreter's
+ * probe found it (the library folders' first), wrapped and capped. */
+static void libraries_section(FILE *f, const codecell_config *c,
+                              const struct interpreter_info *probe)
+{
+        size_t n = probe->libraries ? json_array_size(probe->libraries) : 0;
+        if (n == 0)
+                return;
+        bool python = strcmp(c->runtime->name, "python") == 0;
+        fprintf(f, "\n\n## Libraries\n\nBesides the standard library, the code can %s:",
+                python ? "import" : "require");
+        size_t column = WRAP_COLUMNS; /* start each list on a line of its own */
+        for (size_t i = 0; i < n && i < LIBRARIES_LISTED; i++) {
+                const char *name = json_string_value(json_array_get(probe->libraries, i));
+                size_t len = strlen(name) + (i + 1 < n ? 1 : 0);
+                if (column + 1 + len > WRAP_COLUMNS) {
+                        fputc('\n', f);
+                        column = 0;
+                } else {
+                        fputc(' ', f);
+                        column++;
+                }
+                fprintf(f, "%s%s", name, i + 1 < n ? "," : ".");
+                column += len;
+        }
+        if (n > LIBRARIES_LISTED)
+                fprintf(f, "\nand %zu more (%s).", n - LIBRARIES_LISTED,
+                        python ? "list them with `help(\"modules\")`"
+                               : "look in the folders of `$LOAD_PATH`");
+}
+
+char *description_build(const codecell_config *c, const struct interpreter_info *probe,
+                        struct tool_table *tools)
 {
         char *text = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&text, &len);
         if (!f)
                 return NULL;
-        fputs(c->runtime->how_to_use, f);
-        fputs(c->subprocesses
-                      ? "- no network, and no access to the host filesystem outside the mounted\n"
-                        "  folders listed below; the system's programs may be run as "
-                        "subprocesses;\n"
-                      : "- no network, no subprocesses, and no access to the host filesystem "
-                        "outside\n"
-                        "  the mounted folders listed below;\n",
-              f);
-        fputs("- a private writable scratch directory at `/work`, empty at the start of\n"
-              "  every execution;\n"
-              "- no state carried over between executions, except the contents of\n"
-              "  read-write folders.\n"
-              "\n",
-              f);
-        fputs(c->runtime->how_results, f);
+        /* The seed's sections in its order, each ending without a newline; what the code
+         * returns belongs at the end of how_to_use. */
+        how_to_use(f, c, probe);
+        libraries_section(f, c, probe);
         folder_section(f, c, false, "## Read-only folders (readable, never writable)");
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
         images_describe(f, c->runtime->name, c->image_folder, c->limits[CODECELL_LIMIT_IMAGES],

@@ -85,22 +85,47 @@ int image_list_take(struct image_list *l, const json_t *frame)
         return 0;
 }
 
+/* text onto f, broken into lines of at most 80 columns between words. */
+static void wrap(FILE *f, const char *text)
+{
+        size_t column = 0;
+        for (const char *p = text; *p;) {
+                size_t word = strcspn(p, " ");
+                if (column > 0 && column + 1 + word > 80) {
+                        fputc('\n', f);
+                        column = 0;
+                } else if (column > 0) {
+                        fputc(' ', f);
+                        column++;
+                }
+                fwrite(p, 1, word, f);
+                column += word;
+                p += word;
+                p += strspn(p, " ");
+        }
+}
+
 void images_describe(FILE *f, const char *language, const char *folder, size_t max_count,
                      size_t max_bytes)
 {
         bool python = strcmp(language, "python") == 0;
         if (!python && !folder)
                 return;
-        fputs("\n\n## Pictures\n\n", f);
-        if (python)
-                fputs("Figures drawn with matplotlib come back as PNG images: those shown with\n"
-                      "`plt.show()` and those still open when the code ends.",
-                      f);
+        char text[1024];
+        int n = snprintf(text, sizeof(text), "%s",
+                         python ? "Figures drawn with matplotlib come back as PNG images: those "
+                                  "shown with `plt.show()` and those still open when the code "
+                                  "ends."
+                                : "");
         if (folder)
-                fprintf(f, "%sImage files (PNG, JPEG, GIF, WebP) the code writes to `%s`\n"
-                           "during the run come back too.",
-                        python ? " " : "", folder);
-        fprintf(f, " At most %zu images of %zu KiB each; more are left out\n"
-                   "and the result says so.",
-                max_count, max_bytes >> 10);
+                n += snprintf(text + n, sizeof(text) - (size_t)n,
+                              "%sImage files (PNG, JPEG, GIF, WebP) the code writes to `%s` "
+                              "during the run come back too.",
+                              python ? " " : "", folder);
+        snprintf(text + n, sizeof(text) - (size_t)n,
+                 " At most %zu images of up to %zu KiB each come back; the result says what "
+                 "was left out.",
+                 max_count, max_bytes >> 10);
+        fputs("\n\n## Pictures\n\n", f);
+        wrap(f, text);
 }

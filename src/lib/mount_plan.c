@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "interpreter.h"
+#include "mount_rules.h"
 
 /* Where the new root is assembled before pivot_root. Every host path the plan needs has been
  * opened (open_tree) before this is covered, so sources under /tmp still work. */
@@ -99,16 +102,18 @@ static int add_file(struct mount_plan *plan, const char *dest, const char *conte
         return add_bytes(plan, dest, contents, strlen(contents), err);
 }
 
+/* A host file or directory at the same path, read-only; skipped when the host has none. */
 static int add_host_file(struct mount_plan *plan, const char *path, bool device,
                          codecell_error *err)
 {
-        if (access(path, F_OK) < 0)
+        struct stat st;
+        if (stat(path, &st) < 0)
                 return 0; /* optional on this host */
         return add(plan,
                    (struct mount_op){.kind = OP_BIND,
                                      .dest = strdup(path),
                                      .source = strdup(path),
-                                     .is_file = true,
+                                     .is_file = !S_ISDIR(st.st_mode),
                                      .devices = device,
                                      .user_mount = -1},
                    err);
@@ -124,6 +129,75 @@ uint64_t mount_op_attributes(const struct mount_op *op)
         if (op->noexec)
                 attr |= MOUNT_ATTR_NOEXEC;
         return attr;
+}
+
+/* An exec bind (library code is mapped executable from it) that a read-write mount could
+ * write into: refused, so nothing a guest writes ever runs. */
+static int refuse_if_writable(const codecell_config *config, const char *what, const char *source,
+                              codecell_error *err)
+{
+        for (size_t i = 0; i < config->n_mounts; i++)
+                if (config->mounts[i].read_write && paths_overlap(source, config->mounts[i].source))
+                        return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                                       "%s %s overlaps the read-write mount at %s: a folder the "
+                                       "guest can write cannot hold code that runs",
+                                       what, source, config->mounts[i].dest);
+        return 0;
+}
+
+/* The interpreter's own tree when it is not under /usr (another build, in /opt/python3.12):
+ * its prefix, the folder above its bin/, where it finds its standard library, at the same
+ * path. Then the library folders at /codecell/lib/<i>, noexec unless "exec". */
+static int add_interpreter_binds(struct mount_plan *plan, const codecell_config *config,
+                                 codecell_error *err)
+{
+        int r = 0;
+        if (config->interpreter && !paths_overlap(config->interpreter, "/usr")) {
+                char prefix[PATH_MAX];
+                snprintf(prefix, sizeof(prefix), "%s", config->interpreter);
+                for (int up = 0; up < 2; up++) {
+                        char *slash = strrchr(prefix, '/');
+                        if (slash)
+                                *slash = '\0';
+                }
+                const char *reserved = *prefix ? mount_dest_reserved(prefix) : "/";
+                if (reserved)
+                        return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                                       "interpreter %s: its prefix %s overlaps the sandbox's own "
+                                       "%s (install it under a folder of its own, /opt/NAME/bin)",
+                                       config->interpreter, *prefix ? prefix : "/", reserved);
+                for (size_t i = 0; i < config->n_mounts; i++)
+                        if (paths_overlap(prefix, config->mounts[i].dest))
+                                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                                               "interpreter %s: its prefix %s overlaps the mount "
+                                               "at %s",
+                                               config->interpreter, prefix,
+                                               config->mounts[i].dest);
+                r = refuse_if_writable(config, "interpreter prefix", prefix, err);
+                if (r == 0)
+                        r = add(plan,
+                                (struct mount_op){.kind = OP_BIND,
+                                                  .dest = strdup(prefix),
+                                                  .source = strdup(prefix),
+                                                  .user_mount = -1},
+                                err);
+        }
+        for (size_t i = 0; r == 0 && i < config->n_libraries; i++) {
+                const struct cc_library *lib = &config->libraries[i];
+                char dest[64];
+                snprintf(dest, sizeof(dest), INTERPRETER_LIBRARY_DEST, i);
+                if (lib->exec)
+                        r = refuse_if_writable(config, "library", lib->source, err);
+                if (r == 0)
+                        r = add(plan,
+                                (struct mount_op){.kind = OP_BIND,
+                                                  .dest = strdup(dest),
+                                                  .source = strdup(lib->source),
+                                                  .noexec = !lib->exec,
+                                                  .user_mount = -1},
+                                err);
+        }
+        return r;
 }
 
 int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid_t inner_uid,
@@ -154,18 +228,14 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                 r = add_host_file(plan, "/etc/ld.so.cache", false, err);
         if (r == 0)
                 r = add_host_file(plan, "/etc/localtime", false, err);
-        /* matplotlib's defaults: Debian keeps them in /etc (python-matplotlib-data). */
-        if (r == 0)
-                r = add_host_file(plan, "/etc/matplotlibrc", false, err);
-        /* Debian's alternatives: symbolic links into /usr that shared libraries are found
-         * through (numpy's libblas.so.3 is /etc/alternatives/libblas.so.3-…). Read-only. */
-        if (r == 0 && access("/etc/alternatives", F_OK) == 0)
-                r = add(plan,
-                        (struct mount_op){.kind = OP_BIND,
-                                          .dest = strdup("/etc/alternatives"),
-                                          .source = strdup("/etc/alternatives"),
-                                          .user_mount = -1},
-                        err);
+        /* What files under /usr link to in /etc, read-only, or the links dangle: Debian's
+         * alternatives (libblas.so.3, which numpy loads; a folder of symbolic links that
+         * name the chosen implementations) and matplotlib's defaults (its mpl-data/matplotlibrc,
+         * without which it refuses to import). */
+        static const char *const usr_links_into_etc[] = {"/etc/alternatives", "/etc/matplotlibrc"};
+        for (size_t i = 0; r == 0 && i < sizeof(usr_links_into_etc) / sizeof(usr_links_into_etc[0]);
+             i++)
+                r = add_host_file(plan, usr_links_into_etc[i], false, err);
         /* A minimal /dev. */
         static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
                                               "/dev/urandom"};
@@ -207,8 +277,9 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                 r = add_file(plan, rt->prelude_path, rt->prelude, err);
         if (r == 0 && rt->compiled && *rt->compiled_size > 0)
                 r = add_bytes(plan, rt->compiled_path, rt->compiled, *rt->compiled_size, err);
-        /* The user's mounts get what the sandbox's own file system leaves. */
-        size_t room = MOUNT_PLAN_MAX_OPS - plan->n_ops;
+        /* The user's mounts get what the sandbox's own file system and the interpreter's
+         * folders leave. */
+        size_t room = MOUNT_PLAN_MAX_OPS - plan->n_ops - config->n_libraries - 1;
         if (r == 0 && config->n_mounts > room)
                 r = err_set(err, CODECELL_ERR_INVALID, E2BIG, "too many mounts (at most %zu)",
                             room);
@@ -225,6 +296,8 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                                           .user_mount = (int)i},
                         err);
         }
+        if (r == 0)
+                r = add_interpreter_binds(plan, config, err);
         if (r < 0)
                 mount_plan_free(plan);
         return r;

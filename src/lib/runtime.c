@@ -1,6 +1,7 @@
 #include "runtime.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codecell.h"
@@ -13,31 +14,31 @@ extern const char codecell_boot_python[];
 extern const char codecell_prelude_ruby_iseq[];
 extern const size_t codecell_prelude_ruby_iseq_size;
 extern const char codecell_boot_ruby[];
+extern const char codecell_probe_python[];
+extern const char codecell_probe_ruby[];
 
 /* --disable-gems: RubyGems costs ~50 ms of start-up; the standard library and Debian's
  * vendor_ruby packages stay requirable without it. The program, guest/ruby/boot.rb, runs the
- * compiled prelude. */
-static const char *const ruby_argv[] = {
-        "ruby",
-        "--disable-gems",
-        "-e",
-        codecell_boot_ruby,
-        NULL,
-};
+ * compiled prelude; library folders go on $LOAD_PATH with -I. */
+static const char *const ruby_flags[] = {"--disable-gems", NULL};
 
 /* -I: no user site, no PYTHON* variables, no script folder on sys.path. -S: no site.py (the
  * prelude adds the system's dist-packages itself, without running .pth files). The program,
- * guest/python/boot.py, runs the compiled prelude. */
-static const char *const python_argv[] = {
-        "python3", "-I", "-S", "-c", codecell_boot_python, NULL,
-};
+ * guest/python/boot.py, runs the compiled prelude, after putting its arguments (the library
+ * folders) on sys.path. */
+static const char *const python_flags[] = {"-I", "-S", NULL};
 
 static const struct runtime runtimes[] = {
         {
                 .name = "ruby",
                 .extension = ".rb",
                 .interpreter = "/usr/bin/ruby",
-                .argv = ruby_argv,
+                .argv0 = "ruby",
+                .flags = ruby_flags,
+                .library_flag = "-I",
+                .program_flag = "-e",
+                .boot = codecell_boot_ruby,
+                .probe = codecell_probe_ruby,
                 .prelude_path = "/codecell/prelude.rb",
                 .compiled_path = "/codecell/prelude.rb.iseq",
                 .compiled = codecell_prelude_ruby_iseq,
@@ -52,7 +53,7 @@ static const struct runtime runtimes[] = {
                         "\n"
                         "Pass a complete, self-contained Ruby script as the `code` argument. It "
                         "runs\n"
-                        "as a fresh Ruby process with:\n",
+                        "as a fresh Ruby%s process with:\n",
                 .how_results =
                         "Capture progress with `puts` (returned as `stdout`) and end with a value "
                         "or\n"
@@ -87,7 +88,11 @@ static const struct runtime runtimes[] = {
                 .name = "python",
                 .extension = ".py",
                 .interpreter = "/usr/bin/python3",
-                .argv = python_argv,
+                .argv0 = "python3",
+                .flags = python_flags,
+                .program_flag = "-c",
+                .boot = codecell_boot_python,
+                .probe = codecell_probe_python,
                 .prelude_path = "/codecell/prelude.py",
                 .prelude = codecell_prelude_python,
                 .compiled_path = "/codecell/prelude.pyc",
@@ -102,7 +107,7 @@ static const struct runtime runtimes[] = {
                         "## How to use\n"
                         "\n"
                         "Pass a complete, self-contained Python script as the `code` argument. It\n"
-                        "runs as a fresh Python 3 process with:\n",
+                        "runs as a fresh Python%s process with:\n",
                 .how_results =
                         "Capture progress with `print` (returned as `stdout`). If the last "
                         "statement\n"
@@ -157,6 +162,34 @@ const struct runtime *runtime_for_file(const char *path)
                 if (strcmp(runtimes[i].extension, dot) == 0)
                         return &runtimes[i];
         return NULL;
+}
+
+char **runtime_argv(const struct runtime *rt, const char *program, const char *const *load_paths,
+                    size_t n_load_paths, const char *const *args, size_t n_args)
+{
+        size_t n_flags = 0;
+        while (rt->flags[n_flags])
+                n_flags++;
+        size_t n = 1 + n_flags + 2 * n_load_paths + 2 + n_args + 1;
+        char **argv = calloc(n, sizeof(*argv));
+        if (!argv)
+                return NULL;
+        size_t i = 0;
+        argv[i++] = (char *)rt->argv0;
+        for (size_t k = 0; k < n_flags; k++)
+                argv[i++] = (char *)rt->flags[k];
+        for (size_t k = 0; rt->library_flag && k < n_load_paths; k++) {
+                argv[i++] = (char *)rt->library_flag;
+                argv[i++] = (char *)load_paths[k];
+        }
+        argv[i++] = (char *)rt->program_flag;
+        argv[i++] = (char *)program;
+        for (size_t k = 0; !rt->library_flag && k < n_load_paths; k++)
+                argv[i++] = (char *)load_paths[k];
+        for (size_t k = 0; k < n_args; k++)
+                argv[i++] = (char *)args[k];
+        argv[i] = NULL;
+        return argv;
 }
 
 void runtime_names(char *buf, size_t size)

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "codecell.h"
 #include "runtime.h"
@@ -15,6 +16,10 @@ struct command_spec {
         char **argv;         /* argv[0] absolute, NULL-terminated */
         char **env;          /* "NAME=value" for the variables the tool's config names */
         uint64_t timeout_ms; /* 0: the cell's CODECELL_LIMIT_TOOL_CALL_MS */
+        /* Run as this uid and gid, with no supplementary groups (the engine is root). */
+        bool as_user;
+        uid_t uid;
+        gid_t gid;
 };
 
 struct tool {

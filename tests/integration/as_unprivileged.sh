@@ -19,7 +19,7 @@ cp "$CODECELL_PROBE" "$dir/probe.so"
 cp -r "$here/tools" "$dir/tools"
 cp -r "$here/../../guest" "$dir/guest"
 mkdir -p "$dir/examples"
-cp -r "$here/../../examples/data" "$here/../../examples/tools" "$here/../../examples/tools.json" "$dir/examples/"
+cp -r "$here/../../examples/data" "$here/../../examples/tools" "$here/../../examples/tools.json" "$here/../../examples/cells.json" "$dir/examples/"
 cp -P "$(dirname "$bin")"/libcodecell.so* "$dir/"
 for program in "$@"; do
         cp "$program" "$dir/"
@@ -39,5 +39,5 @@ for program in "$@"; do
                 as_nobody "$dir/$(basename "$program")" "$lang"
         done
 done
-echo "== test_run.py test_tools.py test_mcp.py test_config.py, security tests as nobody"
-as_nobody python3 -m unittest test_run test_tools test_mcp test_config test_probe test_hostile
+echo "== test_run.py test_tools.py test_mcp.py test_config.py test_libraries.py, security tests as nobody"
+as_nobody python3 -m unittest test_run test_tools test_mcp test_config test_libraries test_probe test_hostile

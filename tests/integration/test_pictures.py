@@ -190,7 +190,7 @@ class McpPictures(unittest.TestCase):
     def test_the_description_states_the_pictures_and_their_caps(self):
         self.assertIn("## Pictures", self.tools["py"]["description"])
         self.assertIn("matplotlib", self.tools["py"]["description"])
-        self.assertIn("At most 8 images of 4096 KiB each", self.tools["py"]["description"])
+        self.assertIn("At most 8 images of up to\n4096 KiB each", self.tools["py"]["description"])
         self.assertIn("`/work/out`", self.tools["rb"]["description"])
 
 
