@@ -26,6 +26,25 @@ extern "C" {
 #define CODECELL_API
 #endif
 
+/* ---- version and ABI --------------------------------------------------------------------- */
+
+/* The version of this header. The build reads it from here (CMakeLists.txt), so the library,
+ * the command, `codecell --version` and the MCP serverInfo all carry this one number. */
+#define CODECELL_VERSION_MAJOR 0
+#define CODECELL_VERSION_MINOR 1
+#define CODECELL_VERSION_PATCH 0
+#define CODECELL_VERSION "0.1.0"
+
+/* The version of the library loaded at run time ("0.1.0"): it may be newer than the
+ * CODECELL_VERSION a program was compiled with. Static string.
+ *
+ * ABI (docs/api.md, "ABI promise"): within one soname (libcodecell.so.0) functions are only
+ * added, enum values are only appended, and the structs a caller allocates keep their size and
+ * layout: codecell_error and codecell_layer_report are frozen; codecell_run_options and
+ * codecell_cell_info end in reserved room that later fields take, so zero-initialize an input
+ * struct ({0} or designated initializers). */
+CODECELL_API const char *codecell_version(void);
+
 /* ---- errors ---------------------------------------------------------------------------- */
 
 typedef enum codecell_error_kind {
@@ -65,6 +84,13 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_SESSION_IDLE_MS, /* a session unused this long is closed; 300000 */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
+
+/* The room codecell_cell_info keeps for limits: more limits can come without changing its
+ * size. */
+#define CODECELL_LIMIT_SLOTS 32
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(CODECELL_LIMIT__COUNT <= CODECELL_LIMIT_SLOTS, "codecell_cell_info has no room");
+#endif
 
 /* What to do when the host lacks an optional layer (Landlock, the cgroup). Namespaces and
  * seccomp are never optional: without them nothing runs. */
@@ -184,6 +210,7 @@ typedef struct codecell_run_options {
         codecell_progress_fn progress; /* NULL: no progress reports */
         uint64_t progress_interval_ms; /* 0: every 1000 ms */
         void *userdata;                /* passed to progress */
+        void *reserved[8];             /* zero: room for later options (ABI promise) */
 } codecell_run_options;
 
 /* codecell_cell_run() with options (NULL: none). */
@@ -295,7 +322,8 @@ typedef struct codecell_cell_info {
         size_t pool_ready;    /* standing by now */
         size_t sessions_open; /* sessions alive now */
         size_t tools;         /* host tools registered */
-        uint64_t limits[CODECELL_LIMIT__COUNT];
+        uint64_t limits[CODECELL_LIMIT_SLOTS]; /* by codecell_limit; 0 past CODECELL_LIMIT__COUNT */
+        uint64_t reserved[8];                  /* room for later fields (ABI promise) */
 } codecell_cell_info;
 
 /* A snapshot of the cell's state. Thread-safe. */

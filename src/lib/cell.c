@@ -433,7 +433,7 @@ void codecell_cell_info_get(codecell_cell *cell, codecell_cell_info *ret)
         *ret = (codecell_cell_info){.language = c->runtime->name, .pool_size = c->pool};
         for (size_t i = 0; i < c->n_mounts; i++)
                 ret->writes_host |= c->mounts[i].read_write;
-        memcpy(ret->limits, c->limits, sizeof(ret->limits));
+        memcpy(ret->limits, c->limits, sizeof(c->limits)); /* the rest stays 0 */
         ret->pool_ready = pool_ready_count(cell->pool);
         pthread_mutex_lock(&cell->tools.lock);
         ret->tools = cell->tools.n;
