@@ -1,8 +1,10 @@
 # The two commands of the README. Both set everything up first (scripts/bootstrap).
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# make install PREFIX=/usr DESTDIR=/tmp/stage (docs/operations.md)
+PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build run demo test soak sanitize tsan fuzz bench clean
+.PHONY: all bootstrap build install run demo test soak sanitize tsan fuzz bench clean
 
 all: build
 
@@ -12,6 +14,11 @@ bootstrap:
 build: bootstrap
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The command, the library (shared and static), codecell.h, codecell.pc, the man pages, bash
+# completion and the systemd units, under PREFIX, staged under DESTDIR when given.
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 # The MCP server on examples/cells.json (Ctrl-C to stop).
 run: build

@@ -12,6 +12,7 @@
 #include "codecell.h"
 #include "commands.h"
 #include "mcp.h"
+#include "systemd.h"
 #include "transports.h"
 #include "units.h"
 
@@ -22,6 +23,8 @@ static const char usage[] =
         "stdin/stdout by default (one JSON-RPC message per line; logs go to stderr), or over\n"
         "Streamable HTTP at http://ADDR:PORT/mcp. Ends at end of input (stdio) or on SIGTERM\n"
         "or SIGINT, after cancelling what runs and closing every sandbox.\n"
+        "Started by systemd socket activation (LISTEN_FDS=1), it serves HTTP on that\n"
+        "socket, without --http; with NOTIFY_SOCKET it reports READY=1 once it serves.\n"
         "\n"
         "Options:\n"
         "      --config FILE        cells and host tools (required)\n"
@@ -107,9 +110,17 @@ static bool parse_count(const char *flag, const char *text, size_t *ret)
         return true;
 }
 
+/* What print_listening needs: the address as given, and whom to tell that we serve. */
+struct listening {
+        const char *address;
+        const struct systemd_env *systemd;
+};
+
 static void print_listening(unsigned port, void *userdata)
 {
-        const char *address = userdata;
+        const struct listening *l = userdata;
+        const char *address = l->address;
+        systemd_notify(l->systemd, "READY=1");
         const char *colon = strrchr(address, ':');
         if (colon)
                 fprintf(stderr, WHO ": listening on http://%.*s:%u/mcp\n", (int)(colon - address),
@@ -120,6 +131,7 @@ static void print_listening(unsigned port, void *userdata)
 
 struct serve_flags {
         const char *config, *http, *token_file;
+        struct systemd_env systemd;
         const char *hosts[MAX_ALLOWED + 1], *origins[MAX_ALLOWED + 1];
         size_t n_hosts, n_origins;
         struct mcp_server_options server;
@@ -196,6 +208,13 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                 fprintf(stderr, WHO ": --config FILE is required (see " WHO " --help)\n");
                 return EXIT_USAGE;
         }
+        if (f->http && f->systemd.listen_fd >= 0) {
+                fprintf(stderr, WHO ": --http: systemd passed a socket to serve on already "
+                                    "(LISTEN_FDS); drop --http\n");
+                return EXIT_USAGE;
+        }
+        if (f->systemd.listen_fd >= 0)
+                f->http = f->systemd.address;
         if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->client_idle_ms)) {
                 fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin and "
                                     "--client-idle need --http\n");
@@ -223,6 +242,11 @@ int cmd_serve(int argc, char **argv)
 {
         struct serve_flags f = {.max_body = 4 << 20};
         uint64_t client_idle_default_ms = 3600 * 1000;
+        if (systemd_env_take(&f.systemd) < 0) {
+                fprintf(stderr, WHO ": systemd must pass exactly one listening TCP socket "
+                                    "(LISTEN_FDS=1; Accept=no in the .socket unit)\n");
+                return EXIT_USAGE;
+        }
         int exit_code = parse_flags(argc, argv, &f);
         if (exit_code)
                 return exit_code < 0 ? EXIT_OK : exit_code;
@@ -253,6 +277,7 @@ int cmd_serve(int argc, char **argv)
                 goto out;
         }
         if (f.http) {
+                struct listening listening = {.address = f.http, .systemd = &f.systemd};
                 struct http_options o = {.address = f.http,
                                          .token = token,
                                          .allowed_hosts = f.hosts,
@@ -261,8 +286,9 @@ int cmd_serve(int argc, char **argv)
                                          .client_idle_ms = f.client_idle_ms
                                                                    ? f.client_idle_ms
                                                                    : client_idle_default_ms,
+                                         .listen_fd = f.systemd.listen_fd,
                                          .listening = print_listening,
-                                         .userdata = (void *)f.http};
+                                         .userdata = &listening};
                 int r = mcp_serve_http(server, &o, sfd);
                 if (r == -EINVAL) {
                         fprintf(stderr,
@@ -277,6 +303,7 @@ int cmd_serve(int argc, char **argv)
         } else {
                 fprintf(stderr, WHO ": serving %zu cell(s) on stdio\n",
                         codecell_cellset_size(cells));
+                systemd_notify(&f.systemd, "READY=1");
                 int r = mcp_serve_stdio(server, STDIN_FILENO, STDOUT_FILENO, f.max_body, sfd);
                 if (r < 0) {
                         fprintf(stderr, WHO ": %s\n", strerror(-r));
@@ -284,6 +311,7 @@ int cmd_serve(int argc, char **argv)
                 }
         }
 out:
+        systemd_notify(&f.systemd, "STOPPING=1");
         mcp_server_free(server);
         codecell_cellset_free(cells);
         free(token);

@@ -589,6 +589,12 @@ static int parse_address(const char *text, struct sockaddr_storage *ss, socklen_
         return 0;
 }
 
+static unsigned port_of(const struct sockaddr_storage *ss)
+{
+        return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+                                              : ((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
 static int listen_on(const char *address, unsigned *ret_port, char *host, size_t host_size)
 {
         struct sockaddr_storage ss;
@@ -606,9 +612,20 @@ static int listen_on(const char *address, unsigned *ret_port, char *host, size_t
                 close(fd);
                 return -e;
         }
-        *ret_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+        *ret_port = port_of(&ss);
         return fd;
+}
+
+/* A socket that listens already (socket activation): its address, for the Host and Origin
+ * checks, is o->address. */
+static int adopt(const struct http_options *o, unsigned *ret_port, char *host, size_t host_size)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (parse_address(o->address, &ss, &len, host, host_size) < 0)
+                return -EINVAL;
+        *ret_port = port_of(&ss);
+        return o->listen_fd;
 }
 
 /* Ends the MCP sessions unused for client_idle_ms (none with a request in progress): a client
@@ -682,7 +699,8 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         pthread_cond_init(&h.streams_done, NULL);
         char host[64];
         unsigned port = 0;
-        int fd = listen_on(o->address, &port, host, sizeof(host));
+        int fd = o->listen_fd > 0 ? adopt(o, &port, host, sizeof(host))
+                                  : listen_on(o->address, &port, host, sizeof(host));
         if (fd < 0)
                 return fd;
         int r = allowed_lists(&h, host, port);
