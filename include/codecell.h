@@ -322,8 +322,14 @@ typedef struct codecell_cell_info {
         size_t pool_ready;    /* standing by now */
         size_t sessions_open; /* sessions alive now */
         size_t tools;         /* host tools registered */
-        uint64_t limits[CODECELL_LIMIT_SLOTS]; /* by codecell_limit; 0 past CODECELL_LIMIT__COUNT */
-        uint64_t reserved[8];                  /* room for later fields (ABI promise) */
+        /* By codecell_limit; 0 past CODECELL_LIMIT__COUNT. */
+        uint64_t limits[CODECELL_LIMIT_SLOTS];
+        /* SB.call calls since the cell was made, and of those the ones refused before a tool
+         * ran (unknown name, over CODECELL_LIMIT_TOOL_CALLS, arguments too large). */
+        uint64_t tool_calls;
+        uint64_t tool_refusals;
+        /* Room for later fields (ABI promise). */
+        uint64_t reserved[6];
 } codecell_cell_info;
 
 /* A snapshot of the cell's state. Thread-safe. */

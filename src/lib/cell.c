@@ -437,6 +437,8 @@ void codecell_cell_info_get(codecell_cell *cell, codecell_cell_info *ret)
         ret->pool_ready = pool_ready_count(cell->pool);
         pthread_mutex_lock(&cell->tools.lock);
         ret->tools = cell->tools.n;
+        ret->tool_calls = atomic_load(&cell->tools.calls);
+        ret->tool_refusals = atomic_load(&cell->tools.refused);
         pthread_mutex_unlock(&cell->tools.lock);
         pthread_mutex_lock(&cell->sessions.lock);
         ret->sessions_open = cell->sessions.n;

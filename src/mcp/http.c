@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "../lib/util.h"
+#include "oplog.h"
+#include "refusals.h"
 #include "transports.h"
 
 #define SESSION_ID_BYTES 16
@@ -93,6 +95,11 @@ static enum MHD_Result reply_json(struct MHD_Connection *conn, unsigned status, 
 static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
                               const char *why)
 {
+        if (status < 500 || code == JSONRPC_SERVER_BUSY)
+                refusal_note(refusal_of_http_status(status), why);
+        else
+                oplog_event(OPLOG_ERROR, "http_error",
+                            json_pack("{s:i, s:s}", "status", (int)status, "why", why));
         return reply_json(conn, status, jsonrpc_error(NULL, code, "%s", why), NULL);
 }
 

@@ -60,8 +60,7 @@ int systemd_env_take(struct systemd_env *ret)
                 if (strcmp(fds, "1") != 0) {
                         r = -EINVAL;
                 } else {
-                        r = socket_address(SD_LISTEN_FDS_START, ret->address,
-                                           sizeof(ret->address));
+                        r = socket_address(SD_LISTEN_FDS_START, ret->address, sizeof(ret->address));
                         /* Passed without close-on-exec: host-tool commands must not hold it. */
                         if (r == 0 && fcntl(SD_LISTEN_FDS_START, F_SETFD, FD_CLOEXEC) == 0)
                                 ret->listen_fd = SD_LISTEN_FDS_START;

@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 struct systemd_env {
-        int listen_fd;     /* the socket passed to this process, or -1 */
-        char notify[108];  /* NOTIFY_SOCKET ("" when unset): a path, or "@name" (abstract) */
-        char address[80];  /* listen_fd's address as [ADDR:]PORT text ("127.0.0.1:8080") */
+        int listen_fd;    /* the socket passed to this process, or -1 */
+        char notify[108]; /* NOTIFY_SOCKET ("" when unset): a path, or "@name" (abstract) */
+        char address[80]; /* listen_fd's address as [ADDR:]PORT text ("127.0.0.1:8080") */
 };
 
 /* Takes what the service manager passed and removes it from the environment, so that host-tool

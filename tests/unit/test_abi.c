@@ -19,7 +19,8 @@ static void layouts(void)
         CHECK(offsetof(codecell_run_options, reserved) == 32);
         CHECK(sizeof(codecell_cell_info) == 368);
         CHECK(offsetof(codecell_cell_info, limits) == 48);
-        CHECK(offsetof(codecell_cell_info, reserved) == 304);
+        CHECK(offsetof(codecell_cell_info, tool_calls) == 304);
+        CHECK(offsetof(codecell_cell_info, reserved) == 320);
 }
 
 static void numbers(void)
