@@ -205,12 +205,21 @@ CODECELL_API void codecell_cancel_free(codecell_cancel *cancel);
 typedef void (*codecell_progress_fn)(uint64_t elapsed_ms, const char *last_line, size_t len,
                                      void *userdata);
 
+/* Called on the engine thread that waits for the run with each piece of output as the guest
+ * writes it (stream 1: stdout, 2: stderr), up to CODECELL_LIMIT_OUTPUT_BYTES per stream, the
+ * same bytes the result then holds. data is not NUL-terminated. It must return quickly: the
+ * guest's pipes are not read meanwhile. */
+typedef void (*codecell_output_fn)(int stream, const char *data, size_t len, void *userdata);
+
 typedef struct codecell_run_options {
         codecell_cancel *cancel;       /* NULL: the run cannot be cancelled */
         codecell_progress_fn progress; /* NULL: no progress reports */
         uint64_t progress_interval_ms; /* 0: every 1000 ms */
-        void *userdata;                /* passed to progress */
-        void *reserved[8];             /* zero: room for later options (ABI promise) */
+        void *userdata;                /* passed to progress and output */
+        /* NULL: output is only in the result (since 0.1.0). */
+        codecell_output_fn output;
+        /* Zero: room for later options (ABI promise). */
+        void *reserved[7];
 } codecell_run_options;
 
 /* codecell_cell_run() with options (NULL: none). */

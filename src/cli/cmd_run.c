@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codecell.h"
 #include "commands.h"
@@ -43,8 +44,8 @@ static const char usage[] =
         "      --json               print the result as one JSON object\n"
         "  -h, --help               show this help\n"
         "\n"
-        "Without --json the guest's stdout and stderr are replayed, then the value\n"
-        "(\"=> …\") or the error is printed.\n"
+        "Without --json the guest's stdout and stderr are shown as the code writes them,\n"
+        "then the value (\"=> …\") or the error is printed.\n"
         "\n"
         "Exit codes: 0 ok, 1 the code raised an error, 2 usage or configuration error,\n"
         "3 a limit was hit (timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
@@ -141,6 +142,22 @@ static const struct limit_flag limit_flags[] = {
         {OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false},
 };
 
+/* The guest's output, on ours as it comes. */
+static void show_output(int stream, const char *data, size_t len, void *userdata)
+{
+        (void)userdata;
+        int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+        while (len > 0) {
+                ssize_t w = write(fd, data, len);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return; /* a closed terminal or pipe: the run goes on */
+                data += w;
+                len -= (size_t)w;
+        }
+}
+
 int cmd_run(int argc, char **argv)
 {
         const char *eval = NULL;
@@ -223,7 +240,9 @@ int cmd_run(int argc, char **argv)
         int exit_code = cell_from_flags(&f, &cell);
         if (exit_code != EXIT_OK)
                 goto out;
-        if (codecell_cell_run(cell, code, len, &res, &err) < 0) {
+        /* A person sees the output as the code writes it; --json waits for the result. */
+        codecell_run_options live = {.output = json ? NULL : show_output};
+        if (codecell_cell_run_with(cell, code, len, &live, &res, &err) < 0) {
                 fprintf(stderr, "codecell run: %s\n", err.message);
                 exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
                 goto out;
@@ -234,7 +253,7 @@ int cmd_run(int argc, char **argv)
                         puts(text);
                 free(text);
         } else {
-                print_result(res);
+                print_outcome(res);
         }
         exit_code = exit_code_for(codecell_result_status(res));
 out:

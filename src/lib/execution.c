@@ -204,6 +204,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                         double until = now_ms() + DRAIN_MS;
                         (void)pump_until(p, until < deadline ? until : deadline, pump_drained);
                 }
+                pump_output_end(p);
         }
         json_decref(exec);
         /* A tool still running is not this execution's any more. */

@@ -16,7 +16,8 @@ static void layouts(void)
         CHECK(offsetof(codecell_layer_report, detail) == 10);
         CHECK(sizeof(codecell_run_options) == 96);
         CHECK(offsetof(codecell_run_options, userdata) == 24);
-        CHECK(offsetof(codecell_run_options, reserved) == 32);
+        CHECK(offsetof(codecell_run_options, output) == 32);
+        CHECK(offsetof(codecell_run_options, reserved) == 40);
         CHECK(sizeof(codecell_cell_info) == 368);
         CHECK(offsetof(codecell_cell_info, limits) == 48);
         CHECK(offsetof(codecell_cell_info, tool_calls) == 304);
