@@ -8,12 +8,18 @@ PREFIX ?= /usr/local
 
 all: build
 
+# Everything the tests and benchmarks need; build, run and demo need only the runtime part.
 bootstrap:
 	scripts/bootstrap
 
-build: bootstrap
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build $(BUILD) -j $(JOBS)
+# Make's own output only when the build fails; the result when it works.
+build:
+	@scripts/bootstrap --run
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@echo "building in $(BUILD)/ …"
+	@out=$$(cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory 2>&1) || \
+		{ printf '%s\n' "$$out"; exit 1; }
+	@echo "built $(BUILD)/codecell ($$($(BUILD)/codecell --version)), $(BUILD)/libcodecell.so.0 and $(BUILD)/libcodecell.a"
 
 # The command, the library (shared and static), codecell.h, codecell.pc, the man pages, bash
 # completion and the systemd units, under PREFIX, staged under DESTDIR when given.
@@ -28,7 +34,7 @@ run: build
 demo: build
 	examples/demo
 
-test: build
+test: bootstrap build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
 # The load test at full size: 10,000 runs from 8 callers at once, in each language.
@@ -58,7 +64,7 @@ fuzz:
 	scripts/bootstrap --fuzz
 	tests/fuzz/run.sh
 
-bench: build
+bench: bootstrap build
 	cmake --build $(BUILD) --target latency rpc session mcp
 	bench/cold.sh
 	$(BUILD)/latency --lang ruby
