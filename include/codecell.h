@@ -218,8 +218,18 @@ typedef struct codecell_run_options {
         void *userdata;                /* passed to progress and output */
         /* NULL: output is only in the result (since 0.1.0). */
         codecell_output_fn output;
+        /* Arguments for the code (Ruby's ARGV, Python's sys.argv[1:]), NULL-terminated, each
+         * UTF-8; NULL: none. */
+        const char *const *argv;
+        /* "NAME=VALUE" strings set in the guest's environment for this run, NULL-terminated;
+         * NAME of letters, digits and _. NULL: the fixed environment only. */
+        const char *const *env;
+        /* What the guest reads on stdin (stdin_len bytes, any bytes); NULL: empty. It travels in
+         * the exec frame (as base64) and counts against CODECELL_LIMIT_FRAME_BYTES. */
+        const char *stdin_data;
+        size_t stdin_len;
         /* Zero: room for later options (ABI promise). */
-        void *reserved[7];
+        void *reserved[3];
 } codecell_run_options;
 
 /* codecell_cell_run() with options (NULL: none). */

@@ -19,6 +19,7 @@
 #include "error.h"
 #include "pool.h"
 #include "result.h"
+#include "run_input.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -415,7 +416,10 @@ int codecell_cell_run_with(codecell_cell *cell, const char *code, size_t len,
                            const codecell_run_options *options, codecell_result **ret_result,
                            codecell_error *err)
 {
-        int r = cell_result_for(cell, code, len, ret_result, err);
+        *ret_result = NULL;
+        int r = run_input_check(options, err);
+        if (r == 0)
+                r = cell_result_for(cell, code, len, ret_result, err);
         if (r == 0)
                 execution_run(cell, code, len, options, *ret_result);
         return r;

@@ -16,6 +16,7 @@
 #include "frame.h"
 #include "pool.h"
 #include "result.h"
+#include "run_input.h"
 #include "standby.h"
 #include "util.h"
 
@@ -172,7 +173,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
         double deadline = exec_start + (double)lim[CODECELL_LIMIT_TIMEOUT_MS];
         json_t *exec = json_pack("{s:s, s:I, s:s%}", "t", "exec", "id", (json_int_t)exec_id, "code",
                                  code, len);
-        if (!exec) {
+        if (!exec || run_input_add(exec, options) < 0) {
                 pump_protocol_error(p, "cannot encode the code");
         } else if (standby_arm(s, lim[CODECELL_LIMIT_CPU_MS]),
                    frame_send(s->sb.ctl_fd, exec, (int)lim[CODECELL_LIMIT_TIMEOUT_MS], &e) < 0) {

@@ -20,7 +20,6 @@ json_t *json_file_load(const char *path, codecell_error *err)
         json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
         fclose(f);
         if (!root)
-                err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line,
-                        jerr.text);
+                err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
         return root;
 }

@@ -17,7 +17,9 @@ static void layouts(void)
         CHECK(sizeof(codecell_run_options) == 96);
         CHECK(offsetof(codecell_run_options, userdata) == 24);
         CHECK(offsetof(codecell_run_options, output) == 32);
-        CHECK(offsetof(codecell_run_options, reserved) == 40);
+        CHECK(offsetof(codecell_run_options, argv) == 40);
+        CHECK(offsetof(codecell_run_options, stdin_len) == 64);
+        CHECK(offsetof(codecell_run_options, reserved) == 72);
         CHECK(sizeof(codecell_cell_info) == 368);
         CHECK(offsetof(codecell_cell_info, limits) == 48);
         CHECK(offsetof(codecell_cell_info, tool_calls) == 304);
