@@ -575,6 +575,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                         text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS]);
                 }
                 hide_prefix(err.message, c->prefix);
+                refusal_note(err.errno_value == EMFILE ? REFUSAL_BUSY : REFUSAL_BAD_REQUEST,
+                             err.message);
                 mcp_answer(sink,
                            jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type",
                                                         "text", "text", text ? text : err.message,

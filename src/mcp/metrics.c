@@ -1,11 +1,11 @@
 #include "metrics.h"
 
-#include "process_metrics.h"
-#include "refusals.h"
-
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "process_metrics.h"
+#include "refusals.h"
 
 #define N_STATUS (CODECELL_STATUS_SANDBOX_ERROR + 1)
 

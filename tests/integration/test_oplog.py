@@ -45,7 +45,7 @@ class Log(unittest.TestCase):
         os.chmod(tool, 0o755)
         config = write_config(
             self.dir, [{"name": "ruby", "language": "ruby", "pool": 1, "tools": ["echo"],
-                        "limits": {"timeout_ms": 20000, "cpu_ms": 5000}}],
+                        "limits": {"timeout_ms": 20000, "cpu_ms": 5000, "code_bytes": 1000}}],
             [{"name": "echo", "command": [tool]}])
         with open(os.path.join(self.dir, "token"), "w") as f:
             f.write("tok\n")
@@ -65,15 +65,16 @@ class Log(unittest.TestCase):
         err = server.post(call(2, f'puts "{SECRET}"; raise ArgumentError, "bad {SECRET}"',
                                session="s1"), h)
         self.assertEqual(err[0], 200, err)
-        # A refusal: no token.
+        # Refusals: no token; code the cell refuses (over its code_bytes).
         self.assertEqual(server.post({"jsonrpc": "2.0", "id": 3, "method": "ping"})[0], 401)
+        self.assertEqual(server.post(call(4, "1" * 2000), h)[0], 200)
         return h
 
     def test_a_call_a_refusal_and_an_error_each_have_a_json_line(self):
         server = self.serve()
         h = self.calls(server)
         text, lines = read_log(self.log, lambda ls: sum(l["event"] == "call" for l in ls) >= 2
-                               and any(l["event"] == "refused" for l in ls))
+                               and sum(l["event"] == "refused" for l in ls) >= 2)
         events = [l["event"] for l in lines]
         self.assertEqual(events[:2], ["start", "config_loaded"], lines)
         for line in lines:
@@ -92,7 +93,7 @@ class Log(unittest.TestCase):
         self.assertEqual((err["status"], err["session"], err["error_class"]),
                          ("error", "s1", "ArgumentError"))
         refused = [l for l in lines if l["event"] == "refused"]
-        self.assertEqual(refused[0]["reason"], "unauthorized")
+        self.assertEqual([r["reason"] for r in refused], ["unauthorized", "bad_request"])
         # Nothing the code held or wrote reaches the log.
         self.assertNotIn(SECRET, text)
 
@@ -106,6 +107,7 @@ class Log(unittest.TestCase):
         self.assertIn('codecell_tool_calls_total{cell="ruby"} 2\n', metrics)
         self.assertIn('codecell_tool_refusals_total{cell="ruby"} 1\n', metrics)
         self.assertIn('codecell_refusals_total{reason="unauthorized"} 1\n', metrics)
+        self.assertIn('codecell_refusals_total{reason="bad_request"} 1\n', metrics)
         start_time = float(re.search(r"(?m)^process_start_time_seconds (\S+)", metrics).group(1))
         self.assertLess(abs(start_time - time.time()), 3600)
 
