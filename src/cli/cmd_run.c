@@ -51,7 +51,8 @@ static const char usage[] =
         "\n"
         "Without --json the guest's stdout and stderr are shown as the code writes them,\n"
         "then the value (\"=> …\") or the error is printed. ARGS are the code's ARGV\n"
-        "(sys.argv[1:]); when stdin is not a terminal (and not the code), the code reads it.\n"
+        "(sys.argv[1:]). When stdin is not a terminal and not the code, the code reads\n"
+        "it.\n"
         "\n"
         "Exit codes: 0 ok, 1 the code raised an error, 2 usage or configuration error,\n"
         "3 a limit was hit (timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
