@@ -1,17 +1,30 @@
 # The two commands of the README. Both set everything up first (scripts/bootstrap).
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# make install PREFIX=/usr DESTDIR=/tmp/stage (docs/operations.md)
+PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build run demo test soak sanitize tsan fuzz bench clean
+.PHONY: all bootstrap build install run demo test soak sanitize tsan fuzz bench clean
 
 all: build
 
+# Everything the tests and benchmarks need; build, run and demo need only the runtime part.
 bootstrap:
 	scripts/bootstrap
 
-build: bootstrap
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	cmake --build $(BUILD) -j $(JOBS)
+# Make's own output only when the build fails; the result when it works.
+build:
+	@scripts/bootstrap --run
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@echo "building in $(BUILD)/ …"
+	@out=$$(cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory 2>&1) || \
+		{ printf '%s\n' "$$out"; exit 1; }
+	@echo "built $(BUILD)/codecell ($$($(BUILD)/codecell --version)), $(BUILD)/libcodecell.so.0 and $(BUILD)/libcodecell.a"
+
+# The command, the library (shared and static), codecell.h, codecell.pc, the man pages, bash
+# completion and the systemd units, under PREFIX, staged under DESTDIR when given.
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 # The MCP server on examples/cells.json (Ctrl-C to stop).
 run: build
@@ -21,7 +34,7 @@ run: build
 demo: build
 	examples/demo
 
-test: build
+test: bootstrap build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
 # The load test at full size: 10,000 runs from 8 callers at once, in each language.
@@ -51,7 +64,7 @@ fuzz:
 	scripts/bootstrap --fuzz
 	tests/fuzz/run.sh
 
-bench: build
+bench: bootstrap build
 	cmake --build $(BUILD) --target latency rpc session mcp
 	bench/cold.sh
 	$(BUILD)/latency --lang ruby

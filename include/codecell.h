@@ -26,6 +26,25 @@ extern "C" {
 #define CODECELL_API
 #endif
 
+/* ---- version and ABI --------------------------------------------------------------------- */
+
+/* The version of this header. The build reads it from here (CMakeLists.txt), so the library,
+ * the command, `codecell --version` and the MCP serverInfo all carry this one number. */
+#define CODECELL_VERSION_MAJOR 0
+#define CODECELL_VERSION_MINOR 1
+#define CODECELL_VERSION_PATCH 0
+#define CODECELL_VERSION "0.1.0"
+
+/* The version of the library loaded at run time ("0.1.0"): it may be newer than the
+ * CODECELL_VERSION a program was compiled with. Static string.
+ *
+ * ABI (docs/api.md, "ABI promise"): within one soname (libcodecell.so.0) functions are only
+ * added, enum values are only appended, and the structs a caller allocates keep their size and
+ * layout: codecell_error and codecell_layer_report are frozen; codecell_run_options and
+ * codecell_cell_info end in reserved room that later fields take, so zero-initialize an input
+ * struct ({0} or designated initializers). */
+CODECELL_API const char *codecell_version(void);
+
 /* ---- errors ---------------------------------------------------------------------------- */
 
 typedef enum codecell_error_kind {
@@ -70,6 +89,13 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_IMAGE_BYTES, /* size of one of them; default 4 MiB */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
+
+/* The room codecell_cell_info keeps for limits: more limits can come without changing its
+ * size. */
+#define CODECELL_LIMIT_SLOTS 32
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(CODECELL_LIMIT__COUNT <= CODECELL_LIMIT_SLOTS, "codecell_cell_info has no room");
+#endif
 
 /* What to do when the host lacks an optional layer (Landlock, the cgroup). Namespaces and
  * seccomp are never optional: without them nothing runs. */
@@ -207,11 +233,31 @@ CODECELL_API void codecell_cancel_free(codecell_cancel *cancel);
 typedef void (*codecell_progress_fn)(uint64_t elapsed_ms, const char *last_line, size_t len,
                                      void *userdata);
 
+/* Called on the engine thread that waits for the run with each piece of output as the guest
+ * writes it (stream 1: stdout, 2: stderr), up to CODECELL_LIMIT_OUTPUT_BYTES per stream, the
+ * same bytes the result then holds. data is not NUL-terminated. It must return quickly: the
+ * guest's pipes are not read meanwhile. */
+typedef void (*codecell_output_fn)(int stream, const char *data, size_t len, void *userdata);
+
 typedef struct codecell_run_options {
         codecell_cancel *cancel;       /* NULL: the run cannot be cancelled */
         codecell_progress_fn progress; /* NULL: no progress reports */
         uint64_t progress_interval_ms; /* 0: every 1000 ms */
-        void *userdata;                /* passed to progress */
+        void *userdata;                /* passed to progress and output */
+        /* NULL: output is only in the result (since 0.1.0). */
+        codecell_output_fn output;
+        /* Arguments for the code (Ruby's ARGV, Python's sys.argv[1:]), NULL-terminated, each
+         * UTF-8; NULL: none. */
+        const char *const *argv;
+        /* "NAME=VALUE" strings set in the guest's environment for this run, NULL-terminated;
+         * NAME of letters, digits and _. NULL: the fixed environment only. */
+        const char *const *env;
+        /* What the guest reads on stdin (stdin_len bytes, any bytes); NULL: empty. It travels in
+         * the exec frame (as base64) and counts against CODECELL_LIMIT_FRAME_BYTES. */
+        const char *stdin_data;
+        size_t stdin_len;
+        /* Zero: room for later options (ABI promise). */
+        void *reserved[3];
 } codecell_run_options;
 
 /* codecell_cell_run() with options (NULL: none). */
@@ -328,7 +374,14 @@ typedef struct codecell_cell_info {
         size_t pool_ready;    /* standing by now */
         size_t sessions_open; /* sessions alive now */
         size_t tools;         /* host tools registered */
-        uint64_t limits[CODECELL_LIMIT__COUNT];
+        /* By codecell_limit; 0 past CODECELL_LIMIT__COUNT. */
+        uint64_t limits[CODECELL_LIMIT_SLOTS];
+        /* SB.call calls since the cell was made, and of those the ones refused before a tool
+         * ran (unknown name, over CODECELL_LIMIT_TOOL_CALLS, arguments too large). */
+        uint64_t tool_calls;
+        uint64_t tool_refusals;
+        /* Room for later fields (ABI promise). */
+        uint64_t reserved[6];
 } codecell_cell_info;
 
 /* A snapshot of the cell's state. Thread-safe. */

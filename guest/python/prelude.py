@@ -413,6 +413,25 @@ def _exit(code=None):
     raise SystemExit(code)
 
 
+def _apply_input(frame):
+    """What the caller gave the run besides its code: arguments, variables, and stdin, which
+    becomes fd 0 through a file in /tmp (unlinked at once, so the code never sees it)."""
+    if isinstance(frame.get("argv"), list):
+        sys.argv = [FILENAME] + [str(a) for a in frame["argv"]]
+    if isinstance(frame.get("env"), dict):
+        os.environ.update({str(k): str(v) for k, v in frame["env"].items()})
+    if isinstance(frame.get("stdin_b64"), str):
+        import binascii
+
+        path = "/tmp/.codecell-stdin-%d" % os.getpid()
+        with open(path, "wb") as f:
+            f.write(binascii.a2b_base64(frame["stdin_b64"]))
+        fd = os.open(path, os.O_RDONLY)
+        os.unlink(path)
+        os.dup2(fd, 0)
+        os.close(fd)
+
+
 def _run():
     """One "exec" after another in the same globals: a one-shot sandbox is ended by the engine
     after its first result, a session's kernel lives on."""
@@ -432,6 +451,7 @@ def _run():
             os._exit(0)
         if not isinstance(frame, dict) or frame.get("t") != "exec":
             os._exit(2)
+        _apply_input(frame)
         started = time.monotonic()
         images = frame.get("images") or {}
         _pictures.update(id=frame.get("id"), max=images.get("max", 0),

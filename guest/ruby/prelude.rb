@@ -241,6 +241,7 @@ module CodecellGuest
         exit!(0) if frame.nil? # the engine is gone
         exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
 
+        apply_input(frame)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         images = frame["images"].is_a?(Hash) ? frame["images"] : {}
         before = folder_state(images["folder"])
@@ -298,6 +299,19 @@ module CodecellGuest
       end
     rescue Exception # rubocop:disable Lint/RescueException -- never the end of the run
       nil
+    end
+
+    # What the caller gave the run besides its code: arguments, variables, and stdin, which
+    # becomes fd 0 through a file in /tmp (unlinked at once, so the code never sees it).
+    def apply_input(frame)
+      ARGV.replace(frame["argv"]) if frame["argv"].is_a?(Array)
+      frame["env"].each { |name, value| ENV[name] = value } if frame["env"].is_a?(Hash)
+      return unless frame["stdin_b64"].is_a?(String)
+
+      path = "/tmp/.codecell-stdin-#{Process.pid}"
+      File.binwrite(path, frame["stdin_b64"].unpack1("m"))
+      $stdin.reopen(path, "rb")
+      File.unlink(path)
     end
 
     # Never the end of a session: a result that cannot be sent is replaced by a plain error.

@@ -14,10 +14,11 @@
 #include "commands.h"
 #include "cell_flags.h"
 #include "result_print.h"
+#include "run_input.h"
 
 static const char usage[] =
-        "Usage: codecell run [OPTIONS] FILE\n"
-        "       codecell run [OPTIONS] -e CODE\n"
+        "Usage: codecell run [OPTIONS] FILE [--] [ARGS...]\n"
+        "       codecell run [OPTIONS] -e CODE [-- ARGS...]\n"
         "       codecell run [OPTIONS] -          (code from stdin)\n"
         "\n"
         "Runs the code in a fresh sandbox and prints what it produced.\n"
@@ -50,11 +51,17 @@ static const char usage[] =
         "                           back with the result, beside matplotlib's figures\n"
         "      --save-images DIR    write the images the run handed back to DIR\n"
         "                           (image-1.png, …) and list them on stderr\n"
+        "      --env NAME=VALUE     set a variable in the code's environment; repeatable\n"
+        "      --config FILE        run in a cell of a configuration file (its mounts,\n"
+        "                           tools and limits; no cell flags beside it) ...\n"
+        "      --cell NAME          ... the cell named NAME\n"
         "      --json               print the result as one JSON object\n"
         "  -h, --help               show this help\n"
         "\n"
-        "Without --json the guest's stdout and stderr are replayed, then the value\n"
-        "(\"=> …\") or the error is printed.\n"
+        "Without --json the guest's stdout and stderr are shown as the code writes them,\n"
+        "then the value (\"=> …\") or the error is printed. ARGS are the code's ARGV\n"
+        "(sys.argv[1:]). When stdin is not a terminal and not the code, the code reads\n"
+        "it.\n"
         "\n"
         "Exit codes: 0 ok, 1 the code raised an error, 2 usage or configuration error,\n"
         "3 a limit was hit (timeout, fuel_exhausted, memory_limit), 4 sandbox error.\n";
@@ -68,7 +75,11 @@ enum {
         OPT_JSON,
         OPT_IMAGE_FOLDER,
         OPT_SAVE_IMAGES,
+        OPT_ENV,
+        OPT_CONFIG,
+        OPT_CELL
 };
+#define MAX_ENV 256
 
 static const struct option options[] = {
         {"eval", required_argument, NULL, 'e'},
@@ -81,6 +92,9 @@ static const struct option options[] = {
         {"json", no_argument, NULL, OPT_JSON},
         {"image-folder", required_argument, NULL, OPT_IMAGE_FOLDER},
         {"save-images", required_argument, NULL, OPT_SAVE_IMAGES},
+        {"env", required_argument, NULL, OPT_ENV},
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"cell", required_argument, NULL, OPT_CELL},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -194,9 +208,27 @@ static const struct limit_flag limit_flags[] = {
         {OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false},
 };
 
+/* The guest's output, on ours as it comes. */
+static void show_output(int stream, const char *data, size_t len, void *userdata)
+{
+        (void)userdata;
+        int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+        while (len > 0) {
+                ssize_t w = write(fd, data, len);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return; /* a closed terminal or pipe: the run goes on */
+                data += w;
+                len -= (size_t)w;
+        }
+}
+
 int cmd_run(int argc, char **argv)
 {
-        const char *eval = NULL, *save_images = NULL;
+        const char *eval = NULL, *config = NULL, *cell_name = NULL, *save_images = NULL;
+        const char *env[MAX_ENV + 1] = {0};
+        size_t n_env = 0;
         bool json = false;
         struct cell_flags f = {.who = "codecell run", .policy = CODECELL_POLICY_WARN};
         int c;
@@ -230,6 +262,19 @@ int cmd_run(int argc, char **argv)
                 case OPT_SAVE_IMAGES:
                         save_images = optarg;
                         break;
+                case OPT_ENV:
+                        if (!strchr(optarg, '='))
+                                return fail_usage("--env %s: expected NAME=VALUE", optarg);
+                        if (n_env == MAX_ENV)
+                                return fail_usage("at most 256 --env%s", "");
+                        env[n_env++] = optarg;
+                        break;
+                case OPT_CONFIG:
+                        config = optarg;
+                        break;
+                case OPT_CELL:
+                        cell_name = optarg;
+                        break;
                 case 'h':
                         fputs(usage, stdout);
                         return EXIT_OK;
@@ -253,9 +298,18 @@ int cmd_run(int argc, char **argv)
                 }
                 }
         }
-        const char *file = optind < argc ? argv[optind] : NULL;
-        if (optind + 1 < argc)
-                return fail_usage("unexpected argument \"%s\"", argv[optind + 1]);
+        /* -e CODE -- ARGS: getopt took the "--"; FILE [--] ARGS: the arguments follow FILE. */
+        bool dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+        const char *file = optind < argc && !(eval && dashes) ? argv[optind++] : NULL;
+        if (file && optind < argc && strcmp(argv[optind], "--") == 0)
+                optind++;
+        const char *const *args = (const char *const *)argv + optind;
+        if ((config != NULL) != (cell_name != NULL))
+                return fail_usage("--config FILE and --cell NAME go together%s", "");
+        if (config && (f.lang || f.n_mounts || f.tools || f.subprocesses))
+                return fail_usage("--config runs the cell as configured: drop --lang, --mount, "
+                                  "--tools and --allow-subprocesses%s",
+                                  "");
         if (eval && file)
                 return fail_usage("give either -e CODE or a FILE, not both (got \"%s\")", file);
         if (!eval && !file)
@@ -276,13 +330,26 @@ int cmd_run(int argc, char **argv)
         }
         codecell_error err = {0};
         codecell_cell *cell = NULL;
+        codecell_cellset *set = NULL;
         codecell_result *res = NULL;
+        char *input = NULL;
+        size_t input_len = 0;
         if (!f.lang)
                 f.lang = language_of(file);
-        int exit_code = cell_from_flags(&f, &cell);
+        /* Code from stdin leaves none for the code to read. */
+        int exit_code = file && strcmp(file, "-") == 0 ? 0 : stdin_for_guest(&input, &input_len);
+        if (exit_code == EXIT_OK)
+                exit_code = config ? cell_from_config(config, cell_name, &set, &cell)
+                                   : cell_from_flags(&f, &cell);
         if (exit_code != EXIT_OK)
                 goto out;
-        if (codecell_cell_run(cell, code, len, &res, &err) < 0) {
+        /* A person sees the output as the code writes it; --json waits for the result. */
+        codecell_run_options live = {.output = json ? NULL : show_output,
+                                     .argv = args,
+                                     .env = n_env ? env : NULL,
+                                     .stdin_data = input,
+                                     .stdin_len = input_len};
+        if (codecell_cell_run_with(cell, code, len, &live, &res, &err) < 0) {
                 fprintf(stderr, "codecell run: %s\n", err.message);
                 exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
                 goto out;
@@ -293,14 +360,18 @@ int cmd_run(int argc, char **argv)
                         puts(text);
                 free(text);
         } else {
-                print_result(res);
+                print_outcome(res);
         }
         exit_code = exit_code_for(codecell_result_status(res));
         if (save_images && write_images(res, save_images) < 0 && exit_code == EXIT_OK)
                 exit_code = EXIT_USAGE;
 out:
         codecell_result_free(res);
-        codecell_cell_free(cell);
+        if (set)
+                codecell_cellset_free(set); /* and its cells */
+        else
+                codecell_cell_free(cell);
         free(code);
+        free(input);
         return exit_code;
 }

@@ -12,6 +12,8 @@
 #include "codecell.h"
 #include "commands.h"
 #include "mcp.h"
+#include "oplog.h"
+#include "systemd.h"
 #include "transports.h"
 #include "units.h"
 
@@ -22,6 +24,8 @@ static const char usage[] =
         "stdin/stdout by default (one JSON-RPC message per line; logs go to stderr), or over\n"
         "Streamable HTTP at http://ADDR:PORT/mcp. Ends at end of input (stdio) or on SIGTERM\n"
         "or SIGINT, after cancelling what runs and closing every sandbox.\n"
+        "Started by systemd socket activation (LISTEN_FDS=1), it serves HTTP on that\n"
+        "socket, without --http; with NOTIFY_SOCKET it reports READY=1 once it serves.\n"
         "\n"
         "Options:\n"
         "      --config FILE        cells and host tools (required)\n"
@@ -37,6 +41,11 @@ static const char usage[] =
         "      --client-idle DURATION\n"
         "                           end an MCP session (HTTP) unused this long, with its\n"
         "                           code sessions (default 1h)\n"
+        "      --log FILE           the operator's log (one JSON object a line, per call\n"
+        "                           and per event) goes to FILE, appended, not stderr\n"
+        "      --log-level LEVEL    debug, info (default), warning, error or off\n"
+        "      --log-content        also log each call's code, value and output (off: the\n"
+        "                           log holds no code, values or output)\n"
         "  -h, --help               show this help\n"
         "\n"
         "Exit codes: 0 stopped cleanly, 2 usage or configuration error, 4 the sandboxes or\n"
@@ -52,6 +61,9 @@ enum {
         OPT_MAX_SESSIONS,
         OPT_MAX_BODY,
         OPT_CLIENT_IDLE,
+        OPT_LOG,
+        OPT_LOG_LEVEL,
+        OPT_LOG_CONTENT,
 };
 
 static const struct option options[] = {
@@ -64,6 +76,9 @@ static const struct option options[] = {
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
         {"client-idle", required_argument, NULL, OPT_CLIENT_IDLE},
+        {"log", required_argument, NULL, OPT_LOG},
+        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+        {"log-content", no_argument, NULL, OPT_LOG_CONTENT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -107,9 +122,17 @@ static bool parse_count(const char *flag, const char *text, size_t *ret)
         return true;
 }
 
+/* What print_listening needs: the address as given, and whom to tell that we serve. */
+struct listening {
+        const char *address;
+        const struct systemd_env *systemd;
+};
+
 static void print_listening(unsigned port, void *userdata)
 {
-        const char *address = userdata;
+        const struct listening *l = userdata;
+        const char *address = l->address;
+        systemd_notify(l->systemd, "READY=1");
         const char *colon = strrchr(address, ':');
         if (colon)
                 fprintf(stderr, WHO ": listening on http://%.*s:%u/mcp\n", (int)(colon - address),
@@ -120,12 +143,34 @@ static void print_listening(unsigned port, void *userdata)
 
 struct serve_flags {
         const char *config, *http, *token_file;
+        struct systemd_env systemd;
+        const char *log;
+        enum oplog_level log_level;
+        bool log_content;
         const char *hosts[MAX_ALLOWED + 1], *origins[MAX_ALLOWED + 1];
         size_t n_hosts, n_origins;
         struct mcp_server_options server;
         uint64_t max_body;
         uint64_t client_idle_ms;
 };
+
+/* The first lines of the operator's log: what runs, and with which cells. */
+static void log_start(const struct serve_flags *f)
+{
+        oplog_event(OPLOG_INFO, "start",
+                    json_pack("{s:s, s:i, s:s, s:s?, s:b}", "version", codecell_version(), "pid",
+                              (int)getpid(), "transport", f->http ? "http" : "stdio", "address",
+                              f->http, "socket_activated", f->systemd.listen_fd >= 0));
+}
+
+static void log_config(const char *path, codecell_cellset *cells)
+{
+        json_t *names = json_array();
+        for (size_t i = 0; i < codecell_cellset_size(cells); i++)
+                json_array_append_new(names, json_string(codecell_cellset_name(cells, i)));
+        oplog_event(OPLOG_INFO, "config_loaded",
+                    json_pack("{s:s, s:o}", "config", path, "cells", names));
+}
 
 /* 0 to go on, or the exit code. */
 static int parse_flags(int argc, char **argv, struct serve_flags *f)
@@ -183,6 +228,21 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                                 return EXIT_USAGE;
                         }
                         break;
+                case OPT_LOG:
+                        f->log = optarg;
+                        break;
+                case OPT_LOG_LEVEL:
+                        if (!oplog_level_parse(optarg, &f->log_level)) {
+                                fprintf(stderr,
+                                        WHO ": --log-level %s: expected debug, info, warning, "
+                                            "error or off\n",
+                                        optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case OPT_LOG_CONTENT:
+                        f->log_content = true;
+                        break;
                 case 'h':
                         fputs(usage, stdout);
                         return -1;
@@ -196,6 +256,13 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                 fprintf(stderr, WHO ": --config FILE is required (see " WHO " --help)\n");
                 return EXIT_USAGE;
         }
+        if (f->http && f->systemd.listen_fd >= 0) {
+                fprintf(stderr, WHO ": --http: systemd passed a socket to serve on already "
+                                    "(LISTEN_FDS); drop --http\n");
+                return EXIT_USAGE;
+        }
+        if (f->systemd.listen_fd >= 0)
+                f->http = f->systemd.address;
         if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->client_idle_ms)) {
                 fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin and "
                                     "--client-idle need --http\n");
@@ -221,12 +288,23 @@ static int signal_fd(void)
 
 int cmd_serve(int argc, char **argv)
 {
-        struct serve_flags f = {.max_body = 4 << 20};
+        struct serve_flags f = {.max_body = 4 << 20, .log_level = OPLOG_INFO};
         uint64_t client_idle_default_ms = 3600 * 1000;
+        if (systemd_env_take(&f.systemd) < 0) {
+                fprintf(stderr, WHO ": systemd must pass exactly one listening TCP socket "
+                                    "(LISTEN_FDS=1; Accept=no in the .socket unit)\n");
+                return EXIT_USAGE;
+        }
         int exit_code = parse_flags(argc, argv, &f);
         if (exit_code)
                 return exit_code < 0 ? EXIT_OK : exit_code;
         f.server.transport = f.http ? "http" : "stdio";
+        int log_r = oplog_open(f.log, f.log_level, f.log_content);
+        if (log_r < 0) {
+                fprintf(stderr, WHO ": --log %s: %s\n", f.log, strerror(-log_r));
+                return EXIT_USAGE;
+        }
+        log_start(&f);
         char *token = f.token_file ? read_token(f.token_file) : NULL;
         if (f.token_file && !token)
                 return EXIT_USAGE;
@@ -236,13 +314,19 @@ int cmd_serve(int argc, char **argv)
         struct mcp_server *server = NULL;
         if (!cells) {
                 fprintf(stderr, WHO ": %s\n", err.message);
+                oplog_event(OPLOG_ERROR, "config_error",
+                            json_pack("{s:s, s:s}", "config", f.config, "error", err.message));
                 exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
                 goto out;
         }
+        log_config(f.config, cells);
         for (size_t i = 0; i < codecell_cellset_size(cells); i++)
                 if (codecell_cell_warmup(codecell_cellset_cell(cells, i), &err) < 0) {
                         fprintf(stderr, WHO ": cell %s: sandboxes cannot start: %s\n",
                                 codecell_cellset_name(cells, i), err.message);
+                        oplog_event(OPLOG_ERROR, "pool_error",
+                                    json_pack("{s:s, s:s}", "cell", codecell_cellset_name(cells, i),
+                                              "error", err.message));
                         exit_code = EXIT_SANDBOX;
                         goto out;
                 }
@@ -262,6 +346,7 @@ int cmd_serve(int argc, char **argv)
                 goto out;
         }
         if (f.http) {
+                struct listening listening = {.address = f.http, .systemd = &f.systemd};
                 struct http_options o = {.address = f.http,
                                          .token = token,
                                          .allowed_hosts = f.hosts,
@@ -270,8 +355,9 @@ int cmd_serve(int argc, char **argv)
                                          .client_idle_ms = f.client_idle_ms
                                                                    ? f.client_idle_ms
                                                                    : client_idle_default_ms,
+                                         .listen_fd = f.systemd.listen_fd,
                                          .listening = print_listening,
-                                         .userdata = (void *)f.http};
+                                         .userdata = &listening};
                 int r = mcp_serve_http(server, &o, sfd);
                 if (r == -EINVAL) {
                         fprintf(stderr,
@@ -286,6 +372,7 @@ int cmd_serve(int argc, char **argv)
         } else {
                 fprintf(stderr, WHO ": serving %zu cell(s) on stdio\n",
                         codecell_cellset_size(cells));
+                systemd_notify(&f.systemd, "READY=1");
                 int r = mcp_serve_stdio(server, STDIN_FILENO, STDOUT_FILENO, f.max_body, sfd);
                 if (r < 0) {
                         fprintf(stderr, WHO ": %s\n", strerror(-r));
@@ -293,6 +380,10 @@ int cmd_serve(int argc, char **argv)
                 }
         }
 out:
+        systemd_notify(&f.systemd, "STOPPING=1");
+        oplog_event(exit_code ? OPLOG_ERROR : OPLOG_INFO, "stop",
+                    json_pack("{s:i}", "exit_code", exit_code));
+        oplog_close();
         mcp_server_free(server);
         codecell_cellset_free(cells);
         free(token);

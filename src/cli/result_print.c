@@ -11,9 +11,16 @@ void print_result(const codecell_result *res)
         size_t n;
         const char *out = codecell_result_stdout(res, &n);
         fwrite(out, 1, n, stdout);
-        bool open_line = n > 0 && out[n - 1] != '\n'; /* "=> value" goes on a line of its own */
         const char *err = codecell_result_stderr(res, &n);
         fwrite(err, 1, n, stderr);
+        print_outcome(res);
+}
+
+void print_outcome(const codecell_result *res)
+{
+        size_t n;
+        const char *out = codecell_result_stdout(res, &n);
+        bool open_line = n > 0 && out[n - 1] != '\n'; /* "=> value" goes on a line of its own */
         char *text = codecell_result_to_json(res, false);
         /* Integers as reals: a value's big integers need not be exact here, it is printed
          * from codecell_result_value(). */

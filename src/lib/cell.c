@@ -19,6 +19,7 @@
 #include "error.h"
 #include "pool.h"
 #include "result.h"
+#include "run_input.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -449,7 +450,10 @@ int codecell_cell_run_with(codecell_cell *cell, const char *code, size_t len,
                            const codecell_run_options *options, codecell_result **ret_result,
                            codecell_error *err)
 {
-        int r = cell_result_for(cell, code, len, ret_result, err);
+        *ret_result = NULL;
+        int r = run_input_check(options, err);
+        if (r == 0)
+                r = cell_result_for(cell, code, len, ret_result, err);
         if (r == 0)
                 execution_run(cell, code, len, options, *ret_result);
         return r;
@@ -467,10 +471,12 @@ void codecell_cell_info_get(codecell_cell *cell, codecell_cell_info *ret)
         *ret = (codecell_cell_info){.language = c->runtime->name, .pool_size = c->pool};
         for (size_t i = 0; i < c->n_mounts; i++)
                 ret->writes_host |= c->mounts[i].read_write;
-        memcpy(ret->limits, c->limits, sizeof(ret->limits));
+        memcpy(ret->limits, c->limits, sizeof(c->limits)); /* the rest stays 0 */
         ret->pool_ready = pool_ready_count(cell->pool);
         pthread_mutex_lock(&cell->tools.lock);
         ret->tools = cell->tools.n;
+        ret->tool_calls = atomic_load(&cell->tools.calls);
+        ret->tool_refusals = atomic_load(&cell->tools.refused);
         pthread_mutex_unlock(&cell->tools.lock);
         pthread_mutex_lock(&cell->sessions.lock);
         ret->sessions_open = cell->sessions.n;

@@ -13,6 +13,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "error.h"
+#include "json_file.h"
 #include "tools.h"
 
 /* A tool's own timeout may not exceed this; the cell's tool_call_ms caps it again per call. */
@@ -393,12 +394,9 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
 codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codecell_error *err)
 {
         static const char *const keys[] = {"$schema", "tools", "cells", NULL};
-        json_error_t jerr;
-        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-        if (!root) {
-                err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
+        json_t *root = json_file_load(path, err);
+        if (!root)
                 return NULL;
-        }
         _cleanup_free_ char *copy = strdup(path);
         struct loader l = {
                 .path = path, .dir = copy ? dirname(copy) : NULL, .flags = flags, .err = err};

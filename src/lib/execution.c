@@ -16,6 +16,7 @@
 #include "frame.h"
 #include "pool.h"
 #include "result.h"
+#include "run_input.h"
 #include "standby.h"
 #include "util.h"
 
@@ -182,7 +183,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                                  (json_int_t)lim[CODECELL_LIMIT_IMAGES], "max_bytes",
                                  (json_int_t)lim[CODECELL_LIMIT_IMAGE_BYTES], "folder",
                                  cell->config->image_folder);
-        if (!exec) {
+        if (!exec || run_input_add(exec, options) < 0) {
                 pump_protocol_error(p, "cannot encode the code");
         } else if (standby_arm(s, lim[CODECELL_LIMIT_CPU_MS]),
                    frame_send(s->sb.ctl_fd, exec, (int)lim[CODECELL_LIMIT_TIMEOUT_MS], &e) < 0) {
@@ -214,6 +215,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                         double until = now_ms() + DRAIN_MS;
                         (void)pump_until(p, until < deadline ? until : deadline, pump_drained);
                 }
+                pump_output_end(p);
         }
         json_decref(exec);
         /* A tool still running is not this execution's any more. */

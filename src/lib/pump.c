@@ -25,8 +25,22 @@ void pump_free(struct pump *p)
         frame_reader_free(&p->frames);
 }
 
-static int read_output(int *fd, bool *open_flag, struct output_buffer *b)
+/* Hands what was read on to the run's output callback, up to the cap of the stream. */
+static void pass_output(struct pump *p, int stream, const char *buf, size_t n)
 {
+        size_t *sent = &p->output_sent[stream - 1];
+        if (!p->output || *sent >= p->output_cap)
+                return;
+        if (n > p->output_cap - *sent)
+                n = p->output_cap - *sent;
+        *sent += n;
+        p->output(stream, buf, n, p->output_userdata);
+}
+
+static int read_output(struct pump *p, int stream)
+{
+        int *fd = stream == 1 ? &p->sb->out_fd : &p->sb->err_fd;
+        bool *open_flag = stream == 1 ? &p->out_open : &p->err_open;
         char buf[65536];
         ssize_t n = read(*fd, buf, sizeof(buf));
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -35,7 +49,8 @@ static int read_output(int *fd, bool *open_flag, struct output_buffer *b)
                 *open_flag = false;
                 return 0;
         }
-        return output_append(b, buf, (size_t)n);
+        pass_output(p, stream, buf, (size_t)n);
+        return output_append(stream == 1 ? p->out : p->err, buf, (size_t)n);
 }
 
 void pump_protocol_error(struct pump *p, const char *msg)
@@ -154,6 +169,10 @@ void pump_options_begin(struct pump *p, const codecell_run_options *options, dou
 {
         p->cancelled = false;
         p->cancel_fd = options ? cancel_fd(options->cancel) : -1;
+        p->output = options ? options->output : NULL;
+        p->output_userdata = options ? options->userdata : NULL;
+        p->output_cap = p->out ? p->out->cap : 0;
+        p->output_sent[0] = p->output_sent[1] = 0;
         p->progress = options ? options->progress : NULL;
         if (!p->progress)
                 return;
@@ -162,6 +181,11 @@ void pump_options_begin(struct pump *p, const codecell_run_options *options, dou
                 options->progress_interval_ms ? (double)options->progress_interval_ms : 1000.0;
         p->progress_start_ms = exec_start;
         p->next_progress_ms = exec_start + p->progress_every_ms;
+}
+
+void pump_output_end(struct pump *p)
+{
+        p->output = NULL;
 }
 
 void pump_options_end(struct pump *p)
@@ -224,9 +248,9 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                         else if (fds[i].fd == p->sb->ctl_fd)
                                 read_control(p);
                         else if (fds[i].fd == p->sb->out_fd)
-                                (void)read_output(&p->sb->out_fd, &p->out_open, p->out);
+                                (void)read_output(p, 1);
                         else
-                                (void)read_output(&p->sb->err_fd, &p->err_open, p->err);
+                                (void)read_output(p, 2);
                 }
                 /* What completes `done` after the deadline came too late: a guest whose tool
                  * call the deadline stopped answers just after it, and must not pass for one
@@ -237,13 +261,16 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
         return false;
 }
 
-static void drain_pipe(int fd, bool *open_flag, struct output_buffer *b)
+static void drain_pipe(struct pump *p, int stream)
 {
+        int fd = stream == 1 ? p->sb->out_fd : p->sb->err_fd;
+        bool *open_flag = stream == 1 ? &p->out_open : &p->err_open;
         char buf[65536];
         while (*open_flag) {
                 ssize_t n = read(fd, buf, sizeof(buf));
                 if (n > 0) {
-                        (void)output_append(b, buf, (size_t)n);
+                        pass_output(p, stream, buf, (size_t)n);
+                        (void)output_append(stream == 1 ? p->out : p->err, buf, (size_t)n);
                 } else if (n == 0) {
                         *open_flag = false;
                 } else if (errno != EINTR) {
@@ -254,8 +281,8 @@ static void drain_pipe(int fd, bool *open_flag, struct output_buffer *b)
 
 void pump_drain_now(struct pump *p)
 {
-        drain_pipe(p->sb->out_fd, &p->out_open, p->out);
-        drain_pipe(p->sb->err_fd, &p->err_open, p->err);
+        drain_pipe(p, 1);
+        drain_pipe(p, 2);
 }
 
 bool pump_is_ready(const struct pump *p)

@@ -36,6 +36,10 @@ struct pump {
         codecell_progress_fn progress;
         void *progress_userdata;
         double progress_every_ms, next_progress_ms, progress_start_ms;
+        /* Output handed on as it comes (output NULL: none), up to output_cap per stream. */
+        codecell_output_fn output;
+        void *output_userdata;
+        size_t output_cap, output_sent[2];
         char protocol_error[256];
 };
 
@@ -43,6 +47,8 @@ void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame);
 /* Applies a run's options (NULL: none) from exec_start (now_ms() clock) until pump_options_end. */
 void pump_options_begin(struct pump *p, const codecell_run_options *options, double exec_start);
 void pump_options_end(struct pump *p);
+/* Stops handing output on: after the pipes are drained, which is after pump_options_end. */
+void pump_output_end(struct pump *p);
 void pump_free(struct pump *p);
 /* Reads until done(p) holds or the deadline (now_ms() clock) passes; true when it passed. */
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *));

@@ -216,6 +216,13 @@ void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits
                 .tools = tools, .limits = *limits, .deadline = deadline, .ctl_fd = ctl_fd};
 }
 
+/* A call refused before any tool ran, counted for the cell (codecell_cell_info). */
+static json_t *refused(struct rpc *rpc, json_t *reply)
+{
+        atomic_fetch_add(&rpc->tools->refused, 1);
+        return reply;
+}
+
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error)
 {
         *ret_protocol_error = NULL;
@@ -232,11 +239,15 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                 *ret_protocol_error = "a second call while one is in flight";
                 return NULL;
         }
+        atomic_fetch_add(&rpc->tools->calls, 1);
         if (++rpc->calls > rpc->limits.calls)
-                return tool_error(id, "too many tool calls: the limit is %llu per execution",
-                                  (unsigned long long)rpc->limits.calls);
+                return refused(rpc, tool_error(id,
+                                               "too many tool calls: the limit is %llu per "
+                                               "execution",
+                                               (unsigned long long)rpc->limits.calls));
         const struct tool *tool = tool_table_find(rpc->tools, name);
         if (!tool) {
+                atomic_fetch_add(&rpc->tools->refused, 1);
                 char message[300];
                 snprintf(message, sizeof(message), "unknown tool \"%.*s\"", utf8_prefix(name, 200),
                          name);
@@ -248,10 +259,12 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         size_t size = strlen(text);
         if (size > rpc->limits.request_bytes) {
                 free(text);
-                return tool_error(id,
-                                  "tool \"%s\": arguments of %zu bytes are over the %llu-byte "
-                                  "limit",
-                                  name, size, (unsigned long long)rpc->limits.request_bytes);
+                return refused(
+                        rpc,
+                        tool_error(id,
+                                   "tool \"%s\": arguments of %zu bytes are over the %llu-byte "
+                                   "limit",
+                                   name, size, (unsigned long long)rpc->limits.request_bytes));
         }
         if (!rpc->runner && !(rpc->runner = runner_start(rpc->ctl_fd))) {
                 free(text);

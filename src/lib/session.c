@@ -13,6 +13,7 @@
 #include "error.h"
 #include "pool.h"
 #include "result.h"
+#include "run_input.h"
 #include "standby.h"
 #include "util.h"
 
@@ -253,7 +254,9 @@ int codecell_session_eval_with(codecell_cell *cell, const char *name, const char
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "session name \"%s\": %s",
                                name ? name : "", problem);
         codecell_result *res = NULL;
-        int r = cell_result_for(cell, code, len, &res, err);
+        int r = run_input_check(options, err);
+        if (r == 0)
+                r = cell_result_for(cell, code, len, &res, err);
         if (r < 0)
                 return r;
         struct session *s = NULL;

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -40,6 +41,9 @@ struct tool_table {
          * may outlive its execution (a hanging handler), so freeing the table waits for this
          * to reach 0: a C handler lets go before it is called, a command once it returns. */
         unsigned holds;
+        /* SB.call calls that reached the cell, and those refused before any tool ran (unknown
+         * name, over the per-run count, arguments too large): codecell_cell_info. */
+        atomic_ullong calls, refused;
 };
 
 void tool_table_init(struct tool_table *t);

@@ -11,6 +11,7 @@
 #include "cell.h"
 #include "cleanup.h"
 #include "error.h"
+#include "json_file.h"
 #include "tools.h"
 #include "util.h"
 
@@ -203,11 +204,9 @@ int tools_from_json(const json_t *list, const char *path, const char *dir, uint6
 
 int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_error *err)
 {
-        json_error_t jerr;
-        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *root = json_file_load(path, err);
         if (!root)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s:%d: %s", path, jerr.line,
-                               jerr.text);
+                return -EINVAL;
         int r = 0;
         struct tool **tools = NULL;
         size_t n = 0;

@@ -10,6 +10,8 @@
 
 #include "../lib/base64.h"
 #include "../lib/util.h"
+#include "call_log.h"
+#include "refusals.h"
 #include "server.h"
 
 /* structuredContent: codecell_result_to_model_json with details. */
@@ -578,6 +580,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         }
         const char *busy = take_slot(s);
         if (busy) {
+                refusal_note(REFUSAL_BUSY, busy);
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_SERVER_BUSY,
                                                "%s (at most %zu runs at once: retry shortly)", busy,
                                                s->o.max_runs));
@@ -627,6 +630,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                         text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS]);
                 }
                 hide_prefix(err.message, c->prefix);
+                refusal_note(err.errno_value == EMFILE ? REFUSAL_BUSY : REFUSAL_BAD_REQUEST,
+                             err.message);
                 mcp_answer(sink,
                            jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type",
                                                         "text", "text", text ? text : err.message,
@@ -638,9 +643,9 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
          * anyway. */
         bool evicted = session && was_evicted(c, scoped) && !reset;
         codecell_status status = codecell_result_status(res);
-        metrics_record(s->metrics, (size_t)i, status,
-                       (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-                               (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        metrics_record(s->metrics, (size_t)i, status, ms);
+        call_log(c->prefix, name, session, code, res, ms);
         mcp_log(c, sink, status == CODECELL_STATUS_SANDBOX_ERROR ? LOG_WARNING : LOG_INFO,
                 "%s%s%s: %s", name, session ? " session " : "", session ? session : "",
                 codecell_status_name(status));

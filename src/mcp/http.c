@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "../lib/util.h"
+#include "oplog.h"
+#include "refusals.h"
 #include "transports.h"
 
 #define SESSION_ID_BYTES 16
@@ -93,6 +95,11 @@ static enum MHD_Result reply_json(struct MHD_Connection *conn, unsigned status, 
 static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
                               const char *why)
 {
+        if (status < 500 || code == JSONRPC_SERVER_BUSY)
+                refusal_note(refusal_of_http_status(status), why);
+        else
+                oplog_event(OPLOG_ERROR, "http_error",
+                            json_pack("{s:i, s:s}", "status", (int)status, "why", why));
         return reply_json(conn, status, jsonrpc_error(NULL, code, "%s", why), NULL);
 }
 
@@ -589,6 +596,12 @@ static int parse_address(const char *text, struct sockaddr_storage *ss, socklen_
         return 0;
 }
 
+static unsigned port_of(const struct sockaddr_storage *ss)
+{
+        return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+                                              : ((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
 static int listen_on(const char *address, unsigned *ret_port, char *host, size_t host_size)
 {
         struct sockaddr_storage ss;
@@ -606,9 +619,20 @@ static int listen_on(const char *address, unsigned *ret_port, char *host, size_t
                 close(fd);
                 return -e;
         }
-        *ret_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+        *ret_port = port_of(&ss);
         return fd;
+}
+
+/* A socket that listens already (socket activation): its address, for the Host and Origin
+ * checks, is o->address. */
+static int adopt(const struct http_options *o, unsigned *ret_port, char *host, size_t host_size)
+{
+        struct sockaddr_storage ss;
+        socklen_t len;
+        if (parse_address(o->address, &ss, &len, host, host_size) < 0)
+                return -EINVAL;
+        *ret_port = port_of(&ss);
+        return o->listen_fd;
 }
 
 /* Ends the MCP sessions unused for client_idle_ms (none with a request in progress): a client
@@ -682,7 +706,8 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         pthread_cond_init(&h.streams_done, NULL);
         char host[64];
         unsigned port = 0;
-        int fd = listen_on(o->address, &port, host, sizeof(host));
+        int fd = o->listen_fd > 0 ? adopt(o, &port, host, sizeof(host))
+                                  : listen_on(o->address, &port, host, sizeof(host));
         if (fd < 0)
                 return fd;
         int r = allowed_lists(&h, host, port);

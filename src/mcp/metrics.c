@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "process_metrics.h"
+#include "refusals.h"
+
 #define N_STATUS (CODECELL_STATUS_SANDBOX_ERROR + 1)
 
 /* Upper bounds of the latency buckets, in seconds (Prometheus convention). */
@@ -119,6 +122,21 @@ char *metrics_render(struct metrics *m, codecell_cellset *cells, size_t clients,
         for (size_t i = 0; i < n && i < 64; i++)
                 fprintf(f, "codecell_sessions_open{cell=\"%s\"} %zu\n",
                         codecell_cellset_name(cells, i), info[i].sessions_open);
+        fputs("# HELP codecell_tool_calls_total SB.call calls from the code, by cell.\n"
+              "# TYPE codecell_tool_calls_total counter\n",
+              f);
+        for (size_t i = 0; i < n && i < 64; i++)
+                fprintf(f, "codecell_tool_calls_total{cell=\"%s\"} %llu\n",
+                        codecell_cellset_name(cells, i), (unsigned long long)info[i].tool_calls);
+        fputs("# HELP codecell_tool_refusals_total SB.call calls refused before a tool ran "
+              "(unknown name, over the per-run count, arguments too large), by cell.\n"
+              "# TYPE codecell_tool_refusals_total counter\n",
+              f);
+        for (size_t i = 0; i < n && i < 64; i++)
+                fprintf(f, "codecell_tool_refusals_total{cell=\"%s\"} %llu\n",
+                        codecell_cellset_name(cells, i), (unsigned long long)info[i].tool_refusals);
+        refusals_render(f);
+        process_metrics_render(f);
         fprintf(f,
                 "# HELP codecell_runs_in_progress Tool calls running now.\n"
                 "# TYPE codecell_runs_in_progress gauge\n"

@@ -14,6 +14,8 @@ int mcp_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, size_t max
 
 struct http_options {
         const char *address;          /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
+        /* > 0: a socket listening on address already (systemd's); else address is bound. */
+        int listen_fd;
         const char *token;            /* bearer token, or NULL for none */
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
         const char **allowed_origins; /* extra Origin values, NULL-terminated */

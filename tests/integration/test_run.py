@@ -733,8 +733,9 @@ class Cleanup(unittest.TestCase):
     def kill_engine_midway(self, args, stdin=None):
         """Starts codecell, SIGKILLs it once its sandbox runs, and checks nothing survives."""
         become_subreaper()
-        proc = subprocess.Popen([BIN, *args], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        # No stdin for the code unless given: codecell run reads a pipe to its end first.
+        proc = subprocess.Popen([BIN, *args], stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if stdin:
             proc.stdin.write(stdin.encode())
             proc.stdin.flush()

@@ -1,0 +1,98 @@
+"""codecell run hands the code what a sandbox CLI user expects to hand it: stdin, arguments
+after the code (ARGV, sys.argv), --env variables, and a configured cell (--config --cell)."""
+import json
+import os
+import subprocess
+import unittest
+
+from harness import BIN, tempdir
+from mcp_peer import write_config
+
+SHOW = {
+    "ruby": '[ARGV, ENV["GREETING"], STDIN.binmode.read.bytes.to_a]',
+    "python": 'import os, sys\n[sys.argv[1:], os.environ.get("GREETING"), '
+              'list(sys.stdin.buffer.read())]',
+}
+
+
+def run(*args, stdin=b"", **kw):
+    return subprocess.run([BIN, "run", *args], input=stdin, capture_output=True, timeout=120,
+                          **kw)
+
+
+class Input(unittest.TestCase):
+    def test_stdin_arguments_and_environment_reach_the_code(self):
+        for lang, code in SHOW.items():
+            with self.subTest(lang=lang):
+                r = run("--lang", lang, "--env", "GREETING=hé llo", "-e", code, "--", "a",
+                        "b c", "--json", stdin=b"in\x00\xff")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                # Human mode (the "--json" is the code's): the value on the "=> " line.
+                value = r.stdout.decode().splitlines()[-1]
+                self.assertTrue(value.startswith("=> "), r.stdout)
+                self.assertEqual(json.loads(value[3:]),
+                                 [["a", "b c", "--json"], "hé llo", [105, 110, 0, 255]])
+
+    def test_a_script_file_takes_its_arguments_with_or_without_dashes(self):
+        d = tempdir(self)
+        script = os.path.join(d, "args.py")
+        with open(script, "w") as f:
+            f.write("import sys\nsys.argv[1:]\n")
+        for extra in (["--", "-x", "y"], ["-x", "y"]):
+            r = run("--json", script, *extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["value"], ["-x", "y"])
+
+    def test_nothing_given_means_empty(self):
+        r = run("--json", "-e", "[ARGV, STDIN.read]")
+        self.assertEqual(json.loads(r.stdout)["value"], [[], ""])
+
+    def test_code_from_stdin_leaves_the_code_no_stdin(self):
+        r = run("--json", "-", stdin=b"STDIN.read")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["value"], "")
+
+    def test_bad_input_is_refused_before_anything_runs(self):
+        cases = [
+            (["--env", "NOVALUE", "-e", "1"], "--env NOVALUE: expected NAME=VALUE"),
+            (["--env", "1A=x", "-e", "1"], 'environment variable "1A=x": expected NAME=VALUE'),
+            ([b"-e", b"1", b"--", b"\xff"], "argument 1 is not UTF-8"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                r = run(*args)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr.decode())
+
+
+class ConfiguredCell(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempdir(self)
+        data = os.path.join(self.dir, "data")
+        os.mkdir(data)
+        with open(os.path.join(data, "n.txt"), "w") as f:
+            f.write("41")
+        self.config = write_config(self.dir, [
+            {"name": "calc", "language": "python", "mounts": [{"source": "data", "dest": "/d"}],
+             "limits": {"timeout_ms": 20000}},
+            {"name": "other", "language": "ruby"}])
+
+    def test_runs_in_the_cell_as_configured(self):
+        r = run("--json", "--config", self.config, "--cell", "calc", "-e",
+                "int(open('/d/n.txt').read()) + 1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["value"], 42)
+
+    def test_unknown_cell_and_mixed_flags(self):
+        r = run("--config", self.config, "--cell", "nope", "-e", "1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("has no such cell (it has: calc other)", r.stderr.decode())
+        r = run("--config", self.config, "-e", "1")
+        self.assertIn("--config FILE and --cell NAME go together", r.stderr.decode())
+        r = run("--config", self.config, "--cell", "calc", "--mount", "/tmp:/x", "-e", "1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("drop --lang, --mount", r.stderr.decode())
+
+
+if __name__ == "__main__":
+    unittest.main()
