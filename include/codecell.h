@@ -234,9 +234,11 @@ typedef void (*codecell_progress_fn)(uint64_t elapsed_ms, const char *last_line,
                                      void *userdata);
 
 /* Called on the engine thread that waits for the run with each piece of output as the guest
- * writes it (stream 1: stdout, 2: stderr), up to CODECELL_LIMIT_OUTPUT_BYTES per stream, the
- * same bytes the result then holds. data is not NUL-terminated. It must return quickly: the
- * guest's pipes are not read meanwhile. */
+ * writes it (stream 1: stdout, 2: stderr), up to half of CODECELL_LIMIT_OUTPUT_BYTES per
+ * stream; when the run ends, with the rest the result holds: the remaining output, or, for a
+ * stream over its cap, a marker of what was left out ("[… 199,700 lines, 3.4 MB omitted …]",
+ * on a line of its own) and the last bytes. data is not NUL-terminated. It must return
+ * quickly: the guest's pipes are not read meanwhile. */
 typedef void (*codecell_output_fn)(int stream, const char *data, size_t len, void *userdata);
 
 typedef struct codecell_run_options {

@@ -288,10 +288,31 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
         return false;
 }
 
+/* Live output stopped at the head the result keeps (pump.c): what the result kept beyond it —
+ * the rest of output under its cap, or the marker and the tail of output over it — is handed
+ * on now, so that the reader has seen what the result holds. */
+static void hand_on_the_rest(const struct pump *p, const codecell_run_options *options,
+                             const codecell_result *res)
+{
+        if (!options || !options->output)
+                return;
+        for (int stream = 1; stream <= 2; stream++) {
+                const struct output_buffer *b = stream == 1 ? &res->out : &res->err;
+                size_t sent = p->output_sent[stream - 1];
+                size_t from = b->truncated ? b->head : sent;
+                if (!b->data || from >= b->len)
+                        continue;
+                if (b->truncated && b->data[from] != '\n' && p->output_last[stream - 1] != '\n')
+                        options->output(stream, "\n", 1, options->userdata);
+                options->output(stream, b->data + from, b->len - from, options->userdata);
+        }
+}
+
 bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
                   bool keep, const codecell_run_options *options, codecell_result *res)
 {
         bool alive = run_on(cell, s, code, len, keep, options, res);
+        hand_on_the_rest(&s->pump, options, res);
         /* A sandbox torn down has had its folders put back (standby_teardown); a session's
          * goes on, and its eval's chmods are put back now. */
         if (alive)

@@ -34,6 +34,8 @@ static void pass_output(struct pump *p, int stream, const char *buf, size_t n)
         if (n > p->output_cap - *sent)
                 n = p->output_cap - *sent;
         *sent += n;
+        if (n > 0)
+                p->output_last[stream - 1] = buf[n - 1];
         p->output(stream, buf, n, p->output_userdata);
 }
 
@@ -171,8 +173,11 @@ void pump_options_begin(struct pump *p, const codecell_run_options *options, dou
         p->cancel_fd = options ? cancel_fd(options->cancel) : -1;
         p->output = options ? options->output : NULL;
         p->output_userdata = options ? options->userdata : NULL;
-        p->output_cap = p->out ? p->out->cap : 0;
+        /* The head the result keeps of output over its cap; its tail follows at the end
+         * (execution.c). */
+        p->output_cap = p->out ? p->out->cap / 2 : 0;
         p->output_sent[0] = p->output_sent[1] = 0;
+        p->output_last[0] = p->output_last[1] = '\n';
         p->progress = options ? options->progress : NULL;
         if (!p->progress)
                 return;

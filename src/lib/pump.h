@@ -40,6 +40,7 @@ struct pump {
         codecell_output_fn output;
         void *output_userdata;
         size_t output_cap, output_sent[2];
+        char output_last[2]; /* the last byte handed on, per stream */
         char protocol_error[256];
 };
 

@@ -54,12 +54,14 @@ class LiveOutput(unittest.TestCase):
                 self.assertEqual(out + rest_out, b"first\nsecond\n=> 7\n")
                 self.assertEqual(err + rest_err, b"to stderr\n")
 
-    def test_shown_output_stops_at_the_cap(self):
+    def test_shown_output_is_what_the_result_keeps(self):
         r = subprocess.run([BIN, "run", "--max-output", "1K", "-e", 'print "y" * 5000; 1'],
                            capture_output=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout, b"y" * 1024 + b"\n=> 1\n")
-        self.assertIn(b"stdout was truncated", r.stderr)
+        # The head as it came, then what the result kept past it: the marker and the tail.
+        self.assertEqual(r.stdout, b"y" * 512 + "\n[… 4.0 kB omitted …]\n".encode() + b"y" * 512 +
+                         b"\n=> 1\n")
+        self.assertIn(b"stdout was over its cap: its middle was left out", r.stderr)
 
     def test_json_mode_prints_only_the_result(self):
         r = subprocess.run([BIN, "run", "--json", "-e", 'puts "hi"; 1'], capture_output=True,
