@@ -48,8 +48,15 @@ bool mcp_client_busy(struct mcp_client *client);
 /* True once the client asked for log messages (logging/setLevel). */
 bool mcp_client_wants_logs(struct mcp_client *client);
 
-/* Whether we speak this MCP revision (2025-11-25, 2025-06-18, 2025-03-26). */
+/* Whether we speak this MCP revision through initialize (2025-11-25, 2025-06-18, 2025-03-26). */
 bool mcp_protocol_supported(const char *version);
+/* The revision without initialize that we speak. */
+#define MCP_MODERN_PROTOCOL "2026-07-28"
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+/* Whether a message is of the 2026-07-28 era: its params._meta names a protocol version (any:
+ * a version we do not speak is answered as that era answers it). */
+bool mcp_message_modern(const json_t *message);
+
 
 /* Handles one parsed message of the given kind: a request gets exactly one answer through the
  * sink, unless it is cancelled (then none), whatever fails while the answer is built (then a
