@@ -31,6 +31,8 @@ static const char usage[] =
         "                           being the file's first line\n"
         "      --allow-host HOST    also accept this Host header (host:port); repeatable\n"
         "      --allow-origin URL   also accept this Origin (http://host:port); repeatable\n"
+        "      --cors-origin URL    let pages from this Origin call the server from a\n"
+        "                           browser (CORS; \"*\" for any); repeatable; none by default\n"
         "      --max-runs N         runs at once across all clients (default 16)\n"
         "      --max-sessions N     MCP sessions at once over HTTP (default 1024)\n"
         "      --max-body SIZE      largest HTTP request body (default 4M)\n"
@@ -48,6 +50,7 @@ enum {
         OPT_TOKEN_FILE,
         OPT_ALLOW_HOST,
         OPT_ALLOW_ORIGIN,
+        OPT_CORS_ORIGIN,
         OPT_MAX_RUNS,
         OPT_MAX_SESSIONS,
         OPT_MAX_BODY,
@@ -60,6 +63,7 @@ static const struct option options[] = {
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
         {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+        {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"max-runs", required_argument, NULL, OPT_MAX_RUNS},
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
@@ -120,8 +124,8 @@ static void print_listening(unsigned port, void *userdata)
 
 struct serve_flags {
         const char *config, *http, *token_file;
-        const char *hosts[MAX_ALLOWED + 1], *origins[MAX_ALLOWED + 1];
-        size_t n_hosts, n_origins;
+        const char *hosts[MAX_ALLOWED + 1], *origins[MAX_ALLOWED + 1], *cors[MAX_ALLOWED + 1];
+        size_t n_hosts, n_origins, n_cors;
         struct mcp_server_options server;
         uint64_t max_body;
         uint64_t client_idle_ms;
@@ -145,11 +149,18 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                         f->token_file = optarg;
                         break;
                 case OPT_ALLOW_HOST:
-                case OPT_ALLOW_ORIGIN: {
-                        size_t *n = c == OPT_ALLOW_HOST ? &f->n_hosts : &f->n_origins;
-                        const char **list = c == OPT_ALLOW_HOST ? f->hosts : f->origins;
+                case OPT_ALLOW_ORIGIN:
+                case OPT_CORS_ORIGIN: {
+                        size_t *n = c == OPT_ALLOW_HOST     ? &f->n_hosts
+                                    : c == OPT_CORS_ORIGIN ? &f->n_cors
+                                                           : &f->n_origins;
+                        const char **list = c == OPT_ALLOW_HOST     ? f->hosts
+                                            : c == OPT_CORS_ORIGIN ? f->cors
+                                                                   : f->origins;
                         if (*n == MAX_ALLOWED) {
-                                fprintf(stderr, WHO ": at most %d of each --allow-*\n",
+                                fprintf(stderr,
+                                        WHO ": at most %d of each of --allow-host, "
+                                            "--allow-origin, --cors-origin\n",
                                         MAX_ALLOWED);
                                 return EXIT_USAGE;
                         }
@@ -196,9 +207,10 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                 fprintf(stderr, WHO ": --config FILE is required (see " WHO " --help)\n");
                 return EXIT_USAGE;
         }
-        if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->client_idle_ms)) {
-                fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin and "
-                                    "--client-idle need --http\n");
+        if (!f->http &&
+            (f->token_file || f->n_hosts || f->n_origins || f->n_cors || f->client_idle_ms)) {
+                fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin, --cors-origin "
+                                    "and --client-idle need --http\n");
                 return EXIT_USAGE;
         }
         return 0;
@@ -257,6 +269,7 @@ int cmd_serve(int argc, char **argv)
                                          .token = token,
                                          .allowed_hosts = f.hosts,
                                          .allowed_origins = f.origins,
+                                         .cors_origins = f.cors,
                                          .max_body = f.max_body,
                                          .client_idle_ms = f.client_idle_ms
                                                                    ? f.client_idle_ms

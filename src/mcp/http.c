@@ -1,9 +1,12 @@
-/* The Streamable HTTP transport (MCP 2025-11-25) on libmicrohttpd: one endpoint, /mcp.
+/* The Streamable HTTP transport on libmicrohttpd: one endpoint, /mcp, for both eras of MCP.
  * POST carries one JSON-RPC message; a request is answered with application/json, or with
- * text/event-stream when it will send notifications first (progress, log messages). The
- * Mcp-Session-Id issued at initialize scopes the client's code sessions; DELETE ends it.
- * Every request is checked in this order: Host and Origin (DNS rebinding), the bearer token,
- * then the method. One thread per connection: a run blocks only its own connection. */
+ * text/event-stream when it will send notifications first (progress, log messages).
+ * 2025-03-26 to 2025-11-25: the Mcp-Session-Id issued at initialize scopes the client's code
+ * sessions; DELETE ends it. 2026-07-28 (a request whose _meta names its protocol version): no
+ * session, the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must match the body, and
+ * code sessions are handles passed as tool arguments. Every request is checked in this order:
+ * Host and Origin (DNS rebinding; CORS when configured), an OPTIONS preflight, the bearer
+ * token, then the method. One thread per connection: a run blocks only its own connection. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -41,6 +44,9 @@ struct http {
         struct mcp_server *server;
         const struct http_options *o;
         char **hosts, **origins; /* allowed Host and Origin values, NULL-terminated */
+        /* The one client of every 2026-07-28 request: that era has no session to tell clients
+         * apart by, so its code sessions are scoped by their handles (docs/mcp.md). */
+        struct mcp_client *modern;
         pthread_mutex_t lock;    /* guards sessions */
         struct http_session *sessions;
         size_t n_sessions;
@@ -58,6 +64,21 @@ struct request {
 
 /* ---- responses ---------------------------------------------------------------------- */
 
+/* The Origin a response of this thread's request may be read from by a browser (CORS), or
+ * NULL. Set by handle() for the request it serves: libmicrohttpd gives each connection its
+ * own thread, so every reply() of that request runs on it. */
+static __thread const char *cors_origin;
+
+static void add_cors_headers(struct MHD_Response *r)
+{
+        if (!cors_origin)
+                return;
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", cors_origin);
+        MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                "Mcp-Session-Id, WWW-Authenticate");
+        MHD_add_response_header(r, "Vary", "Origin");
+}
+
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
                              char *body, const char *session_id)
 {
@@ -72,8 +93,9 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
                 MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         if (session_id)
                 MHD_add_response_header(r, "Mcp-Session-Id", session_id);
-        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+        if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE, OPTIONS");
+        add_cors_headers(r);
         if (status == MHD_HTTP_UNAUTHORIZED)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         enum MHD_Result ok = MHD_queue_response(conn, status, r);
@@ -319,7 +341,21 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 
 static void stream_closed(void *cls)
 {
-        stream_unref(cls);
+        struct stream *st = cls;
+        pthread_mutex_lock(&st->lock);
+        bool running = !st->done;
+        pthread_mutex_unlock(&st->lock);
+        /* 2026-07-28: a response stream closed before its answer cancels the request (the
+         * earlier revisions say a disconnect is not a cancellation). */
+        if (running && mcp_message_modern(st->message)) {
+                json_t *cancel = json_pack("{s:s, s:s, s:{s:O}}", "jsonrpc", "2.0", "method",
+                                           "notifications/cancelled", "params", "requestId",
+                                           json_object_get(st->message, "id"));
+                if (cancel)
+                        mcp_handle(st->server, st->client, cancel, JSONRPC_NOTIFICATION, NULL);
+                json_decref(cancel);
+        }
+        stream_unref(st);
 }
 
 static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn,
@@ -358,12 +394,155 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         pthread_detach(thread);
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+        add_cors_headers(r);
         enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
         MHD_destroy_response(r);
         return ok;
 }
 
 /* ---- POST /mcp ---------------------------------------------------------------------- */
+
+/* ---- 2026-07-28 ---------------------------------------------------------------------- */
+
+#define HEADER_MISMATCH (-32020)
+
+/* A header value, decoded when it is in the Base64 sentinel form ("=?base64?…?="). Caller
+ * frees; NULL when the encoding is broken (or out of memory). */
+static char *decoded_header(const char *v)
+{
+        size_t n = strlen(v);
+        if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0)
+                return strdup(v);
+        static const char alphabet[] =
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const char *in = v + 9;
+        size_t len = n - 11;
+        char *out = malloc(len / 4 * 3 + 1);
+        size_t o = 0;
+        unsigned bits = 0, acc = 0;
+        for (size_t i = 0; out && i < len; i++) {
+                if (in[i] == '=') {
+                        if (strspn(in + i, "=") != len - i || len % 4) {
+                                free(out);
+                                return NULL;
+                        }
+                        break;
+                }
+                const char *at = in[i] ? strchr(alphabet, in[i]) : NULL;
+                if (!at) {
+                        free(out);
+                        return NULL;
+                }
+                acc = (acc << 6) | (unsigned)(at - alphabet);
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (char)((acc >> bits) & 0xff);
+                }
+        }
+        if (out)
+                out[o] = '\0';
+        /* A NUL inside is not a name any body can hold. */
+        if (out && strlen(out) != o) {
+                free(out);
+                return NULL;
+        }
+        return out;
+}
+
+/* Server validation of 2026-07-28: the headers that mirror the body must be there and match
+ * it, so that a proxy routing on them and this server never disagree. False when they do;
+ * else writes why. */
+static bool header_mismatch(struct MHD_Connection *conn, const json_t *msg, char *why, size_t n)
+{
+        const json_t *params = json_object_get(msg, "params");
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        const char *body_version =
+                json_string_value(json_object_get(json_object_get(params, "_meta"), MCP_META_VERSION));
+        const char *version = header(conn, "MCP-Protocol-Version");
+        const char *mcp_method = header(conn, "Mcp-Method");
+        if (!version || (body_version && strcmp(version, body_version) != 0)) {
+                snprintf(why, n, "MCP-Protocol-Version header %s the body's _meta[\"%s\"]",
+                         version ? "does not match" : "missing: it must repeat", MCP_META_VERSION);
+                return true;
+        }
+        if (!mcp_method || strcmp(mcp_method, method) != 0) {
+                snprintf(why, n, "Mcp-Method header %s the body's method",
+                         mcp_method ? "does not match" : "missing: it must repeat");
+                return true;
+        }
+        const char *key = strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0
+                                  ? "name"
+                          : strcmp(method, "resources/read") == 0 ? "uri"
+                                                                  : NULL;
+        const char *body_name = key ? json_string_value(json_object_get(params, key)) : NULL;
+        if (!key || !body_name)
+                return false;
+        const char *raw = header(conn, "Mcp-Name");
+        char *name = raw ? decoded_header(raw) : NULL;
+        bool bad = !name || strcmp(name, body_name) != 0;
+        if (bad)
+                snprintf(why, n, "Mcp-Name header %s params.%s",
+                         !raw ? "missing: it must repeat"
+                         : name ? "does not match"
+                                : "is not valid Base64 in =?base64?…?=, so cannot match",
+                         key);
+        free(name);
+        return bad;
+}
+
+/* The HTTP status of a 2026-07-28 answer: an unknown method is 404, a request the server
+ * cannot take as it is (bad params, version, headers) 400, anything else 200. */
+static unsigned modern_status(const char *answer)
+{
+        json_t *msg = answer ? json_loads(answer, 0, NULL) : NULL;
+        json_int_t code = json_integer_value(json_object_get(json_object_get(msg, "error"), "code"));
+        json_decref(msg);
+        if (code == JSONRPC_METHOD_NOT_FOUND)
+                return MHD_HTTP_NOT_FOUND;
+        if (code == JSONRPC_INVALID_PARAMS || (code <= -32020 && code >= -32022))
+                return MHD_HTTP_BAD_REQUEST;
+        return MHD_HTTP_OK;
+}
+
+/* One 2026-07-28 message: no session (an Mcp-Session-Id is ignored), headers checked against
+ * the body. Takes msg. */
+static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, json_t *msg,
+                                   enum jsonrpc_kind kind, const char *accept)
+{
+        char why[192];
+        const json_t *id = json_object_get(msg, "id");
+        enum MHD_Result result;
+        if (kind == JSONRPC_REQUEST && header_mismatch(conn, msg, why, sizeof(why))) {
+                result = reply_json(conn, MHD_HTTP_BAD_REQUEST,
+                                    jsonrpc_error(id, HEADER_MISMATCH, "Header mismatch: %s", why),
+                                    NULL);
+                json_decref(msg);
+                return result;
+        }
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        const json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+        if (kind != JSONRPC_REQUEST) {
+                mcp_handle(h->server, h->modern, msg, kind, NULL);
+                result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
+        } else if (strcmp(method, "tools/call") == 0 && accepts(accept, "text/event-stream") &&
+                   (json_object_get(meta, "progressToken") ||
+                    json_object_get(meta, "io.modelcontextprotocol/logLevel"))) {
+                result = answer_stream(h, conn, h->modern, msg);
+        } else {
+                struct json_sink js = {.sink.send = json_sink_send};
+                mcp_handle(h->server, h->modern, msg, kind, &js.sink);
+                char *answer = js.answer ? js.answer
+                                         : jsonrpc_text_free(jsonrpc_error(
+                                                   id, JSONRPC_REQUEST_CANCELLED,
+                                                   "the request was cancelled"));
+                result = reply(conn, modern_status(answer), "application/json", answer, NULL);
+        }
+        json_decref(msg);
+        return result;
+}
+
 
 /* Whether the text of an answer to initialize is a result (not an error). */
 static bool initialized(const char *answer)
@@ -400,6 +579,8 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         enum MHD_Result result;
         struct mcp_client *client = NULL;
         char new_id[SESSION_ID_BYTES * 2 + 1] = "";
+        if (mcp_message_modern(msg) || (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0))
+                return post_modern(h, conn, msg, kind, accept);
 
         if (kind == JSONRPC_REQUEST && strcmp(method, "initialize") == 0) {
                 client = mcp_client_new(h->server);
@@ -476,6 +657,9 @@ static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *con
         return reply(conn, MHD_HTTP_OK, NULL, NULL, NULL);
 }
 
+static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const char *url,
+                             const char *method, struct request *req);
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **state)
@@ -504,15 +688,66 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 *upload_size = 0;
                 return MHD_YES;
         }
+        cors_origin = NULL;
+        enum MHD_Result r = route(h, conn, url, method, req);
+        cors_origin = NULL;
+        return r;
+}
+
+/* Whether a page from origin may read this server's answers (CORS): only origins given with
+ * --cors-origin ("*" for any); none by default. */
+static bool cors_allowed(struct http *h, const char *origin)
+{
+        for (size_t i = 0; origin && h->o->cors_origins && h->o->cors_origins[i]; i++)
+                if (strcmp(h->o->cors_origins[i], "*") == 0 ||
+                    strcasecmp(h->o->cors_origins[i], origin) == 0)
+                        return true;
+        return false;
+}
+
+/* OPTIONS: a browser's preflight. Answered before the token is checked, since browsers send
+ * the preflight without credentials. */
+static enum MHD_Result preflight(struct MHD_Connection *conn)
+{
+        if (header(conn, MHD_HTTP_HEADER_ORIGIN) && !cors_origin)
+                return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
+                              "Origin not allowed to call this server from a browser (see "
+                              "--cors-origin)");
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (char *)"",
+                                                                 MHD_RESPMEM_PERSISTENT);
+        if (!r)
+                return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE, OPTIONS");
+        if (cors_origin) {
+                MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, DELETE, OPTIONS");
+                MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                        "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                                        "MCP-Protocol-Version, Mcp-Method, Mcp-Name, "
+                                        "Last-Event-ID");
+                MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+                add_cors_headers(r);
+        }
+        enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, r);
+        MHD_destroy_response(r);
+        return ok;
+}
+
+static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const char *url,
+                             const char *method, struct request *req)
+{
         /* DNS rebinding: a page in a browser must not reach this server under another name. */
         const char *host = header(conn, MHD_HTTP_HEADER_HOST);
         if (!listed(h->hosts, host))
                 return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
                               "Host not allowed (see --allow-host)");
         const char *origin = header(conn, MHD_HTTP_HEADER_ORIGIN);
-        if (origin && !listed(h->origins, origin))
+        if (cors_allowed(h, origin))
+                cors_origin = origin;
+        else if (origin && !listed(h->origins, origin))
                 return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
-                              "Origin not allowed (see --allow-origin)");
+                              "Origin not allowed (see --allow-origin, --cors-origin)");
+        if (strcmp(method, "OPTIONS") == 0)
+                return preflight(conn);
         if (strcmp(url, "/healthz") == 0 && strcmp(method, "GET") == 0)
                 return reply(conn, MHD_HTTP_OK, "text/plain", strdup("ok\n"), NULL);
         bool is_mcp = strcmp(url, "/mcp") == 0;
@@ -530,7 +765,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 return post(h, conn, req);
         if (strcmp(method, "DELETE") == 0)
                 return delete_session(h, conn);
-        /* No server-initiated stream: this server never sends a request of its own. */
+        /* No server-initiated stream: this server never sends a request of its own (and
+         * 2026-07-28 has no GET at all). */
         return refuse(conn, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_INVALID_REQUEST,
                       "use POST (or DELETE to end the session)");
 }
@@ -686,6 +922,8 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         if (fd < 0)
                 return fd;
         int r = allowed_lists(&h, host, port);
+        if (r == 0 && !(h.modern = mcp_client_new(server)))
+                r = -ENOMEM;
         struct MHD_Daemon *d = NULL;
         if (r == 0)
                 d = MHD_start_daemon(
@@ -724,6 +962,9 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         h.n_sessions = 0;
         pthread_mutex_unlock(&h.lock);
 out:
+        if (h.modern)
+                mcp_client_end(h.modern);
+        mcp_client_unref(h.modern);
         free(h.sessions);
         free_list(h.hosts);
         free_list(h.origins);

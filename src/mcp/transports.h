@@ -17,6 +17,9 @@ struct http_options {
         const char *token;            /* bearer token, or NULL for none */
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
         const char **allowed_origins; /* extra Origin values, NULL-terminated */
+        /* Origins whose pages may call the server from a browser (CORS; "*" for any),
+         * NULL-terminated; NULL or empty: none. */
+        const char **cors_origins;
         size_t max_body;
         uint64_t client_idle_ms;
                 /* an MCP session unused this long is ended */ /* request body cap in bytes */
