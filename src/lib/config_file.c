@@ -262,9 +262,10 @@ static int load_policy(struct loader *l, const json_t *v, const char *where,
                    where);
 }
 
-/* A cell's name is its MCP tool name: ^[a-zA-Z0-9_-]{1,64}$, the pattern Claude Desktop checks
- * (one name outside it withholds every tool of the server) and OpenAI's function names follow.
- * Writes what is wrong, with a name that would do, into why. */
+/* A cell's name is its MCP tool name: within ^[a-zA-Z0-9_-]{1,64}$, the pattern Claude Desktop
+ * checks (one name outside it withholds every tool of the server) and OpenAI's function names
+ * follow, and starting with a letter. Writes what is wrong, with a name that would do, into
+ * why. */
 static bool cell_name_problem(const char *name, char *why, size_t n)
 {
         if (!name || !*name) {
@@ -275,14 +276,15 @@ static bool cell_name_problem(const char *name, char *why, size_t n)
         for (size_t k = 0; k < len && bad_at == len; k++)
                 if (!isalnum((unsigned char)name[k]) && name[k] != '_' && name[k] != '-')
                         bad_at = k;
-        if (bad_at == len && len <= 64)
+        bool letter = isalpha((unsigned char)name[0]);
+        if (bad_at == len && len <= 64 && letter)
                 return false;
-        /* The suggestion: each other character as '_', cut to 64. */
+        /* The suggestion: each other character as '_', a letter first, cut to 64. */
         char fix[65];
-        size_t f = 0;
+        size_t f = letter ? 0 : (size_t)snprintf(fix, sizeof(fix), "c_");
         for (size_t k = 0; k < len && f < 64; k++) {
                 unsigned char ch = (unsigned char)name[k];
-                if (ch >= 0x80 && (ch & 0xc0) == 0x80)
+                if ((ch & 0xc0) == 0x80)
                         continue; /* one '_' per UTF-8 character */
                 fix[f++] = isalnum(ch) || ch == '_' || ch == '-' ? (char)ch : '_';
         }
@@ -291,7 +293,9 @@ static bool cell_name_problem(const char *name, char *why, size_t n)
                  "\"%.*s\" is not a name MCP clients accept (%s; tool names must match "
                  "^[a-zA-Z0-9_-]{1,64}$): try \"%s\"",
                  utf8_prefix(name, 80), name,
-                 bad_at < len ? "only letters, digits, '_' and '-'" : "at most 64 characters",
+                 bad_at < len ? "only letters, digits, '_' and '-'"
+                 : !letter    ? "it must start with a letter"
+                              : "at most 64 characters",
                  fix);
         return true;
 }

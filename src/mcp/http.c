@@ -922,7 +922,7 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         if (fd < 0)
                 return fd;
         int r = allowed_lists(&h, host, port);
-        if (r == 0 && !(h.modern = mcp_client_new(server)))
+        if (r == 0 && !(h.modern = mcp_client_new_stateless(server)))
                 r = -ENOMEM;
         struct MHD_Daemon *d = NULL;
         if (r == 0)

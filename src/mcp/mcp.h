@@ -39,6 +39,9 @@ void mcp_server_stop(struct mcp_server *server);
 
 /* A new client, or NULL past max_clients (or out of memory). */
 struct mcp_client *mcp_client_new(struct mcp_server *server);
+/* The client of a transport's 2026-07-28 requests: not an MCP session, so neither counted
+ * against max_clients nor in /metrics. NULL when out of memory. */
+struct mcp_client *mcp_client_new_stateless(struct mcp_server *server);
 struct mcp_client *mcp_client_ref(struct mcp_client *client);
 void mcp_client_unref(struct mcp_client *client);
 /* Ends the client: cancels its runs, then closes its code sessions. Idempotent. */

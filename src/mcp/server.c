@@ -103,12 +103,12 @@ void mcp_server_stop(struct mcp_server *s)
         pthread_mutex_unlock(&s->lock);
 }
 
-struct mcp_client *mcp_client_new(struct mcp_server *s)
+static struct mcp_client *client_new(struct mcp_server *s, bool stateless)
 {
         pthread_mutex_lock(&s->lock);
         struct mcp_client *c = NULL;
         struct mcp_client **grown = NULL;
-        if (s->n_clients >= s->o.max_clients || s->stopping)
+        if ((!stateless && s->n_clients - s->n_stateless >= s->o.max_clients) || s->stopping)
                 goto out;
         grown = realloc(s->clients, (s->n_clients + 1) * sizeof(*grown));
         if (!grown)
@@ -119,6 +119,8 @@ struct mcp_client *mcp_client_new(struct mcp_server *s)
                 goto out;
         c->server = s;
         c->refs = 1;
+        c->stateless = stateless;
+        s->n_stateless += stateless;
         c->log_level = -1;
         pthread_mutex_init(&c->lock, NULL);
         /* A prefix the client cannot choose or change: no name it sends reaches another
@@ -128,6 +130,16 @@ struct mcp_client *mcp_client_new(struct mcp_server *s)
 out:
         pthread_mutex_unlock(&s->lock);
         return c;
+}
+
+struct mcp_client *mcp_client_new(struct mcp_server *s)
+{
+        return client_new(s, false);
+}
+
+struct mcp_client *mcp_client_new_stateless(struct mcp_server *s)
+{
+        return client_new(s, true);
 }
 
 struct mcp_client *mcp_client_ref(struct mcp_client *c)
@@ -153,6 +165,7 @@ void mcp_client_unref(struct mcp_client *c)
         for (size_t i = 0; i < s->n_clients; i++)
                 if (s->clients[i] == c) {
                         s->clients[i] = s->clients[--s->n_clients];
+                        s->n_stateless -= c->stateless;
                         break;
                 }
         pthread_mutex_unlock(&s->lock);
@@ -553,7 +566,7 @@ void mcp_handle_text(struct mcp_server *s, struct mcp_client *c, const char *tex
 char *mcp_server_metrics(struct mcp_server *s)
 {
         pthread_mutex_lock(&s->lock);
-        size_t clients = s->n_clients, runs = s->runs;
+        size_t clients = s->n_clients - s->n_stateless, runs = s->runs;
         pthread_mutex_unlock(&s->lock);
         return metrics_render(s->metrics, s->cells, clients, runs);
 }

@@ -26,6 +26,7 @@ struct mcp_server {
         pthread_mutex_t lock; /* guards what follows */
         struct mcp_client **clients;
         size_t n_clients;
+        size_t n_stateless; /* of them, clients of 2026-07-28 requests (not MCP sessions) */
         size_t runs; /* tools/call running now */
         unsigned long long next_client;
         bool stopping;
@@ -48,6 +49,7 @@ struct mcp_client {
         pthread_mutex_t lock; /* guards what follows */
         unsigned refs;
         bool ended;
+        bool stateless; /* mcp_client_new_stateless() */
         int log_level; /* messages at or above are sent; -1 until the client sets one */
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */
