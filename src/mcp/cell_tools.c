@@ -772,6 +772,18 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         if (session)
                 describe_session(call, session, created || evicted, evicted, note, sizeof(note),
                                  member, sizeof(member));
+        if (session && status != CODECELL_STATUS_OK && status != CODECELL_STATUS_ERROR) {
+                /* A limit or a dead interpreter ended the session (the result says its state
+                 * was lost): it is closed now, so that the next call under the name says it
+                 * created a session, and a handle reads as expired instead of quietly
+                 * starting afresh. */
+                (void)codecell_session_close(cell, scoped, NULL);
+                if (call->modern)
+                        snprintf(note, sizeof(note),
+                                 "Session %s ended with this call and its handle has expired: "
+                                 "pass \"session\": \"new\" to start another.",
+                                 session);
+        }
         (void)answer_result(sink, call, id, res, session && note[0] ? note : NULL,
                             session ? member : NULL);
         return true;

@@ -521,6 +521,17 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
                 json_decref(msg);
                 return result;
         }
+        if (kind == JSONRPC_REQUEST && !mcp_message_modern(msg)) {
+                /* The header says 2026-07-28 but the body has no _meta to say it too. */
+                result = reply_json(conn, MHD_HTTP_BAD_REQUEST,
+                                    jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                                                  "params._meta[\"" MCP_META_VERSION "\"] must "
+                                                  "be a string (2026-07-28 requests carry it "
+                                                  "every time)"),
+                                    NULL);
+                json_decref(msg);
+                return result;
+        }
         const char *method = json_string_value(json_object_get(msg, "method"));
         const json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
         if (kind != JSONRPC_REQUEST) {
