@@ -89,8 +89,11 @@ for (const [kind, make] of Object.entries(transports)) {
     test("server info and one tool per cell, with truthful annotations", async () => {
       assert.equal(client.getServerVersion().name, "codecell");
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python"]);
-      const [ruby, python] = tools;
+      // One tool per cell, and the companion tool that lists and closes sessions.
+      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "sessions"]);
+      const [ruby, python, sessions] = tools;
+      assert.deepEqual(sessions.inputSchema.properties.tool.enum, ["ruby"]);
+      assert.deepEqual(sessions.inputSchema.required, ["action"]);
       assert.deepEqual(ruby.inputSchema.required, ["code"]);
       assert.ok(ruby.inputSchema.properties.session, "ruby offers sessions");
       assert.equal(python.inputSchema.properties.session, undefined, "sessions disabled for python");
@@ -139,12 +142,28 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.deepEqual(r.structuredContent.value, { text: "hey" });
     });
 
-    test("a session keeps state across calls; reset starts it over", async () => {
-      await run(client, "ruby", { code: "x = 41", session: "s1" });
+    test("a session keeps state across calls; reset starts it over; each result says which", async () => {
+      const first = await run(client, "ruby", { code: "x = 41", session: "s1" });
+      assert.deepEqual(first.structuredContent.session, { id: "s1", created: true });
+      assert.match(first.content.at(-1).text, /created by this call/);
       const r = await run(client, "ruby", { code: "x + 1", session: "s1" });
       assert.equal(r.structuredContent.value, 42);
+      assert.deepEqual(r.structuredContent.session, { id: "s1", created: false });
       const fresh = await run(client, "ruby", { code: "defined?(x).inspect", session: "s1", reset: true });
       assert.equal(fresh.structuredContent.value, "nil");
+      assert.equal(fresh.structuredContent.session.created, true);
+    });
+
+    test("the sessions tool lists and closes the client's sessions", async () => {
+      await run(client, "ruby", { code: "y = 1", session: "listed" });
+      const list = await run(client, "sessions", { action: "list" });
+      assert.equal(list.isError, false);
+      assert.ok(list.structuredContent.sessions.some((s) => s.tool === "ruby" && s.session === "listed"));
+      const closed = await run(client, "sessions", { action: "close", session: "listed" });
+      assert.deepEqual(closed.structuredContent.closed, [{ tool: "ruby", session: "listed" }]);
+      const again = await run(client, "ruby", { code: "defined?(y).inspect", session: "listed" });
+      assert.equal(again.structuredContent.value, "nil");
+      assert.equal(again.structuredContent.session.created, true);
     });
 
     test("sessions are scoped to the client: another client's name reaches nothing", async () => {
@@ -161,11 +180,21 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.equal(mine.structuredContent.value, 7);
     });
 
-    test("bad arguments and unknown tools are protocol errors (-32602)", async () => {
+    test("an unknown tool is a protocol error; bad arguments are tool errors the model reads (SEP-1303)", async () => {
       await assert.rejects(run(client, "nope", { code: "1" }), (e) => e.code === -32602 && /unknown tool/.test(e.message));
-      await assert.rejects(run(client, "ruby", {}), (e) => e.code === -32602 && /arguments\.code/.test(e.message));
-      await assert.rejects(run(client, "python", { code: "1", session: "x" }), (e) => e.code === -32602);
-      await assert.rejects(run(client, "ruby", { code: "1", reset: true }), (e) => e.code === -32602);
+      const cases = [
+        ["ruby", {}, /Missing argument "code"/],
+        ["ruby", { code: "" }, /"code" must be a non-empty string/],
+        ["python", { code: "1", session: "x" }, /Unknown argument "session".*no sessions/],
+        ["ruby", { code: "1", reset: true }, /"reset": true needs "session"/],
+        ["ruby", { code: "1", session: "a b" }, /"session" must be a name/],
+        ["sessions", { action: "drop" }, /"action": "list"/],
+      ];
+      for (const [name, args, text] of cases) {
+        const r = await run(client, name, args);
+        assert.equal(r.isError, true, JSON.stringify(r));
+        assert.match(r.content[0].text, text);
+      }
     });
 
     test("cancellation kills the run it names", async () => {
