@@ -307,7 +307,8 @@ static const char instructions[] =
         "host folders unless a folder is marked read-write) and returns a JSON result: status "
         "ok with the value of the last expression, or error, timeout, fuel_exhausted, "
         "memory_limit, sandbox_error with what to change. Pass \"session\" to keep variables "
-        "between calls.";
+        "between calls (a name you choose; in MCP 2026-07-28 \"new\", then the handle the result "
+        "gives); a sessions tool, when offered, lists and closes them.";
 
 static json_t *initialize(const json_t *params)
 {
