@@ -623,7 +623,8 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
         if (mcp_session_handle_known(c, session))
                 snprintf(why, n,
                          "Session %s has expired: sessions end after %llu s unused, when a call "
-                         "hits a limit, or when closed, and what it held is gone. Start a new "
+                         "hits a limit, when closed, or to make room for another client when "
+                         "all are in use, and what it held is gone. Start a new "
                          "one with \"session\": \"new\" (and define again what you need), or "
                          "leave out \"session\" to run in a fresh sandbox.",
                          session,
