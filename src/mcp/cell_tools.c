@@ -43,9 +43,13 @@ static json_t *result_schema(void)
                 "with a session: its name or handle (id), and whether this call created it",
                 "properties", "id", "type", "string", "created", "type", "boolean", "required",
                 "id", "created", "required", "status", "duration_ms");
-        if (schema)
-                json_object_update(json_object_get(json_object_get(schema, "properties"), "value"),
-                                   any_value() ?: json_object());
+        json_t *any = any_value();
+        json_t *value = json_object_get(json_object_get(schema, "properties"), "value");
+        if (!any || json_object_update(value, any) < 0) {
+                json_decref(schema);
+                schema = NULL;
+        }
+        json_decref(any);
         return schema;
 }
 
