@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../lib/util.h"
+#include "headers.h"
 #include "transports.h"
 
 #define SESSION_ID_BYTES 16
@@ -407,50 +408,6 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
 
 #define HEADER_MISMATCH (-32020)
 
-/* A header value, decoded when it is in the Base64 sentinel form ("=?base64?…?="). Caller
- * frees; NULL when the encoding is broken (or out of memory). */
-static char *decoded_header(const char *v)
-{
-        size_t n = strlen(v);
-        if (n < 11 || strncmp(v, "=?base64?", 9) != 0 || strcmp(v + n - 2, "?=") != 0)
-                return strdup(v);
-        static const char alphabet[] =
-                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        const char *in = v + 9;
-        size_t len = n - 11;
-        char *out = malloc(len / 4 * 3 + 1);
-        size_t o = 0;
-        unsigned bits = 0, acc = 0;
-        for (size_t i = 0; out && i < len; i++) {
-                if (in[i] == '=') {
-                        if (strspn(in + i, "=") != len - i || len % 4) {
-                                free(out);
-                                return NULL;
-                        }
-                        break;
-                }
-                const char *at = in[i] ? strchr(alphabet, in[i]) : NULL;
-                if (!at) {
-                        free(out);
-                        return NULL;
-                }
-                acc = (acc << 6) | (unsigned)(at - alphabet);
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[o++] = (char)((acc >> bits) & 0xff);
-                }
-        }
-        if (out)
-                out[o] = '\0';
-        /* A NUL inside is not a name any body can hold. */
-        if (out && strlen(out) != o) {
-                free(out);
-                return NULL;
-        }
-        return out;
-}
-
 /* Server validation of 2026-07-28: the headers that mirror the body must be there and match
  * it, so that a proxy routing on them and this server never disagree. False when they do;
  * else writes why. */
@@ -480,7 +437,7 @@ static bool header_mismatch(struct MHD_Connection *conn, const json_t *msg, char
         if (!key || !body_name)
                 return false;
         const char *raw = header(conn, "Mcp-Name");
-        char *name = raw ? decoded_header(raw) : NULL;
+        char *name = raw ? mcp_header_decode(raw) : NULL;
         bool bad = !name || strcmp(name, body_name) != 0;
         if (bad)
                 snprintf(why, n, "Mcp-Name header %s params.%s",
