@@ -28,7 +28,7 @@ static const char usage[] =
         "      --http [ADDR:]PORT   serve Streamable HTTP instead of stdio, on ADDR\n"
         "                           (default 127.0.0.1; port 0 picks a free port)\n"
         "      --token-file FILE    require \"Authorization: Bearer TOKEN\" (HTTP), TOKEN\n"
-        "                           being the file's first line\n"
+        "                           being any line of the file (one per client)\n"
         "      --allow-host HOST    also accept this Host header (host:port); repeatable\n"
         "      --allow-origin URL   also accept this Origin (http://host:port); repeatable\n"
         "      --cors-origin URL    let pages from this Origin call the server from a\n"
@@ -75,26 +75,49 @@ static const struct option options[] = {
 #define WHO "codecell serve"
 #define MAX_ALLOWED 16
 
-/* The token: the file's first line, which must not be empty. */
-static char *read_token(const char *path)
+#define MAX_TOKENS 1024
+
+static void free_tokens(char **tokens)
+{
+        for (size_t i = 0; tokens && tokens[i]; i++)
+                free(tokens[i]);
+        free(tokens);
+}
+
+/* The tokens: every line of the file that is not empty (trailing spaces and CR dropped), at
+ * least one. Each is one client's: what a client opens belongs to its token. */
+static char **read_tokens(const char *path)
 {
         FILE *f = fopen(path, "re");
         if (!f) {
                 fprintf(stderr, WHO ": --token-file %s: %s\n", path, strerror(errno));
                 return NULL;
         }
+        char **tokens = calloc(MAX_TOKENS + 1, sizeof(char *));
         char *line = NULL;
-        size_t cap = 0;
-        ssize_t n = getline(&line, &cap, f);
-        fclose(f);
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-                line[--n] = '\0';
-        if (n <= 0) {
-                fprintf(stderr, WHO ": --token-file %s: the first line is empty\n", path);
-                free(line);
-                return NULL;
+        size_t cap = 0, n_tokens = 0;
+        ssize_t n;
+        while (tokens && (n = getline(&line, &cap, f)) >= 0) {
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
+                        line[--n] = '\0';
+                if (n == 0)
+                        continue;
+                bool full = n_tokens == MAX_TOKENS;
+                if (full || !(tokens[n_tokens++] = strdup(line))) {
+                        fprintf(stderr, WHO ": --token-file %s: %s\n", path,
+                                full ? "over 1024 tokens" : strerror(ENOMEM));
+                        free_tokens(tokens);
+                        tokens = NULL;
+                }
         }
-        return line;
+        free(line);
+        fclose(f);
+        if (tokens && n_tokens == 0) {
+                fprintf(stderr, WHO ": --token-file %s: the file holds no token\n", path);
+                free(tokens);
+                tokens = NULL;
+        }
+        return tokens;
 }
 
 static bool parse_count(const char *flag, const char *text, size_t *ret)
@@ -239,8 +262,8 @@ int cmd_serve(int argc, char **argv)
         if (exit_code)
                 return exit_code < 0 ? EXIT_OK : exit_code;
         f.server.transport = f.http ? "http" : "stdio";
-        char *token = f.token_file ? read_token(f.token_file) : NULL;
-        if (f.token_file && !token)
+        char **tokens = f.token_file ? read_tokens(f.token_file) : NULL;
+        if (f.token_file && !tokens)
                 return EXIT_USAGE;
         int sfd = signal_fd();
         codecell_error err = {0};
@@ -266,7 +289,7 @@ int cmd_serve(int argc, char **argv)
         }
         if (f.http) {
                 struct http_options o = {.address = f.http,
-                                         .token = token,
+                                         .tokens = (const char **)tokens,
                                          .allowed_hosts = f.hosts,
                                          .allowed_origins = f.origins,
                                          .cors_origins = f.cors,
@@ -299,7 +322,7 @@ int cmd_serve(int argc, char **argv)
 out:
         mcp_server_free(server);
         codecell_cellset_free(cells);
-        free(token);
+        free_tokens(tokens);
         if (sfd >= 0)
                 close(sfd);
         return exit_code;

@@ -30,6 +30,7 @@
 
 struct http_session {
         char id[SESSION_ID_BYTES * 2 + 1];
+        size_t who; /* the token it was opened with: only that token reaches it */
         struct mcp_client *client;
         double last_used_ms; /* monotonic */
 };
@@ -45,9 +46,11 @@ struct http {
         struct mcp_server *server;
         const struct http_options *o;
         char **hosts, **origins; /* allowed Host and Origin values, NULL-terminated */
-        /* The one client of every 2026-07-28 request: that era has no session to tell clients
-         * apart by, so its code sessions are scoped by their handles (docs/mcp.md). */
-        struct mcp_client *modern;
+        /* The clients of 2026-07-28 requests, one per token (one in all without a token): that
+         * era has no session to tell clients apart by, so its code sessions are scoped by the
+         * token that authorized the request (docs/mcp.md). */
+        struct mcp_client **modern;
+        size_t n_modern;
         pthread_mutex_t lock;    /* guards sessions */
         struct http_session *sessions;
         size_t n_sessions;
@@ -144,14 +147,20 @@ static bool same_secret(const char *a, const char *b)
         return diff == 0;
 }
 
-static bool authorized(struct http *h, struct MHD_Connection *conn)
+/* Which token the request carries (its index; 0 when the server has none), or -1. Every
+ * token is compared, so the time taken does not say which one came close. */
+static int authorized(struct http *h, struct MHD_Connection *conn)
 {
-        if (!h->o->token)
-                return true;
+        if (!h->o->tokens || !h->o->tokens[0])
+                return 0;
         const char *auth = header(conn, MHD_HTTP_HEADER_AUTHORIZATION);
         if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
-                return false;
-        return same_secret(auth + 7, h->o->token);
+                return -1;
+        int who = -1;
+        for (int i = 0; h->o->tokens[i]; i++)
+                if (same_secret(auth + 7, h->o->tokens[i]) && who < 0)
+                        who = i;
+        return who;
 }
 
 static bool accepts(const char *accept, const char *type)
@@ -161,7 +170,7 @@ static bool accepts(const char *accept, const char *type)
 
 /* ---- sessions ----------------------------------------------------------------------- */
 
-static int new_session(struct http *h, struct mcp_client *client, char *ret_id)
+static int new_session(struct http *h, struct mcp_client *client, size_t who, char *ret_id)
 {
         unsigned char raw[SESSION_ID_BYTES];
         /* The id is the only thing that names a session over HTTP: unguessable. */
@@ -178,18 +187,20 @@ static int new_session(struct http *h, struct mcp_client *client, char *ret_id)
         h->sessions = grown;
         snprintf(h->sessions[h->n_sessions].id, sizeof(grown->id), "%s", ret_id);
         h->sessions[h->n_sessions].last_used_ms = monotonic_ms();
+        h->sessions[h->n_sessions].who = who;
         h->sessions[h->n_sessions++].client = client;
         pthread_mutex_unlock(&h->lock);
         return 0;
 }
 
-/* The session's client with a reference for the caller; remove also takes it off the table. */
-static struct mcp_client *find_session(struct http *h, const char *id, bool remove)
+/* The session's client with a reference for the caller; remove also takes it off the table.
+ * A session is found only with the token it was opened with. */
+static struct mcp_client *find_session(struct http *h, const char *id, size_t who, bool remove)
 {
         struct mcp_client *c = NULL;
         pthread_mutex_lock(&h->lock);
         for (size_t i = 0; id && i < h->n_sessions; i++)
-                if (same_secret(h->sessions[i].id, id)) {
+                if (same_secret(h->sessions[i].id, id) && h->sessions[i].who == who) {
                         c = h->sessions[i].client;
                         h->sessions[i].last_used_ms = monotonic_ms();
                         if (remove)
@@ -470,8 +481,9 @@ static unsigned modern_status(const char *answer)
 /* One 2026-07-28 message: no session (an Mcp-Session-Id is ignored), headers checked against
  * the body. Takes msg. */
 static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, json_t *msg,
-                                   enum jsonrpc_kind kind, const char *accept)
+                                   enum jsonrpc_kind kind, const char *accept, size_t who)
 {
+        struct mcp_client *modern = h->modern[who];
         char why[192];
         const json_t *id = json_object_get(msg, "id");
         enum MHD_Result result;
@@ -496,15 +508,15 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
         const char *method = json_string_value(json_object_get(msg, "method"));
         const json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
         if (kind != JSONRPC_REQUEST) {
-                mcp_handle(h->server, h->modern, msg, kind, NULL);
+                mcp_handle(h->server, modern, msg, kind, NULL);
                 result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
         } else if (strcmp(method, "tools/call") == 0 && accepts(accept, "text/event-stream") &&
                    (json_object_get(meta, "progressToken") ||
                     json_object_get(meta, "io.modelcontextprotocol/logLevel"))) {
-                result = answer_stream(h, conn, h->modern, msg);
+                result = answer_stream(h, conn, modern, msg);
         } else {
                 struct json_sink js = {.sink.send = json_sink_send};
-                mcp_handle(h->server, h->modern, msg, kind, &js.sink);
+                mcp_handle(h->server, modern, msg, kind, &js.sink);
                 char *answer = js.answer ? js.answer
                                          : jsonrpc_text_free(jsonrpc_error(
                                                    id, JSONRPC_REQUEST_CANCELLED,
@@ -525,7 +537,8 @@ static bool initialized(const char *answer)
         return ok;
 }
 
-static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct request *req)
+static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct request *req,
+                            size_t who)
 {
         if (req->too_big) {
                 char why[96];
@@ -552,11 +565,11 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         struct mcp_client *client = NULL;
         char new_id[SESSION_ID_BYTES * 2 + 1] = "";
         if (mcp_message_modern(msg) || (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0))
-                return post_modern(h, conn, msg, kind, accept);
+                return post_modern(h, conn, msg, kind, accept, who);
 
         if (kind == JSONRPC_REQUEST && strcmp(method, "initialize") == 0) {
                 client = mcp_client_new(h->server);
-                if (!client || new_session(h, client, new_id) < 0) {
+                if (!client || new_session(h, client, who, new_id) < 0) {
                         mcp_client_unref(client);
                         json_decref(msg);
                         return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY,
@@ -567,7 +580,7 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
                 json_decref(msg);
                 return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
                               "Mcp-Session-Id header required (send initialize first)");
-        } else if (!(client = find_session(h, sid, false))) {
+        } else if (!(client = find_session(h, sid, who, false))) {
                 json_decref(msg);
                 return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
                               "unknown or ended MCP session: initialize again");
@@ -599,7 +612,7 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
                                                                     "the request was cancelled"));
                 if (new_id[0] && !initialized(answer)) {
                         /* A failed initialize opens nothing: no session id, nothing counted. */
-                        struct mcp_client *gone = find_session(h, new_id, true);
+                        struct mcp_client *gone = find_session(h, new_id, who, true);
                         if (gone) {
                                 mcp_client_end(gone);
                                 mcp_client_unref(gone);
@@ -614,13 +627,13 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         return result;
 }
 
-static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *conn)
+static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *conn, size_t who)
 {
         const char *sid = header(conn, "Mcp-Session-Id");
         if (!sid)
                 return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
                               "Mcp-Session-Id header required");
-        struct mcp_client *c = find_session(h, sid, true);
+        struct mcp_client *c = find_session(h, sid, who, true);
         if (!c)
                 return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
                               "unknown or ended MCP session");
@@ -727,16 +740,17 @@ static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const 
         if (!is_mcp && !is_metrics)
                 return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
                               "not found: the MCP endpoint is /mcp");
-        if (!authorized(h, conn))
+        int who = authorized(h, conn);
+        if (who < 0)
                 return refuse(conn, MHD_HTTP_UNAUTHORIZED, JSONRPC_INVALID_REQUEST,
                               "a valid bearer token is required");
         if (is_metrics)
                 return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4",
                              mcp_server_metrics(h->server), NULL);
         if (strcmp(method, "POST") == 0)
-                return post(h, conn, req);
+                return post(h, conn, req, (size_t)who);
         if (strcmp(method, "DELETE") == 0)
-                return delete_session(h, conn);
+                return delete_session(h, conn, (size_t)who);
         /* No server-initiated stream: this server never sends a request of its own (and
          * 2026-07-28 has no GET at all). */
         return refuse(conn, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_INVALID_REQUEST,
@@ -894,7 +908,14 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         if (fd < 0)
                 return fd;
         int r = allowed_lists(&h, host, port);
-        if (r == 0 && !(h.modern = mcp_client_new_stateless(server)))
+        while (o->tokens && o->tokens[h.n_modern])
+                h.n_modern++;
+        h.n_modern += !h.n_modern;
+        h.modern = calloc(h.n_modern, sizeof(*h.modern));
+        for (size_t i = 0; h.modern && r == 0 && i < h.n_modern; i++)
+                if (!(h.modern[i] = mcp_client_new_stateless(server)))
+                        r = -ENOMEM;
+        if (r == 0 && !h.modern)
                 r = -ENOMEM;
         struct MHD_Daemon *d = NULL;
         if (r == 0)
@@ -934,9 +955,12 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         h.n_sessions = 0;
         pthread_mutex_unlock(&h.lock);
 out:
-        if (h.modern)
-                mcp_client_end(h.modern);
-        mcp_client_unref(h.modern);
+        for (size_t i = 0; h.modern && i < h.n_modern; i++) {
+                if (h.modern[i])
+                        mcp_client_end(h.modern[i]);
+                mcp_client_unref(h.modern[i]);
+        }
+        free(h.modern);
         free(h.sessions);
         free_list(h.hosts);
         free_list(h.origins);

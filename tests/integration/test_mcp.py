@@ -1199,3 +1199,60 @@ class CellNames(unittest.TestCase):
                 self.assertIn("cells[0].name", r.stderr)
                 self.assertIn("^[a-zA-Z0-9_-]{1,64}$", r.stderr)
                 self.assertIn(f'try "{fix}"', r.stderr)
+
+
+class TokenScopes(unittest.TestCase):
+    """Each line of --token-file is one client's token: the MCP sessions and the 2026-07-28
+    session handles it opens are reached only with it."""
+
+    def setUp(self):
+        d = tempdir(self)
+        path = os.path.join(d, "tokens")
+        with open(path, "w") as f:
+            f.write("alpha-token\n\nbeta-token\r\n")
+        self.server = Http(small_config(d), "--token-file", path)
+        self.addCleanup(self.server.stop)
+        self.a = {"Authorization": "Bearer alpha-token"}
+        self.b = {"Authorization": "Bearer beta-token"}
+
+    def modern_call(self, auth, i, args, name="ruby"):
+        message = modern(i, "tools/call", {"name": name, "arguments": args})
+        status, _, text = self.server.post(message, dict(modern_headers(message), **auth))
+        self.assertEqual(status, 200, text)
+        return json.loads(text)["result"]
+
+    def test_handles_belong_to_their_token(self):
+        r = self.modern_call(self.a, 1, {"code": "x = 41", "session": "new"})
+        handle = r["structuredContent"]["session"]["id"]
+        self.assertEqual(self.modern_call(self.a, 2, {"code": "x + 1", "session": handle})
+                         ["structuredContent"]["value"], 42)
+        r = self.modern_call(self.b, 3, {"code": "x", "session": handle})
+        self.assertIs(r["isError"], True, r)
+        self.assertIn("not one this server gave you", text_of(r))
+        listed = self.modern_call(self.b, 4, {"action": "list"}, name="sessions")
+        self.assertEqual(listed["structuredContent"]["sessions"], [])
+        listed = self.modern_call(self.a, 5, {"action": "list"}, name="sessions")
+        self.assertEqual(listed["structuredContent"]["sessions"],
+                         [{"tool": "ruby", "session": handle}])
+
+    def test_an_mcp_session_belongs_to_its_token(self):
+        sid = self.server.initialize(self.a)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        self.assertEqual(self.server.post(ping, dict(self.a, **{"Mcp-Session-Id": sid}))[0], 200)
+        status, _, _ = self.server.post(ping, dict(self.b, **{"Mcp-Session-Id": sid}))
+        self.assertEqual(status, 404)
+        status, _, _ = self.server.post("", dict(self.b, **{"Mcp-Session-Id": sid}),
+                                        method="DELETE")
+        self.assertEqual(status, 404)
+        self.assertEqual(self.server.post(ping, dict(self.a, **{"Mcp-Session-Id": sid}))[0], 200)
+
+    def test_a_file_without_a_token_is_refused(self):
+        from harness import codecell
+        d = tempdir(self)
+        path = os.path.join(d, "empty")
+        with open(path, "w") as f:
+            f.write("\n \n")
+        r = codecell("serve", "--config", small_config(d), "--http", "127.0.0.1:0",
+                     "--token-file", path, stdin="")
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("the file holds no token", r.stderr)
