@@ -233,9 +233,8 @@ void mcp_log(struct mcp_client *c, const struct mcp_call *call, struct mcp_sink 
         char text[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(text, sizeof(text), fmt, ap);
+        jsonrpc_vformat(text, sizeof(text), fmt, ap);
         va_end(ap);
-        utf8_trim_cut(text);
         (void)mcp_notify(
                 sink, jsonrpc_notification("notifications/message",
                                            json_pack("{s:s, s:s, s:s}", "level", log_levels[level],
@@ -386,9 +385,10 @@ json_t *mcp_tool_error(const struct mcp_call *call, const json_t *id, const char
         char text[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(text, sizeof(text), fmt, ap);
+        jsonrpc_vformat(text, sizeof(text), fmt, ap);
         va_end(ap);
-        utf8_trim_cut(text);
+        /* What the client sent is quoted cut on a character boundary, so the text is valid
+         * UTF-8 and the result can be built. */
         return mcp_result(call, id,
                           json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
                                     text, "isError", 1));

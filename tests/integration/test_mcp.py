@@ -17,6 +17,20 @@ def setUpModule():
     become_subreaper()
 
 
+class InitializedStdio:
+    """setUp: a server on stdio, initialized; it must end cleanly (exit 0) after the test."""
+
+    def setUp(self):
+        self.dir = tempdir(self)
+        self.peer = Stdio(small_config(self.dir))
+        self.addCleanup(self.finish)
+        self.peer.request(INIT)
+
+    def finish(self):
+        code, err = self.peer.close()
+        self.assertEqual(code, 0, err)
+
+
 def call(i, code, **extra):
     args = {"code": code}
     args.update(extra.pop("args", {}))
@@ -427,19 +441,9 @@ def frame_from_ruby(t):
             % json.dumps(t))
 
 
-class Utf8Answers(unittest.TestCase):
+class Utf8Answers(InitializedStdio, unittest.TestCase):
     """Text that names what the client or the guest sent is cut on a character boundary, and
     every request gets its answer."""
-
-    def setUp(self):
-        self.dir = tempdir(self)
-        self.peer = Stdio(small_config(self.dir))
-        self.addCleanup(self.finish)
-        self.peer.request(INIT)
-
-    def finish(self):
-        code, err = self.peer.close()
-        self.assertEqual(code, 0, err)
 
     def test_multibyte_names_and_keys_are_answered_over_stdio(self):
         cases = [
@@ -790,7 +794,7 @@ def text_of(result):
     return "\n".join(c["text"] for c in result["content"])
 
 
-class ToolErrors(unittest.TestCase):
+class ToolErrors(InitializedStdio, unittest.TestCase):
     """SEP-1303: every argument problem is a result with isError and a message that says what to
     send instead, in both eras; the arguments never reach a sandbox."""
 
@@ -814,16 +818,6 @@ class ToolErrors(unittest.TestCase):
         ({"code": "1", "session": "cs_" + "0" * 32},
          "is not one this server gave you"),
     ]
-
-    def setUp(self):
-        self.dir = tempdir(self)
-        self.peer = Stdio(small_config(self.dir))
-        self.addCleanup(self.finish)
-        self.peer.request(INIT)
-
-    def finish(self):
-        code, err = self.peer.close()
-        self.assertEqual(code, 0, err)
 
     def check(self, message, text):
         m = self.peer.request(message)

@@ -5,12 +5,13 @@
 // MCP session (legacy) or a set of stateless requests (modern), so state that outlives a run is
 // only a modern handle over HTTP.
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { startHttpServer } from "./serve.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = process.env.CODECELL_BIN ?? path.join(here, "..", "..", "build", "codecell");
@@ -53,23 +54,8 @@ function result(r) {
   return r.json.result;
 }
 
-function startHttpServer() {
-  const server = spawn(bin, ["serve", "--config", config, "--http", "127.0.0.1:0"], {
-    stdio: ["ignore", "inherit", "pipe"],
-  });
-  return new Promise((resolve, reject) => {
-    let err = "";
-    server.stderr.on("data", (chunk) => {
-      err += chunk;
-      const m = err.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve({ server, url: m[1] });
-    });
-    server.on("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-}
-
 let http;
-before(async () => (http = await startHttpServer()));
+before(async () => (http = await startHttpServer(bin, config)));
 after(() => http.server.kill("SIGTERM"));
 
 const targets = {

@@ -4,12 +4,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { startHttpServer } from "./serve.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = process.env.CODECELL_BIN ?? path.join(here, "..", "..", "build", "codecell");
@@ -26,21 +26,6 @@ base.cells[0].mounts = [
 fs.writeFileSync(config, JSON.stringify(base));
 process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
 
-// Starts `codecell serve --http 127.0.0.1:0` and resolves with its URL once it listens.
-function startHttpServer() {
-  const server = spawn(bin, ["serve", "--config", config, "--http", "127.0.0.1:0"], {
-    stdio: ["ignore", "inherit", "pipe"],
-  });
-  return new Promise((resolve, reject) => {
-    let err = "";
-    server.stderr.on("data", (chunk) => {
-      err += chunk;
-      const m = err.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve({ server, url: new URL(m[1]) });
-    });
-    server.on("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-}
 
 function stopped(child) {
   return new Promise((resolve) => {
@@ -55,8 +40,8 @@ const transports = {
     return { transport, stop: async () => {} };
   },
   http: async () => {
-    const { server, url } = await startHttpServer();
-    const transport = new StreamableHTTPClientTransport(url);
+    const { server, url } = await startHttpServer(bin, config);
+    const transport = new StreamableHTTPClientTransport(new URL(url));
     return {
       transport,
       stop: async () => {
