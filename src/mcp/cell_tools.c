@@ -713,7 +713,9 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         if (session)
                 snprintf(scoped, sizeof(scoped), "%s%s", c->prefix, session);
         codecell_error err = {0};
-        struct inflight f = {.id = (json_t *)id, .cancel = codecell_cancel_new(&err)};
+        struct inflight f = {.id = (json_t *)id,
+                             .cancel = codecell_cancel_new(&err),
+                             .origin = call->origin};
         if (!f.cancel) {
                 give_slot(s);
                 json_decref(empty);

@@ -27,6 +27,7 @@
 
 #define SESSION_ID_BYTES 16
 #define SSE_KEEPALIVE_MS 15000
+#define PEER_CHECK_MS 200
 
 struct http_session {
         char id[SESSION_ID_BYTES * 2 + 1];
@@ -242,6 +243,7 @@ struct stream {
         char *buf;
         size_t off, len, cap; /* buf[off, len) is still to send */
         bool done;            /* the handler has returned: end the stream once buf is sent */
+        int fd;               /* the connection's socket, watched for the client going away */
         unsigned refs;        /* the handler thread and the response */
         struct http *http;
         struct mcp_server *server;
@@ -317,17 +319,35 @@ static void *stream_run(void *arg)
         return NULL;
 }
 
+/* Whether the client has closed the connection (or shut it for writing): a stream that waits
+ * for its next event writes nothing, so libmicrohttpd would learn it only at the keep-alive. */
+static bool peer_gone(int fd)
+{
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
         (void)pos;
         struct stream *st = cls;
         pthread_mutex_lock(&st->lock);
+        double quiet_since = monotonic_ms();
         while (st->len == st->off && !st->done) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += SSE_KEEPALIVE_MS / 1000;
-                if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) == ETIMEDOUT &&
-                    st->len == st->off && !st->done) {
+                ts.tv_nsec += PEER_CHECK_MS * 1000000L;
+                ts.tv_sec += ts.tv_nsec / 1000000000L;
+                ts.tv_nsec %= 1000000000L;
+                if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) != ETIMEDOUT ||
+                    st->len != st->off || st->done)
+                        continue;
+                if (peer_gone(st->fd)) {
+                        /* Ends the response: stream_closed() then cancels a modern call. */
+                        pthread_mutex_unlock(&st->lock);
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+                }
+                if (monotonic_ms() - quiet_since >= SSE_KEEPALIVE_MS) {
                         /* A comment line keeps proxies from closing a quiet stream. */
                         pthread_mutex_unlock(&st->lock);
                         static const char keepalive[] = ": keepalive\n\n";
@@ -359,14 +379,8 @@ static void stream_closed(void *cls)
         pthread_mutex_unlock(&st->lock);
         /* 2026-07-28: a response stream closed before its answer cancels the request (the
          * earlier revisions say a disconnect is not a cancellation). */
-        if (running && mcp_message_modern(st->message)) {
-                json_t *cancel = json_pack("{s:s, s:s, s:{s:O}}", "jsonrpc", "2.0", "method",
-                                           "notifications/cancelled", "params", "requestId",
-                                           json_object_get(st->message, "id"));
-                if (cancel)
-                        mcp_handle(st->server, st->client, cancel, JSONRPC_NOTIFICATION, NULL);
-                json_decref(cancel);
-        }
+        if (running && mcp_message_modern(st->message))
+                mcp_cancel_answering(st->client, &st->sink);
         stream_unref(st);
 }
 
@@ -385,6 +399,9 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         st->server = h->server;
         st->client = mcp_client_ref(client);
         st->message = json_incref(message);
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        st->fd = info ? info->connect_fd : -1;
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
                                                                    stream_read, st, stream_closed);
         pthread_t thread;

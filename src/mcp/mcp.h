@@ -67,6 +67,9 @@ bool mcp_message_modern(const json_t *message);
  * runs; safe to call from many threads at once. */
 void mcp_handle(struct mcp_server *server, struct mcp_client *client, const json_t *message,
                 enum jsonrpc_kind kind, struct mcp_sink *sink);
+/* Cancels the 2026-07-28 calls whose answer goes to sink: their HTTP stream was closed. (By
+ * request id would not do: stateless clients share a client and may reuse ids.) */
+void mcp_cancel_answering(struct mcp_client *client, const struct mcp_sink *sink);
 /* Parses text and handles it; a malformed text gets its JSON-RPC error through the sink. */
 void mcp_handle_text(struct mcp_server *server, struct mcp_client *client, const char *text,
                      size_t len, struct mcp_sink *sink);

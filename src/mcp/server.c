@@ -344,6 +344,15 @@ static json_t *set_level(struct mcp_client *c, const json_t *id, const json_t *p
                              "critical, alert, emergency");
 }
 
+void mcp_cancel_answering(struct mcp_client *c, const struct mcp_sink *sink)
+{
+        pthread_mutex_lock(&c->lock);
+        for (struct inflight *f = c->inflight; f; f = f->next)
+                if (sink && f->origin == sink)
+                        codecell_cancel_trigger(f->cancel);
+        pthread_mutex_unlock(&c->lock);
+}
+
 static void cancelled(struct mcp_client *c, const json_t *params)
 {
         const json_t *id = json_object_get(params, "requestId");
@@ -469,12 +478,12 @@ static bool call_tool(struct mcp_server *s, struct mcp_client *c, const struct m
 }
 
 static void handle_modern(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
-                          struct mcp_sink *sink, bool *ret_silent)
+                          struct mcp_sink *sink, const struct mcp_sink *origin, bool *ret_silent)
 {
         const char *method = json_string_value(json_object_get(msg, "method"));
         const json_t *params = json_object_get(msg, "params");
         const json_t *id = json_object_get(msg, "id");
-        struct mcp_call call = {.modern = true, .log_level = -1};
+        struct mcp_call call = {.modern = true, .log_level = -1, .origin = origin};
         json_t *problem = modern_problem(id, params, &call);
         if (problem)
                 mcp_answer(sink, problem);
@@ -496,14 +505,15 @@ static void handle_modern(struct mcp_server *s, struct mcp_client *c, const json
 }
 
 static void handle_request(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
-                           struct mcp_sink *sink, bool *ret_silent)
+                           struct mcp_sink *sink, const struct mcp_sink *origin,
+                           bool *ret_silent)
 {
         const char *method = json_string_value(json_object_get(msg, "method"));
         const json_t *params = json_object_get(msg, "params");
         const json_t *id = json_object_get(msg, "id");
         static const struct mcp_call legacy = {.modern = false, .log_level = -1};
         if (mcp_message_modern(msg)) {
-                handle_modern(s, c, msg, sink, ret_silent);
+                handle_modern(s, c, msg, sink, origin, ret_silent);
         } else if (strcmp(method, "initialize") == 0) {
                 if (!json_is_string(json_object_get(params, "protocolVersion")))
                         mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
@@ -545,7 +555,7 @@ void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
         }
         struct answer_guard guard = {.sink.send = guard_send, .out = sink};
         bool silent = false;
-        handle_request(s, c, msg, &guard.sink, &silent);
+        handle_request(s, c, msg, &guard.sink, sink, &silent);
         if (!guard.answered && !silent)
                 answer_failure(sink, id);
 }

@@ -12,6 +12,7 @@ struct inflight {
         struct inflight *next;
         json_t *id;
         codecell_cancel *cancel;
+        const struct mcp_sink *origin; /* mcp_call.origin */
 };
 
 struct mcp_server {
@@ -70,6 +71,9 @@ struct mcp_client {
 struct mcp_call {
         bool modern;   /* 2026-07-28: stateless, per-request _meta, resultType on every result */
         int log_level; /* modern: the request's io.modelcontextprotocol/logLevel, -1 for none */
+        /* The transport's sink of the request's answer: a 2026-07-28 call over HTTP is
+         * cancelled by closing its stream, which names no request id. NULL in the legacy era. */
+        const struct mcp_sink *origin;
 };
 
 /* tools/list entries of every cell (tools.c). NULL when out of memory. */

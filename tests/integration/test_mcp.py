@@ -1250,3 +1250,45 @@ class TokenScopes(unittest.TestCase):
                      "--token-file", path, stdin="")
         self.assertEqual(r.code, 2, r)
         self.assertIn("the file holds no token", r.stderr)
+
+
+class ModernHttpCancel(unittest.TestCase):
+    """2026-07-28 over HTTP: closing a call's event stream cancels that call, and only it (a
+    stateless client sharing the request id goes on)."""
+
+    def test_closing_the_stream_cancels_the_call(self):
+        import http.client
+        d = tempdir(self)
+        out = os.path.join(d, "out")
+        os.mkdir(out)
+        os.chmod(out, 0o777)
+        server = Http(small_config(d, mounts=[{"source": out, "dest": "/out", "mode": "rw"}]))
+        self.addCleanup(server.stop)
+
+        def open_call(name):
+            code = f"sleep 2; File.write('/out/{name}', 'ran'); :{name}"
+            message = modern(1, "tools/call", {"name": "ruby", "arguments": {"code": code}},
+                             progressToken=name)
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            h = dict(modern_headers(message), **{"Content-Type": "application/json",
+                                                  "Accept": "application/json, text/event-stream"})
+            conn.request("POST", "/mcp", body=json.dumps(message), headers=h)
+            r = conn.getresponse()
+            self.assertEqual(r.getheader("Content-Type"), "text/event-stream")
+            return conn, r
+
+        kept, kept_r = open_call("kept")
+        dropped, _ = open_call("dropped")
+        dropped.sock.shutdown(2)
+        dropped.close()
+        messages = sse_messages(kept_r.read().decode())
+        kept.close()
+        self.assertEqual(messages[-1]["result"]["structuredContent"]["value"], "kept", messages)
+        # Once no run is in progress, the dropped call has ended one way or the other: it never
+        # wrote.
+        deadline = time.monotonic() + 60
+        while "codecell_runs_in_progress 0\n" not in server.post(None, {}, "/metrics", "GET")[2]:
+            self.assertLess(time.monotonic(), deadline, "the dropped call never ended")
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(os.path.join(out, "kept")))
+        self.assertFalse(os.path.exists(os.path.join(out, "dropped")), "the closed call ran on")
