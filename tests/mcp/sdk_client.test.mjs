@@ -1,8 +1,11 @@
-// codecell serve driven by the official MCP TypeScript SDK client, over stdio and over
-// Streamable HTTP: the same cases on both transports.
+// codecell serve driven by the official MCP TypeScript SDK clients, over stdio and over
+// Streamable HTTP: the same cases on both transports; the 2025-11-25 era with
+// @modelcontextprotocol/sdk, and 2026-07-28 with @modelcontextprotocol/client (below).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from "@modelcontextprotocol/client";
+import { StdioClientTransport as ModernStdio } from "@modelcontextprotocol/client/stdio";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -234,6 +237,83 @@ for (const [kind, make] of Object.entries(transports)) {
 
     test("ping", async () => {
       assert.deepEqual(await client.ping(), {});
+    });
+  });
+}
+
+// The 2026-07-28 era through the SDK that speaks it (@modelcontextprotocol/client), pinned to
+// that revision: server/discover at connect, then stateless requests; sessions are handles.
+const modern = {
+  stdio: async () => ({
+    transport: new ModernStdio({ command: bin, args: ["serve", "--config", config], stderr: "ignore" }),
+    stop: async () => {},
+  }),
+  http: async () => {
+    const { server, url } = await startHttpServer(bin, config);
+    return {
+      transport: new ModernHttp(new URL(url)),
+      stop: async () => {
+        server.kill("SIGTERM");
+        assert.equal(await stopped(server), 0, "SIGTERM ends the server with exit code 0");
+      },
+    };
+  },
+};
+
+for (const [kind, make] of Object.entries(modern)) {
+  describe(`2026-07-28 over ${kind}`, () => {
+    let client, stop;
+    before(async () => {
+      const made = await make();
+      stop = made.stop;
+      client = new ModernClient(
+        { name: "codecell-tests", version: "1.0.0" },
+        { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+      );
+      await client.connect(made.transport);
+    });
+    after(async () => {
+      await client.close();
+      await stop();
+    });
+    const call = (name, args) => client.callTool({ name, arguments: args });
+
+    test("discovered without initialize; the same tools", async () => {
+      assert.equal(client.getServerVersion()?.name, "codecell");
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "sessions"]);
+      assert.equal(tools[0].inputSchema.properties.session.pattern, "^(new|cs_[0-9a-f]{32})$");
+    });
+
+    test("a handle carries a session; the sessions tool lists and closes it; then it has expired", async () => {
+      const made = await call("ruby", { code: "x = 41", session: "new" });
+      assert.equal(made.isError, false);
+      const handle = made.structuredContent.session.id;
+      assert.match(handle, /^cs_[0-9a-f]{32}$/);
+      assert.equal(made.structuredContent.session.created, true);
+      const used = await call("ruby", { code: "x + 1", session: handle });
+      assert.equal(used.structuredContent.value, 42);
+      assert.equal(used.structuredContent.session.created, false);
+      const list = await call("sessions", { action: "list" });
+      assert.ok(list.structuredContent.sessions.some((s) => s.session === handle));
+      const closed = await call("sessions", { action: "close", session: handle });
+      assert.deepEqual(closed.structuredContent.closed, [{ tool: "ruby", session: handle }]);
+      const expired = await call("ruby", { code: "x", session: handle });
+      assert.equal(expired.isError, true);
+      assert.match(expired.content[0].text, /has expired/);
+    });
+
+    test("bad arguments are tool errors; an unknown tool is a protocol error", async () => {
+      for (const [args, text] of [
+        [{}, /Missing argument "code"/],
+        [{ code: "1", session: "mine" }, /"session" must be "new"/],
+        [{ code: "1", session: `cs_${"0".repeat(32)}` }, /not one this server gave you/],
+      ]) {
+        const r = await call("ruby", args);
+        assert.equal(r.isError, true);
+        assert.match(r.content[0].text, text);
+      }
+      await assert.rejects(call("nope", { code: "1" }), (e) => e.code === -32602);
     });
   });
 }
