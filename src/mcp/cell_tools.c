@@ -644,9 +644,9 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
 
 /* The note and structured member that tell a session call's answer apart: the session's id
  * and whether this call created it. */
-static void describe_session(const struct mcp_call *call, const char *session, bool created,
-                             bool evicted, char *note, size_t note_size, char *member,
-                             size_t member_size)
+static void describe_session(const struct mcp_call *call, const char *session, bool by_default,
+                             bool created, bool evicted, char *note, size_t note_size,
+                             char *member, size_t member_size)
 {
         json_t *id = json_string(session);
         char *id_text = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
@@ -656,6 +656,10 @@ static void describe_session(const struct mcp_call *call, const char *session, b
         free(id_text);
         if (evicted)
                 snprintf(note, note_size, "%s", evicted_note);
+        else if (created && by_default)
+                snprintf(note, note_size,
+                         "Your default session was created by this call: nothing from earlier "
+                         "calls is in it; later calls without \"session\" run in it.");
         else if (created && call->modern)
                 snprintf(note, note_size,
                          "Session %s was created by this call. Pass \"session\": \"%s\" to later "
@@ -699,6 +703,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         }
         if (!*session)
                 session = NULL;
+        bool by_default = session && !json_object_get(args, "session");
         const char *busy = take_slot(s);
         if (busy) {
                 json_decref(empty);
@@ -777,8 +782,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         }
         char note[512], member[160];
         if (session)
-                describe_session(call, session, created || evicted, evicted, note, sizeof(note),
-                                 member, sizeof(member));
+                describe_session(call, session, by_default, created || evicted, evicted, note,
+                                 sizeof(note), member, sizeof(member));
         if (session && status != CODECELL_STATUS_OK && status != CODECELL_STATUS_ERROR) {
                 /* A limit or a dead interpreter ended the session (the result says its state
                  * was lost): it is closed now, so that the next call under the name says it

@@ -992,6 +992,7 @@ class SessionTool(unittest.TestCase):
         # py has a default session: a call without "session" runs there, and says so.
         r = self.post(a, call(2, "z = 5", name="py"))
         self.assertEqual(r["structuredContent"]["session"], {"id": "default", "created": True})
+        self.assertIn("Your default session was created by this call", text_of(r))
         r = self.post(a, call(3, "z", name="py"))
         self.assertEqual(r["structuredContent"]["value"], 5, r)
         self.assertIs(r["structuredContent"]["session"]["created"], False)
