@@ -174,10 +174,10 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                 case OPT_ALLOW_HOST:
                 case OPT_ALLOW_ORIGIN:
                 case OPT_CORS_ORIGIN: {
-                        size_t *n = c == OPT_ALLOW_HOST     ? &f->n_hosts
+                        size_t *n = c == OPT_ALLOW_HOST    ? &f->n_hosts
                                     : c == OPT_CORS_ORIGIN ? &f->n_cors
                                                            : &f->n_origins;
-                        const char **list = c == OPT_ALLOW_HOST     ? f->hosts
+                        const char **list = c == OPT_ALLOW_HOST    ? f->hosts
                                             : c == OPT_CORS_ORIGIN ? f->cors
                                                                    : f->origins;
                         if (*n == MAX_ALLOWED) {

@@ -23,8 +23,8 @@
 
 struct cellset_entry {
         char *name;
-        char *summary; /* the cell's "description" key, or "" */
-        bool sessions; /* the cell offers persistent sessions */
+        char *summary;        /* the cell's "description" key, or "" */
+        bool sessions;        /* the cell offers persistent sessions */
         bool default_session; /* a call without a session name runs in "default" */
         codecell_cell *cell;
 };
@@ -338,8 +338,9 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         bool sessions = true, default_session = false;
         r = load_mounts(l, json_object_get(obj, "mounts"), where, config);
         r = r ?: load_limits(l, json_object_get(obj, "limits"), where, config);
-        r = r ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions,
-                                &default_session);
+        r = r
+                    ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions,
+                                     &default_session);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
         if (r == 0) {
                 codecell_config_set_subprocesses(config, json_is_true(subprocesses));

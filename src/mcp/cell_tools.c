@@ -152,15 +152,15 @@ json_t *mcp_tools_build(struct mcp_server *s, bool modern)
                 /* The truth about what a call can do: never the network; the host's files
                  * only through read-write folders; anything a host tool does. */
                 bool reaches_out = info.tools > 0;
-                json_t *tool = json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
-                                         "name", codecell_cellset_name(s->cells, i), "title", title,
-                                         "description", description, "inputSchema",
-                                         input_schema(codecell_cellset_sessions(s->cells, i),
-                                                      modern),
-                                         "outputSchema", result_schema(), "annotations", "title",
-                                         title, "readOnlyHint", !info.writes_host && !reaches_out,
-                                         "destructiveHint", info.writes_host || reaches_out,
-                                         "idempotentHint", 0, "openWorldHint", reaches_out);
+                json_t *tool =
+                        json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
+                                  codecell_cellset_name(s->cells, i), "title", title, "description",
+                                  description, "inputSchema",
+                                  input_schema(codecell_cellset_sessions(s->cells, i), modern),
+                                  "outputSchema", result_schema(), "annotations", "title", title,
+                                  "readOnlyHint", !info.writes_host && !reaches_out,
+                                  "destructiveHint", info.writes_host || reaches_out,
+                                  "idempotentHint", 0, "openWorldHint", reaches_out);
                 free(description);
                 if (!description || json_array_append_new(tools, tool) < 0) {
                         json_decref(tools);
@@ -230,8 +230,9 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
                 return true;
         }
         if (!json_is_string(code) || json_string_length(code) == 0) {
-                snprintf(why, n, "\"code\" must be a non-empty string holding the whole program "
-                                 "(not %s).",
+                snprintf(why, n,
+                         "\"code\" must be a non-empty string holding the whole program "
+                         "(not %s).",
                          json_is_string(code) ? "an empty string" : "another JSON type");
                 return true;
         }
@@ -239,10 +240,10 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
                 const char *name = json_string_value(session);
                 bool ok;
                 if (modern) {
-                        ok = name && (strcmp(name, "new") == 0 ||
-                                      (strlen(name) == MCP_HANDLE_LEN &&
-                                       strncmp(name, "cs_", 3) == 0 &&
-                                       strspn(name + 3, "0123456789abcdef") == 32));
+                        ok = name &&
+                             (strcmp(name, "new") == 0 ||
+                              (strlen(name) == MCP_HANDLE_LEN && strncmp(name, "cs_", 3) == 0 &&
+                               strspn(name + 3, "0123456789abcdef") == 32));
                 } else {
                         ok = name && *name && strlen(name) <= MCP_SESSION_NAME_MAX;
                         for (const char *p = name; ok && *p; p++)
@@ -270,9 +271,10 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
                 return true;
         }
         if (json_is_true(reset) && !session && !by_default) {
-                snprintf(why, n, "\"reset\": true needs \"session\": name the session to start "
-                                 "afresh, or leave out \"reset\" (a call without a session "
-                                 "always starts fresh).");
+                snprintf(why, n,
+                         "\"reset\": true needs \"session\": name the session to start "
+                         "afresh, or leave out \"reset\" (a call without a session "
+                         "always starts fresh).");
                 return true;
         }
         return false;
@@ -614,8 +616,9 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
                 return session;
         if (strcmp(session, "new") == 0) {
                 if (mcp_session_handle_new(c, handle) < 0) {
-                        snprintf(why, n, "No session could be started (out of memory): run this "
-                                         "code without \"session\", or try again shortly.");
+                        snprintf(why, n,
+                                 "No session could be started (out of memory): run this "
+                                 "code without \"session\", or try again shortly.");
                         return NULL;
                 }
                 return handle;
@@ -645,8 +648,8 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
 /* The note and structured member that tell a session call's answer apart: the session's id
  * and whether this call created it. */
 static void describe_session(const struct mcp_call *call, const char *session, bool by_default,
-                             bool created, bool evicted, char *note, size_t note_size,
-                             char *member, size_t member_size)
+                             bool created, bool evicted, char *note, size_t note_size, char *member,
+                             size_t member_size)
 {
         json_t *id = json_string(session);
         char *id_text = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
@@ -718,9 +721,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         if (session)
                 snprintf(scoped, sizeof(scoped), "%s%s", c->prefix, session);
         codecell_error err = {0};
-        struct inflight f = {.id = (json_t *)id,
-                             .cancel = codecell_cancel_new(&err),
-                             .origin = call->origin};
+        struct inflight f = {
+                .id = (json_t *)id, .cancel = codecell_cancel_new(&err), .origin = call->origin};
         if (!f.cancel) {
                 give_slot(s);
                 json_decref(empty);

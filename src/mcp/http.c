@@ -52,7 +52,7 @@ struct http {
          * token that authorized the request (docs/mcp.md). */
         struct mcp_client **modern;
         size_t n_modern;
-        pthread_mutex_t lock;    /* guards sessions */
+        pthread_mutex_t lock; /* guards sessions */
         struct http_session *sessions;
         size_t n_sessions;
         /* Event-stream handlers still running (they may outlive their connection). */
@@ -430,9 +430,7 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         return ok;
 }
 
-/* ---- POST /mcp ---------------------------------------------------------------------- */
-
-/* ---- 2026-07-28 ---------------------------------------------------------------------- */
+/* ---- POST /mcp: 2026-07-28 ------------------------------------------------------------ */
 
 #define HEADER_MISMATCH (-32020)
 
@@ -443,8 +441,8 @@ static bool header_mismatch(struct MHD_Connection *conn, const json_t *msg, char
 {
         const json_t *params = json_object_get(msg, "params");
         const char *method = json_string_value(json_object_get(msg, "method"));
-        const char *body_version =
-                json_string_value(json_object_get(json_object_get(params, "_meta"), MCP_META_VERSION));
+        const char *body_version = json_string_value(
+                json_object_get(json_object_get(params, "_meta"), MCP_META_VERSION));
         const char *version = header(conn, "MCP-Protocol-Version");
         const char *mcp_method = header(conn, "Mcp-Method");
         if (!version || (body_version && strcmp(version, body_version) != 0)) {
@@ -469,7 +467,7 @@ static bool header_mismatch(struct MHD_Connection *conn, const json_t *msg, char
         bool bad = !name || strcmp(name, body_name) != 0;
         if (bad)
                 snprintf(why, n, "Mcp-Name header %s params.%s",
-                         !raw ? "missing: it must repeat"
+                         !raw   ? "missing: it must repeat"
                          : name ? "does not match"
                                 : "is not valid Base64 in =?base64?…?=, so cannot match",
                          key);
@@ -486,7 +484,8 @@ static unsigned modern_status(const char *answer)
         if (!answer || strlen(answer) > 65536)
                 return MHD_HTTP_OK;
         json_t *msg = json_loads(answer, 0, NULL);
-        json_int_t code = json_integer_value(json_object_get(json_object_get(msg, "error"), "code"));
+        json_int_t code =
+                json_integer_value(json_object_get(json_object_get(msg, "error"), "code"));
         json_decref(msg);
         if (code == JSONRPC_METHOD_NOT_FOUND)
                 return MHD_HTTP_NOT_FOUND;
@@ -534,16 +533,17 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
         } else {
                 struct json_sink js = {.sink.send = json_sink_send};
                 mcp_handle(h->server, modern, msg, kind, &js.sink);
-                char *answer = js.answer ? js.answer
-                                         : jsonrpc_text_free(jsonrpc_error(
-                                                   id, JSONRPC_REQUEST_CANCELLED,
-                                                   "the request was cancelled"));
+                char *answer =
+                        js.answer ? js.answer
+                                  : jsonrpc_text_free(jsonrpc_error(id, JSONRPC_REQUEST_CANCELLED,
+                                                                    "the request was cancelled"));
                 result = reply(conn, modern_status(answer), "application/json", answer, NULL);
         }
         json_decref(msg);
         return result;
 }
 
+/* ---- POST /mcp: the initialize era ------------------------------------------------------ */
 
 /* Whether the text of an answer to initialize is a result (not an error). */
 static bool initialized(const char *answer)
@@ -715,8 +715,8 @@ static enum MHD_Result preflight(struct MHD_Connection *conn)
                 return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
                               "Origin not allowed to call this server from a browser (see "
                               "--cors-origin)");
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, (char *)"",
-                                                                 MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r =
+                MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
         if (!r)
                 return MHD_NO;
         MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE, OPTIONS");

@@ -60,7 +60,6 @@ bool mcp_protocol_supported(const char *version);
  * a version we do not speak is answered as that era answers it). */
 bool mcp_message_modern(const json_t *message);
 
-
 /* Handles one parsed message of the given kind: a request gets exactly one answer through the
  * sink, unless it is cancelled (then none), whatever fails while the answer is built (then a
  * plain internal error); notifications get none. Blocks while a tools/call

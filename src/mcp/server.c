@@ -63,8 +63,9 @@ struct mcp_server *mcp_server_new(codecell_cellset *cells, const struct mcp_serv
                 if (codecell_cellset_sessions(cells, i))
                         /* Named apart from the cells: a cell may be called "sessions". */
                         snprintf(s->sessions_tool, sizeof(s->sessions_tool), "%s",
-                                 codecell_cellset_find(cells, "sessions") < 0 ? "sessions"
-                                                                              : "codecell_sessions");
+                                 codecell_cellset_find(cells, "sessions") < 0
+                                         ? "sessions"
+                                         : "codecell_sessions");
         s->tools = s->metrics ? mcp_tools_build(s, false) : NULL;
         s->tools_modern = s->tools ? mcp_tools_build(s, true) : NULL;
         if (!s->tools_modern) {
@@ -366,7 +367,8 @@ static void cancelled(struct mcp_client *c, const json_t *params)
 }
 
 #define SERVER_INFO_JSON                                                                           \
-        "{\"name\":\"codecell\",\"title\":\"codecell sandboxes\",\"version\":\"" CODECELL_VERSION "\"}"
+        "{\"name\":\"codecell\",\"title\":\"codecell sandboxes\",\"version\":\"" CODECELL_VERSION  \
+        "\"}"
 
 const char *mcp_result_fields(const struct mcp_call *call)
 {
@@ -423,13 +425,13 @@ static json_t *modern_problem(const json_t *id, const json_t *params, struct mcp
                 return jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
                                      "params._meta[\"" MCP_META_VERSION "\"] must be a string");
         if (strcmp(json_string_value(version), MCP_MODERN_PROTOCOL) != 0) {
-                json_t *e = jsonrpc_error(id, UNSUPPORTED_PROTOCOL_VERSION,
-                                          "Unsupported protocol version \"%.*s\" (this server "
-                                          "speaks " MCP_MODERN_PROTOCOL " per request, and "
-                                          LATEST_PROTOCOL ", 2025-06-18, 2025-03-26 after "
-                                          "initialize)",
-                                          utf8_prefix(json_string_value(version), 40),
-                                          json_string_value(version));
+                json_t *e = jsonrpc_error(
+                        id, UNSUPPORTED_PROTOCOL_VERSION,
+                        "Unsupported protocol version \"%.*s\" (this server "
+                        "speaks " MCP_MODERN_PROTOCOL " per request, and " LATEST_PROTOCOL
+                        ", 2025-06-18, 2025-03-26 after "
+                        "initialize)",
+                        utf8_prefix(json_string_value(version), 40), json_string_value(version));
                 json_object_set_new(json_object_get(e, "error"), "data",
                                     json_pack("{s:o, s:O}", "supported", supported_versions(),
                                               "requested", version));
@@ -452,9 +454,9 @@ static json_t *discover(const struct mcp_call *call, const json_t *id)
 {
         return mcp_result(call, id,
                           json_pack("{s:o, s:{s:{s:b}, s:{}}, s:s, s:i, s:s}", "supportedVersions",
-                                    supported_versions(), "capabilities", "tools", "listChanged",
-                                    0, "logging", "instructions", instructions, "ttlMs",
-                                    LIST_TTL_MS, "cacheScope", "public"));
+                                    supported_versions(), "capabilities", "tools", "listChanged", 0,
+                                    "logging", "instructions", instructions, "ttlMs", LIST_TTL_MS,
+                                    "cacheScope", "public"));
 }
 
 /* tools/call: a cell, or the companion tool of sessions. */
@@ -490,10 +492,10 @@ static void handle_modern(struct mcp_server *s, struct mcp_client *c, const json
         else if (strcmp(method, "server/discover") == 0)
                 mcp_answer(sink, discover(&call, id));
         else if (strcmp(method, "tools/list") == 0)
-                mcp_answer(sink, mcp_result(&call, id,
-                                            json_pack("{s:O, s:i, s:s}", "tools", s->tools_modern,
-                                                      "ttlMs", LIST_TTL_MS, "cacheScope",
-                                                      "public")));
+                mcp_answer(sink,
+                           mcp_result(&call, id,
+                                      json_pack("{s:O, s:i, s:s}", "tools", s->tools_modern,
+                                                "ttlMs", LIST_TTL_MS, "cacheScope", "public")));
         else if (strcmp(method, "tools/call") == 0)
                 *ret_silent = !call_tool(s, c, &call, id, params, sink);
         else
@@ -505,8 +507,7 @@ static void handle_modern(struct mcp_server *s, struct mcp_client *c, const json
 }
 
 static void handle_request(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
-                           struct mcp_sink *sink, const struct mcp_sink *origin,
-                           bool *ret_silent)
+                           struct mcp_sink *sink, const struct mcp_sink *origin, bool *ret_silent)
 {
         const char *method = json_string_value(json_object_get(msg, "method"));
         const json_t *params = json_object_get(msg, "params");
@@ -529,13 +530,14 @@ static void handle_request(struct mcp_server *s, struct mcp_client *c, const jso
         } else if (strcmp(method, "logging/setLevel") == 0) {
                 mcp_answer(sink, set_level(c, id, params));
         } else {
-                mcp_answer(sink, jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
-                                               "method \"%.*s\" not found (this server offers "
-                                               "initialize, ping, tools/list, tools/call, "
-                                               "logging/setLevel; and, with "
-                                               "_meta[\"" MCP_META_VERSION "\"] = \""
-                                               MCP_MODERN_PROTOCOL "\", server/discover)",
-                                               utf8_prefix(method, 100), method));
+                mcp_answer(sink,
+                           jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+                                         "method \"%.*s\" not found (this server offers "
+                                         "initialize, ping, tools/list, tools/call, "
+                                         "logging/setLevel; and, with "
+                                         "_meta[\"" MCP_META_VERSION "\"] = \"" MCP_MODERN_PROTOCOL
+                                         "\", server/discover)",
+                                         utf8_prefix(method, 100), method));
         }
 }
 

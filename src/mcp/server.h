@@ -28,7 +28,7 @@ struct mcp_server {
         struct mcp_client **clients;
         size_t n_clients;
         size_t n_stateless; /* of them, clients of 2026-07-28 requests (not MCP sessions) */
-        size_t runs; /* tools/call running now */
+        size_t runs;        /* tools/call running now */
         unsigned long long next_client;
         bool stopping;
 };
@@ -51,7 +51,7 @@ struct mcp_client {
         unsigned refs;
         bool ended;
         bool stateless; /* mcp_client_new_stateless() */
-        int log_level; /* messages at or above are sent; -1 until the client sets one */
+        int log_level;  /* messages at or above are sent; -1 until the client sets one */
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */
         char prefix[24];
@@ -105,8 +105,7 @@ int mcp_answer(struct mcp_sink *sink, json_t *message);
 int mcp_notify(struct mcp_sink *sink, json_t *message);
 /* notifications/message to the client when level passes its threshold. */
 void mcp_log(struct mcp_client *client, const struct mcp_call *call, struct mcp_sink *sink,
-             enum mcp_log_level level, const char *fmt, ...)
-        __attribute__((format(printf, 5, 6)));
+             enum mcp_log_level level, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Longest session name a client may choose: the rest of 64 is the client's prefix. */
 #define MCP_SESSION_NAME_MAX 40

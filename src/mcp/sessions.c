@@ -101,7 +101,8 @@ json_t *mcp_sessions_tool(struct mcp_server *s, bool modern)
         json_t *cells = json_array();
         for (size_t i = 0; cells && i < codecell_cellset_size(s->cells); i++)
                 if (codecell_cellset_sessions(s->cells, i))
-                        json_array_append_new(cells, json_string(codecell_cellset_name(s->cells, i)));
+                        json_array_append_new(cells,
+                                              json_string(codecell_cellset_name(s->cells, i)));
         char description[1024];
         snprintf(description, sizeof(description),
                  "Lists or closes your persistent code sessions of the other tools (those you "
@@ -122,9 +123,9 @@ json_t *mcp_sessions_tool(struct mcp_server *s, bool modern)
                        : "With close: the session name to end (omit to end all of yours)",
                 "tool", "type", "string", "enum", cells, "description",
                 "Only the sessions of this tool", "required", "action", "additionalProperties", 0,
-                "outputSchema", "type", "object", "properties", "sessions", session_list_schema(), "closed",
-                session_list_schema(), "annotations", "title", "Code sessions", "readOnlyHint", 0,
-                "destructiveHint", 1, "idempotentHint", 1, "openWorldHint", 0);
+                "outputSchema", "type", "object", "properties", "sessions", session_list_schema(),
+                "closed", session_list_schema(), "annotations", "title", "Code sessions",
+                "readOnlyHint", 0, "destructiveHint", 1, "idempotentHint", 1, "openWorldHint", 0);
 }
 
 /* What is wrong with the companion tool's arguments, written into why, or false; sets *ret_cell
@@ -149,13 +150,15 @@ static bool bad_sessions_arguments(struct mcp_server *s, const json_t *args, int
         const json_t *tool = json_object_get(args, "tool");
         *ret_cell = -1;
         if (!action || (strcmp(action, "list") && strcmp(action, "close"))) {
-                snprintf(why, n, "Pass \"action\": \"list\" to see your sessions, or \"action\": "
-                                 "\"close\" to end them.");
+                snprintf(why, n,
+                         "Pass \"action\": \"list\" to see your sessions, or \"action\": "
+                         "\"close\" to end them.");
                 return true;
         }
         if (session && (!json_is_string(session) || json_string_length(session) == 0)) {
-                snprintf(why, n, "\"session\" must be the non-empty name or handle of one of your "
-                                 "sessions (see \"action\": \"list\"), or left out to mean all.");
+                snprintf(why, n,
+                         "\"session\" must be the non-empty name or handle of one of your "
+                         "sessions (see \"action\": \"list\"), or left out to mean all.");
                 return true;
         }
         if (tool) {
@@ -207,8 +210,8 @@ void mcp_sessions_call(struct mcp_server *s, struct mcp_client *c, const struct 
                                 if (codecell_session_close(cell, scoped, NULL) < 0)
                                         continue;
                         }
-                        json_array_append_new(found, json_pack("{s:s, s:s}", "tool", tool,
-                                                               "session", names[k]));
+                        json_array_append_new(
+                                found, json_pack("{s:s, s:s}", "tool", tool, "session", names[k]));
                         fprintf(f, "\n- %s: %s", tool, names[k]);
                 }
                 free_names(names);

@@ -79,8 +79,8 @@ static void *run_job(void *arg)
         return NULL;
 }
 
-static void handle_line(struct mcp_server *s, struct mcp_client *clients[2],
-                        struct stdio_sink *out, struct jobs *jobs, const char *line, size_t len)
+static void handle_line(struct mcp_server *s, struct mcp_client *clients[2], struct stdio_sink *out,
+                        struct jobs *jobs, const char *line, size_t len)
 {
         enum jsonrpc_kind kind;
         json_t *error = NULL;
@@ -179,8 +179,7 @@ int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_mess
                 for (char *nl; (nl = memchr(buf + start, '\n', len - start));) {
                         size_t line_len = (size_t)(nl - (buf + start));
                         if (!skipping && !blank(buf + start, line_len))
-                                handle_line(s, clients, &out, &jobs, buf + start,
-                                            line_len);
+                                handle_line(s, clients, &out, &jobs, buf + start, line_len);
                         skipping = false;
                         start += line_len + 1;
                 }

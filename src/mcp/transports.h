@@ -14,12 +14,12 @@ int mcp_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, size_t max
 
 struct http_options {
         const char *address;          /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
+        const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
+        const char **allowed_origins; /* extra Origin values, NULL-terminated */
         /* Bearer tokens, NULL-terminated, or NULL for none. Each is one authorization context:
          * an MCP session, and the code sessions of 2026-07-28 requests, belong to the token
          * that opened them. */
         const char **tokens;
-        const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
-        const char **allowed_origins; /* extra Origin values, NULL-terminated */
         /* Origins whose pages may call the server from a browser (CORS; "*" for any),
          * NULL-terminated; NULL or empty: none. */
         const char **cors_origins;
