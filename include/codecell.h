@@ -364,6 +364,8 @@ CODECELL_API const char *codecell_cellset_name(const codecell_cellset *set, size
 CODECELL_API const char *codecell_cellset_summary(const codecell_cellset *set, size_t i);
 /* Whether the cell offers persistent sessions ("sessions": {"enabled": false} turns them off). */
 CODECELL_API bool codecell_cellset_sessions(const codecell_cellset *set, size_t i);
+/* Whether a call that names no session runs in a default one ("sessions": {"default": true}). */
+CODECELL_API bool codecell_cellset_default_session(const codecell_cellset *set, size_t i);
 /* The index of the cell of that name, or -1. */
 CODECELL_API int codecell_cellset_find(const codecell_cellset *set, const char *name);
 

@@ -32,9 +32,11 @@ static const char usage[] =
         "      --http [ADDR:]PORT   serve Streamable HTTP instead of stdio, on ADDR\n"
         "                           (default 127.0.0.1; port 0 picks a free port)\n"
         "      --token-file FILE    require \"Authorization: Bearer TOKEN\" (HTTP), TOKEN\n"
-        "                           being the file's first line\n"
+        "                           being any line of the file (one per client)\n"
         "      --allow-host HOST    also accept this Host header (host:port); repeatable\n"
         "      --allow-origin URL   also accept this Origin (http://host:port); repeatable\n"
+        "      --cors-origin URL    let pages from this Origin call the server from a\n"
+        "                           browser (CORS; \"*\" for any); repeatable; none by default\n"
         "      --max-runs N         runs at once across all clients (default 16)\n"
         "      --max-sessions N     MCP sessions at once over HTTP (default 1024)\n"
         "      --max-body SIZE      largest HTTP request body (default 4M)\n"
@@ -57,6 +59,7 @@ enum {
         OPT_TOKEN_FILE,
         OPT_ALLOW_HOST,
         OPT_ALLOW_ORIGIN,
+        OPT_CORS_ORIGIN,
         OPT_MAX_RUNS,
         OPT_MAX_SESSIONS,
         OPT_MAX_BODY,
@@ -72,6 +75,7 @@ static const struct option options[] = {
         {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
         {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+        {"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
         {"max-runs", required_argument, NULL, OPT_MAX_RUNS},
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-body", required_argument, NULL, OPT_MAX_BODY},
@@ -86,26 +90,49 @@ static const struct option options[] = {
 #define WHO "codecell serve"
 #define MAX_ALLOWED 16
 
-/* The token: the file's first line, which must not be empty. */
-static char *read_token(const char *path)
+#define MAX_TOKENS 1024
+
+static void free_tokens(char **tokens)
+{
+        for (size_t i = 0; tokens && tokens[i]; i++)
+                free(tokens[i]);
+        free(tokens);
+}
+
+/* The tokens: every line of the file that is not empty (trailing spaces and CR dropped), at
+ * least one. Each is one client's: what a client opens belongs to its token. */
+static char **read_tokens(const char *path)
 {
         FILE *f = fopen(path, "re");
         if (!f) {
                 fprintf(stderr, WHO ": --token-file %s: %s\n", path, strerror(errno));
                 return NULL;
         }
+        char **tokens = calloc(MAX_TOKENS + 1, sizeof(char *));
         char *line = NULL;
-        size_t cap = 0;
-        ssize_t n = getline(&line, &cap, f);
-        fclose(f);
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-                line[--n] = '\0';
-        if (n <= 0) {
-                fprintf(stderr, WHO ": --token-file %s: the first line is empty\n", path);
-                free(line);
-                return NULL;
+        size_t cap = 0, n_tokens = 0;
+        ssize_t n;
+        while (tokens && (n = getline(&line, &cap, f)) >= 0) {
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
+                        line[--n] = '\0';
+                if (n == 0)
+                        continue;
+                bool full = n_tokens == MAX_TOKENS;
+                if (full || !(tokens[n_tokens++] = strdup(line))) {
+                        fprintf(stderr, WHO ": --token-file %s: %s\n", path,
+                                full ? "over 1024 tokens" : strerror(ENOMEM));
+                        free_tokens(tokens);
+                        tokens = NULL;
+                }
         }
-        return line;
+        free(line);
+        fclose(f);
+        if (tokens && n_tokens == 0) {
+                fprintf(stderr, WHO ": --token-file %s: the file holds no token\n", path);
+                free(tokens);
+                tokens = NULL;
+        }
+        return tokens;
 }
 
 static bool parse_count(const char *flag, const char *text, size_t *ret)
@@ -147,8 +174,8 @@ struct serve_flags {
         const char *log;
         enum oplog_level log_level;
         bool log_content;
-        const char *hosts[MAX_ALLOWED + 1], *origins[MAX_ALLOWED + 1];
-        size_t n_hosts, n_origins;
+        const char *hosts[MAX_ALLOWED + 1], *origins[MAX_ALLOWED + 1], *cors[MAX_ALLOWED + 1];
+        size_t n_hosts, n_origins, n_cors;
         struct mcp_server_options server;
         uint64_t max_body;
         uint64_t client_idle_ms;
@@ -190,11 +217,18 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                         f->token_file = optarg;
                         break;
                 case OPT_ALLOW_HOST:
-                case OPT_ALLOW_ORIGIN: {
-                        size_t *n = c == OPT_ALLOW_HOST ? &f->n_hosts : &f->n_origins;
-                        const char **list = c == OPT_ALLOW_HOST ? f->hosts : f->origins;
+                case OPT_ALLOW_ORIGIN:
+                case OPT_CORS_ORIGIN: {
+                        size_t *n = c == OPT_ALLOW_HOST    ? &f->n_hosts
+                                    : c == OPT_CORS_ORIGIN ? &f->n_cors
+                                                           : &f->n_origins;
+                        const char **list = c == OPT_ALLOW_HOST    ? f->hosts
+                                            : c == OPT_CORS_ORIGIN ? f->cors
+                                                                   : f->origins;
                         if (*n == MAX_ALLOWED) {
-                                fprintf(stderr, WHO ": at most %d of each --allow-*\n",
+                                fprintf(stderr,
+                                        WHO ": at most %d of each of --allow-host, "
+                                            "--allow-origin, --cors-origin\n",
                                         MAX_ALLOWED);
                                 return EXIT_USAGE;
                         }
@@ -263,9 +297,10 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
         }
         if (f->systemd.listen_fd >= 0)
                 f->http = f->systemd.address;
-        if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->client_idle_ms)) {
-                fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin and "
-                                    "--client-idle need --http\n");
+        if (!f->http &&
+            (f->token_file || f->n_hosts || f->n_origins || f->n_cors || f->client_idle_ms)) {
+                fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin, --cors-origin "
+                                    "and --client-idle need --http\n");
                 return EXIT_USAGE;
         }
         return 0;
@@ -305,8 +340,8 @@ int cmd_serve(int argc, char **argv)
                 return EXIT_USAGE;
         }
         log_start(&f);
-        char *token = f.token_file ? read_token(f.token_file) : NULL;
-        if (f.token_file && !token)
+        char **tokens = f.token_file ? read_tokens(f.token_file) : NULL;
+        if (f.token_file && !tokens)
                 return EXIT_USAGE;
         int sfd = signal_fd();
         codecell_error err = {0};
@@ -348,9 +383,10 @@ int cmd_serve(int argc, char **argv)
         if (f.http) {
                 struct listening listening = {.address = f.http, .systemd = &f.systemd};
                 struct http_options o = {.address = f.http,
-                                         .token = token,
+                                         .tokens = (const char **)tokens,
                                          .allowed_hosts = f.hosts,
                                          .allowed_origins = f.origins,
+                                         .cors_origins = f.cors,
                                          .max_body = f.max_body,
                                          .client_idle_ms = f.client_idle_ms
                                                                    ? f.client_idle_ms
@@ -386,7 +422,7 @@ out:
         oplog_close();
         mcp_server_free(server);
         codecell_cellset_free(cells);
-        free(token);
+        free_tokens(tokens);
         if (sfd >= 0)
                 close(sfd);
         return exit_code;

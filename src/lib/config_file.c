@@ -1,6 +1,7 @@
 /* A configuration file of cells and host tools (docs/configuration.md), for `codecell serve`
  * and `codecell describe --config`: validated whole, with errors that name the JSON path of the
  * bad key, before any cell is created. */
+#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include "error.h"
 #include "json_file.h"
 #include "tools.h"
+#include "util.h"
 
 /* A tool's own timeout may not exceed this; the cell's tool_call_ms caps it again per call. */
 #define TOOL_TIMEOUT_MAX_MS 3600000ULL
@@ -22,8 +24,9 @@
 
 struct cellset_entry {
         char *name;
-        char *summary; /* the cell's "description" key, or "" */
-        bool sessions; /* the cell offers persistent sessions */
+        char *summary;        /* the cell's "description" key, or "" */
+        bool sessions;        /* the cell offers persistent sessions */
+        bool default_session; /* a call without a session name runs in "default" */
         codecell_cell *cell;
 };
 
@@ -233,10 +236,11 @@ static int load_limits(struct loader *l, const json_t *limits, const char *where
 }
 
 static int load_sessions(struct loader *l, const json_t *sessions, const char *where,
-                         codecell_config *config, bool *ret_enabled)
+                         codecell_config *config, bool *ret_enabled, bool *ret_default)
 {
-        static const char *const keys[] = {"enabled", "max", "idle_ms", NULL};
+        static const char *const keys[] = {"enabled", "max", "idle_ms", "default", NULL};
         *ret_enabled = true;
+        *ret_default = false;
         if (!sessions)
                 return 0;
         char at[96];
@@ -248,6 +252,12 @@ static int load_sessions(struct loader *l, const json_t *sessions, const char *w
         if (r == 0 && enabled && !json_is_boolean(enabled))
                 return bad(l, EINVAL, "%s.enabled: must be true or false", at);
         *ret_enabled = !enabled || json_is_true(enabled);
+        const json_t *by_default = json_object_get(sessions, "default");
+        if (r == 0 && by_default && !json_is_boolean(by_default))
+                return bad(l, EINVAL, "%s.default: must be true or false", at);
+        if (r == 0 && json_is_true(by_default) && !*ret_enabled)
+                return bad(l, EINVAL, "%s.default: needs sessions enabled", at);
+        *ret_default = json_is_true(by_default);
         char key_at[128];
         const json_t *max = json_object_get(sessions, "max");
         snprintf(key_at, sizeof(key_at), "%s.max", at);
@@ -322,6 +332,44 @@ static int load_image_folder(struct loader *l, const json_t *folder, const char 
         return 0;
 }
 
+/* A cell's name is its MCP tool name: within ^[a-zA-Z0-9_-]{1,64}$, the pattern Claude Desktop
+ * checks (one name outside it withholds every tool of the server) and OpenAI's function names
+ * follow, and starting with a letter. Writes what is wrong, with a name that would do, into
+ * why. */
+static bool cell_name_problem(const char *name, char *why, size_t n)
+{
+        if (!name || !*name) {
+                snprintf(why, n, "must be a non-empty string (the MCP tool name)");
+                return true;
+        }
+        size_t len = strlen(name), bad_at = len;
+        for (size_t k = 0; k < len && bad_at == len; k++)
+                if (!isalnum((unsigned char)name[k]) && name[k] != '_' && name[k] != '-')
+                        bad_at = k;
+        bool letter = isalpha((unsigned char)name[0]);
+        if (bad_at == len && len <= 64 && letter)
+                return false;
+        /* The suggestion: each other character as '_', a letter first, cut to 64. */
+        char fix[65];
+        size_t f = letter ? 0 : (size_t)snprintf(fix, sizeof(fix), "c_");
+        for (size_t k = 0; k < len && f < 64; k++) {
+                unsigned char ch = (unsigned char)name[k];
+                if ((ch & 0xc0) == 0x80)
+                        continue; /* one '_' per UTF-8 character */
+                fix[f++] = isalnum(ch) || ch == '_' || ch == '-' ? (char)ch : '_';
+        }
+        fix[f] = '\0';
+        snprintf(why, n,
+                 "\"%.*s\" is not a name MCP clients accept (%s; tool names must match "
+                 "^[a-zA-Z0-9_-]{1,64}$): try \"%s\"",
+                 utf8_prefix(name, 80), name,
+                 bad_at < len ? "only letters, digits, '_' and '-'"
+                 : !letter    ? "it must start with a letter"
+                              : "at most 64 characters",
+                 fix);
+        return true;
+}
+
 static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cellset_entry *entry)
 {
         static const char *const keys[] = {
@@ -336,8 +384,8 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         if (r < 0)
                 return r;
         const char *name = json_string_value(json_object_get(obj, "name"));
-        const char *problem = tool_name_problem(name);
-        if (problem)
+        char problem[256];
+        if (cell_name_problem(name, problem, sizeof(problem)))
                 return bad(l, EINVAL, "%s.name: %s", where, problem);
         const json_t *language = json_object_get(obj, "language");
         if (!json_is_string(language))
@@ -358,10 +406,12 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         codecell_config *config = codecell_config_new(json_string_value(language), &e);
         if (!config)
                 return bad(l, EINVAL, "%s.language: %s", where, e.message);
-        bool sessions = true;
+        bool sessions = true, default_session = false;
         r = load_mounts(l, json_object_get(obj, "mounts"), where, config);
         r = r ?: load_limits(l, json_object_get(obj, "limits"), where, config);
-        r = r ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions);
+        r = r
+                    ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions,
+                                     &default_session);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
         r = r ?: load_image_folder(l, json_object_get(obj, "image_folder"), where, config);
         r = r ?: load_interpreter(l, obj, where, config);
@@ -386,6 +436,7 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         entry->name = strdup(name);
         entry->summary = strdup(summary ? json_string_value(summary) : "");
         entry->sessions = sessions;
+        entry->default_session = default_session;
         if (!entry->name || !entry->summary)
                 return err_sys(l->err, ENOMEM, "cells");
         return 0;
@@ -487,6 +538,11 @@ const char *codecell_cellset_summary(const codecell_cellset *set, size_t i)
 bool codecell_cellset_sessions(const codecell_cellset *set, size_t i)
 {
         return set && i < set->n && set->entries[i].sessions;
+}
+
+bool codecell_cellset_default_session(const codecell_cellset *set, size_t i)
+{
+        return set && i < set->n && set->entries[i].default_session;
 }
 
 int codecell_cellset_find(const codecell_cellset *set, const char *name)

@@ -14,43 +14,82 @@
 #include "refusals.h"
 #include "server.h"
 
-/* structuredContent: codecell_result_to_model_json with details. */
-static const char result_schema_text[] =
-        "{\"type\":\"object\",\"properties\":{"
-        "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"error\",\"timeout\","
-        "\"fuel_exhausted\",\"memory_limit\",\"sandbox_error\"],"
-        "\"description\":\"ok: the code finished; the others say why it did not\"},"
-        "\"value\":{\"description\":\"status ok: the value of the last expression, as JSON "
-        "(with value_truncated: a string, the start and end of its JSON text)\"},"
-        "\"error\":{\"type\":[\"object\",\"string\"],"
-        "\"description\":\"status error: {class, message, backtrace}; other statuses: what to "
-        "change\"},"
-        "\"exit_status\":{\"type\":\"integer\",\"description\":\"the code called exit\"},"
-        "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-        "\"stdout_truncated\":{\"type\":\"boolean\",\"description\":\"the middle of stdout "
-        "was left out (a marker says how much)\"},"
-        "\"stderr_truncated\":{\"type\":\"boolean\"},"
-        "\"value_truncated\":{\"type\":\"boolean\"},"
-        "\"error_truncated\":{\"type\":\"boolean\"},"
-        "\"cancelled\":{\"type\":\"boolean\"},"
-        "\"duration_ms\":{\"type\":\"number\",\"description\":\"wall-clock time of the run\"},"
-        "\"cpu_ms\":{\"type\":\"number\",\"description\":\"CPU time the code used\"},"
-        "\"memory_peak_bytes\":{\"type\":\"integer\"},"
-        "\"sandbox\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
-        "\"description\":\"the isolation layers in force\"},"
-        "\"images\":{\"type\":\"array\",\"description\":\"the pictures the run handed back, "
-        "in the image content beside the text\",\"items\":{\"type\":\"object\",\"properties\":{"
-        "\"mime_type\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"}}}},"
-        "\"images_omitted\":{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\"},"
-        "\"reason\":{\"type\":\"string\"}}}},"
-        "\"required\":[\"status\",\"duration_ms\"]}";
+/* The members of codecell_result_to_model_json beyond the engine's result, for
+ * result_schema. */
+static int add_model_view_members(json_t *props)
+{
+        int bad = 0;
+        bad |= json_object_set_new(props, "exit_status",
+                                   json_pack("{s:s, s:s}", "type", "integer", "description",
+                                             "the code called exit"));
+        bad |= json_object_set_new(props, "value_truncated",
+                                   json_pack("{s:s, s:s}", "type", "boolean", "description",
+                                             "the value was over its share: it is a string, "
+                                             "the start and end of its JSON text"));
+        bad |= json_object_set_new(props, "error_truncated", json_pack("{s:s}", "type", "boolean"));
+        bad |= json_object_set_new(
+                props, "images",
+                json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}}}", "type", "array",
+                          "description",
+                          "the pictures the run handed back, as image content beside the text",
+                          "items", "type", "object", "properties", "mime_type", "type", "string",
+                          "bytes", "type", "integer"));
+        bad |= json_object_set_new(props, "images_omitted",
+                                   json_pack("{s:s, s:{s:{s:s}, s:{s:s}}}", "type", "object",
+                                             "properties", "count", "type", "integer", "reason",
+                                             "type", "string"));
+        /* Operator warnings are logged once by the server, never in a result. */
+        bad |= json_object_del(props, "warnings");
+        return bad ? -1 : 0;
+}
+
+/* Any JSON value, spelled out: a schema with no keyword at all is flagged by portability checks
+ * (the MCP Inspector's --strict) as constraining nothing. */
+static json_t *any_value(void)
+{
+        return json_pack("{s:[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}]}", "anyOf", "type", "null",
+                         "type", "boolean", "type", "number", "type", "string", "type", "array",
+                         "type", "object");
+}
 
 static json_t *result_schema(void)
 {
-        return json_loads(result_schema_text, 0, NULL);
+        json_t *schema = json_pack(
+                "{s:s, s:{s:{s:s, s:[s,s,s,s,s,s], s:s}, s:{s:s}, s:{s:[{s:s},{s:s}], s:s}, "
+                "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s}, "
+                "s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}}, s:{s:s}, "
+                "s:{s:s, s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s]}}, s:[s,s]}",
+                "type", "object", "properties", "status", "type", "string", "enum", "ok", "error",
+                "timeout", "fuel_exhausted", "memory_limit", "sandbox_error", "description",
+                "ok: the code finished; the others say why it did not", "value", "description",
+                "status ok: the value of the last expression, as JSON", "error", "anyOf", "type",
+                "object", "type", "string", "description",
+                "status error: {class, message, backtrace}; other statuses: what to change",
+                "stdout", "type", "string", "stderr", "type", "string", "stdout_truncated", "type",
+                "boolean", "stderr_truncated", "type", "boolean", "duration_ms", "type", "number",
+                "description", "wall-clock time of the run", "cpu_ms", "type", "number",
+                "description", "CPU time the code used", "memory_peak_bytes", "type", "integer",
+                "sandbox", "type", "array", "items", "type", "string", "warnings", "type", "array",
+                "items", "type", "string", "cancelled", "type", "boolean", "session", "type",
+                "object", "description",
+                "with a session: its name or handle (id), and whether this call created it",
+                "properties", "id", "type", "string", "created", "type", "boolean", "required",
+                "id", "created", "required", "status", "duration_ms");
+        json_t *any = any_value();
+        json_t *value = json_object_get(json_object_get(schema, "properties"), "value");
+        if (!any || json_object_update(value, any) < 0) {
+                json_decref(schema);
+                schema = NULL;
+        }
+        json_decref(any);
+        if (schema && add_model_view_members(json_object_get(schema, "properties")) < 0) {
+                json_decref(schema);
+                schema = NULL;
+        }
+        return schema;
 }
 
-static json_t *input_schema(bool sessions)
+static json_t *input_schema(bool sessions, bool modern)
 {
         json_t *schema =
                 json_pack("{s:s, s:{s:{s:s, s:s, s:i}}, s:[s], s:b}", "type", "object",
@@ -61,12 +100,21 @@ static json_t *input_schema(bool sessions)
                 json_t *props = json_object_get(schema, "properties");
                 json_object_set_new(
                         props, "session",
-                        json_pack("{s:s, s:s, s:s, s:i, s:i}", "type", "string", "description",
-                                  "Run in this persistent session instead of a fresh sandbox: "
-                                  "variables, definitions and /work files stay for the next call "
-                                  "with the same name.",
-                                  "pattern", "^[A-Za-z0-9_.-]+$", "minLength", 1, "maxLength",
-                                  MCP_SESSION_NAME_MAX));
+                        modern ? json_pack("{s:s, s:s, s:s, s:i, s:i}", "type", "string",
+                                           "description",
+                                           "\"new\" to start a persistent session, or the handle "
+                                           "(cs_…) a result gave you to run in that session: "
+                                           "variables, definitions and /work files stay between "
+                                           "calls with the same handle.",
+                                           "pattern", "^(new|cs_[0-9a-f]{32})$", "minLength", 3,
+                                           "maxLength", MCP_HANDLE_LEN)
+                               : json_pack("{s:s, s:s, s:s, s:i, s:i}", "type", "string",
+                                           "description",
+                                           "Run in this persistent session instead of a fresh "
+                                           "sandbox: variables, definitions and /work files stay "
+                                           "for the next call with the same name.",
+                                           "pattern", "^[A-Za-z0-9_.-]+$", "minLength", 1,
+                                           "maxLength", MCP_SESSION_NAME_MAX));
                 json_object_set_new(props, "reset",
                                     json_pack("{s:s, s:s}", "type", "boolean", "description",
                                               "With session: discard its state and start it "
@@ -75,7 +123,8 @@ static json_t *input_schema(bool sessions)
         return schema;
 }
 
-static char *tool_description(struct mcp_server *s, size_t i, const codecell_cell_info *info)
+static char *tool_description(struct mcp_server *s, size_t i, const codecell_cell_info *info,
+                              bool modern)
 {
         char *text = NULL;
         size_t size = 0;
@@ -86,7 +135,21 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
         if (summary && *summary)
                 fprintf(f, "%s\n\n", summary);
         fputs(codecell_cell_description(codecell_cellset_cell(s->cells, i)), f);
-        if (codecell_cellset_sessions(s->cells, i))
+        unsigned long long idle_s = info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000;
+        unsigned long long max = info->limits[CODECELL_LIMIT_SESSIONS];
+        if (codecell_cellset_sessions(s->cells, i) && modern)
+                fprintf(f,
+                        "\n\n## Sessions\n\n"
+                        "Pass `session: \"new\"` to run in a persistent interpreter instead: the\n"
+                        "result's `session.id` is a handle (cs_…) to pass as `session` in later\n"
+                        "calls, which then use what earlier calls defined; its /work stays.\n"
+                        "`reset: true` starts it afresh. A session expires after %llu s unused,\n"
+                        "or when a call hits a limit (the result then says the state was lost);\n"
+                        "a call with an expired handle answers an error, and `\"new\"` starts\n"
+                        "another. At most %llu are open at once, shared fairly between clients.\n"
+                        "The `%s` tool lists and closes yours.",
+                        idle_s, max, s->sessions_tool);
+        else if (codecell_cellset_sessions(s->cells, i))
                 fprintf(f,
                         "\n\n## Sessions\n\n"
                         "Pass `session` (a name you choose) to run in a persistent interpreter\n"
@@ -94,12 +157,17 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
                         "use, and its /work stays. `reset: true` starts it afresh. A session\n"
                         "belongs to this %s only and ends with it, after\n"
                         "%llu s unused, or when a call hits a limit (the result then says the\n"
-                        "state was lost). At most %llu are open at once. They are shared\n"
+                        "state was lost); every result says whether the call created the\n"
+                        "session. At most %llu are open at once. They are shared\n"
                         "fairly: a client holding more than its share may see its least\n"
-                        "recently used idle session closed to make room (its next call says so).",
+                        "recently used idle session closed to make room (its next call says so).\n"
+                        "The `%s` tool lists and closes yours.",
                         strcmp(s->o.transport, "http") == 0 ? "MCP session" : "MCP connection",
-                        (unsigned long long)(info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000),
-                        (unsigned long long)info->limits[CODECELL_LIMIT_SESSIONS]);
+                        idle_s, max, s->sessions_tool);
+        if (codecell_cellset_default_session(s->cells, i))
+                fputs("\nWithout `session`, a call runs in your default session (it is created by "
+                      "the first such call).",
+                      f);
         if (fclose(f) != 0) {
                 free(text);
                 return NULL;
@@ -107,32 +175,38 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
         return text;
 }
 
-json_t *mcp_tools_build(struct mcp_server *s)
+json_t *mcp_tools_build(struct mcp_server *s, bool modern)
 {
         json_t *tools = json_array();
         for (size_t i = 0; tools && i < codecell_cellset_size(s->cells); i++) {
                 codecell_cell_info info;
                 codecell_cell_info_get(codecell_cellset_cell(s->cells, i), &info);
-                char *description = tool_description(s, i, &info);
+                char *description = tool_description(s, i, &info, modern);
                 char title[128];
                 snprintf(title, sizeof(title), "Run %s code (%s)", info.language,
                          codecell_cellset_name(s->cells, i));
                 /* The truth about what a call can do: never the network; the host's files
                  * only through read-write folders; anything a host tool does. */
                 bool reaches_out = info.tools > 0;
-                json_t *tool = json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
-                                         "name", codecell_cellset_name(s->cells, i), "title", title,
-                                         "description", description, "inputSchema",
-                                         input_schema(codecell_cellset_sessions(s->cells, i)),
-                                         "outputSchema", result_schema(), "annotations", "title",
-                                         title, "readOnlyHint", !info.writes_host && !reaches_out,
-                                         "destructiveHint", info.writes_host || reaches_out,
-                                         "idempotentHint", 0, "openWorldHint", reaches_out);
+                json_t *tool =
+                        json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
+                                  codecell_cellset_name(s->cells, i), "title", title, "description",
+                                  description, "inputSchema",
+                                  input_schema(codecell_cellset_sessions(s->cells, i), modern),
+                                  "outputSchema", result_schema(), "annotations", "title", title,
+                                  "readOnlyHint", !info.writes_host && !reaches_out,
+                                  "destructiveHint", info.writes_host || reaches_out,
+                                  "idempotentHint", 0, "openWorldHint", reaches_out);
                 free(description);
                 if (!description || json_array_append_new(tools, tool) < 0) {
                         json_decref(tools);
                         return NULL;
                 }
+        }
+        if (tools && s->sessions_tool[0] &&
+            json_array_append_new(tools, mcp_sessions_tool(s, modern)) < 0) {
+                json_decref(tools);
+                return NULL;
         }
         return tools;
 }
@@ -165,50 +239,78 @@ static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, v
         free(message);
 }
 
-/* What is wrong with the arguments, written into why, or false. */
-static bool bad_arguments(const json_t *args, bool sessions, char *why, size_t n)
+/* What is wrong with the arguments, written into why for the model to act on, or false. */
+static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool by_default,
+                          char *why, size_t n)
 {
-        if (!json_is_object(args)) {
-                snprintf(why, n, "arguments must be an object with \"code\"");
-                return true;
-        }
         const char *key;
         const json_t *value;
         json_object_foreach((json_t *)args, key, value)
         {
                 if (strcmp(key, "code") != 0 &&
                     (!sessions || (strcmp(key, "session") != 0 && strcmp(key, "reset") != 0))) {
-                        snprintf(why, n, "arguments.%.*s: unknown argument (known: code%s)",
-                                 utf8_prefix(key, 64), key, sessions ? ", session, reset" : "");
+                        snprintf(why, n,
+                                 "Unknown argument \"%.*s\": this tool takes \"code\"%s. Put "
+                                 "everything the program needs inside the code.",
+                                 utf8_prefix(key, 64), key,
+                                 sessions ? ", and optionally \"session\" and \"reset\""
+                                          : " only (it has no sessions)");
                         return true;
                 }
         }
         const json_t *code = json_object_get(args, "code");
         const json_t *session = json_object_get(args, "session");
         const json_t *reset = json_object_get(args, "reset");
+        if (!code) {
+                snprintf(why, n, "Missing argument \"code\": pass the program to run as a string.");
+                return true;
+        }
         if (!json_is_string(code) || json_string_length(code) == 0) {
-                snprintf(why, n, "arguments.code: must be a non-empty string");
+                snprintf(why, n,
+                         "\"code\" must be a non-empty string holding the whole program "
+                         "(not %s).",
+                         json_is_string(code) ? "an empty string" : "another JSON type");
                 return true;
         }
         if (session) {
                 const char *name = json_string_value(session);
-                bool ok = name && *name && strlen(name) <= MCP_SESSION_NAME_MAX;
-                for (const char *p = name; ok && *p; p++)
-                        ok = isalnum((unsigned char)*p) || strchr("_.-", *p);
+                bool ok;
+                if (modern) {
+                        ok = name &&
+                             (strcmp(name, "new") == 0 ||
+                              (strlen(name) == MCP_HANDLE_LEN && strncmp(name, "cs_", 3) == 0 &&
+                               strspn(name + 3, "0123456789abcdef") == 32));
+                } else {
+                        ok = name && *name && strlen(name) <= MCP_SESSION_NAME_MAX;
+                        for (const char *p = name; ok && *p; p++)
+                                ok = isalnum((unsigned char)*p) || strchr("_.-", *p);
+                }
+                if (!ok && modern) {
+                        snprintf(why, n,
+                                 "\"session\" must be \"new\" (to start a session) or a handle "
+                                 "a result gave you (\"cs_\" and 32 hex digits, as in "
+                                 "structuredContent.session.id); leave it out to run in a "
+                                 "fresh sandbox.");
+                        return true;
+                }
                 if (!ok) {
                         snprintf(why, n,
-                                 "arguments.session: must be 1 to %d letters, digits, '_', '.' "
-                                 "or '-'",
+                                 "\"session\" must be a name of 1 to %d letters, digits, '_', "
+                                 "'.' or '-' (for example \"analysis\"); leave it out to run in "
+                                 "a fresh sandbox.",
                                  MCP_SESSION_NAME_MAX);
                         return true;
                 }
         }
         if (reset && !json_is_boolean(reset)) {
-                snprintf(why, n, "arguments.reset: must be true or false");
+                snprintf(why, n, "\"reset\" must be true or false (not a string or number).");
                 return true;
         }
-        if (json_is_true(reset) && !session) {
-                snprintf(why, n, "arguments.reset: needs arguments.session (the session to reset)");
+        if (json_is_true(reset) && !session && !by_default) {
+                snprintf(why, n,
+                         "\"reset\": true needs \"session\": name the session to start "
+                         "afresh, or leave out \"reset\" (a call without a session "
+                         "always starts fresh).");
                 return true;
         }
         return false;
@@ -325,11 +427,13 @@ static char *image_contents(const codecell_result *res)
 }
 
 /* Answers a finished call with what the model acts on (codecell_result_to_model_json, within
- * the cell's model_chars) as the text content, and the same with the sandbox's layers and
- * figures as structuredContent. Both are spliced around the guest's value text, which is
- * never parsed again (its numbers stay exact). Takes res. */
-static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_result *res,
-                         size_t model_chars, const char *note)
+ * the cell's model_chars) as the text content, then the run's pictures as image content, and
+ * the same with the sandbox's layers and timings as structuredContent (with the session member
+ * first, when there is one). Both are spliced around the guest's value text, which is never
+ * parsed again (its numbers stay exact). Takes res. */
+static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, const json_t *id,
+                         codecell_result *res, size_t model_chars, const char *note,
+                         const char *session_member)
 {
         bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
         char *lean = codecell_result_to_model_json(res, model_chars, false);
@@ -347,12 +451,16 @@ static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_resul
                 static const char more[] = "\"},{\"type\":\"text\",\"text\":\"";
                 static const char text_end[] = "\"}";
                 static const char structured_end[] = "],\"structuredContent\":";
-                const char *tail = is_error ? ",\"isError\":true}}" : ",\"isError\":false}}";
+                const char *tail = is_error ? ",\"isError\":true" : ",\"isError\":false";
+                const char *fields = mcp_result_fields(call);
                 size_t id_len = strlen(id_text), n = strlen(lean), d = strlen(detailed);
                 size_t note_len = note ? strlen(note) : 0;
+                /* The session member goes first inside structuredContent: {"session":…,…}. */
+                size_t member_len = session_member && d > 2 ? strlen(session_member) + 1 : 0;
                 size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 +
                               escape_json(lean, n, NULL) + sizeof(text_end) - 1 +
-                              strlen(images) + sizeof(structured_end) - 1 + d + strlen(tail) + 1;
+                              strlen(images) + sizeof(structured_end) - 1 + d + member_len +
+                              strlen(tail) + strlen(fields) + 3;
                 if (note)
                         size += sizeof(more) - 1 + escape_json(note, note_len, NULL);
                 text = malloc(size);
@@ -369,8 +477,17 @@ static int answer_result(struct mcp_sink *sink, const json_t *id, codecell_resul
                         p = mempcpy(p, text_end, sizeof(text_end) - 1);
                         p = stpcpy(p, images);
                         p = mempcpy(p, structured_end, sizeof(structured_end) - 1);
-                        p = mempcpy(p, detailed, d);
+                        if (member_len) {
+                                *p++ = '{';
+                                p = stpcpy(p, session_member);
+                                *p++ = ',';
+                                p = mempcpy(p, detailed + 1, d - 1);
+                        } else {
+                                p = mempcpy(p, detailed, d);
+                        }
                         p = stpcpy(p, tail);
+                        p = stpcpy(p, fields);
+                        p = stpcpy(p, "}}");
                 }
         }
         free(id_text);
@@ -484,7 +601,7 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
 }
 
 /* The refusal when no session can be opened, worded for the model: what it holds, and what it
- * can do instead (MCP gives it no way to close a session). */
+ * can do instead. */
 static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit)
 {
         char *text = NULL;
@@ -511,9 +628,9 @@ static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit)
                 fprintf(f,
                         "No new session can be opened: all %zu sessions of this tool are in use, "
                         "%zu of them yours%s. Reuse one of your sessions (pass \"reset\": true to "
-                        "start it afresh), or run this code without \"session\" in a fresh "
-                        "sandbox.",
-                        limit, mine, text);
+                        "start it afresh), close one with the %s tool, or run this code without "
+                        "\"session\" in a fresh sandbox.",
+                        limit, mine, text, c->server->sessions_tool);
         else
                 fprintf(f,
                         "No new session can be opened: all %zu sessions of this tool are in use "
@@ -561,8 +678,84 @@ static const char evicted_note[] =
         "sessions than your share and it was your least recently used), so what it held was "
         "lost; this call ran in a fresh session.";
 
-bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id,
-                    const json_t *params, struct mcp_sink *sink)
+/* The session a call runs in, resolved from its arguments: the name the client chose, a handle
+ * (minted now for "new"), or the cell's default; "" for a fresh sandbox. NULL when the
+ * handle is not one the client can use, with the reason for the model in why. */
+static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
+                                   const struct mcp_call *call, size_t i, const json_t *args,
+                                   char handle[MCP_HANDLE_LEN + 1], char *why, size_t n)
+{
+        const char *session = json_string_value(json_object_get(args, "session"));
+        codecell_cell *cell = codecell_cellset_cell(s->cells, i);
+        if (!session)
+                return codecell_cellset_default_session(s->cells, i) ? "default" : "";
+        if (!call->modern)
+                return session;
+        if (strcmp(session, "new") == 0) {
+                if (mcp_session_handle_new(c, handle) < 0) {
+                        snprintf(why, n,
+                                 "No session could be started (out of memory): run this "
+                                 "code without \"session\", or try again shortly.");
+                        return NULL;
+                }
+                return handle;
+        }
+        if (mcp_session_open(c, cell, session))
+                return session;
+        codecell_cell_info info;
+        codecell_cell_info_get(cell, &info);
+        if (mcp_session_handle_known(c, session))
+                snprintf(why, n,
+                         "Session %s has expired: sessions end after %llu s unused, when a call "
+                         "hits a limit, when closed, or to make room for another client when "
+                         "all are in use, and what it held is gone. Start a new "
+                         "one with \"session\": \"new\" (and define again what you need), or "
+                         "leave out \"session\" to run in a fresh sandbox.",
+                         session,
+                         (unsigned long long)(info.limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000));
+        else
+                snprintf(why, n,
+                         "Session %s is not one this server gave you (or it ended long ago). Pass "
+                         "\"session\": \"new\" to start one and use the handle its result gives, "
+                         "or leave out \"session\" to run in a fresh sandbox.",
+                         session);
+        return NULL;
+}
+
+/* The note and structured member that tell a session call's answer apart: the session's id
+ * and whether this call created it. */
+static void describe_session(const struct mcp_call *call, const char *session, bool by_default,
+                             bool created, bool evicted, char *note, size_t note_size, char *member,
+                             size_t member_size)
+{
+        json_t *id = json_string(session);
+        char *id_text = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
+        json_decref(id);
+        snprintf(member, member_size, "\"session\":{\"id\":%s,\"created\":%s}",
+                 id_text ? id_text : "\"\"", created ? "true" : "false");
+        free(id_text);
+        if (evicted)
+                snprintf(note, note_size, "%s", evicted_note);
+        else if (created && by_default)
+                snprintf(note, note_size,
+                         "Your default session was created by this call: nothing from earlier "
+                         "calls is in it; later calls without \"session\" run in it.");
+        else if (created && call->modern)
+                snprintf(note, note_size,
+                         "Session %s was created by this call. Pass \"session\": \"%s\" to later "
+                         "calls to use what this call defined.",
+                         session, session);
+        else if (created)
+                snprintf(note, note_size,
+                         "Session \"%s\" was created by this call: nothing from earlier calls is "
+                         "in it.",
+                         session);
+        else
+                note[0] = '\0';
+}
+
+bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp_call *call,
+                    const json_t *id, const json_t *params, struct mcp_sink *sink)
 {
         const char *name = json_string_value(json_object_get(params, "name"));
         int i = codecell_cellset_find(s->cells, name);
@@ -572,15 +765,29 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                                                name ? utf8_prefix(name, 64) : 0, name ? name : ""));
                 return true;
         }
-        const json_t *args = json_object_get(params, "arguments");
-        char why[256];
-        if (bad_arguments(args, codecell_cellset_sessions(s->cells, (size_t)i), why, sizeof(why))) {
-                mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, "%s", why));
+        json_t *empty = json_object();
+        const json_t *args = json_object_get(params, "arguments") ?: empty;
+        char why[512];
+        bool sessions = codecell_cellset_sessions(s->cells, (size_t)i);
+        char handle[MCP_HANDLE_LEN + 1];
+        const char *session = NULL;
+        /* SEP-1303: what is wrong with the arguments is for the model to fix, so it is a
+         * result with isError, not a protocol error. */
+        if (bad_arguments(args, sessions, call->modern,
+                          codecell_cellset_default_session(s->cells, (size_t)i), why,
+                          sizeof(why)) ||
+            !(session = resolve_session(s, c, call, (size_t)i, args, handle, why, sizeof(why)))) {
+                json_decref(empty);
+                mcp_answer(sink, mcp_tool_error(call, id, "%s", why));
                 return true;
         }
+        if (!*session)
+                session = NULL;
+        bool by_default = session && !json_object_get(args, "session");
         const char *busy = take_slot(s);
         if (busy) {
                 refusal_note(REFUSAL_BUSY, busy);
+                json_decref(empty);
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_SERVER_BUSY,
                                                "%s (at most %zu runs at once: retry shortly)", busy,
                                                s->o.max_runs));
@@ -588,14 +795,15 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         }
         codecell_cell *cell = codecell_cellset_cell(s->cells, (size_t)i);
         const json_t *code = json_object_get(args, "code");
-        const char *session = json_string_value(json_object_get(args, "session"));
-        char scoped[96] = "";
+        char scoped[128] = "";
         if (session)
                 snprintf(scoped, sizeof(scoped), "%s%s", c->prefix, session);
         codecell_error err = {0};
-        struct inflight f = {.id = (json_t *)id, .cancel = codecell_cancel_new(&err)};
+        struct inflight f = {
+                .id = (json_t *)id, .cancel = codecell_cancel_new(&err), .origin = call->origin};
         if (!f.cancel) {
                 give_slot(s);
+                json_decref(empty);
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "%s", err.message));
                 return true;
         }
@@ -608,6 +816,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                 options.userdata = &target;
         }
         bool reset = session && json_is_true(json_object_get(args, "reset"));
+        /* Whether this call creates the session: it did not exist, or it is reset. */
+        bool created = session && (reset || !mcp_session_open(c, cell, session));
         if (reset)
                 (void)codecell_session_close(cell, scoped, NULL);
         codecell_result *res = NULL;
@@ -617,6 +827,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                         : codecell_cell_run_with(cell, json_string_value(code),
                                                  json_string_length(code), &options, &res, &err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
+        json_decref(empty);
         untrack(c, &f);
         give_slot(s);
         bool was_cancelled = codecell_cancel_triggered(f.cancel);
@@ -632,10 +843,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                 hide_prefix(err.message, c->prefix);
                 refusal_note(err.errno_value == EMFILE ? REFUSAL_BUSY : REFUSAL_BAD_REQUEST,
                              err.message);
-                mcp_answer(sink,
-                           jsonrpc_result(id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type",
-                                                        "text", "text", text ? text : err.message,
-                                                        "isError", 1)));
+                mcp_answer(sink, mcp_tool_error(call, id, "%s", text ? text : err.message));
                 free(text);
                 return true;
         }
@@ -646,7 +854,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
         double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
         metrics_record(s->metrics, (size_t)i, status, ms);
         call_log(c->prefix, name, session, code, res, ms);
-        mcp_log(c, sink, status == CODECELL_STATUS_SANDBOX_ERROR ? LOG_WARNING : LOG_INFO,
+        mcp_log(c, call, sink, status == CODECELL_STATUS_SANDBOX_ERROR ? LOG_WARNING : LOG_INFO,
                 "%s%s%s: %s", name, session ? " session " : "", session ? session : "",
                 codecell_status_name(status));
         /* A cancelled request gets no answer (the client has given up on it). */
@@ -654,9 +862,25 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const json_t *id
                 codecell_result_free(res);
                 return false;
         }
+        char note[512], member[160];
+        if (session)
+                describe_session(call, session, by_default, created || evicted, evicted, note,
+                                 sizeof(note), member, sizeof(member));
+        if (session && status != CODECELL_STATUS_OK && status != CODECELL_STATUS_ERROR) {
+                /* A limit or a dead interpreter ended the session (the result says its state
+                 * was lost): it is closed now, so that the next call under the name says it
+                 * created a session, and a handle reads as expired instead of quietly
+                 * starting afresh. */
+                (void)codecell_session_close(cell, scoped, NULL);
+                if (call->modern)
+                        snprintf(note, sizeof(note),
+                                 "Session %s ended with this call and its handle has expired: "
+                                 "pass \"session\": \"new\" to start another.",
+                                 session);
+        }
         codecell_cell_info info;
         codecell_cell_info_get(cell, &info);
-        (void)answer_result(sink, id, res, (size_t)info.limits[CODECELL_LIMIT_MODEL_CHARS],
-                            evicted ? evicted_note : NULL);
+        (void)answer_result(sink, call, id, res, (size_t)info.limits[CODECELL_LIMIT_MODEL_CHARS],
+                            session && note[0] ? note : NULL, session ? member : NULL);
         return true;
 }

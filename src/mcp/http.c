@@ -1,9 +1,12 @@
-/* The Streamable HTTP transport (MCP 2025-11-25) on libmicrohttpd: one endpoint, /mcp.
+/* The Streamable HTTP transport on libmicrohttpd: one endpoint, /mcp, for both eras of MCP.
  * POST carries one JSON-RPC message; a request is answered with application/json, or with
- * text/event-stream when it will send notifications first (progress, log messages). The
- * Mcp-Session-Id issued at initialize scopes the client's code sessions; DELETE ends it.
- * Every request is checked in this order: Host and Origin (DNS rebinding), the bearer token,
- * then the method. One thread per connection: a run blocks only its own connection. */
+ * text/event-stream when it will send notifications first (progress, log messages).
+ * 2025-03-26 to 2025-11-25: the Mcp-Session-Id issued at initialize scopes the client's code
+ * sessions; DELETE ends it. 2026-07-28 (a request whose _meta names its protocol version): no
+ * session, the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must match the body, and
+ * code sessions are handles passed as tool arguments. Every request is checked in this order:
+ * Host and Origin (DNS rebinding; CORS when configured), an OPTIONS preflight, the bearer
+ * token, then the method. One thread per connection: a run blocks only its own connection. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -21,13 +24,16 @@
 #include "../lib/util.h"
 #include "oplog.h"
 #include "refusals.h"
+#include "headers.h"
 #include "transports.h"
 
 #define SESSION_ID_BYTES 16
 #define SSE_KEEPALIVE_MS 15000
+#define PEER_CHECK_MS 200
 
 struct http_session {
         char id[SESSION_ID_BYTES * 2 + 1];
+        size_t who; /* the token it was opened with: only that token reaches it */
         struct mcp_client *client;
         double last_used_ms; /* monotonic */
 };
@@ -43,7 +49,12 @@ struct http {
         struct mcp_server *server;
         const struct http_options *o;
         char **hosts, **origins; /* allowed Host and Origin values, NULL-terminated */
-        pthread_mutex_t lock;    /* guards sessions */
+        /* The clients of 2026-07-28 requests, one per token (one in all without a token): that
+         * era has no session to tell clients apart by, so its code sessions are scoped by the
+         * token that authorized the request (docs/mcp.md). */
+        struct mcp_client **modern;
+        size_t n_modern;
+        pthread_mutex_t lock; /* guards sessions */
         struct http_session *sessions;
         size_t n_sessions;
         /* Event-stream handlers still running (they may outlive their connection). */
@@ -60,6 +71,21 @@ struct request {
 
 /* ---- responses ---------------------------------------------------------------------- */
 
+/* The Origin a response of this thread's request may be read from by a browser (CORS), or
+ * NULL. Set by handle() for the request it serves: libmicrohttpd gives each connection its
+ * own thread, so every reply() of that request runs on it. */
+static __thread const char *cors_origin;
+
+static void add_cors_headers(struct MHD_Response *r)
+{
+        if (!cors_origin)
+                return;
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", cors_origin);
+        MHD_add_response_header(r, "Access-Control-Expose-Headers",
+                                "Mcp-Session-Id, WWW-Authenticate");
+        MHD_add_response_header(r, "Vary", "Origin");
+}
+
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
                              char *body, const char *session_id)
 {
@@ -74,8 +100,9 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
                 MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         if (session_id)
                 MHD_add_response_header(r, "Mcp-Session-Id", session_id);
-        if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+        if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE, OPTIONS");
+        add_cors_headers(r);
         if (status == MHD_HTTP_UNAUTHORIZED)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         enum MHD_Result ok = MHD_queue_response(conn, status, r);
@@ -128,14 +155,20 @@ static bool same_secret(const char *a, const char *b)
         return diff == 0;
 }
 
-static bool authorized(struct http *h, struct MHD_Connection *conn)
+/* Which token the request carries (its index; 0 when the server has none), or -1. Every
+ * token is compared, so the time taken does not say which one came close. */
+static int authorized(struct http *h, struct MHD_Connection *conn)
 {
-        if (!h->o->token)
-                return true;
+        if (!h->o->tokens || !h->o->tokens[0])
+                return 0;
         const char *auth = header(conn, MHD_HTTP_HEADER_AUTHORIZATION);
         if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
-                return false;
-        return same_secret(auth + 7, h->o->token);
+                return -1;
+        int who = -1;
+        for (int i = 0; h->o->tokens[i]; i++)
+                if (same_secret(auth + 7, h->o->tokens[i]) && who < 0)
+                        who = i;
+        return who;
 }
 
 static bool accepts(const char *accept, const char *type)
@@ -145,7 +178,7 @@ static bool accepts(const char *accept, const char *type)
 
 /* ---- sessions ----------------------------------------------------------------------- */
 
-static int new_session(struct http *h, struct mcp_client *client, char *ret_id)
+static int new_session(struct http *h, struct mcp_client *client, size_t who, char *ret_id)
 {
         unsigned char raw[SESSION_ID_BYTES];
         /* The id is the only thing that names a session over HTTP: unguessable. */
@@ -162,18 +195,20 @@ static int new_session(struct http *h, struct mcp_client *client, char *ret_id)
         h->sessions = grown;
         snprintf(h->sessions[h->n_sessions].id, sizeof(grown->id), "%s", ret_id);
         h->sessions[h->n_sessions].last_used_ms = monotonic_ms();
+        h->sessions[h->n_sessions].who = who;
         h->sessions[h->n_sessions++].client = client;
         pthread_mutex_unlock(&h->lock);
         return 0;
 }
 
-/* The session's client with a reference for the caller; remove also takes it off the table. */
-static struct mcp_client *find_session(struct http *h, const char *id, bool remove)
+/* The session's client with a reference for the caller; remove also takes it off the table.
+ * A session is found only with the token it was opened with. */
+static struct mcp_client *find_session(struct http *h, const char *id, size_t who, bool remove)
 {
         struct mcp_client *c = NULL;
         pthread_mutex_lock(&h->lock);
         for (size_t i = 0; id && i < h->n_sessions; i++)
-                if (same_secret(h->sessions[i].id, id)) {
+                if (same_secret(h->sessions[i].id, id) && h->sessions[i].who == who) {
                         c = h->sessions[i].client;
                         h->sessions[i].last_used_ms = monotonic_ms();
                         if (remove)
@@ -215,6 +250,7 @@ struct stream {
         char *buf;
         size_t off, len, cap; /* buf[off, len) is still to send */
         bool done;            /* the handler has returned: end the stream once buf is sent */
+        int fd;               /* the connection's socket, watched for the client going away */
         unsigned refs;        /* the handler thread and the response */
         struct http *http;
         struct mcp_server *server;
@@ -290,17 +326,35 @@ static void *stream_run(void *arg)
         return NULL;
 }
 
+/* Whether the client has closed the connection (or shut it for writing): a stream that waits
+ * for its next event writes nothing, so libmicrohttpd would learn it only at the keep-alive. */
+static bool peer_gone(int fd)
+{
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
         (void)pos;
         struct stream *st = cls;
         pthread_mutex_lock(&st->lock);
+        double quiet_since = monotonic_ms();
         while (st->len == st->off && !st->done) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += SSE_KEEPALIVE_MS / 1000;
-                if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) == ETIMEDOUT &&
-                    st->len == st->off && !st->done) {
+                ts.tv_nsec += PEER_CHECK_MS * 1000000L;
+                ts.tv_sec += ts.tv_nsec / 1000000000L;
+                ts.tv_nsec %= 1000000000L;
+                if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) != ETIMEDOUT ||
+                    st->len != st->off || st->done)
+                        continue;
+                if (peer_gone(st->fd)) {
+                        /* Ends the response: stream_closed() then cancels a modern call. */
+                        pthread_mutex_unlock(&st->lock);
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+                }
+                if (monotonic_ms() - quiet_since >= SSE_KEEPALIVE_MS) {
                         /* A comment line keeps proxies from closing a quiet stream. */
                         pthread_mutex_unlock(&st->lock);
                         static const char keepalive[] = ": keepalive\n\n";
@@ -326,7 +380,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 
 static void stream_closed(void *cls)
 {
-        stream_unref(cls);
+        struct stream *st = cls;
+        pthread_mutex_lock(&st->lock);
+        bool running = !st->done;
+        pthread_mutex_unlock(&st->lock);
+        /* 2026-07-28: a response stream closed before its answer cancels the request (the
+         * earlier revisions say a disconnect is not a cancellation). */
+        if (running && mcp_message_modern(st->message))
+                mcp_cancel_answering(st->client, &st->sink);
+        stream_unref(st);
 }
 
 static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn,
@@ -344,6 +406,9 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         st->server = h->server;
         st->client = mcp_client_ref(client);
         st->message = json_incref(message);
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        st->fd = info ? info->connect_fd : -1;
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
                                                                    stream_read, st, stream_closed);
         pthread_t thread;
@@ -365,12 +430,127 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         pthread_detach(thread);
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+        add_cors_headers(r);
         enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
         MHD_destroy_response(r);
         return ok;
 }
 
-/* ---- POST /mcp ---------------------------------------------------------------------- */
+/* ---- POST /mcp: 2026-07-28 ------------------------------------------------------------ */
+
+#define HEADER_MISMATCH (-32020)
+
+/* Server validation of 2026-07-28: the headers that mirror the body must be there and match
+ * it, so that a proxy routing on them and this server never disagree. False when they do;
+ * else writes why. */
+static bool header_mismatch(struct MHD_Connection *conn, const json_t *msg, char *why, size_t n)
+{
+        const json_t *params = json_object_get(msg, "params");
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        const char *body_version = json_string_value(
+                json_object_get(json_object_get(params, "_meta"), MCP_META_VERSION));
+        const char *version = header(conn, "MCP-Protocol-Version");
+        const char *mcp_method = header(conn, "Mcp-Method");
+        if (!version || (body_version && strcmp(version, body_version) != 0)) {
+                snprintf(why, n, "MCP-Protocol-Version header %s the body's _meta[\"%s\"]",
+                         version ? "does not match" : "missing: it must repeat", MCP_META_VERSION);
+                return true;
+        }
+        if (!mcp_method || strcmp(mcp_method, method) != 0) {
+                snprintf(why, n, "Mcp-Method header %s the body's method",
+                         mcp_method ? "does not match" : "missing: it must repeat");
+                return true;
+        }
+        const char *key = strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0
+                                  ? "name"
+                          : strcmp(method, "resources/read") == 0 ? "uri"
+                                                                  : NULL;
+        const char *body_name = key ? json_string_value(json_object_get(params, key)) : NULL;
+        if (!key || !body_name)
+                return false;
+        const char *raw = header(conn, "Mcp-Name");
+        char *name = raw ? mcp_header_decode(raw) : NULL;
+        bool bad = !name || strcmp(name, body_name) != 0;
+        if (bad)
+                snprintf(why, n, "Mcp-Name header %s params.%s",
+                         !raw   ? "missing: it must repeat"
+                         : name ? "does not match"
+                                : "is not valid Base64 in =?base64?…?=, so cannot match",
+                         key);
+        free(name);
+        return bad;
+}
+
+/* The HTTP status of a 2026-07-28 answer: an unknown method is 404, a request the server
+ * cannot take as it is (bad params, version, headers) 400, anything else 200. */
+static unsigned modern_status(const char *answer)
+{
+        /* An error answer is small (its message is cut): a large answer is a result, and is
+         * not parsed again just to learn so. */
+        if (!answer || strlen(answer) > 65536)
+                return MHD_HTTP_OK;
+        json_t *msg = json_loads(answer, 0, NULL);
+        json_int_t code =
+                json_integer_value(json_object_get(json_object_get(msg, "error"), "code"));
+        json_decref(msg);
+        if (code == JSONRPC_METHOD_NOT_FOUND)
+                return MHD_HTTP_NOT_FOUND;
+        if (code == JSONRPC_INVALID_PARAMS || (code <= -32020 && code >= -32022))
+                return MHD_HTTP_BAD_REQUEST;
+        return MHD_HTTP_OK;
+}
+
+/* One 2026-07-28 message: no session (an Mcp-Session-Id is ignored), headers checked against
+ * the body. Takes msg. */
+static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, json_t *msg,
+                                   enum jsonrpc_kind kind, const char *accept, size_t who)
+{
+        struct mcp_client *modern = h->modern[who];
+        char why[192];
+        const json_t *id = json_object_get(msg, "id");
+        enum MHD_Result result;
+        if (kind == JSONRPC_REQUEST && header_mismatch(conn, msg, why, sizeof(why))) {
+                result = reply_json(conn, MHD_HTTP_BAD_REQUEST,
+                                    jsonrpc_error(id, HEADER_MISMATCH, "Header mismatch: %s", why),
+                                    NULL);
+                json_decref(msg);
+                return result;
+        }
+        if (kind == JSONRPC_REQUEST && !mcp_message_modern(msg)) {
+                /* The header says 2026-07-28 but the body has no _meta to say it too. */
+                result = reply_json(conn, MHD_HTTP_BAD_REQUEST,
+                                    jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                                                  "params._meta[\"" MCP_META_VERSION "\"] must "
+                                                  "be a string (2026-07-28 requests carry it "
+                                                  "every time)"),
+                                    NULL);
+                json_decref(msg);
+                return result;
+        }
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        const json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+        if (kind != JSONRPC_REQUEST) {
+                mcp_handle(h->server, modern, msg, kind, NULL);
+                result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
+        } else if (strcmp(method, "tools/call") == 0 && accepts(accept, "text/event-stream") &&
+                   (json_object_get(meta, "progressToken") ||
+                    json_object_get(meta, "io.modelcontextprotocol/logLevel"))) {
+                result = answer_stream(h, conn, modern, msg);
+        } else {
+                struct json_sink js = {.sink.send = json_sink_send};
+                mcp_handle(h->server, modern, msg, kind, &js.sink);
+                char *answer =
+                        js.answer ? js.answer
+                                  : jsonrpc_text_free(jsonrpc_error(id, JSONRPC_REQUEST_CANCELLED,
+                                                                    "the request was cancelled"));
+                result = reply(conn, modern_status(answer), "application/json", answer, NULL);
+        }
+        json_decref(msg);
+        return result;
+}
+
+/* ---- POST /mcp: the initialize era ------------------------------------------------------ */
 
 /* Whether the text of an answer to initialize is a result (not an error). */
 static bool initialized(const char *answer)
@@ -381,7 +561,8 @@ static bool initialized(const char *answer)
         return ok;
 }
 
-static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct request *req)
+static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct request *req,
+                            size_t who)
 {
         if (req->too_big) {
                 char why[96];
@@ -407,10 +588,12 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         enum MHD_Result result;
         struct mcp_client *client = NULL;
         char new_id[SESSION_ID_BYTES * 2 + 1] = "";
+        if (mcp_message_modern(msg) || (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0))
+                return post_modern(h, conn, msg, kind, accept, who);
 
         if (kind == JSONRPC_REQUEST && strcmp(method, "initialize") == 0) {
                 client = mcp_client_new(h->server);
-                if (!client || new_session(h, client, new_id) < 0) {
+                if (!client || new_session(h, client, who, new_id) < 0) {
                         mcp_client_unref(client);
                         json_decref(msg);
                         return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY,
@@ -421,7 +604,7 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
                 json_decref(msg);
                 return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
                               "Mcp-Session-Id header required (send initialize first)");
-        } else if (!(client = find_session(h, sid, false))) {
+        } else if (!(client = find_session(h, sid, who, false))) {
                 json_decref(msg);
                 return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
                               "unknown or ended MCP session: initialize again");
@@ -453,7 +636,7 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
                                                                     "the request was cancelled"));
                 if (new_id[0] && !initialized(answer)) {
                         /* A failed initialize opens nothing: no session id, nothing counted. */
-                        struct mcp_client *gone = find_session(h, new_id, true);
+                        struct mcp_client *gone = find_session(h, new_id, who, true);
                         if (gone) {
                                 mcp_client_end(gone);
                                 mcp_client_unref(gone);
@@ -468,13 +651,13 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         return result;
 }
 
-static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *conn)
+static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *conn, size_t who)
 {
         const char *sid = header(conn, "Mcp-Session-Id");
         if (!sid)
                 return refuse(conn, MHD_HTTP_BAD_REQUEST, JSONRPC_INVALID_REQUEST,
                               "Mcp-Session-Id header required");
-        struct mcp_client *c = find_session(h, sid, true);
+        struct mcp_client *c = find_session(h, sid, who, true);
         if (!c)
                 return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
                               "unknown or ended MCP session");
@@ -482,6 +665,9 @@ static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *con
         mcp_client_unref(c);
         return reply(conn, MHD_HTTP_OK, NULL, NULL, NULL);
 }
+
+static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const char *url,
+                             const char *method, struct request *req);
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload,
@@ -511,15 +697,66 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 *upload_size = 0;
                 return MHD_YES;
         }
+        cors_origin = NULL;
+        enum MHD_Result r = route(h, conn, url, method, req);
+        cors_origin = NULL;
+        return r;
+}
+
+/* Whether a page from origin may read this server's answers (CORS): only origins given with
+ * --cors-origin ("*" for any); none by default. */
+static bool cors_allowed(struct http *h, const char *origin)
+{
+        for (size_t i = 0; origin && h->o->cors_origins && h->o->cors_origins[i]; i++)
+                if (strcmp(h->o->cors_origins[i], "*") == 0 ||
+                    strcasecmp(h->o->cors_origins[i], origin) == 0)
+                        return true;
+        return false;
+}
+
+/* OPTIONS: a browser's preflight. Answered before the token is checked, since browsers send
+ * the preflight without credentials. */
+static enum MHD_Result preflight(struct MHD_Connection *conn)
+{
+        if (header(conn, MHD_HTTP_HEADER_ORIGIN) && !cors_origin)
+                return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
+                              "Origin not allowed to call this server from a browser (see "
+                              "--cors-origin)");
+        struct MHD_Response *r =
+                MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
+        if (!r)
+                return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE, OPTIONS");
+        if (cors_origin) {
+                MHD_add_response_header(r, "Access-Control-Allow-Methods", "POST, DELETE, OPTIONS");
+                MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                        "Content-Type, Accept, Authorization, Mcp-Session-Id, "
+                                        "MCP-Protocol-Version, Mcp-Method, Mcp-Name, "
+                                        "Last-Event-ID");
+                MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+                add_cors_headers(r);
+        }
+        enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, r);
+        MHD_destroy_response(r);
+        return ok;
+}
+
+static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const char *url,
+                             const char *method, struct request *req)
+{
         /* DNS rebinding: a page in a browser must not reach this server under another name. */
         const char *host = header(conn, MHD_HTTP_HEADER_HOST);
         if (!listed(h->hosts, host))
                 return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
                               "Host not allowed (see --allow-host)");
         const char *origin = header(conn, MHD_HTTP_HEADER_ORIGIN);
-        if (origin && !listed(h->origins, origin))
+        if (cors_allowed(h, origin))
+                cors_origin = origin;
+        else if (origin && !listed(h->origins, origin))
                 return refuse(conn, MHD_HTTP_FORBIDDEN, JSONRPC_INVALID_REQUEST,
-                              "Origin not allowed (see --allow-origin)");
+                              "Origin not allowed (see --allow-origin, --cors-origin)");
+        if (strcmp(method, "OPTIONS") == 0)
+                return preflight(conn);
         if (strcmp(url, "/healthz") == 0 && strcmp(method, "GET") == 0)
                 return reply(conn, MHD_HTTP_OK, "text/plain", strdup("ok\n"), NULL);
         bool is_mcp = strcmp(url, "/mcp") == 0;
@@ -527,17 +764,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         if (!is_mcp && !is_metrics)
                 return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
                               "not found: the MCP endpoint is /mcp");
-        if (!authorized(h, conn))
+        int who = authorized(h, conn);
+        if (who < 0)
                 return refuse(conn, MHD_HTTP_UNAUTHORIZED, JSONRPC_INVALID_REQUEST,
                               "a valid bearer token is required");
         if (is_metrics)
                 return reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4",
                              mcp_server_metrics(h->server), NULL);
         if (strcmp(method, "POST") == 0)
-                return post(h, conn, req);
+                return post(h, conn, req, (size_t)who);
         if (strcmp(method, "DELETE") == 0)
-                return delete_session(h, conn);
-        /* No server-initiated stream: this server never sends a request of its own. */
+                return delete_session(h, conn, (size_t)who);
+        /* No server-initiated stream: this server never sends a request of its own (and
+         * 2026-07-28 has no GET at all). */
         return refuse(conn, MHD_HTTP_METHOD_NOT_ALLOWED, JSONRPC_INVALID_REQUEST,
                       "use POST (or DELETE to end the session)");
 }
@@ -711,6 +950,15 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         if (fd < 0)
                 return fd;
         int r = allowed_lists(&h, host, port);
+        while (o->tokens && o->tokens[h.n_modern])
+                h.n_modern++;
+        h.n_modern += !h.n_modern;
+        h.modern = calloc(h.n_modern, sizeof(*h.modern));
+        for (size_t i = 0; h.modern && r == 0 && i < h.n_modern; i++)
+                if (!(h.modern[i] = mcp_client_new_stateless(server)))
+                        r = -ENOMEM;
+        if (r == 0 && !h.modern)
+                r = -ENOMEM;
         struct MHD_Daemon *d = NULL;
         if (r == 0)
                 d = MHD_start_daemon(
@@ -749,6 +997,12 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         h.n_sessions = 0;
         pthread_mutex_unlock(&h.lock);
 out:
+        for (size_t i = 0; h.modern && i < h.n_modern; i++) {
+                if (h.modern[i])
+                        mcp_client_end(h.modern[i]);
+                mcp_client_unref(h.modern[i]);
+        }
+        free(h.modern);
         free(h.sessions);
         free_list(h.hosts);
         free_list(h.origins);

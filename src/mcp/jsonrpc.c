@@ -63,16 +63,21 @@ json_t *jsonrpc_result(const json_t *id, json_t *result)
         return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
 }
 
+void jsonrpc_vformat(char *text, size_t size, const char *fmt, va_list ap)
+{
+        vsnprintf(text, size, fmt, ap);
+        utf8_trim_cut(text);
+}
+
 json_t *jsonrpc_error(const json_t *id, int code, const char *fmt, ...)
 {
         char text[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(text, sizeof(text), fmt, ap);
-        va_end(ap);
         /* The text may hold what the client sent, cut to fit: it must still be a JSON string,
          * or there would be no error to send at all. */
-        utf8_trim_cut(text);
+        jsonrpc_vformat(text, sizeof(text), fmt, ap);
+        va_end(ap);
         char *clean = utf8_sanitize(text, strlen(text), NULL);
         json_t *msg =
                 json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),

@@ -3,6 +3,7 @@
 #define CODECELL_MCP_JSONRPC_H
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 enum {
@@ -26,6 +27,10 @@ enum jsonrpc_kind {
  * is the message's id when one could be read, else null). */
 json_t *jsonrpc_parse(const char *text, size_t len, enum jsonrpc_kind *ret_kind,
                       json_t **ret_error);
+
+/* fmt into text (size bytes), cut on a UTF-8 character boundary when it does not fit. */
+void jsonrpc_vformat(char *text, size_t size, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
 
 /* {"jsonrpc":"2.0","id":id,"result":result}; steals result. */
 json_t *jsonrpc_result(const json_t *id, json_t *result);

@@ -39,6 +39,9 @@ void mcp_server_stop(struct mcp_server *server);
 
 /* A new client, or NULL past max_clients (or out of memory). */
 struct mcp_client *mcp_client_new(struct mcp_server *server);
+/* The client of a transport's 2026-07-28 requests: not an MCP session, so neither counted
+ * against max_clients nor in /metrics. NULL when out of memory. */
+struct mcp_client *mcp_client_new_stateless(struct mcp_server *server);
 struct mcp_client *mcp_client_ref(struct mcp_client *client);
 void mcp_client_unref(struct mcp_client *client);
 /* Ends the client: cancels its runs, then closes its code sessions. Idempotent. */
@@ -48,8 +51,14 @@ bool mcp_client_busy(struct mcp_client *client);
 /* True once the client asked for log messages (logging/setLevel). */
 bool mcp_client_wants_logs(struct mcp_client *client);
 
-/* Whether we speak this MCP revision (2025-11-25, 2025-06-18, 2025-03-26). */
+/* Whether we speak this MCP revision through initialize (2025-11-25, 2025-06-18, 2025-03-26). */
 bool mcp_protocol_supported(const char *version);
+/* The revision without initialize that we speak. */
+#define MCP_MODERN_PROTOCOL "2026-07-28"
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+/* Whether a message is of the 2026-07-28 era: its params._meta names a protocol version (any:
+ * a version we do not speak is answered as that era answers it). */
+bool mcp_message_modern(const json_t *message);
 
 /* Handles one parsed message of the given kind: a request gets exactly one answer through the
  * sink, unless it is cancelled (then none), whatever fails while the answer is built (then a
@@ -57,6 +66,9 @@ bool mcp_protocol_supported(const char *version);
  * runs; safe to call from many threads at once. */
 void mcp_handle(struct mcp_server *server, struct mcp_client *client, const json_t *message,
                 enum jsonrpc_kind kind, struct mcp_sink *sink);
+/* Cancels the 2026-07-28 calls whose answer goes to sink: their HTTP stream was closed. (By
+ * request id would not do: stateless clients share a client and may reuse ids.) */
+void mcp_cancel_answering(struct mcp_client *client, const struct mcp_sink *sink);
 /* Parses text and handles it; a malformed text gets its JSON-RPC error through the sink. */
 void mcp_handle_text(struct mcp_server *server, struct mcp_client *client, const char *text,
                      size_t len, struct mcp_sink *sink);

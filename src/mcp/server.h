@@ -12,17 +12,23 @@ struct inflight {
         struct inflight *next;
         json_t *id;
         codecell_cancel *cancel;
+        const struct mcp_sink *origin; /* mcp_call.origin */
 };
 
 struct mcp_server {
         codecell_cellset *cells;
         struct mcp_server_options o;
-        json_t *tools; /* the tools/list array, built once */
+        json_t *tools;        /* the tools/list array of the legacy era, built once */
+        json_t *tools_modern; /* the same for 2026-07-28: session handles instead of names */
+        /* The name of the companion tool that lists and closes sessions, or "" when no cell
+         * has sessions. */
+        char sessions_tool[32];
         struct metrics *metrics;
         pthread_mutex_t lock; /* guards what follows */
         struct mcp_client **clients;
         size_t n_clients;
-        size_t runs; /* tools/call running now */
+        size_t n_stateless; /* of them, clients of 2026-07-28 requests (not MCP sessions) */
+        size_t runs;        /* tools/call running now */
         unsigned long long next_client;
         bool stopping;
 };
@@ -44,7 +50,8 @@ struct mcp_client {
         pthread_mutex_t lock; /* guards what follows */
         unsigned refs;
         bool ended;
-        int log_level; /* messages at or above are sent; -1 until the client sets one */
+        bool stateless; /* mcp_client_new_stateless() */
+        int log_level;  /* messages at or above are sent; -1 until the client sets one */
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */
         char prefix[24];
@@ -52,24 +59,67 @@ struct mcp_client {
          * uses the name and is told. */
         char **evicted;
         size_t n_evicted;
+        /* 2026-07-28: the session handles minted for this client (newest last, at most
+         * MCP_HANDLES_KEPT), so that a handle that expired is told apart from one never given. */
+        char **handles;
+        size_t n_handles;
+};
+
+#define MCP_HANDLES_KEPT 4096
+
+/* What a request's era asks of its answer. */
+struct mcp_call {
+        bool modern;   /* 2026-07-28: stateless, per-request _meta, resultType on every result */
+        int log_level; /* modern: the request's io.modelcontextprotocol/logLevel, -1 for none */
+        /* The transport's sink of the request's answer: a 2026-07-28 call over HTTP is
+         * cancelled by closing its stream, which names no request id. NULL in the legacy era. */
+        const struct mcp_sink *origin;
 };
 
 /* tools/list entries of every cell (tools.c). NULL when out of memory. */
-json_t *mcp_tools_build(struct mcp_server *server);
+json_t *mcp_tools_build(struct mcp_server *server, bool modern);
 /* tools/call (cell_tools.c): answers through sink and returns true, or returns false without
  * an answer when the request was cancelled. */
-bool mcp_tools_call(struct mcp_server *server, struct mcp_client *client, const json_t *id,
-                    const json_t *params, struct mcp_sink *sink);
+bool mcp_tools_call(struct mcp_server *server, struct mcp_client *client,
+                    const struct mcp_call *call, const json_t *id, const json_t *params,
+                    struct mcp_sink *sink);
+/* The companion tool's call (sessions.c): lists or closes the client's sessions. */
+void mcp_sessions_call(struct mcp_server *server, struct mcp_client *client,
+                       const struct mcp_call *call, const json_t *id, const json_t *args,
+                       struct mcp_sink *sink);
+/* The companion tool's tools/list entry (sessions.c). */
+json_t *mcp_sessions_tool(struct mcp_server *server, bool modern);
+/* {"jsonrpc":"2.0","id":id,"result":result} with, in the modern era, resultType and the
+ * server's identity in _meta. Steals result. */
+json_t *mcp_result(const struct mcp_call *call, const json_t *id, json_t *result);
+/* The same fields as JSON text to splice into a result object written by hand: "" in the
+ * legacy era, else ",\"resultType\":…". Static text. */
+const char *mcp_result_fields(const struct mcp_call *call);
+/* A tool execution error (isError: true) whose text the model reads and acts on. */
+json_t *mcp_tool_error(const struct mcp_call *call, const json_t *id, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 /* Encodes message (if not NULL), frees it, and sends the text through sink as the answer.
  * 0, or -1 when message is NULL or could not be encoded or sent. */
 int mcp_answer(struct mcp_sink *sink, json_t *message);
 /* The same for a notification. */
 int mcp_notify(struct mcp_sink *sink, json_t *message);
 /* notifications/message to the client when level passes its threshold. */
-void mcp_log(struct mcp_client *client, struct mcp_sink *sink, enum mcp_log_level level,
-             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void mcp_log(struct mcp_client *client, const struct mcp_call *call, struct mcp_sink *sink,
+             enum mcp_log_level level, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Longest session name a client may choose: the rest of 64 is the client's prefix. */
 #define MCP_SESSION_NAME_MAX 40
+
+/* Session names and handles (sessions.c). A handle is "cs_" and 32 hex digits (128 bits from
+ * getrandom): opaque, unguessable, minted by the server. */
+#define MCP_HANDLE_LEN 35
+int mcp_session_handle_new(struct mcp_client *client, char ret[MCP_HANDLE_LEN + 1]);
+/* Whether the handle was minted for this client (it may have expired since). */
+bool mcp_session_handle_known(struct mcp_client *client, const char *handle);
+/* Whether the client has the session named (unscoped) open in cell. */
+bool mcp_session_open(struct mcp_client *client, codecell_cell *cell, const char *name);
+/* The client's open sessions of cell, unscoped (NULL-terminated, caller frees each and the
+ * array), or NULL. */
+char **mcp_session_names(struct mcp_client *client, codecell_cell *cell);
 
 #endif

@@ -2,7 +2,9 @@
  * per line on stdout (which carries nothing else). A tools/call runs on its own thread, so calls
  * overlap and answer out of order; everything else is answered at once, in order. At end of
  * input the calls still running are answered before it returns (so `… | codecell serve` gets
- * every answer); on SIGTERM/SIGINT they are cancelled. Either way its sessions are closed. */
+ * every answer); on SIGTERM/SIGINT they are cancelled. Either way its sessions are closed.
+ * Both eras share the line: a message with a 2026-07-28 _meta goes to the process's modern
+ * client (session handles), any other to its legacy one (initialize, session names). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -65,7 +67,7 @@ static void *run_job(void *arg)
         return NULL;
 }
 
-static void handle_line(struct mcp_server *s, struct mcp_client *c, struct stdio_sink *out,
+static void handle_line(struct mcp_server *s, struct mcp_client *clients[2], struct stdio_sink *out,
                         struct jobs *jobs, const char *line, size_t len)
 {
         enum jsonrpc_kind kind;
@@ -76,6 +78,14 @@ static void handle_line(struct mcp_server *s, struct mcp_client *c, struct stdio
                 return;
         }
         const char *method = json_string_value(json_object_get(msg, "method"));
+        if (kind == JSONRPC_NOTIFICATION) {
+                /* notifications/cancelled names a request of either era. */
+                mcp_handle(s, clients[0], msg, kind, &out->sink);
+                mcp_handle(s, clients[1], msg, kind, &out->sink);
+                json_decref(msg);
+                return;
+        }
+        struct mcp_client *c = clients[mcp_message_modern(msg)];
         if (kind == JSONRPC_REQUEST && strcmp(method, "tools/call") == 0) {
                 struct job *j = malloc(sizeof(*j));
                 pthread_t thread;
@@ -118,9 +128,12 @@ static bool blank(const char *p, size_t n)
 
 int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_message, int signal_fd)
 {
-        struct mcp_client *c = mcp_client_new(s);
-        if (!c)
+        struct mcp_client *clients[2] = {mcp_client_new(s), mcp_client_new_stateless(s)};
+        if (!clients[0] || !clients[1]) {
+                mcp_client_unref(clients[0]);
+                mcp_client_unref(clients[1]);
                 return -ENOMEM;
+        }
         struct stdio_sink out = {.sink.send = stdio_send, .fd = out_fd};
         pthread_mutex_init(&out.lock, NULL);
         struct jobs jobs = {.running = 0};
@@ -154,7 +167,7 @@ int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_mess
                 for (char *nl; (nl = memchr(buf + start, '\n', len - start));) {
                         size_t line_len = (size_t)(nl - (buf + start));
                         if (!skipping && !blank(buf + start, line_len))
-                                handle_line(s, c, &out, &jobs, buf + start, line_len);
+                                handle_line(s, clients, &out, &jobs, buf + start, line_len);
                         skipping = false;
                         start += line_len + 1;
                 }
@@ -173,8 +186,10 @@ int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_mess
         while (jobs.running)
                 pthread_cond_wait(&jobs.done, &jobs.lock);
         pthread_mutex_unlock(&jobs.lock);
-        mcp_client_end(c);
-        mcp_client_unref(c);
+        for (size_t i = 0; i < 2; i++) {
+                mcp_client_end(clients[i]);
+                mcp_client_unref(clients[i]);
+        }
         pthread_cond_destroy(&jobs.done);
         pthread_mutex_destroy(&jobs.lock);
         pthread_mutex_destroy(&out.lock);

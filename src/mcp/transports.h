@@ -16,9 +16,15 @@ struct http_options {
         const char *address;          /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
         /* > 0: a socket listening on address already (systemd's); else address is bound. */
         int listen_fd;
-        const char *token;            /* bearer token, or NULL for none */
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
         const char **allowed_origins; /* extra Origin values, NULL-terminated */
+        /* Bearer tokens, NULL-terminated, or NULL for none. Each is one authorization context:
+         * an MCP session, and the code sessions of 2026-07-28 requests, belong to the token
+         * that opened them. */
+        const char **tokens;
+        /* Origins whose pages may call the server from a browser (CORS; "*" for any),
+         * NULL-terminated; NULL or empty: none. */
+        const char **cors_origins;
         size_t max_body;
         uint64_t client_idle_ms;
                 /* an MCP session unused this long is ended */ /* request body cap in bytes */

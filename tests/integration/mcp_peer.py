@@ -20,6 +20,27 @@ INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
                    "clientInfo": {"name": "raw", "version": "1"}}}
 
 
+MODERN = "2026-07-28"
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+               "io.modelcontextprotocol/clientCapabilities": {},
+               "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+
+
+def modern(i, method, params=None, **meta):
+    """A 2026-07-28 request: no initialize, its era and client in params._meta."""
+    params = dict(params or {})
+    params["_meta"] = dict(MODERN_META, **meta)
+    return {"jsonrpc": "2.0", "id": i, "method": method, "params": params}
+
+
+def modern_headers(message):
+    """The headers a 2026-07-28 request carries over HTTP, mirroring its body."""
+    h = {"MCP-Protocol-Version": MODERN, "Mcp-Method": message["method"]}
+    if message["method"] == "tools/call":
+        h["Mcp-Name"] = message["params"]["name"]
+    return h
+
+
 def write_config(directory, cells, tools=()):
     path = os.path.join(directory, "cells.json")
     with open(path, "w") as f:

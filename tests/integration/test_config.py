@@ -123,7 +123,9 @@ class GoodFiles(unittest.TestCase):
                 sessions={"max": 3, "idle_ms": 120000})]}, f)
         r = codecell("describe", "--config", path, "--json")
         self.assertEqual(r.code, 0, r)
-        (tool,) = json.loads(r.stdout)
+        # The cell's tool, then the companion tool of its sessions.
+        tool, companion = json.loads(r.stdout)
+        self.assertEqual(companion["name"], "sessions")
         self.assertEqual(tool["name"], "ruby")
         self.assertTrue(tool["description"].startswith("Reads f.txt.\n\n"))
         self.assertIn("- `/data` — the folder", tool["description"])

@@ -11,11 +11,26 @@ import unittest
 
 from harness import become_subreaper, stray_children, tempdir
 from harness import BIN, LAUNCHED
-from mcp_peer import INIT, Http, Stdio, small_config, sse_messages
+from mcp_peer import (INIT, MODERN, Http, Stdio, modern, modern_headers, small_config,
+                      sse_messages, write_config)
 
 
 def setUpModule():
     become_subreaper()
+
+
+class InitializedStdio:
+    """setUp: a server on stdio, initialized; it must end cleanly (exit 0) after the test."""
+
+    def setUp(self):
+        self.dir = tempdir(self)
+        self.peer = Stdio(small_config(self.dir))
+        self.addCleanup(self.finish)
+        self.peer.request(INIT)
+
+    def finish(self):
+        code, err = self.peer.close()
+        self.assertEqual(code, 0, err)
 
 
 def call(i, code, **extra):
@@ -70,16 +85,14 @@ class StdioProtocol(unittest.TestCase):
     def test_unknown_method_and_bad_params(self):
         m = self.peer.request({"jsonrpc": "2.0", "id": 5, "method": "resources/list"})
         self.assertEqual((m["id"], m["error"]["code"]), (5, -32601))
+        # Only an unknown tool or a request that is not a CallToolRequest stays a protocol
+        # error (SEP-1303); bad arguments are tool results, in ToolErrors below.
         cases = [
             (call(1, "1", name="nope"), 'unknown tool "nope"'),
-            ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ruby"}},
-             "arguments must be an object"),
-            (call(1, ""), "arguments.code: must be a non-empty string"),
-            (call(1, "1", args={"cmd": "x"}), "arguments.cmd: unknown argument"),
-            (call(1, "1", args={"session": "../x"}), "arguments.session: must be"),
-            (call(1, "1", args={"session": "s" * 41}), "arguments.session: must be"),
-            (call(1, "1", args={"reset": True}), "needs arguments.session"),
-            (call(1, "1", args={"session": "a", "reset": "yes"}), "arguments.reset"),
+            ({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+              "params": {"name": "ruby", "arguments": "1+1"}}, "params.arguments an object"),
+            ({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": {}}},
+             "params.name must be a string"),
             ({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
               "params": {"level": "loud"}}, "params.level must be one of"),
             ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
@@ -399,8 +412,9 @@ class HttpListen(unittest.TestCase):
             (["--http", "example.com:80"], "expected [ADDR:]PORT"),
             (["--http", "127.0.0.1:99999"], "expected [ADDR:]PORT"),
             (["--http", "99999"], "expected [ADDR:]PORT"),
-            (["--token-file", "/nonexistent"], "--allow-origin and --client-idle need --http"),
-            (["--client-idle", "1h"], "--allow-origin and --client-idle need --http"),
+            (["--token-file", "/nonexistent"], "--cors-origin and --client-idle need --http"),
+            (["--client-idle", "1h"], "--cors-origin and --client-idle need --http"),
+            (["--cors-origin", "https://app.example"], "--cors-origin and --client-idle need"),
             (["--http", "0", "--client-idle", "soon"], "--client-idle soon: expected a duration"),
             (["--http", "127.0.0.1:0", "--token-file", "/nonexistent/t"], "No such file"),
             (["--max-runs", "0"], "--max-runs 0: must be a whole number"),
@@ -434,35 +448,31 @@ def frame_from_ruby(t):
             % json.dumps(t))
 
 
-class Utf8Answers(unittest.TestCase):
+class Utf8Answers(InitializedStdio, unittest.TestCase):
     """Text that names what the client or the guest sent is cut on a character boundary, and
     every request gets its answer."""
-
-    def setUp(self):
-        self.dir = tempdir(self)
-        self.peer = Stdio(small_config(self.dir))
-        self.addCleanup(self.finish)
-        self.peer.request(INIT)
-
-    def finish(self):
-        code, err = self.peer.close()
-        self.assertEqual(code, 0, err)
 
     def test_multibyte_names_and_keys_are_answered_over_stdio(self):
         cases = [
             ({"jsonrpc": "2.0", "id": 1, "method": EURO * 40}, -32601, EURO * 33 + '" not found'),
             (call(2, "1", name=EURO * 30), -32602, 'unknown tool "' + EURO * 21 + '"'),
-            (call(3, "1", args={EURO * 40: 1}), -32602, EURO * 21 + ": unknown argument"),
+            # An unknown argument is a tool result (SEP-1303) that names it, cut the same way.
+            (call(3, "1", args={EURO * 40: 1}), None, 'argument "' + EURO * 21 + '":'),
             # 62 bytes, then a character that would end past the 64th: it goes whole.
-            (call(4, "1", args={"\u00e9" * 31 + EURO * 20: 1}), -32602,
-             "arguments." + "\u00e9" * 31 + ": unknown argument"),
+            (call(4, "1", args={"\u00e9" * 31 + EURO * 20: 1}), None,
+             'argument "' + "\u00e9" * 31 + '":'),
         ]
         for message, code, text in cases:
             with self.subTest(text=text):
                 m = self.peer.request(message)
-                self.assertEqual(m["error"]["code"], code, m)
-                self.assertIn(text, m["error"]["message"])
-                self.assertNotIn("\ufffd", m["error"]["message"])
+                if code is None:
+                    self.assertIs(m["result"]["isError"], True, m)
+                    said = m["result"]["content"][0]["text"]
+                else:
+                    self.assertEqual(m["error"]["code"], code, m)
+                    said = m["error"]["message"]
+                self.assertIn(text, said)
+                self.assertNotIn("\ufffd", said)
         self.assertEqual(self.peer.request({"jsonrpc": "2.0", "id": 9, "method": "ping"})["id"], 9)
 
     def test_a_multibyte_tool_name_raises_unknown_tool_in_the_guest(self):
@@ -539,7 +549,7 @@ class FairSessions(unittest.TestCase):
         self.assertIn('"b0"', text)
         self.assertIn('"b1"', text)
         self.assertIn('without "session"', text)
-        self.assertNotIn("close one", text)
+        self.assertIn("close one with the sessions tool", text)
         # a's untouched sessions kept their state; its oldest were closed, and it is told once.
         self.assertEqual(self.run_in(a, "a3", "v")["structuredContent"]["value"], 3)
         self.server.post("", b, method="DELETE")
@@ -867,3 +877,508 @@ class LeanResults(unittest.TestCase):
         warnings = [x for x in err.decode().splitlines() if ": warning: " in x]
         # One line per missing layer, once; none when this host delegates cgroups to nobody.
         self.assertEqual(len(warnings), len(set(warnings)), err)
+# ---- issue 21: 2026-07-28 beside 2025-11-25, tool errors a model can fix, sessions it manages --
+
+def text_of(result):
+    return "\n".join(c["text"] for c in result["content"])
+
+
+class ToolErrors(InitializedStdio, unittest.TestCase):
+    """SEP-1303: every argument problem is a result with isError and a message that says what to
+    send instead, in both eras; the arguments never reach a sandbox."""
+
+    CASES = [
+        ({}, 'Missing argument "code"'),
+        ({"code": ""}, '"code" must be a non-empty string'),
+        ({"code": 7}, '"code" must be a non-empty string'),
+        ({"code": "1", "cmd": "x"}, 'Unknown argument "cmd"'),
+        ({"code": "1", "reset": True}, '"reset": true needs "session"'),
+    ]
+    LEGACY = [
+        ({"code": "1", "session": "a", "reset": "yes"}, '"reset" must be true or false'),
+        ({"code": "1", "session": "../x"}, '"session" must be a name of 1 to 40'),
+        ({"code": "1", "session": "s" * 41}, '"session" must be a name of 1 to 40'),
+        ({"code": "1", "session": 5}, '"session" must be a name'),
+    ]
+    MODERN = [
+        ({"code": "1", "session": "new", "reset": 1}, '"reset" must be true or false'),
+        ({"code": "1", "session": "analysis"}, '"session" must be "new"'),
+        ({"code": "1", "session": "cs_" + "0" * 31}, '"session" must be "new"'),
+        ({"code": "1", "session": "cs_" + "0" * 32},
+         "is not one this server gave you"),
+    ]
+
+    def check(self, message, text):
+        m = self.peer.request(message)
+        self.assertNotIn("error", m, m)
+        self.assertIs(m["result"]["isError"], True, m)
+        self.assertIn(text, text_of(m["result"]))
+        self.assertNotIn("structuredContent", m["result"])
+        return m["result"]
+
+    def test_each_bad_argument_is_a_tool_error_for_the_model(self):
+        for args, text in self.CASES + self.LEGACY:
+            with self.subTest(args=args):
+                self.check({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "ruby", "arguments": args}}, text)
+        # A request without arguments is a call with none: "code" is missing.
+        self.check({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "ruby"}}, 'Missing argument "code"')
+
+    def test_the_same_in_2026_07_28(self):
+        for args, text in self.CASES + self.MODERN:
+            with self.subTest(args=args):
+                r = self.check(modern(1, "tools/call", {"name": "ruby", "arguments": args}), text)
+                self.assertEqual(r["resultType"], "complete")
+
+
+class ModernStdio(unittest.TestCase):
+    """2026-07-28 over stdio, with no initialize, beside a client of 2025-11-25 on the same
+    process."""
+
+    def setUp(self):
+        self.dir = tempdir(self)
+        self.peer = Stdio(small_config(self.dir, sessions={"max": 4, "idle_ms": 60000}))
+        self.addCleanup(self.finish)
+
+    def finish(self):
+        code, err = self.peer.close()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(stray_children(), [], "a sandbox outlived the server")
+
+    def run_code(self, i, code, **args):
+        m = self.peer.request(modern(i, "tools/call",
+                                     {"name": "ruby", "arguments": dict(args, code=code)}))
+        self.assertIn("result", m, m)
+        return m["result"]
+
+    def test_discover_and_list_without_initialize(self):
+        r = self.peer.request(modern("d", "server/discover"))["result"]
+        self.assertEqual(r["resultType"], "complete")
+        self.assertIn(MODERN, r["supportedVersions"])
+        self.assertIn("2025-11-25", r["supportedVersions"])
+        self.assertIn("tools", r["capabilities"])
+        self.assertEqual(r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "codecell")
+        self.assertEqual((r["cacheScope"], r["ttlMs"] > 0), ("public", True))
+        r = self.peer.request(modern(1, "tools/list"))["result"]
+        self.assertEqual((r["resultType"], r["cacheScope"]), ("complete", "public"))
+        self.assertGreater(r["ttlMs"], 0)
+        self.assertEqual([t["name"] for t in r["tools"]], ["ruby", "sessions"])
+        session = r["tools"][0]["inputSchema"]["properties"]["session"]
+        self.assertEqual(session["pattern"], "^(new|cs_[0-9a-f]{32})$")
+        self.assertIn("expires after 60 s unused", r["tools"][0]["description"])
+
+    def test_version_and_meta_errors(self):
+        m = self.peer.request(modern(1, "tools/list",
+                                     **{"io.modelcontextprotocol/protocolVersion": "1900-01-01"}))
+        self.assertEqual(m["error"]["code"], -32022, m)
+        self.assertEqual(m["error"]["data"]["requested"], "1900-01-01")
+        self.assertIn(MODERN, m["error"]["data"]["supported"])
+        no_caps = modern(2, "tools/list")
+        del no_caps["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        m = self.peer.request(no_caps)
+        self.assertEqual(m["error"]["code"], -32602, m)
+        self.assertIn("clientCapabilities", m["error"]["message"])
+        m = self.peer.request(modern(3, "tools/list",
+                                     **{"io.modelcontextprotocol/logLevel": "loud"}))
+        self.assertEqual(m["error"]["code"], -32602, m)
+        # Removed in 2026-07-28: ping, logging/setLevel; initialize is not of this era.
+        for i, method in enumerate(["ping", "logging/setLevel", "initialize"]):
+            m = self.peer.request(modern(10 + i, method))
+            self.assertEqual(m["error"]["code"], -32601, m)
+        # The legacy era still works on the same process.
+        self.assertEqual(self.peer.request(INIT)["result"]["protocolVersion"], "2025-11-25")
+        r = self.peer.request(call(20, "1 + 1"))["result"]
+        self.assertNotIn("resultType", r)
+        self.assertEqual(r["structuredContent"]["value"], 2)
+
+    def test_a_handle_carries_a_session_and_expires_with_it(self):
+        r = self.run_code(1, "x = 41", session="new")
+        self.assertIs(r["isError"], False, r)
+        self.assertEqual(r["resultType"], "complete")
+        handle = r["structuredContent"]["session"]["id"]
+        self.assertRegex(handle, r"^cs_[0-9a-f]{32}$")
+        self.assertIs(r["structuredContent"]["session"]["created"], True)
+        self.assertIn("created by this call", text_of(r))
+        r = self.run_code(2, "x + 1", session=handle)
+        self.assertEqual(r["structuredContent"]["value"], 42, r)
+        self.assertEqual(r["structuredContent"]["session"], {"id": handle, "created": False})
+        self.assertNotIn("created by this call", text_of(r))
+        # Another "new" is another session: handles are not reused.
+        other = self.run_code(3, "defined?(x).inspect", session="new")
+        self.assertEqual(other["structuredContent"]["value"], "nil")
+        self.assertNotEqual(other["structuredContent"]["session"]["id"], handle)
+        # A legacy client on the same process cannot reach a handle: to it, it is a new name.
+        self.peer.request(INIT)
+        r = self.peer.request(call(4, "defined?(x).inspect", args={"session": handle}))["result"]
+        self.assertEqual(r["structuredContent"]["value"], "nil", r)
+        self.assertIs(r["structuredContent"]["session"]["created"], True)
+        # A session that hits a limit ends; its handle then says it expired.
+        r = self.run_code(5, "loop {}", session=handle)
+        self.assertIn(r["structuredContent"]["status"], ("timeout", "fuel_exhausted"), r)
+        self.assertIn("ended with this call and its handle has expired", text_of(r))
+        r = self.run_code(6, "x", session=handle)
+        self.assertIs(r["isError"], True, r)
+        self.assertIn("has expired", text_of(r))
+        self.assertIn('"session": "new"', text_of(r))
+        self.assertNotIn("structuredContent", r)
+
+    def test_a_name_whose_session_a_limit_ended_is_created_again(self):
+        self.peer.request(INIT)
+        r = self.peer.request(call(1, "x = 1", args={"session": "s"}))["result"]
+        self.assertIs(r["structuredContent"]["session"]["created"], True)
+        r = self.peer.request(call(2, "loop {}", args={"session": "s"}))["result"]
+        self.assertIs(r["structuredContent"]["session"]["created"], False)
+        r = self.peer.request(call(3, "defined?(x).inspect", args={"session": "s"}))["result"]
+        self.assertEqual(r["structuredContent"]["value"], "nil", r)
+        self.assertEqual(r["structuredContent"]["session"], {"id": "s", "created": True})
+
+    def test_logs_only_for_a_request_that_asks(self):
+        self.run_code(1, "1")
+        self.run_code(2, "1", session="new")
+        self.assertEqual([m for m in self.peer.seen if m.get("method") == "notifications/message"],
+                         [], "a 2026-07-28 request without logLevel hears nothing")
+        m = modern(3, "tools/call", {"name": "ruby", "arguments": {"code": "1"}},
+                   **{"io.modelcontextprotocol/logLevel": "info"})
+        self.peer.request(m)
+        logs = [m["params"] for m in self.peer.seen if m.get("method") == "notifications/message"]
+        self.assertEqual([(x["level"], x["data"]) for x in logs], [("info", "ruby: ok")])
+
+
+class SessionTool(unittest.TestCase):
+    """The sessions companion tool: list, close one, close all, only ever the caller's own."""
+
+    def setUp(self):
+        d = tempdir(self)
+        cells = [{"name": "ruby", "language": "ruby", "pool": 1, "sessions": {"max": 6}},
+                 {"name": "py", "language": "python", "pool": 0,
+                  "sessions": {"default": True}},
+                 {"name": "plain", "language": "ruby", "pool": 0,
+                  "sessions": {"enabled": False}}]
+        self.server = Http(write_config(d, cells))
+        self.addCleanup(self.server.stop)
+
+    def post(self, h, message):
+        status, _, text = self.server.post(message, h)
+        self.assertEqual(status, 200, text)
+        return json.loads(text)["result"]
+
+    def sessions(self, h, i=1, **args):
+        return self.post(h, {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                             "params": {"name": "sessions", "arguments": args}})
+
+    def test_list_and_close(self):
+        a = {"Mcp-Session-Id": self.server.initialize()}
+        b = {"Mcp-Session-Id": self.server.initialize()}
+        tools = json.loads(self.server.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                            a)[2])["result"]["tools"]
+        self.assertEqual([t["name"] for t in tools], ["ruby", "py", "plain", "sessions"])
+        self.assertEqual(tools[3]["inputSchema"]["properties"]["tool"]["enum"], ["ruby", "py"])
+        for name in ["one", "two"]:
+            r = self.post(a, call(1, "v = 1", args={"session": name}))
+            self.assertIs(r["structuredContent"]["session"]["created"], True, r)
+        self.post(b, call(1, "w = 1", args={"session": "one"}))
+        # py has a default session: a call without "session" runs there, and says so.
+        r = self.post(a, call(2, "z = 5", name="py"))
+        self.assertEqual(r["structuredContent"]["session"], {"id": "default", "created": True})
+        self.assertIn("Your default session was created by this call", text_of(r))
+        r = self.post(a, call(3, "z", name="py"))
+        self.assertEqual(r["structuredContent"]["value"], 5, r)
+        self.assertIs(r["structuredContent"]["session"]["created"], False)
+        r = self.sessions(a, action="list")
+        self.assertIs(r["isError"], False, r)
+        self.assertEqual(sorted((s["tool"], s["session"]) for s in r["structuredContent"]["sessions"]),
+                         [("py", "default"), ("ruby", "one"), ("ruby", "two")])
+        self.assertNotRegex(text_of(r), r"m\d+-")
+        # Close one: gone for a, b's session of the same name untouched.
+        r = self.sessions(a, action="close", tool="ruby", session="one")
+        self.assertEqual(r["structuredContent"]["closed"], [{"tool": "ruby", "session": "one"}])
+        r = self.post(a, call(4, "defined?(v).inspect", args={"session": "one"}))
+        self.assertEqual(r["structuredContent"]["value"], "nil")
+        self.assertIs(r["structuredContent"]["session"]["created"], True)
+        self.assertIn('Session "one" was created by this call', text_of(r))
+        r = self.post(b, call(5, "w", args={"session": "one"}))
+        self.assertEqual(r["structuredContent"]["value"], 1, r)
+        # Closing what is not there says so, for the model.
+        r = self.sessions(a, action="close", session="nothing")
+        self.assertIs(r["isError"], True, r)
+        self.assertIn("no open session", text_of(r))
+        # Close all of a's: b keeps its own.
+        r = self.sessions(a, action="close")
+        self.assertEqual(len(r["structuredContent"]["closed"]), 3, r)
+        self.assertEqual(self.sessions(a, action="list")["structuredContent"]["sessions"], [])
+        self.assertEqual(len(self.sessions(b, action="list")["structuredContent"]["sessions"]), 1)
+
+    def test_bad_arguments_are_tool_errors(self):
+        a = {"Mcp-Session-Id": self.server.initialize()}
+        for args, text in [({}, '"action": "list"'), ({"action": "drop"}, '"action": "list"'),
+                           ({"action": "close", "tool": "plain"}, '"tool" must name a tool'),
+                           ({"action": "list", "what": 1}, 'Unknown argument "what"'),
+                           ({"action": "close", "session": ""}, '"session" must be')]:
+            with self.subTest(args=args):
+                r = self.sessions(a, **args)
+                self.assertIs(r["isError"], True, r)
+                self.assertIn(text, text_of(r))
+
+
+class ModernHttp(unittest.TestCase):
+    """2026-07-28 over HTTP: no session, headers that must match the body, status by error."""
+
+    def setUp(self):
+        d = tempdir(self)
+        self.server = Http(small_config(d))
+        self.addCleanup(self.server.stop)
+
+    def send(self, message, headers=None, drop=(), **extra):
+        h = modern_headers(message)
+        h.update(headers or {})
+        for k in drop:
+            del h[k]
+        status, got, text = self.server.post(message, h, **extra)
+        return status, got, json.loads(text) if text else None
+
+    def test_calls_without_initialize(self):
+        status, h, m = self.send(modern(1, "server/discover"))
+        self.assertEqual(status, 200, m)
+        self.assertNotIn("mcp-session-id", h)
+        self.assertEqual(m["result"]["resultType"], "complete")
+        message = modern(2, "tools/call",
+                         {"name": "ruby", "arguments": {"code": "x = 41", "session": "new"}})
+        status, h, m = self.send(message)
+        self.assertEqual(status, 200, m)
+        handle = m["result"]["structuredContent"]["session"]["id"]
+        # Any connection, any Mcp-Session-Id (ignored): the handle is what carries the state.
+        message = modern(3, "tools/call",
+                         {"name": "ruby", "arguments": {"code": "x + 1", "session": handle}})
+        status, _, m = self.send(message, {"Mcp-Session-Id": "whatever"})
+        self.assertEqual(m["result"]["structuredContent"]["value"], 42, m)
+        # A legacy client of the same server has its own sessions and its Mcp-Session-Id.
+        sid = self.server.initialize()
+        status, _, text = self.server.post(call(4, "defined?(x).inspect",
+                                                args={"session": "s"}), {"Mcp-Session-Id": sid})
+        self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], "nil")
+
+    def test_headers_must_match_the_body(self):
+        message = modern(1, "tools/call", {"name": "ruby", "arguments": {"code": "1"}})
+        cases = [
+            ({}, ["MCP-Protocol-Version"], "MCP-Protocol-Version header missing"),
+            ({"MCP-Protocol-Version": "2025-11-25"}, [], "MCP-Protocol-Version header does not"),
+            ({}, ["Mcp-Method"], "Mcp-Method header missing"),
+            ({"Mcp-Method": "tools/list"}, [], "Mcp-Method header does not match"),
+            ({}, ["Mcp-Name"], "Mcp-Name header missing"),
+            ({"Mcp-Name": "python"}, [], "Mcp-Name header does not match"),
+            ({"Mcp-Name": "=?base64?cHl0aG9u?="}, [], "Mcp-Name header does not match"),
+            ({"Mcp-Name": "=?base64?!!!?="}, [], "is not valid Base64"),
+        ]
+        for headers, drop, text in cases:
+            with self.subTest(text=text):
+                status, _, m = self.send(message, headers, drop)
+                self.assertEqual((status, m["error"]["code"], m["id"]), (400, -32020, 1), m)
+                self.assertIn(text, m["error"]["message"])
+        # The Base64 sentinel form of the right name is the name.
+        status, _, m = self.send(message, {"Mcp-Name": "=?base64?cnVieQ==?="})
+        self.assertEqual((status, m["result"]["structuredContent"]["value"]), (200, 1), m)
+
+    def test_status_follows_the_error(self):
+        status, _, m = self.send(modern(1, "resources/list"))
+        self.assertEqual((status, m["error"]["code"]), (404, -32601), m)
+        message = modern(2, "tools/list", **{"io.modelcontextprotocol/protocolVersion": "2099-01-01"})
+        status, _, m = self.send(message, {"MCP-Protocol-Version": "2099-01-01"})
+        self.assertEqual((status, m["error"]["code"]), (400, -32022), m)
+        self.assertIn(MODERN, m["error"]["data"]["supported"])
+        # The modern header without the body's _meta is a modern request missing its fields.
+        status, _, m = self.send({"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                                 {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"})
+        self.assertEqual((status, m["error"]["code"]), (400, -32602), m)
+        # A tool error is still a 200 with a result.
+        status, _, m = self.send(modern(4, "tools/call", {"name": "ruby", "arguments": {}}))
+        self.assertEqual((status, m["result"]["isError"]), (200, True), m)
+        status, _, _ = self.server.post(None, {}, method="GET")
+        self.assertEqual(status, 405)
+
+    def test_a_stream_with_progress_and_logs(self):
+        message = modern(1, "tools/call",
+                         {"name": "ruby", "arguments": {"code": "sleep 1.2; :done"}},
+                         progressToken="p", **{"io.modelcontextprotocol/logLevel": "info"})
+        status, h, text = self.server.post(message, modern_headers(message))
+        self.assertEqual((status, h["content-type"]), (200, "text/event-stream"), text)
+        messages = sse_messages(text)
+        self.assertEqual(messages[-1]["result"]["structuredContent"]["value"], "done")
+        self.assertIn("notifications/message", [m.get("method") for m in messages])
+
+
+class Cors(unittest.TestCase):
+    """Browsers: off by default; with --cors-origin, the preflight and the answers say so."""
+
+    ORIGIN = "https://app.example"
+
+    def start(self, *flags):
+        d = tempdir(self)
+        server = Http(small_config(d), *flags)
+        self.addCleanup(server.stop)
+        return server
+
+    def preflight(self, server, origin):
+        h = {"Origin": origin, "Access-Control-Request-Method": "POST",
+             "Access-Control-Request-Headers": "content-type, mcp-protocol-version"}
+        return server.post(None, h, method="OPTIONS")
+
+    def test_off_by_default(self):
+        server = self.start()
+        status, h, _ = self.preflight(server, self.ORIGIN)
+        self.assertEqual(status, 403)
+        self.assertNotIn("access-control-allow-origin", h)
+        # A page of the server's own origin is not cross-origin: no CORS headers either.
+        status, h, _ = server.post(INIT, {"Origin": f"http://{server.host}"})
+        self.assertEqual(status, 200)
+        self.assertNotIn("access-control-allow-origin", h)
+        status, h, _ = server.post(None, {}, method="OPTIONS")
+        self.assertEqual(status, 204)
+        self.assertIn("OPTIONS", h["allow"])
+
+    def test_allowed_origin(self):
+        server = self.start("--cors-origin", self.ORIGIN, "--token-file", self.token())
+        status, h, _ = self.preflight(server, self.ORIGIN)
+        self.assertEqual(status, 204)  # before the token: browsers send preflights without it
+        self.assertEqual(h["access-control-allow-origin"], self.ORIGIN)
+        self.assertIn("POST", h["access-control-allow-methods"])
+        for name in ["Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name",
+                     "Authorization", "Content-Type"]:
+            self.assertIn(name, h["access-control-allow-headers"])
+        auth = {"Authorization": "Bearer sesame", "Origin": self.ORIGIN}
+        status, h, _ = server.post(INIT, auth)
+        self.assertEqual(status, 200)
+        self.assertEqual(h["access-control-allow-origin"], self.ORIGIN)
+        self.assertIn("Mcp-Session-Id", h["access-control-expose-headers"])
+        # Refusals carry the header too, so the page can read why.
+        status, h, _ = server.post(INIT, {"Origin": self.ORIGIN})
+        self.assertEqual((status, h["access-control-allow-origin"]), (401, self.ORIGIN))
+
+    def test_a_disallowed_origin(self):
+        server = self.start("--cors-origin", self.ORIGIN)
+        status, h, text = self.preflight(server, "https://evil.example")
+        self.assertEqual(status, 403, text)
+        self.assertNotIn("access-control-allow-origin", h)
+        status, h, text = server.post(INIT, {"Origin": "https://evil.example"})
+        self.assertEqual(status, 403, text)
+        self.assertIn("--cors-origin", json.loads(text)["error"]["message"])
+
+    def token(self):
+        path = os.path.join(tempdir(self), "token")
+        with open(path, "w") as f:
+            f.write("sesame\n")
+        return path
+
+
+class CellNames(unittest.TestCase):
+    def test_a_dotted_cell_name_is_refused_at_load_with_a_fix(self):
+        from harness import codecell
+        d = tempdir(self)
+        for name, fix in [("weather.today", "weather_today"), ("1st", "c_1st"),
+                          ("x" * 65, "x" * 64), ("r\u00e9sum\u00e9", "r_sum_")]:
+            with self.subTest(name=name):
+                cfg = write_config(d, [{"name": name, "language": "ruby", "pool": 0}])
+                r = codecell("serve", "--config", cfg, stdin="")
+                self.assertEqual(r.code, 2, r)
+                self.assertIn("cells[0].name", r.stderr)
+                self.assertIn("^[a-zA-Z0-9_-]{1,64}$", r.stderr)
+                self.assertIn(f'try "{fix}"', r.stderr)
+
+
+class TokenScopes(unittest.TestCase):
+    """Each line of --token-file is one client's token: the MCP sessions and the 2026-07-28
+    session handles it opens are reached only with it."""
+
+    def setUp(self):
+        d = tempdir(self)
+        path = os.path.join(d, "tokens")
+        with open(path, "w") as f:
+            f.write("alpha-token\n\nbeta-token\r\n")
+        self.server = Http(small_config(d), "--token-file", path)
+        self.addCleanup(self.server.stop)
+        self.a = {"Authorization": "Bearer alpha-token"}
+        self.b = {"Authorization": "Bearer beta-token"}
+
+    def modern_call(self, auth, i, args, name="ruby"):
+        message = modern(i, "tools/call", {"name": name, "arguments": args})
+        status, _, text = self.server.post(message, dict(modern_headers(message), **auth))
+        self.assertEqual(status, 200, text)
+        return json.loads(text)["result"]
+
+    def test_handles_belong_to_their_token(self):
+        r = self.modern_call(self.a, 1, {"code": "x = 41", "session": "new"})
+        handle = r["structuredContent"]["session"]["id"]
+        self.assertEqual(self.modern_call(self.a, 2, {"code": "x + 1", "session": handle})
+                         ["structuredContent"]["value"], 42)
+        r = self.modern_call(self.b, 3, {"code": "x", "session": handle})
+        self.assertIs(r["isError"], True, r)
+        self.assertIn("not one this server gave you", text_of(r))
+        listed = self.modern_call(self.b, 4, {"action": "list"}, name="sessions")
+        self.assertEqual(listed["structuredContent"]["sessions"], [])
+        listed = self.modern_call(self.a, 5, {"action": "list"}, name="sessions")
+        self.assertEqual(listed["structuredContent"]["sessions"],
+                         [{"tool": "ruby", "session": handle}])
+
+    def test_an_mcp_session_belongs_to_its_token(self):
+        sid = self.server.initialize(self.a)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        self.assertEqual(self.server.post(ping, dict(self.a, **{"Mcp-Session-Id": sid}))[0], 200)
+        status, _, _ = self.server.post(ping, dict(self.b, **{"Mcp-Session-Id": sid}))
+        self.assertEqual(status, 404)
+        status, _, _ = self.server.post("", dict(self.b, **{"Mcp-Session-Id": sid}),
+                                        method="DELETE")
+        self.assertEqual(status, 404)
+        self.assertEqual(self.server.post(ping, dict(self.a, **{"Mcp-Session-Id": sid}))[0], 200)
+
+    def test_a_file_without_a_token_is_refused(self):
+        from harness import codecell
+        d = tempdir(self)
+        path = os.path.join(d, "empty")
+        with open(path, "w") as f:
+            f.write("\n \n")
+        r = codecell("serve", "--config", small_config(d), "--http", "127.0.0.1:0",
+                     "--token-file", path, stdin="")
+        self.assertEqual(r.code, 2, r)
+        self.assertIn("the file holds no token", r.stderr)
+
+
+class ModernHttpCancel(unittest.TestCase):
+    """2026-07-28 over HTTP: closing a call's event stream cancels that call, and only it (a
+    stateless client sharing the request id goes on)."""
+
+    def test_closing_the_stream_cancels_the_call(self):
+        import http.client
+        d = tempdir(self)
+        out = os.path.join(d, "out")
+        os.mkdir(out)
+        os.chmod(out, 0o777)
+        server = Http(small_config(d, mounts=[{"source": out, "dest": "/out", "mode": "rw"}]))
+        self.addCleanup(server.stop)
+
+        def open_call(name):
+            code = f"sleep 2; File.write('/out/{name}', 'ran'); :{name}"
+            message = modern(1, "tools/call", {"name": "ruby", "arguments": {"code": code}},
+                             progressToken=name)
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            h = dict(modern_headers(message), **{"Content-Type": "application/json",
+                                                  "Accept": "application/json, text/event-stream"})
+            conn.request("POST", "/mcp", body=json.dumps(message), headers=h)
+            r = conn.getresponse()
+            self.assertEqual(r.getheader("Content-Type"), "text/event-stream")
+            return conn, r
+
+        kept, kept_r = open_call("kept")
+        dropped, _ = open_call("dropped")
+        dropped.sock.shutdown(2)
+        dropped.close()
+        messages = sse_messages(kept_r.read().decode())
+        kept.close()
+        self.assertEqual(messages[-1]["result"]["structuredContent"]["value"], "kept", messages)
+        # Once no run is in progress, the dropped call has ended one way or the other: it never
+        # wrote.
+        deadline = time.monotonic() + 60
+        while "codecell_runs_in_progress 0\n" not in server.post(None, {}, "/metrics", "GET")[2]:
+            self.assertLess(time.monotonic(), deadline, "the dropped call never ended")
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(os.path.join(out, "kept")))
+        self.assertFalse(os.path.exists(os.path.join(out, "dropped")), "the closed call ran on")

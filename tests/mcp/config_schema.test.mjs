@@ -38,6 +38,11 @@ test("bad files are refused by both", () => {
     { cells: [] },
     { cells: [{ ...cell, language: "cobol" }] },
     { cells: [{ ...cell, name: "1abc" }] },
+    // A dot is not in ^[a-zA-Z0-9_-]{1,64}$: Claude Desktop would withhold every tool.
+    { cells: [{ ...cell, name: "ruby.v3" }] },
+    { cells: [{ ...cell, name: "x".repeat(65) }] },
+    { cells: [{ ...cell, sessions: { default: "yes" } }] },
+    { cells: [{ ...cell, sessions: { enabled: false, default: true } }] },
     { cells: [{ ...cell, limits: { speed: 1 } }] },
     { cells: [{ ...cell, limits: { memory_bytes: 1000 } }] },
     { cells: [{ ...cell, pool: 65 }] },

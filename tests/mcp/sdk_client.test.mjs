@@ -1,15 +1,18 @@
-// codecell serve driven by the official MCP TypeScript SDK client, over stdio and over
-// Streamable HTTP: the same cases on both transports.
+// codecell serve driven by the official MCP TypeScript SDK clients, over stdio and over
+// Streamable HTTP: the same cases on both transports; the 2025-11-25 era with
+// @modelcontextprotocol/sdk, and 2026-07-28 with @modelcontextprotocol/client (below).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from "@modelcontextprotocol/client";
+import { StdioClientTransport as ModernStdio } from "@modelcontextprotocol/client/stdio";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { startHttpServer } from "./serve.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = process.env.CODECELL_BIN ?? path.join(here, "..", "..", "build", "codecell");
@@ -26,21 +29,6 @@ base.cells[0].mounts = [
 fs.writeFileSync(config, JSON.stringify(base));
 process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
 
-// Starts `codecell serve --http 127.0.0.1:0` and resolves with its URL once it listens.
-function startHttpServer() {
-  const server = spawn(bin, ["serve", "--config", config, "--http", "127.0.0.1:0"], {
-    stdio: ["ignore", "inherit", "pipe"],
-  });
-  return new Promise((resolve, reject) => {
-    let err = "";
-    server.stderr.on("data", (chunk) => {
-      err += chunk;
-      const m = err.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve({ server, url: new URL(m[1]) });
-    });
-    server.on("exit", (code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-}
 
 function stopped(child) {
   return new Promise((resolve) => {
@@ -55,8 +43,8 @@ const transports = {
     return { transport, stop: async () => {} };
   },
   http: async () => {
-    const { server, url } = await startHttpServer();
-    const transport = new StreamableHTTPClientTransport(url);
+    const { server, url } = await startHttpServer(bin, config);
+    const transport = new StreamableHTTPClientTransport(new URL(url));
     return {
       transport,
       stop: async () => {
@@ -89,8 +77,11 @@ for (const [kind, make] of Object.entries(transports)) {
     test("server info and one tool per cell, with truthful annotations", async () => {
       assert.equal(client.getServerVersion().name, "codecell");
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python"]);
-      const [ruby, python] = tools;
+      // One tool per cell, and the companion tool that lists and closes sessions.
+      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "sessions"]);
+      const [ruby, python, sessions] = tools;
+      assert.deepEqual(sessions.inputSchema.properties.tool.enum, ["ruby"]);
+      assert.deepEqual(sessions.inputSchema.required, ["action"]);
       assert.deepEqual(ruby.inputSchema.required, ["code"]);
       assert.ok(ruby.inputSchema.properties.session, "ruby offers sessions");
       assert.equal(python.inputSchema.properties.session, undefined, "sessions disabled for python");
@@ -167,12 +158,28 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.deepEqual(r.structuredContent.value, { text: "hey" });
     });
 
-    test("a session keeps state across calls; reset starts it over", async () => {
-      await run(client, "ruby", { code: "x = 41", session: "s1" });
+    test("a session keeps state across calls; reset starts it over; each result says which", async () => {
+      const first = await run(client, "ruby", { code: "x = 41", session: "s1" });
+      assert.deepEqual(first.structuredContent.session, { id: "s1", created: true });
+      assert.match(first.content.at(-1).text, /created by this call/);
       const r = await run(client, "ruby", { code: "x + 1", session: "s1" });
       assert.equal(r.structuredContent.value, 42);
+      assert.deepEqual(r.structuredContent.session, { id: "s1", created: false });
       const fresh = await run(client, "ruby", { code: "defined?(x).inspect", session: "s1", reset: true });
       assert.equal(fresh.structuredContent.value, "nil");
+      assert.equal(fresh.structuredContent.session.created, true);
+    });
+
+    test("the sessions tool lists and closes the client's sessions", async () => {
+      await run(client, "ruby", { code: "y = 1", session: "listed" });
+      const list = await run(client, "sessions", { action: "list" });
+      assert.equal(list.isError, false);
+      assert.ok(list.structuredContent.sessions.some((s) => s.tool === "ruby" && s.session === "listed"));
+      const closed = await run(client, "sessions", { action: "close", session: "listed" });
+      assert.deepEqual(closed.structuredContent.closed, [{ tool: "ruby", session: "listed" }]);
+      const again = await run(client, "ruby", { code: "defined?(y).inspect", session: "listed" });
+      assert.equal(again.structuredContent.value, "nil");
+      assert.equal(again.structuredContent.session.created, true);
     });
 
     test("sessions are scoped to the client: another client's name reaches nothing", async () => {
@@ -189,11 +196,21 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.equal(mine.structuredContent.value, 7);
     });
 
-    test("bad arguments and unknown tools are protocol errors (-32602)", async () => {
+    test("an unknown tool is a protocol error; bad arguments are tool errors the model reads (SEP-1303)", async () => {
       await assert.rejects(run(client, "nope", { code: "1" }), (e) => e.code === -32602 && /unknown tool/.test(e.message));
-      await assert.rejects(run(client, "ruby", {}), (e) => e.code === -32602 && /arguments\.code/.test(e.message));
-      await assert.rejects(run(client, "python", { code: "1", session: "x" }), (e) => e.code === -32602);
-      await assert.rejects(run(client, "ruby", { code: "1", reset: true }), (e) => e.code === -32602);
+      const cases = [
+        ["ruby", {}, /Missing argument "code"/],
+        ["ruby", { code: "" }, /"code" must be a non-empty string/],
+        ["python", { code: "1", session: "x" }, /Unknown argument "session".*no sessions/],
+        ["ruby", { code: "1", reset: true }, /"reset": true needs "session"/],
+        ["ruby", { code: "1", session: "a b" }, /"session" must be a name/],
+        ["sessions", { action: "drop" }, /"action": "list"/],
+      ];
+      for (const [name, args, text] of cases) {
+        const r = await run(client, name, args);
+        assert.equal(r.isError, true, JSON.stringify(r));
+        assert.match(r.content[0].text, text);
+      }
     });
 
     test("cancellation kills the run it names", async () => {
@@ -248,6 +265,83 @@ for (const [kind, make] of Object.entries(transports)) {
 
     test("ping", async () => {
       assert.deepEqual(await client.ping(), {});
+    });
+  });
+}
+
+// The 2026-07-28 era through the SDK that speaks it (@modelcontextprotocol/client), pinned to
+// that revision: server/discover at connect, then stateless requests; sessions are handles.
+const modern = {
+  stdio: async () => ({
+    transport: new ModernStdio({ command: bin, args: ["serve", "--config", config], stderr: "ignore" }),
+    stop: async () => {},
+  }),
+  http: async () => {
+    const { server, url } = await startHttpServer(bin, config);
+    return {
+      transport: new ModernHttp(new URL(url)),
+      stop: async () => {
+        server.kill("SIGTERM");
+        assert.equal(await stopped(server), 0, "SIGTERM ends the server with exit code 0");
+      },
+    };
+  },
+};
+
+for (const [kind, make] of Object.entries(modern)) {
+  describe(`2026-07-28 over ${kind}`, () => {
+    let client, stop;
+    before(async () => {
+      const made = await make();
+      stop = made.stop;
+      client = new ModernClient(
+        { name: "codecell-tests", version: "1.0.0" },
+        { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+      );
+      await client.connect(made.transport);
+    });
+    after(async () => {
+      await client.close();
+      await stop();
+    });
+    const call = (name, args) => client.callTool({ name, arguments: args });
+
+    test("discovered without initialize; the same tools", async () => {
+      assert.equal(client.getServerVersion()?.name, "codecell");
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "sessions"]);
+      assert.equal(tools[0].inputSchema.properties.session.pattern, "^(new|cs_[0-9a-f]{32})$");
+    });
+
+    test("a handle carries a session; the sessions tool lists and closes it; then it has expired", async () => {
+      const made = await call("ruby", { code: "x = 41", session: "new" });
+      assert.equal(made.isError, false);
+      const handle = made.structuredContent.session.id;
+      assert.match(handle, /^cs_[0-9a-f]{32}$/);
+      assert.equal(made.structuredContent.session.created, true);
+      const used = await call("ruby", { code: "x + 1", session: handle });
+      assert.equal(used.structuredContent.value, 42);
+      assert.equal(used.structuredContent.session.created, false);
+      const list = await call("sessions", { action: "list" });
+      assert.ok(list.structuredContent.sessions.some((s) => s.session === handle));
+      const closed = await call("sessions", { action: "close", session: handle });
+      assert.deepEqual(closed.structuredContent.closed, [{ tool: "ruby", session: handle }]);
+      const expired = await call("ruby", { code: "x", session: handle });
+      assert.equal(expired.isError, true);
+      assert.match(expired.content[0].text, /has expired/);
+    });
+
+    test("bad arguments are tool errors; an unknown tool is a protocol error", async () => {
+      for (const [args, text] of [
+        [{}, /Missing argument "code"/],
+        [{ code: "1", session: "mine" }, /"session" must be "new"/],
+        [{ code: "1", session: `cs_${"0".repeat(32)}` }, /not one this server gave you/],
+      ]) {
+        const r = await call("ruby", args);
+        assert.equal(r.isError, true);
+        assert.match(r.content[0].text, text);
+      }
+      await assert.rejects(call("nope", { code: "1" }), (e) => e.code === -32602);
     });
   });
 }
