@@ -60,7 +60,7 @@ class ClientConfigs(unittest.TestCase):
         finally:
             code, err = peer.close()
         self.assertEqual(code, 0, err)
-        self.assertEqual(sorted(t["name"] for t in tools), ["python", "ruby"])
+        self.assertEqual(sorted(t["name"] for t in tools), ["python", "ruby", "sessions"])
 
     def over_http(self, url, headers):
         server = Http(self.config, "--token-file", self.token)
@@ -74,7 +74,7 @@ class ClientConfigs(unittest.TestCase):
             status, _, text = server.post(LIST, session)
             self.assertEqual(status, 200, text)
             tools = json.loads(text)["result"]["tools"]
-            self.assertEqual(sorted(t["name"] for t in tools), ["python", "ruby"])
+            self.assertEqual(sorted(t["name"] for t in tools), ["python", "ruby", "sessions"])
             # The token in the snippet is the one that opens the door.
             self.assertEqual(server.post(INIT)[0], 401)
         finally:

@@ -175,7 +175,8 @@ class McpPictures(unittest.TestCase):
     def test_each_eval_of_a_session_hands_back_its_own(self):
         r = self.call(1, "py", "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n1",
                       session="s")["result"]
-        self.assertEqual([c["type"] for c in r["content"]], ["text", "image"])
+        # The first text is the result; a second says the session was created.
+        self.assertEqual([c["type"] for c in r["content"]], ["text", "text", "image"])
         r = self.call(2, "py", "len(plt.get_fignums())", session="s")["result"]
         self.assertEqual([c["type"] for c in r["content"]], ["text"], r)
         self.assertEqual(r["structuredContent"]["value"], 0)
@@ -183,7 +184,7 @@ class McpPictures(unittest.TestCase):
         r = self.call(3, "rb", RUBY_PNG + 'Dir.mkdir("/work/out")\n'
                                           'File.binwrite("/work/out/a.png", PNG)\n1',
                       session="r")["result"]
-        self.assertEqual([c["type"] for c in r["content"]], ["text", "image"], r)
+        self.assertEqual([c["type"] for c in r["content"]], ["text", "text", "image"], r)
         r = self.call(4, "rb", "2", session="r")["result"]
         self.assertEqual([c["type"] for c in r["content"]], ["text"], r)
 
