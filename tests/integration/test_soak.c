@@ -1,6 +1,6 @@
 /* 1,000 executions of every kind on one cell (in the language of argv[1]): afterwards the
  * engine has the same open fds, children, cgroups and mounts as before; the only fds that may
- * differ are the network namespaces a root engine keeps for recycling, a few at most, and they
+ * differ are the network namespaces a root engine keeps for recycling, at most 64, and they
  * are closed with the cell. */
 #include <dirent.h>
 #include <stdbool.h>
@@ -93,7 +93,10 @@ int main(int argc, char **argv)
                 CHECK(codecell_cell_warmup(cell, &err) == 0);
         }
         CHECK(count_fds(false) == fds);
-        CHECK(count_fds(true) <= 8);
+        /* The stock of idle namespaces grows with the sandboxes alive at once, which a loaded
+         * machine makes more of; its bound is netns.c's MAX_IDLE, and it closes with the cell
+         * (checked below). */
+        CHECK(count_fds(true) <= 64);
         CHECK(count_mounts() == mounts);
         CHECK(children(pids, 64) == kids);
         codecell_cell_free(cell);
