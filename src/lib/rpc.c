@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "upstream.h"
 #include "util.h"
 
 /* The helper thread of one execution. Owned by the execution; if it is ended while a handler
@@ -26,6 +27,8 @@ struct runner {
         int ctl_fd;
         atomic_bool have_request; /* a call is in flight: set by the engine, cleared here */
         bool quit, abandoned;
+        /* Set when the execution ends: a call to an MCP server stops waiting and cancels. */
+        atomic_bool stop;
         /* request */
         const struct tool *tool;
         struct tool_table *table;
@@ -149,7 +152,19 @@ static void *runner_main(void *arg)
                 char *name = strdup(tool->name);
                 char *json = NULL, *error = NULL;
                 int status;
-                if (tool->handler) {
+                if (tool->upstream.server) {
+                        struct upstream *server = upstream_ref(tool->upstream.server);
+                        char *own = strdup(tool->upstream.tool);
+                        tool_table_release(table);
+                        double call_deadline = now_ms() + (double)limits.call_ms;
+                        status = own ? upstream_call(server, own, args,
+                                                     call_deadline < deadline ? call_deadline
+                                                                              : deadline,
+                                                     &r->stop, limits.answer_bytes, &json, &error)
+                                     : -1;
+                        free(own);
+                        upstream_unref(server);
+                } else if (tool->handler) {
                         codecell_tool_handler handler = tool->handler;
                         void *userdata = tool->userdata;
                         tool_table_release(table);
@@ -282,6 +297,7 @@ void rpc_end(struct rpc *rpc)
         bool busy = atomic_load(&r->have_request);
         if (busy)
                 r->abandoned = true; /* the thread frees it when its handler returns */
+        atomic_store(&r->stop, true);
         r->quit = true;
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "upstream.h"
 
 void tool_table_init(struct tool_table *t)
 {
@@ -28,6 +29,11 @@ void tool_free(struct tool *tool)
         for (char **p = tool->command.env; p && *p; p++)
                 free(*p);
         free(tool->command.env);
+        upstream_unref(tool->upstream.server);
+        free(tool->upstream.tool);
+        free(tool->upstream.binding);
+        json_decref(tool->upstream.output_schema);
+        json_decref(tool->upstream.annotations);
         free(tool);
 }
 

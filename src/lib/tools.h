@@ -17,13 +17,26 @@ struct command_spec {
         uint64_t timeout_ms; /* 0: the cell's CODECELL_LIMIT_TOOL_CALL_MS */
 };
 
+struct upstream;
+
+/* A tool of an upstream MCP server (upstream.h): where calls go, and what its tools/list said
+ * beyond the name and the input schema. */
+struct upstream_link {
+        struct upstream *server; /* a reference */
+        char *tool;              /* the server's own name of the tool ("get-sum") */
+        char *binding;           /* the name in the guest's bindings ("get_sum") */
+        json_t *output_schema;   /* or NULL */
+        json_t *annotations;     /* or NULL: readOnlyHint, destructiveHint … */
+};
+
 struct tool {
         char *name;
         char *description;             /* never NULL */
         json_t *input_schema;          /* a JSON Schema object */
-        codecell_tool_handler handler; /* or NULL for a command tool */
+        codecell_tool_handler handler; /* or NULL for a command or upstream tool */
         void *userdata;
         struct command_spec command;
+        struct upstream_link upstream; /* .server NULL: not an upstream tool */
 };
 
 struct tool_table {
@@ -60,6 +73,10 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
 int tools_from_json(const json_t *list, const char *path, const char *dir, uint64_t max_call_ms,
                     struct tool ***ret, size_t *ret_n, codecell_error *err);
 void tools_free_list(struct tool **tools, size_t n);
+
+/* A command program's absolute path: relative to dir when it has a '/', else looked up in
+ * PATH. NULL when not found or not executable (tools_file.c). */
+char *tool_resolve_program(const char *program, const char *dir);
 
 /* Appends the "## Tools" section for every tool to the description f (description.c). */
 void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);

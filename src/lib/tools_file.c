@@ -26,7 +26,7 @@ static int bad(codecell_error *err, const char *path, size_t i, const char *key,
 
 /* argv[0] as an absolute path: relative to the file's folder when it has a '/', else looked
  * up in PATH. NULL when not found or not executable. */
-static char *resolve_program(const char *program, const char *file_dir)
+char *tool_resolve_program(const char *program, const char *file_dir)
 {
         char candidate[PATH_MAX];
         if (strchr(program, '/')) {
@@ -116,7 +116,7 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
                 r = err_sys(err, ENOMEM, "tool");
                 goto fail;
         }
-        tool->command.argv[0] = resolve_program(json_string_value(json_array_get(command, 0)), dir);
+        tool->command.argv[0] = tool_resolve_program(json_string_value(json_array_get(command, 0)), dir);
         if (!tool->command.argv[0]) {
                 char what[PATH_MAX + 64];
                 snprintf(what, sizeof(what), "%s: not found or not executable",
