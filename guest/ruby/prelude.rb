@@ -32,7 +32,15 @@ module SB
       klass = error["class"] == "SB::UnknownTool" ? UnknownTool : ToolError
       raise klass, error["message"].to_s
     end
+
+    # The full signature of a tool, as the description would show it (docs/tools.md).
+    def describe(name)
+      call("$describe", name: name)
+    end
   end
+
+  # The modules of the MCP servers' tools: SB::MCP::Memory.create_entities(...).
+  module MCP; end
 end
 
 # The protocol side, kept out of the guest's way.
@@ -241,6 +249,7 @@ module CodecellGuest
         exit!(0) if frame.nil? # the engine is gone
         exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
 
+        bind_tools(frame["bindings"]) if frame["bindings"].is_a?(Hash)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         out = evaluate(frame["code"].to_s)
         out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
@@ -248,6 +257,25 @@ module CodecellGuest
         flush_output
         answer(frame["id"], out)
       end
+    end
+
+    # The MCP servers' tools as module methods (docs/tools.md): for {"memory" =>
+    # {"create_entities" => "memory.create_entities"}}, Memory.create_entities(**args) is
+    # SB.call("memory.create_entities", **args). The module is SB::MCP::Memory, and Memory at
+    # top level unless the name is taken (a server named "file" does not touch File).
+    def bind_tools(bindings)
+      bindings.each do |server, tools|
+        next unless server.is_a?(String) && tools.is_a?(Hash)
+
+        const = server.gsub(/(?:\A|_)([a-z0-9])/) { ::Regexp.last_match(1).upcase }
+        mod = SB::MCP.const_defined?(const, false) ? SB::MCP.const_get(const, false) : SB::MCP.const_set(const, Module.new)
+        tools.each do |method, full|
+          mod.define_singleton_method(method) { |args = nil, **kwargs| SB.call(full, args, **kwargs) }
+        end
+        Object.const_set(const, mod) unless Object.const_defined?(const, false)
+      end
+    rescue StandardError
+      nil # a binding that cannot be made leaves SB.call, which always works
     end
 
     # Never the end of a session: a result that cannot be sent is replaced by a plain error.

@@ -232,6 +232,28 @@ void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits
                 .tools = tools, .limits = *limits, .deadline = deadline, .ctl_fd = ctl_fd};
 }
 
+/* SB.describe("memory.create_entities"): a tool's full entry of the description, answered by
+ * the engine itself. Its name cannot be a tool's (those start with a letter). */
+#define DESCRIBE "$describe"
+
+static json_t *describe(struct rpc *rpc, const json_t *id, const json_t *args)
+{
+        const char *which = json_string_value(json_object_get(args, "name"));
+        if (!which || json_object_size(args) != 1)
+                return tool_error(id, "describe takes one argument: the tool's name (a string)");
+        char *text = rpc->syntax ? tool_describe_text(rpc->tools, rpc->syntax, which) : NULL;
+        if (!text) {
+                char message[300];
+                snprintf(message, sizeof(message), "unknown tool \"%.*s\"",
+                         utf8_prefix(which, 200), which);
+                return reply_error(id, "SB::UnknownTool", message);
+        }
+        json_t *reply = json_pack("{s:s, s:O, s:b, s:s}", "t", "reply", "id", id, "ok", 1, "result",
+                                  text);
+        free(text);
+        return reply ? reply : tool_error(id, "describe: the description could not be encoded");
+}
+
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error)
 {
         *ret_protocol_error = NULL;
@@ -251,6 +273,8 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         if (++rpc->calls > rpc->limits.calls)
                 return tool_error(id, "too many tool calls: the limit is %llu per execution",
                                   (unsigned long long)rpc->limits.calls);
+        if (strcmp(name, DESCRIBE) == 0)
+                return describe(rpc, id, args);
         const struct tool *tool = tool_table_find(rpc->tools, name);
         if (!tool) {
                 char message[300];

@@ -22,6 +22,7 @@ struct rpc {
         uint64_t calls;        /* made so far */
         int ctl_fd;            /* the control socket, where replies go */
         struct runner *runner; /* started at the first call */
+        const struct tool_syntax *syntax; /* the guest's language, for SB.describe */
 };
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,

@@ -48,6 +48,7 @@ struct tool_table {
          * may outlive its execution (a hanging handler), so freeing the table waits for this
          * to reach 0: a C handler lets go before it is called, a command once it returns. */
         unsigned holds;
+        json_t *bindings; /* of the MCP tools, or NULL: tool_table_bindings() */
 };
 
 void tool_table_init(struct tool_table *t);
@@ -80,6 +81,12 @@ char *tool_resolve_program(const char *program, const char *dir);
 
 /* Appends the "## Tools" section for every tool to the description f (description.c). */
 void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);
+
+/* The description of one tool (its "### name" entry), for SB.describe; NULL if none. */
+char *tool_describe_text(struct tool_table *t, const struct tool_syntax *syntax, const char *name);
+/* What the guest's prelude binds for MCP tools: {"server": {"binding": "server.binding"}}, a
+ * new reference, or NULL when the cell has none. */
+json_t *tool_table_bindings(struct tool_table *t);
 
 /* Runs one call to a command tool: args on stdin, the result from stdout (at most max_answer
  * bytes), stderr kept for the error (capped). deadline_ms is on the now_ms() clock. Returns 0

@@ -200,6 +200,34 @@ class ReferenceServers(unittest.TestCase):
                                   'except sb.UnknownTool as e:\n    _r = str(e)\n_r'}[lang]
                 self.assertEqual(self.serve.value(lang, code), 'unknown tool "filesystem.write_file"')
 
+    def test_bindings_call_the_same_tools(self):
+        code = {
+            "ruby": '[Everything.get_sum(a: 1, b: 2), SB.call("everything.get_sum", a: 1, b: 2),\n'
+                    ' SB::MCP::Everything.echo(message: "m"), Everything.echo({"message" => "h"}),\n'
+                    ' SB::MCP::Memory.equal?(Memory)]',
+            "python": '[everything.get_sum(a=1, b=2), sb.call("everything.get_sum", a=1, b=2),\n'
+                      ' sb.mcp.everything.echo(message="m"), everything.echo({"message": "h"}),\n'
+                      ' sb.mcp.memory is memory]',
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, code[lang]),
+                                 ["The sum of 1 and 2 is 3."] * 2 + ["Echo: m", "Echo: h", True])
+
+    def test_describe_gives_a_signature_at_run_time(self):
+        expected = {"ruby": "Everything.get_sum(a: Float, b: Float)",
+                    "python": "everything.get_sum(a: float, b: float)"}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                d = "SB" if lang == "ruby" else "sb"
+                text = self.serve.value(lang, f'{d}.describe("everything.get_sum")')
+                self.assertTrue(text.startswith("### everything.get_sum (read-only)\n"), text)
+                self.assertIn(expected[lang], text)
+                self.assertIn("# a: First number", text)
+                unknown = {"ruby": 'begin; SB.describe("nope.x"); rescue SB::UnknownTool => e; e.message; end',
+                           "python": 'try:\n    sb.describe("nope.x")\nexcept sb.UnknownTool as e:\n    _r = str(e)\n_r'}
+                self.assertEqual(self.serve.value(lang, unknown[lang]), 'unknown tool "nope.x"')
+
     def test_secrets_stay_on_the_host(self):
         # The server has the secret (its own environment) ...
         env = self.serve.value("python", 'sb.call("everything.get_env")')
@@ -360,6 +388,49 @@ class Configuration(unittest.TestCase):
         for servers, tools, expected in cases:
             with self.subTest(expected=expected):
                 self.refused(servers, tools, expected)
+
+    def test_describe_shows_signatures_in_each_language(self):
+        path = os.path.join(self.dir, "cells.json")
+        servers = {"everything": {"command": SERVERS["everything"]}, "memory": {"command": SERVERS["memory"],
+                   "env": {"MEMORY_FILE_PATH": os.path.join(self.dir, "m.jsonl")}}}
+        with open(path, "w") as f:
+            json.dump({"mcp_servers": servers, "cells": [
+                {"name": lang, "language": lang, "tools": ["everything.*", "memory.create_entities"]}
+                for lang in ("ruby", "python")]}, f)
+        r = codecell("describe", "--config", path, timeout=120)
+        self.assertEqual(r.code, 0, r)
+        ruby, python = r.stdout.split('# tool "python"')
+        for text, sigs in ((ruby, [
+                "Memory.create_entities(entities: Array<{name: String, entityType: String, observations: Array<String>}>)",
+                "### everything.get_sum (read-only)",
+                'Everything.get_structured_content(location: "New York" | "Chicago" | "Los Angeles") -> '
+                "{temperature: Float, conditions: String, humidity: Float}",
+                'Everything.get_resource_reference(resourceType: ("Text" | "Blob")?, resourceId: Float?)',
+                "    # location: Choose city"]),
+                           (python, [
+                "memory.create_entities(entities: list[{name: str, entityType: str, observations: list[str]}])",
+                'everything.get_structured_content(location: "New York" | "Chicago" | "Los Angeles") -> '
+                "{temperature: float, conditions: str, humidity: float}",
+                'everything.get_resource_reference(resourceType: "Text" | "Blob" = None, resourceId: float = None)'])):
+            for sig in sigs:
+                self.assertIn(sig, text)
+        self.assertNotIn("memory.read_graph", r.stdout)  # not named in the cell
+
+    def test_many_tools_are_listed_by_name_with_describe_for_more(self):
+        path = os.path.join(self.dir, "cells.json")
+        servers = {"everything": {"command": SERVERS["everything"]}, "fixture": {"command": SERVERS["fixture"]},
+                   "filesystem": {"command": SERVERS["filesystem"] + [self.dir]},
+                   "memory": {"command": SERVERS["memory"], "env": {"MEMORY_FILE_PATH": os.path.join(self.dir, "m.jsonl")}}}
+        with open(path, "w") as f:
+            json.dump({"mcp_servers": servers, "cells": [
+                {"name": "py", "language": "python", "tools": [f"{s}.*" for s in servers]}]}, f)
+        r = codecell("describe", "--config", path, timeout=120)
+        self.assertEqual(r.code, 0, r)
+        n = int(re.search(r"There are (\d+) tools", r.stdout).group(1))
+        self.assertGreater(n, 40)
+        self.assertIn('`sb.describe("NAME")`', r.stdout)
+        self.assertIn("- `everything.echo` (read-only) — Echoes back the input string", r.stdout)
+        self.assertNotIn("### everything.echo", r.stdout)
 
     def test_a_server_that_is_down_at_a_call_says_so(self):
         # Up at load, gone for good afterwards: its command is removed once it has started.
