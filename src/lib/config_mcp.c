@@ -151,8 +151,6 @@ static int http_spec(const json_t *def, const char *path, const char *server,
                       (strncmp(url, "https://", 8) == 0 && url[8])) ||
             strpbrk(url, " \r\n"))
                 return bad(err, path, server, ".url: must be an http:// or https:// URL");
-        if (url) /* the HTTP transport comes in the next commit */
-                return bad(err, path, server, ".url: not supported yet");
         if (headers && !string_map(headers))
                 return bad(err, path, server, ".headers: must be an object of strings");
         const char *key;

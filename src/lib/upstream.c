@@ -50,7 +50,7 @@ struct upstream *upstream_new(struct upstream_spec *spec)
                 return NULL;
         u->spec = *spec;
         *spec = (struct upstream_spec){0};
-        u->ops = &upstream_stdio_ops; /* HTTP: next commit */
+        u->ops = u->spec.url ? &upstream_http_ops : &upstream_stdio_ops;
         atomic_init(&u->refs, 1);
         pthread_mutex_init(&u->connect_lock, NULL);
         pthread_mutex_init(&u->lock, NULL);

@@ -336,6 +336,124 @@ class Failures(unittest.TestCase):
                 self.assertEqual(value, "added late-tool")
 
 
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class HttpServer:
+    """An MCP server over Streamable HTTP on 127.0.0.1, started by the test."""
+
+    def __init__(self, argv, port, directory, env=None):
+        import subprocess
+        self.argv, self.port, self.dir, self.env = argv, port, directory, env
+        self.proc = subprocess.Popen(argv, env=dict(os.environ, **(env or {})),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import socket
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError(f"{argv} did not listen on {port}")
+                time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+
+
+@needs_node
+class OverHttp(unittest.TestCase):
+    """The same client over Streamable HTTP: server-everything's streamableHttp transport and
+    the fixture (which wants a bearer token, configured in "headers")."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="codecell-upstream-")
+        os.chmod(self.dir, 0o755)
+        self.port = free_port()
+        self.everything = HttpServer(SERVERS["everything"][:2] + ["streamableHttp"], self.port, self.dir,
+                                     env={"PORT": str(self.port)})
+        self.fixture_port = free_port()
+        self.fixture = self.start_fixture()
+        self.serve = Serve(self.dir, {
+            "everything": {"url": f"http://127.0.0.1:{self.port}/mcp"},
+            "fixture": {"url": f"http://127.0.0.1:{self.fixture_port}/mcp",
+                        "headers": {"Authorization": "Bearer fixture-secret"}}},
+            ["everything.*", "fixture.*"], limits={"timeout_ms": 8000, "tool_call_ms": 4000})
+
+    def start_fixture(self):
+        # The fixture picks its port itself; a wrapper would be a mock: ask for this one.
+        script = os.path.join(self.dir, "fixture_on_port.mjs")
+        with open(script, "w") as f:
+            f.write(f"import http from 'node:http';\n"
+                    f"const listen = http.Server.prototype.listen;\n"
+                    f"http.Server.prototype.listen = function (port, ...rest) {{ return listen.call(this, {self.fixture_port}, ...rest); }};\n"
+                    f"process.argv = [process.argv[0], {json.dumps(SERVERS['fixture'][1])}, 'http', {json.dumps(os.path.join(self.dir, 'port'))}];\n"
+                    f"await import({json.dumps(SERVERS['fixture'][1])});\n")
+        return HttpServer([NODE, script], self.fixture_port, self.dir)
+
+    def tearDown(self):
+        code, err = self.serve.close()
+        self.everything.stop()
+        self.fixture.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertEqual(code, 0, err)
+
+    def test_calls_structured_and_text_results(self):
+        code = {"ruby": '[(1..20).map { |i| Everything.get_sum(a: i, b: 1)[/is (\\d+)/, 1].to_i }.sum,\n'
+                        ' Everything.get_structured_content(location: "Chicago").keys.sort, Fixture.echo(message: "h")]',
+                "python": 'import re\n[sum(int(re.search(r"is (\\d+)", everything.get_sum(a=i, b=1)).group(1)) for i in range(1, 21)),\n'
+                          ' sorted(everything.get_structured_content(location="Chicago")), fixture.echo(message="h")]'}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, code[lang]),
+                                 [230, ["conditions", "humidity", "temperature"], "h"])
+
+    def test_the_token_stays_on_the_host(self):
+        code = {"ruby": 'Dir.glob("/proc/[0-9]*/{environ,cmdline}").map { |p| File.binread(p) rescue "" }.join.include?("fixture-secret") || ENV.to_h.to_s.include?("fixture-secret")',
+                "python": 'import glob, os\n'
+                          'def text(p):\n    try:\n        return open(p, "rb").read().decode(errors="replace")\n'
+                          '    except OSError:\n        return ""\n'
+                          'any("fixture-secret" in text(p) for p in glob.glob("/proc/[0-9]*/environ") + glob.glob("/proc/[0-9]*/cmdline"))'
+                          ' or "fixture-secret" in str(os.environ)'}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertIs(self.serve.value(lang, code[lang]), False)
+
+    def test_a_server_that_goes_down_says_so_and_is_found_again(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                message = self.serve.value(lang, rescue(lang, CALL[lang].format(name="fixture.crash", args="")))
+                self.assertRegex(message, r'^ToolError: upstream MCP server "fixture" is unavailable: ')
+                self.fixture.stop()
+                started = time.monotonic()
+                message = self.serve.value(lang, rescue(lang, CALL[lang].format(name="fixture.pid", args="")))
+                self.assertRegex(message, r'^ToolError: upstream MCP server "fixture" is unavailable: .*[Cc]onnect')
+                self.assertLess(time.monotonic() - started, 60)
+                self.fixture = self.start_fixture()
+                self.assertEqual(self.serve.value(lang, CALL[lang].format(name="fixture.pid", args=""))["pid"],
+                                 self.fixture.proc.pid)
+
+    def test_list_changed_arrives_on_the_get_stream(self):
+        self.serve.value("python", 'fixture.add_tool(name="late-http")')
+        deadline = time.monotonic() + 30
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                code = rescue(lang, CALL[lang].format(name="fixture.late_http", args=""))
+                while True:
+                    value = self.serve.value(lang, code)
+                    if value == "added late-http" or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
+                self.assertEqual(value, "added late-http")
+
+
 @needs_node
 class Configuration(unittest.TestCase):
     """Bad "mcp_servers" are refused at load, naming the JSON path."""
@@ -388,6 +506,25 @@ class Configuration(unittest.TestCase):
         for servers, tools, expected in cases:
             with self.subTest(expected=expected):
                 self.refused(servers, tools, expected)
+
+    def test_a_refused_token_is_a_load_error(self):
+        port = free_port()
+        script = os.path.join(self.dir, "fixture_on_port.mjs")
+        with open(script, "w") as f:
+            f.write("import http from 'node:http';\n"
+                    "const listen = http.Server.prototype.listen;\n"
+                    f"http.Server.prototype.listen = function (p, ...rest) {{ return listen.call(this, {port}, ...rest); }};\n"
+                    f"process.argv = [process.argv[0], {json.dumps(SERVERS['fixture'][1])}, 'http', {json.dumps(os.path.join(self.dir, 'port'))}];\n"
+                    f"await import({json.dumps(SERVERS['fixture'][1])});\n")
+        server = HttpServer([NODE, script], port, self.dir)
+        try:
+            self.refused({"f": {"url": f"http://127.0.0.1:{port}/mcp", "headers": {"Authorization": "Bearer wrong"}}},
+                         [], "mcp_servers.f: the server could not be used: initialize refused: HTTP 401: unauthorized")
+            port2 = free_port()
+            self.refused({"f": {"url": f"http://127.0.0.1:{port2}/mcp"}}, [],
+                         "mcp_servers.f: the server could not be used: ")
+        finally:
+            server.stop()
 
     def test_describe_shows_signatures_in_each_language(self):
         path = os.path.join(self.dir, "cells.json")
