@@ -44,6 +44,8 @@ async function listening(port, child) {
 const everythingPort = await freePort();
 const everything = spawn(process.execPath, [path.join(pkg, "server-everything", "dist", "index.js"), "streamableHttp"],
   { env: { ...process.env, PORT: String(everythingPort) }, stdio: "ignore" });
+// Not a reason for the test process to stay: killed when it exits.
+everything.unref();
 process.on("exit", () => everything.kill("SIGKILL"));
 await listening(everythingPort, everything);
 
