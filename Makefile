@@ -58,6 +58,7 @@ bench: build
 	$(BUILD)/latency --lang python
 	$(BUILD)/rpc
 	$(BUILD)/session
+	CODECELL_BIN=$(BUILD)/codecell bench/codemode
 	$(BUILD)/mcp
 
 clean:
