@@ -30,6 +30,9 @@ struct runner {
         bool quit, abandoned;
         /* Set when the execution ends: a call to an MCP server stops waiting and cancels. */
         atomic_bool stop;
+        /* What an MCP server last reported of the call in flight ("memory.x: 3/10 …"), for the
+         * run's progress reports; under lock. */
+        char progress[256];
         /* request */
         const struct tool *tool;
         struct tool_table *table;
@@ -37,6 +40,7 @@ struct runner {
         char *args;
         double deadline;
         struct rpc_limits limits;
+        const char *name; /* of the tool being called, or NULL; under lock */
 };
 
 static void runner_destroy(struct runner *r)
@@ -124,6 +128,15 @@ static bool spin_for_request(struct runner *r)
         return false;
 }
 
+static void note_progress(const char *message, void *userdata)
+{
+        struct runner *r = userdata;
+        pthread_mutex_lock(&r->lock);
+        snprintf(r->progress, sizeof(r->progress), "%s: %s", r->name ? r->name : "", message);
+        utf8_trim_cut(r->progress);
+        pthread_mutex_unlock(&r->lock);
+}
+
 static void *runner_main(void *arg)
 {
         struct runner *r = arg;
@@ -151,6 +164,10 @@ static void *runner_main(void *arg)
                 /* The tool belongs to the cell, which may be freed while a handler hangs: take
                  * what is needed, then let go of it (see tool_table.holds). */
                 char *name = strdup(tool->name);
+                pthread_mutex_lock(&r->lock);
+                r->name = name;
+                r->progress[0] = '\0';
+                pthread_mutex_unlock(&r->lock);
                 char *json = NULL, *error = NULL;
                 int status;
                 if (tool->upstream.server) {
@@ -161,7 +178,8 @@ static void *runner_main(void *arg)
                         status = own ? upstream_call(server, own, args,
                                                      call_deadline < deadline ? call_deadline
                                                                               : deadline,
-                                                     &r->stop, limits.answer_bytes, &json, &error)
+                                                     &r->stop, limits.answer_bytes, note_progress,
+                                                     r, &json, &error)
                                      : -1;
                         free(own);
                         upstream_unref(server);
@@ -183,6 +201,10 @@ static void *runner_main(void *arg)
                 json_t *reply = build_reply(id, name ? name : "?", status, json, error,
                                             limits.answer_bytes);
                 json_decref(id);
+                pthread_mutex_lock(&r->lock);
+                r->name = NULL;
+                r->progress[0] = '\0';
+                pthread_mutex_unlock(&r->lock);
                 free(name);
 
                 pthread_mutex_lock(&r->lock);
@@ -318,6 +340,21 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);
         return NULL;
+}
+
+bool rpc_progress(struct rpc *rpc, char *buf, size_t size)
+{
+        struct runner *r = rpc->runner;
+        if (!r)
+                return false;
+        pthread_mutex_lock(&r->lock);
+        bool any = r->progress[0] != '\0';
+        if (any)
+                snprintf(buf, size, "%s", r->progress);
+        pthread_mutex_unlock(&r->lock);
+        if (any)
+                utf8_trim_cut(buf);
+        return any;
 }
 
 void rpc_end(struct rpc *rpc)

@@ -31,6 +31,8 @@ void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits
  * to a tool, whose helper thread sends the reply itself. Sets *ret_protocol_error for a frame
  * that is not a valid call (or a call while another is in flight). */
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error);
+/* What an MCP server last reported of the call in flight, into buf; false when nothing. */
+bool rpc_progress(struct rpc *rpc, char *buf, size_t size);
 /* Ends the helper thread; a handler still running is left to finish on its own. */
 void rpc_end(struct rpc *rpc);
 

@@ -28,6 +28,8 @@ struct pending {
         int64_t id;
         unsigned generation;
         json_t *response; /* set by the reader */
+        upstream_progress_fn progress; /* or NULL; the progressToken is the id */
+        void *progress_data;
         struct pending *next;
 };
 
@@ -235,6 +237,31 @@ static json_t *refresh_page(struct upstream *u, const json_t *response)
         return done;
 }
 
+/* notifications/progress for a call of ours (its progressToken is the request's id): "3/10 …"
+ * to whoever waits for that call. Under u->lock. */
+static void pass_progress(struct upstream *u, const json_t *params)
+{
+        const json_t *token = json_object_get(params, "progressToken");
+        const json_t *progress = json_object_get(params, "progress");
+        const json_t *total = json_object_get(params, "total");
+        const char *text = json_string_value(json_object_get(params, "message"));
+        if (!json_is_integer(token) || !json_is_number(progress))
+                return;
+        for (struct pending *p = u->pending; p; p = p->next) {
+                if (p->id != json_integer_value(token) || !p->progress)
+                        continue;
+                char line[300];
+                if (json_is_number(total))
+                        snprintf(line, sizeof(line), "%g/%g%s%.200s", json_number_value(progress),
+                                 json_number_value(total), text ? " " : "", text ? text : "");
+                else
+                        snprintf(line, sizeof(line), "%g%s%.200s", json_number_value(progress),
+                                 text ? " " : "", text ? text : "");
+                utf8_trim_cut(line);
+                p->progress(line, p->progress_data);
+        }
+}
+
 void upstream_receive(struct upstream *u, json_t *message)
 {
         if (!json_is_object(message)) {
@@ -252,7 +279,9 @@ void upstream_receive(struct upstream *u, json_t *message)
         upstream_tools_listener listener = NULL;
         void *listener_data = NULL;
         pthread_mutex_lock(&u->lock);
-        if (method) {
+        if (method && strcmp(method, "notifications/progress") == 0) {
+                pass_progress(u, json_object_get(message, "params"));
+        } else if (method) {
                 /* A new list while one is being read: start over, the newest counts. */
                 if (strcmp(method, "notifications/tools/list_changed") == 0 && u->connected) {
                         json_decref(u->refreshing);
@@ -341,12 +370,19 @@ enum outcome { ANSWERED, TIMED_OUT, STOPPED, LOST, SEND_FAILED };
 
 /* One request and its response (a new reference in *ret_response when ANSWERED). */
 static enum outcome request(struct upstream *u, const char *method, json_t *params, double deadline,
-                            const atomic_bool *stop, int64_t *ret_id, json_t **ret_response,
+                            const atomic_bool *stop, upstream_progress_fn progress,
+                            void *progress_data, int64_t *ret_id, json_t **ret_response,
                             char **ret_error)
 {
-        struct pending p = {0};
+        struct pending p = {.progress = progress, .progress_data = progress_data};
         pthread_mutex_lock(&u->lock);
         p.id = take_id(u);
+        /* Progress of this request comes back under its id. */
+        if (progress && json_is_object(params)) {
+                json_t *meta = json_pack("{s:I}", "progressToken", (json_int_t)p.id);
+                if (meta)
+                        json_object_set_new(params, "_meta", meta);
+        }
         p.generation = u->generation;
         p.next = u->pending;
         u->pending = &p;
@@ -406,8 +442,8 @@ static int initialize(struct upstream *u, double deadline, char **ret_error)
                                            "codecell", "version", CODECELL_VERSION);
                 int64_t id;
                 json_t *response = NULL;
-                enum outcome o = request(u, "initialize", params, deadline, NULL, &id, &response,
-                                         ret_error);
+                enum outcome o = request(u, "initialize", params, deadline, NULL, NULL, NULL, &id,
+                                         &response, ret_error);
                 json_decref(params);
                 if (o == TIMED_OUT) {
                         *ret_error = dup_printf("no answer to initialize in time");
@@ -466,8 +502,8 @@ static int list_tools(struct upstream *u, double deadline, char **ret_error)
                 json_t *params = cursor ? json_pack("{s:s}", "cursor", cursor) : NULL;
                 int64_t id;
                 json_t *response = NULL;
-                enum outcome o = request(u, "tools/list", params, deadline, NULL, &id, &response,
-                                         ret_error);
+                enum outcome o = request(u, "tools/list", params, deadline, NULL, NULL, NULL, &id,
+                                         &response, ret_error);
                 json_decref(params);
                 free(cursor);
                 cursor = NULL;
@@ -623,7 +659,8 @@ static void give_up(struct upstream *u, int64_t id, const char *reason)
 }
 
 int upstream_call(struct upstream *u, const char *tool, const char *args_json, double deadline,
-                  const atomic_bool *stop, size_t max_answer, char **ret_json, char **ret_error)
+                  const atomic_bool *stop, size_t max_answer, upstream_progress_fn progress,
+                  void *progress_data, char **ret_json, char **ret_error)
 {
         *ret_json = *ret_error = NULL;
         json_error_t jerr;
@@ -639,7 +676,8 @@ int upstream_call(struct upstream *u, const char *tool, const char *args_json, d
         }
         int64_t id;
         json_t *response = NULL;
-        enum outcome o = request(u, "tools/call", params, deadline, stop, &id, &response, ret_error);
+        enum outcome o = request(u, "tools/call", params, deadline, stop, progress, progress_data,
+                                 &id, &response, ret_error);
         json_decref(params);
         switch (o) {
         case ANSWERED:

@@ -48,8 +48,13 @@ const char *upstream_protocol(struct upstream *u);
  * soon after *stop becomes true (the execution ended): then the server is sent
  * notifications/cancelled. Returns 0 with *ret_json (the unwrapped result, docs/tools.md), or
  * < 0 with *ret_error (both malloc'd). */
+/* What a server reports of a call in progress (notifications/progress), on the client's reader
+ * thread: "3/10 indexing" is the message. */
+typedef void (*upstream_progress_fn)(const char *message, void *userdata);
+
 int upstream_call(struct upstream *u, const char *tool, const char *args_json, double deadline,
-                  const atomic_bool *stop, size_t max_answer, char **ret_json, char **ret_error);
+                  const atomic_bool *stop, size_t max_answer, upstream_progress_fn progress,
+                  void *progress_data, char **ret_json, char **ret_error);
 
 /* The guest's value of a CallToolResult (docs/tools.md, "Results"): 0 with *ret_value (a new
  * reference), or < 0 with *ret_error (malloc'd) for isError and malformed results. */

@@ -52,12 +52,13 @@ await listening(everythingPort, everything);
 const config = path.join(scratch, "cells.json");
 fs.writeFileSync(config, JSON.stringify({
   mcp_servers: {
+    fixture: { command: [process.execPath, path.join(here, "upstream_fixture.mjs")] },
     memory: { command: [process.execPath, path.join(pkg, "server-memory", "dist", "index.js")],
               env: { MEMORY_FILE_PATH: path.join(scratch, "memory.jsonl") } },
     everything: { url: `http://127.0.0.1:${everythingPort}/mcp` },
   },
   cells: [
-    { name: "ruby", language: "ruby", pool: 1, tools: ["memory.*", "everything.get_sum"] },
+    { name: "ruby", language: "ruby", pool: 1, tools: ["memory.*", "everything.get_sum", "fixture.steps"] },
     { name: "python", language: "python", pool: 1, tools: ["memory.*", "everything.get_sum"] },
   ],
 }));
@@ -122,6 +123,14 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.match(ruby.description, /Memory\.create_entities\(entities: Array<\{name: String, entityType: String, observations: Array<String>\}>\)/);
       assert.match(python.description, /memory\.create_entities\(entities: list\[\{name: str, entityType: str, observations: list\[str\]\}\]\)/);
       assert.match(python.description, /everything\.get_sum\(a: float, b: float\)/);
+    });
+
+    test("an upstream tool's progress reaches the client", async () => {
+      const seen = [];
+      const r = await client.callTool({ name: "ruby", arguments: { code: "Fixture.steps(n: 8, ms: 400)" } },
+        undefined, { onprogress: (p) => seen.push(p.message), timeout: 60000 });
+      assert.equal(r.structuredContent.value, 8, JSON.stringify(r.structuredContent));
+      assert.ok(seen.some((m) => /^fixture\.steps: \d\/8 step \d$/.test(m)), JSON.stringify(seen));
     });
 
     for (const lang of ["ruby", "python"]) {

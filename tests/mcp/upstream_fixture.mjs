@@ -38,6 +38,16 @@ function build() {
       const timer = setTimeout(() => resolve(text("done")), ms);
       extra.signal.addEventListener("abort", () => { cancelled++; clearTimeout(timer); resolve(text("aborted")); });
     }));
+  server.registerTool("steps", { description: "Reports `n` steps of progress, `ms` apart.", inputSchema: { n: z.number(), ms: z.number() } },
+    async ({ n, ms }, extra) => {
+      for (let i = 1; i <= n; i++) {
+        await new Promise((r) => setTimeout(r, ms));
+        const token = extra._meta?.progressToken;
+        if (token !== undefined)
+          await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: i, total: n, message: `step ${i}` } });
+      }
+      return text(n);
+    });
   server.registerTool("cancelled", { description: "How many calls were cancelled so far." }, async () => text({ cancelled }));
   server.registerTool("env", { description: "The names and values of the server's environment." }, async () => text(process.env));
   server.registerTool("add-tool", { description: "Adds the tool `name` (the list changes).", inputSchema: { name: z.string() } },
