@@ -569,6 +569,17 @@ class Configuration(unittest.TestCase):
         self.assertIn("- `everything.echo` (read-only) — Echoes back the input string", r.stdout)
         self.assertNotIn("### everything.echo", r.stdout)
 
+    def test_run_tools_takes_every_tool_of_the_files_servers(self):
+        path = os.path.join(self.dir, "tools.json")
+        with open(path, "w") as f:
+            json.dump({"mcp_servers": {"fixture": {"command": SERVERS["fixture"]}}}, f)
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                code = {"ruby": '[Fixture.echo(message: "r"), SB.call("fixture.pid")["pid"].class.name]',
+                        "python": '[fixture.echo(message="p"), type(sb.call("fixture.pid")["pid"]).__name__]'}[lang]
+                r = codecell("run", "--json", "--lang", lang, "--tools", path, "-e", code, timeout=120)
+                self.assertEqual(r.result["value"], {"ruby": ["r", "Integer"], "python": ["p", "int"]}[lang], r)
+
     def test_a_server_that_is_down_at_a_call_says_so(self):
         # Up at load, gone for good afterwards: its command is removed once it has started.
         script = os.path.join(self.dir, "server.sh")
