@@ -33,18 +33,6 @@ struct pending {
         struct pending *next;
 };
 
-static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *dup_printf(const char *fmt, ...)
-{
-        char *s = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        return s;
-}
-
 struct upstream *upstream_new(struct upstream_spec *spec)
 {
         struct upstream *u = calloc(1, sizeof(*u));
@@ -143,7 +131,7 @@ static int send_message(struct upstream *u, json_t *msg, double deadline, char *
 {
         char *text = json_dumps(msg, JSON_COMPACT);
         if (!text) {
-                *ret_error = dup_printf("the message could not be encoded");
+                *ret_error = str_printf("the message could not be encoded");
                 return -1;
         }
         pthread_mutex_lock(&u->write_lock);
@@ -406,7 +394,7 @@ static enum outcome request(struct upstream *u, const char *method, json_t *para
         json_decref(p.response);
         if (r == -2) {
                 if (!*ret_error)
-                        *ret_error = dup_printf("the request could not be sent");
+                        *ret_error = str_printf("the request could not be sent");
                 return SEND_FAILED;
         }
         if (r == -1)
@@ -422,13 +410,13 @@ static char *rpc_error_text(const json_t *response)
         json_int_t code = json_integer_value(json_object_get(error, "code"));
         if (!error)
                 return NULL;
-        return dup_printf("%s (code %lld)", message ? message : "error", (long long)code);
+        return str_printf("%s (code %lld)", message ? message : "error", (long long)code);
 }
 
 /* The reason the connection is down, for the guest (under u->lock). */
 static char *down_text(struct upstream *u)
 {
-        return dup_printf("upstream MCP server \"%s\" is unavailable: %s", u->spec.name,
+        return str_printf("upstream MCP server \"%s\" is unavailable: %s", u->spec.name,
                           u->down_reason ? u->down_reason : "not connected");
 }
 
@@ -446,13 +434,13 @@ static int initialize(struct upstream *u, double deadline, char **ret_error)
                                          &response, ret_error);
                 json_decref(params);
                 if (o == TIMED_OUT) {
-                        *ret_error = dup_printf("no answer to initialize in time");
+                        *ret_error = str_printf("no answer to initialize in time");
                         return -1;
                 }
                 if (o != ANSWERED) {
                         if (!*ret_error) {
                                 pthread_mutex_lock(&u->lock);
-                                *ret_error = dup_printf("%s", u->down_reason ? u->down_reason
+                                *ret_error = str_printf("%s", u->down_reason ? u->down_reason
                                                                              : "connection lost");
                                 pthread_mutex_unlock(&u->lock);
                         }
@@ -468,7 +456,7 @@ static int initialize(struct upstream *u, double deadline, char **ret_error)
                                 free(why);
                                 continue;
                         }
-                        *ret_error = dup_printf("initialize refused: %s", why ? why : "?");
+                        *ret_error = str_printf("initialize refused: %s", why ? why : "?");
                         free(why);
                         return -1;
                 }
@@ -476,7 +464,7 @@ static int initialize(struct upstream *u, double deadline, char **ret_error)
                 for (size_t j = 0; agreed && j < sizeof(revisions) / sizeof(revisions[0]); j++)
                         known |= strcmp(agreed, revisions[j]) == 0;
                 if (!known) {
-                        *ret_error = dup_printf("the server speaks MCP %s, codecell speaks "
+                        *ret_error = str_printf("the server speaks MCP %s, codecell speaks "
                                                 "2025-11-25, 2025-06-18 and 2025-03-26",
                                                 agreed ? agreed : "(no protocolVersion)");
                         json_decref(response);
@@ -509,7 +497,7 @@ static int list_tools(struct upstream *u, double deadline, char **ret_error)
                 cursor = NULL;
                 if (o != ANSWERED) {
                         if (!*ret_error)
-                                *ret_error = dup_printf(o == TIMED_OUT
+                                *ret_error = str_printf(o == TIMED_OUT
                                                                 ? "no answer to tools/list in time"
                                                                 : "connection lost in tools/list");
                         goto out;
@@ -518,7 +506,7 @@ static int list_tools(struct upstream *u, double deadline, char **ret_error)
                 const json_t *tools = json_object_get(result, "tools");
                 if (!json_is_array(tools)) {
                         char *why = rpc_error_text(response);
-                        *ret_error = dup_printf("tools/list failed: %s",
+                        *ret_error = str_printf("tools/list failed: %s",
                                                 why ? why : "the answer has no \"tools\" array");
                         free(why);
                         json_decref(response);
@@ -539,7 +527,7 @@ static int list_tools(struct upstream *u, double deadline, char **ret_error)
                 }
         }
         if (!*ret_error)
-                *ret_error = dup_printf("tools/list gave more than %d pages", MAX_PAGES);
+                *ret_error = str_printf("tools/list gave more than %d pages", MAX_PAGES);
 out:
         free(cursor);
         json_decref(all);
@@ -626,7 +614,7 @@ static int ensure_connected(struct upstream *u, double deadline, char **ret_erro
         int r = 0;
         char *error = NULL;
         if (!up && (r = connect_locked(u, deadline, &error)) < 0)
-                *ret_error = dup_printf("upstream MCP server \"%s\" is unavailable: %s",
+                *ret_error = str_printf("upstream MCP server \"%s\" is unavailable: %s",
                                         u->spec.name, error ? error : "could not connect");
         free(error);
         pthread_mutex_unlock(&u->connect_lock);
@@ -667,7 +655,7 @@ int upstream_call(struct upstream *u, const char *tool, const char *args_json, d
         json_t *args = json_loads(args_json, 0, &jerr);
         json_t *params = args ? json_pack("{s:s, s:o}", "name", tool, "arguments", args) : NULL;
         if (!params) {
-                *ret_error = dup_printf("the arguments could not be encoded");
+                *ret_error = str_printf("the arguments could not be encoded");
                 return -1;
         }
         if (ensure_connected(u, deadline, ret_error) < 0) {
@@ -687,7 +675,7 @@ int upstream_call(struct upstream *u, const char *tool, const char *args_json, d
                 give_up(u, id,
                         o == STOPPED ? "the execution ended" : "the call's time limit was reached");
                 free(*ret_error);
-                *ret_error = dup_printf(o == STOPPED ? "upstream tool \"%s.%s\" was cancelled: "
+                *ret_error = str_printf(o == STOPPED ? "upstream tool \"%s.%s\" was cancelled: "
                                                        "the execution ended"
                                                      : "upstream tool \"%s.%s\" did not answer in "
                                                        "time (it was sent notifications/cancelled)",
@@ -707,7 +695,7 @@ int upstream_call(struct upstream *u, const char *tool, const char *args_json, d
         int r = -1;
         if (!result) {
                 char *why = rpc_error_text(response);
-                *ret_error = dup_printf("upstream tool \"%s.%s\" failed: %s", u->spec.name, tool,
+                *ret_error = str_printf("upstream tool \"%s.%s\" failed: %s", u->spec.name, tool,
                                         why ? why : "malformed response");
                 free(why);
         } else {
@@ -719,9 +707,9 @@ int upstream_call(struct upstream *u, const char *tool, const char *args_json, d
                         *ret_json = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
                         json_decref(value);
                         if (!*ret_json)
-                                *ret_error = dup_printf("the answer could not be encoded");
+                                *ret_error = str_printf("the answer could not be encoded");
                         else if (strlen(*ret_json) > max_answer) {
-                                *ret_error = dup_printf("upstream tool \"%s.%s\": an answer of "
+                                *ret_error = str_printf("upstream tool \"%s.%s\": an answer of "
                                                         "%zu bytes is over the %zu-byte limit",
                                                         u->spec.name, tool, strlen(*ret_json),
                                                         max_answer);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host_spawn.h"
 #include "pipe_write.h"
 #include "upstream_internal.h"
 #include "util.h"
@@ -32,35 +33,17 @@ struct stdio_state {
         size_t tail_len;
 };
 
-/* vfork: the child only makes system calls before exec, which is safe in a threaded engine.
- * 0, or the errno of what failed. No parent-death signal: it would fire when the thread that
- * happened to start the server ends; a server whose engine dies sees EOF on stdin instead. */
+/* No parent-death signal: it would fire when the thread that happened to start the server
+ * ends; a server whose engine dies sees EOF on its stdin instead. */
 static int spawn(const struct upstream_spec *spec, int in, int out, int err, pid_t *ret_pid)
 {
-        volatile int child_errno = 0;
-        pid_t pid = vfork();
-        if (pid == 0) {
-                sigset_t none;
-                sigemptyset(&none);
-                if (setpgid(0, 0) < 0 || (spec->cwd && chdir(spec->cwd) < 0) || dup2(in, 0) < 0 ||
-                    dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-                    sigprocmask(SIG_SETMASK, &none, NULL) < 0) {
-                        child_errno = errno ? errno : ESRCH;
-                        _exit(127);
-                }
-                execve(spec->argv[0], spec->argv, spec->env);
-                child_errno = errno;
-                _exit(127);
-        }
-        if (pid < 0)
-                return errno;
-        if (child_errno) {
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                return child_errno;
-        }
-        *ret_pid = pid;
-        return 0;
+        return host_spawn(&(struct host_spawn){.argv = spec->argv,
+                                               .env = spec->env,
+                                               .cwd = spec->cwd,
+                                               .in = in,
+                                               .out = out,
+                                               .err = err},
+                          ret_pid);
 }
 
 static void keep_tail(struct stdio_state *s, const char *buf, size_t n)

@@ -368,6 +368,20 @@ class HttpServer:
         self.proc.wait(30)
 
 
+def fixture_over_http(directory, port):
+    """The fixture over Streamable HTTP on this port (it would pick one itself and write it to a
+    file; the tests need to know it before, and to start it again on the same one)."""
+    script = os.path.join(directory, "fixture_on_port.mjs")
+    with open(script, "w") as f:
+        f.write("import http from 'node:http';\n"
+                "const listen = http.Server.prototype.listen;\n"
+                f"http.Server.prototype.listen = function (p, ...rest) {{ return listen.call(this, {port}, ...rest); }};\n"
+                f"process.argv = [process.argv[0], {json.dumps(SERVERS['fixture'][1])}, 'http', "
+                f"{json.dumps(os.path.join(directory, 'port'))}];\n"
+                f"await import({json.dumps(SERVERS['fixture'][1])});\n")
+    return HttpServer([NODE, script], port, directory)
+
+
 @needs_node
 class OverHttp(unittest.TestCase):
     """The same client over Streamable HTTP: server-everything's streamableHttp transport and
@@ -388,15 +402,7 @@ class OverHttp(unittest.TestCase):
             ["everything.*", "fixture.*"], limits={"timeout_ms": 8000, "tool_call_ms": 4000})
 
     def start_fixture(self):
-        # The fixture picks its port itself; a wrapper would be a mock: ask for this one.
-        script = os.path.join(self.dir, "fixture_on_port.mjs")
-        with open(script, "w") as f:
-            f.write(f"import http from 'node:http';\n"
-                    f"const listen = http.Server.prototype.listen;\n"
-                    f"http.Server.prototype.listen = function (port, ...rest) {{ return listen.call(this, {self.fixture_port}, ...rest); }};\n"
-                    f"process.argv = [process.argv[0], {json.dumps(SERVERS['fixture'][1])}, 'http', {json.dumps(os.path.join(self.dir, 'port'))}];\n"
-                    f"await import({json.dumps(SERVERS['fixture'][1])});\n")
-        return HttpServer([NODE, script], self.fixture_port, self.dir)
+        return fixture_over_http(self.dir, self.fixture_port)
 
     def tearDown(self):
         code, err = self.serve.close()
@@ -509,14 +515,7 @@ class Configuration(unittest.TestCase):
 
     def test_a_refused_token_is_a_load_error(self):
         port = free_port()
-        script = os.path.join(self.dir, "fixture_on_port.mjs")
-        with open(script, "w") as f:
-            f.write("import http from 'node:http';\n"
-                    "const listen = http.Server.prototype.listen;\n"
-                    f"http.Server.prototype.listen = function (p, ...rest) {{ return listen.call(this, {port}, ...rest); }};\n"
-                    f"process.argv = [process.argv[0], {json.dumps(SERVERS['fixture'][1])}, 'http', {json.dumps(os.path.join(self.dir, 'port'))}];\n"
-                    f"await import({json.dumps(SERVERS['fixture'][1])});\n")
-        server = HttpServer([NODE, script], port, self.dir)
+        server = fixture_over_http(self.dir, port)
         try:
             self.refused({"f": {"url": f"http://127.0.0.1:{port}/mcp", "headers": {"Authorization": "Bearer wrong"}}},
                          [], "mcp_servers.f: the server could not be used: initialize refused: HTTP 401: unauthorized")
