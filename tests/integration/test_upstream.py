@@ -568,6 +568,21 @@ class Configuration(unittest.TestCase):
         self.assertIn("- `everything.echo` (read-only) — Echoes back the input string", r.stdout)
         self.assertNotIn("### everything.echo", r.stdout)
 
+    def test_upstream_calls_count_against_the_runs_budget(self):
+        serve = Serve(self.dir, {"fixture": {"command": SERVERS["fixture"]}}, ["fixture.echo"],
+                      limits={"tool_calls": 5})
+        try:
+            for lang in ("ruby", "python"):
+                with self.subTest(lang=lang):
+                    code = {"ruby": 'n = 0\nbegin\n  loop { Fixture.echo(message: "x"); n += 1 }\n'
+                                    'rescue SB::ToolError => e\n  [n, e.message]\nend',
+                            "python": 'n = 0\ntry:\n    while True:\n        fixture.echo(message="x")\n'
+                                      '        n += 1\nexcept sb.ToolError as e:\n    r = [n, str(e)]\nr'}[lang]
+                    self.assertEqual(serve.value(lang, code),
+                                     [5, "too many tool calls: the limit is 5 per execution"])
+        finally:
+            self.assertEqual(serve.close()[0], 0)
+
     def test_run_tools_takes_every_tool_of_the_files_servers(self):
         path = os.path.join(self.dir, "tools.json")
         with open(path, "w") as f:

@@ -58,7 +58,7 @@ fs.writeFileSync(config, JSON.stringify({
     everything: { url: `http://127.0.0.1:${everythingPort}/mcp` },
   },
   cells: [
-    { name: "ruby", language: "ruby", pool: 1, tools: ["memory.*", "everything.get_sum", "fixture.steps"] },
+    { name: "ruby", language: "ruby", pool: 1, tools: ["memory.*", "everything.get_sum", "fixture.steps", "fixture.slow", "fixture.cancelled"] },
     { name: "python", language: "python", pool: 1, tools: ["memory.*", "everything.get_sum"] },
   ],
 }));
@@ -131,6 +131,25 @@ for (const [kind, make] of Object.entries(transports)) {
         undefined, { onprogress: (p) => seen.push(p.message), timeout: 60000 });
       assert.equal(r.structuredContent.value, 8, JSON.stringify(r.structuredContent));
       assert.ok(seen.some((m) => /^fixture\.steps: \d\/8 step \d$/.test(m)), JSON.stringify(seen));
+    });
+
+    test("a client's cancellation reaches the upstream call", async () => {
+      const count = async () => (await client.callTool({ name: "ruby", arguments: { code: "Fixture.cancelled" } }))
+        .structuredContent.value.cancelled;
+      const before = await count();
+      const controller = new AbortController();
+      const call = client.callTool({ name: "ruby", arguments: { code: "Fixture.slow(ms: 60000)" } }, undefined,
+        { signal: controller.signal, timeout: 120000 });
+      // Cancelled once the guest waits on the upstream call: the fixture is then counting it.
+      setTimeout(() => controller.abort("enough"), 1500);
+      await assert.rejects(call);
+      const deadline = Date.now() + 30000;
+      let after = before;
+      while (after === before && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        after = await count();
+      }
+      assert.equal(after, before + 1);
     });
 
     for (const lang of ["ruby", "python"]) {
