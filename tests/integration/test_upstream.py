@@ -583,6 +583,35 @@ class Configuration(unittest.TestCase):
         finally:
             self.assertEqual(serve.close()[0], 0)
 
+    def test_serve_ends_its_servers_cleanly(self):
+        serve = Serve(self.dir, {"fixture": {"command": SERVERS["fixture"]}}, ["fixture.pid"])
+        pid = serve.value("python", "fixture.pid()")["pid"]
+        os.kill(pid, 0)
+        self.assertEqual(serve.close()[0], 0)
+        # Its stdin closed, it exited by itself (no process of that pid is left, not even a zombie).
+        with self.assertRaises(ProcessLookupError):
+            os.kill(pid, 0)
+
+    def test_command_tools_are_checked_against_their_schema(self):
+        path = os.path.join(self.dir, "tools.json")
+        with open(path, "w") as f:
+            json.dump({"tools": [{"name": "echo.args", "command": ["/bin/cat"], "input_schema": {
+                "type": "object", "required": ["city"], "additionalProperties": False,
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}}}]}, f)
+        cases = [({}, 'the required "city" is missing'), ({"city": 3}, "city: must be a string"),
+                 ({"city": "x", "days": 0}, "days: must be at least 1"),
+                 ({"city": "x", "colour": 1}, 'unknown key "colour" (the schema allows no others)')]
+        for lang in ("ruby", "python"):
+            for args, expected in cases:
+                with self.subTest(lang=lang, args=args):
+                    r = codecell("run", "--json", "--lang", lang, "--tools", path, "-e",
+                                 rescue(lang, CALL[lang].format(name="echo.args", args=kwargs(lang, **args))))
+                    self.assertEqual(r.result["value"], f'ToolError: tool "echo.args": arguments: {expected}', r)
+            with self.subTest(lang=lang, args="valid"):
+                r = codecell("run", "--json", "--lang", lang, "--tools", path, "-e",
+                             CALL[lang].format(name="echo.args", args=kwargs(lang, city="Lisbon", days=2)))
+                self.assertEqual(r.result["value"], {"city": "Lisbon", "days": 2}, r)
+
     def test_run_tools_takes_every_tool_of_the_files_servers(self):
         path = os.path.join(self.dir, "tools.json")
         with open(path, "w") as f:
