@@ -202,7 +202,13 @@ def _bind_tools(bindings, scope):
             obj = _Server(server)
             setattr(mcp, server, obj)
         for method, full in tools.items():
-            setattr(obj, method + "_" if method in _KEYWORDS else method, _tool_function(full))
+            # Never over the object's own machinery (__class__, _name).
+            if not isinstance(method, str) or method.startswith("__") or method == "_name":
+                continue
+            try:
+                setattr(obj, method + "_" if method in _KEYWORDS else method, _tool_function(full))
+            except Exception:
+                pass  # sb.call still reaches it
         if scope.get(server, obj) is obj and not hasattr(builtins, server):
             scope[server] = obj
 

@@ -59,6 +59,7 @@ module CodecellGuest
   MODULE_NAME = Module.instance_method(:name)
   MODULE_INSPECT = Module.instance_method(:inspect)
   GENERIC_TO_JSON = JSON::Ext::Generator::GeneratorMethods::Object
+  DEFINE_SINGLETON = Kernel.instance_method(:define_singleton_method)
   RPC_LOCK = Thread::Mutex.new
 
   class TooDeep < StandardError; end
@@ -270,7 +271,8 @@ module CodecellGuest
         const = server.gsub(/(?:\A|_)([a-z0-9])/) { ::Regexp.last_match(1).upcase }
         mod = SB::MCP.const_defined?(const, false) ? SB::MCP.const_get(const, false) : SB::MCP.const_set(const, Module.new)
         tools.each do |method, full|
-          mod.define_singleton_method(method) { |args = nil, **kwargs| SB.call(full, args, **kwargs) }
+          # Kernel's own method: a tool named define_singleton_method cannot stop the others.
+          DEFINE_SINGLETON.bind_call(mod, method) { |args = nil, **kwargs| SB.call(full, args, **kwargs) }
         end
         Object.const_set(const, mod) unless Object.const_defined?(const, false)
       end

@@ -52,7 +52,8 @@ static void one_type(FILE *f, const struct tool_syntax *syn, const char *type, c
         bool ruby = is_ruby(syn);
         if (strcmp(type, "array") == 0) {
                 const json_t *items = json_object_get(schema, "items");
-                if (!json_is_object(items) || json_object_size(items) == 0) {
+                if (!json_is_object(items) || json_object_size(items) == 0 ||
+                    depth >= MAX_DEPTH * 2) {
                         fputs(syn->array, f);
                         return;
                 }

@@ -316,6 +316,25 @@ class Failures(unittest.TestCase):
                 self.assertGreater(self.serve.value(lang, count)["cancelled"], before)
                 self.assertEqual(self.pid(lang), pid)  # cancelled, not restarted
 
+    def test_tool_names_that_clash_with_the_language_do_not_break_the_bindings(self):
+        for name in ("__class__", "define_singleton_method", "class", "_name"):
+            self.serve.value("python", f'fixture.add_tool(name="{name}")')
+        code = {"ruby": '[Fixture.echo(message: "still"), Fixture.class, SB.call("fixture.__class__"),\n'
+                        ' SB::MCP::Fixture.respond_to?(:define_singleton_method)]',
+                "python": '[fixture.echo(message="still"), fixture.class_(), type(fixture).__name__,\n'
+                          ' sb.call("fixture.__class__"), sb.call("fixture._name")]'}
+        expected = {"ruby": ["still", "added class", "added __class__", True],
+                    "python": ["still", "added class", "_Server", "added __class__", "added _name"]}
+        deadline = time.monotonic() + 30
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                while True:  # the new tools arrive with list_changed
+                    result = self.serve.run(lang, code[lang])
+                    if result["status"] == "ok" or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
+                self.assertEqual(result.get("value"), expected[lang], result)
+
     def test_is_error_is_a_tool_error(self):
         for lang in ("ruby", "python"):
             with self.subTest(lang=lang):
