@@ -602,6 +602,20 @@ class Configuration(unittest.TestCase):
         finally:
             self.assertEqual(serve.close()[0], 0)
 
+    def test_older_protocol_revisions(self):
+        # "old" answers initialize with 2025-03-26; "picky" refuses all but 2025-06-18, which
+        # codecell asks for second.
+        serve = Serve(self.dir, {"old": {"command": SERVERS["fixture"] + ["old"]},
+                                 "picky": {"command": SERVERS["fixture"] + ["picky"]}},
+                      ["old.echo", "picky.echo"])
+        try:
+            for lang in ("ruby", "python"):
+                with self.subTest(lang=lang):
+                    self.assertEqual(serve.value(lang, CALL[lang].format(name="old.echo", args=kwargs(lang, message="o")) +
+                                                 "\n" + CALL[lang].format(name="picky.echo", args=kwargs(lang, message="p"))), "p")
+        finally:
+            self.assertEqual(serve.close()[0], 0)
+
     def test_serve_ends_its_servers_cleanly(self):
         serve = Serve(self.dir, {"fixture": {"command": SERVERS["fixture"]}}, ["fixture.pid"])
         pid = serve.value("python", "fixture.pid()")["pid"]

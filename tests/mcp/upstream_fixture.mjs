@@ -5,11 +5,14 @@
 //   node upstream_fixture.mjs [stdio]          over stdin/stdout
 //   node upstream_fixture.mjs http PORTFILE    Streamable HTTP on 127.0.0.1, port written to PORTFILE
 //   node upstream_fixture.mjs collide          tools "get-sum" and "get_sum"
+//   node upstream_fixture.mjs old              speaks only MCP 2025-03-26 (answers initialize with it)
+//   node upstream_fixture.mjs picky            refuses initialize unless asked for 2025-06-18
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import fs from "node:fs";
 import http from "node:http";
+import { InitializeRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const mode = process.argv[2] ?? "stdio";
@@ -61,6 +64,19 @@ function build() {
   return server;
 }
 
+// An older server: the SDK's own initialize, with the revision it would not pick by itself.
+function older(server, accept) {
+  const sdk = server.server;
+  const original = sdk._oninitialize.bind(sdk);
+  sdk.setRequestHandler(InitializeRequestSchema, async (request) => {
+    if (!accept(request.params.protocolVersion))
+      throw new McpError(-32602, `unsupported protocol version ${request.params.protocolVersion}`);
+    const result = await original(request);
+    return { ...result, protocolVersion: mode === "old" ? "2025-03-26" : request.params.protocolVersion };
+  });
+  return server;
+}
+
 if (mode === "http") {
   // One transport and one server per session, as the SDK's examples do.
   const sessions = new Map();
@@ -84,6 +100,10 @@ if (mode === "http") {
     await transport.handleRequest(req, res, body);
   });
   httpServer.listen(0, "127.0.0.1", () => fs.writeFileSync(process.argv[3], String(httpServer.address().port)));
+} else if (mode === "old") {
+  await older(build(), () => true).connect(new StdioServerTransport());
+} else if (mode === "picky") {
+  await older(build(), (v) => v === "2025-06-18").connect(new StdioServerTransport());
 } else {
   await build().connect(new StdioServerTransport());
 }
