@@ -121,8 +121,7 @@ static int stdio_spec(const json_t *def, const char *path, const char *dir, cons
                 return err_sys(err, ENOMEM, "mcp_servers");
         const char *program = json_string_value(json_array_get(command, 0));
         if (!(spec->argv[0] = tool_resolve_program(program, dir)))
-                return bad(err, path, server, ".command: %s: not found or not executable",
-                           program);
+                return bad(err, path, server, ".command: %s: not found or not executable", program);
         for (size_t k = 1; k < json_array_size(command); k++)
                 if (!(spec->argv[k] = strdup(json_string_value(json_array_get(command, k)))))
                         return err_sys(err, ENOMEM, "mcp_servers");
@@ -147,8 +146,9 @@ static int http_spec(const json_t *def, const char *path, const char *server,
 {
         const char *url = json_string_value(json_object_get(def, "url"));
         const json_t *headers = json_object_get(def, "headers");
-        if (!url || !((strncmp(url, "http://", 7) == 0 && url[7]) ||
-                      (strncmp(url, "https://", 8) == 0 && url[8])) ||
+        if (!url ||
+            !((strncmp(url, "http://", 7) == 0 && url[7]) ||
+              (strncmp(url, "https://", 8) == 0 && url[8])) ||
             strpbrk(url, " \r\n"))
                 return bad(err, path, server, ".url: must be an http:// or https:// URL");
         if (headers && !string_map(headers))
@@ -162,8 +162,7 @@ static int http_spec(const json_t *def, const char *path, const char *server,
                 for (const char *p = key; *p; p++)
                         ok &= isalnum((unsigned char)*p) || strchr("!#$%&'*+-.^_`|~", *p);
                 if (!ok)
-                        return bad(err, path, server, ".headers: \"%s\" is not a header name",
-                                   key);
+                        return bad(err, path, server, ".headers: \"%s\" is not a header name", key);
                 if (strpbrk(v, "\r\n"))
                         return bad(err, path, server,
                                    ".headers.%s: a header value cannot hold a line break", key);
@@ -171,10 +170,9 @@ static int http_spec(const json_t *def, const char *path, const char *server,
         if (!(spec->url = strdup(url)) || !(spec->headers = string_list(json_object_size(headers))))
                 return err_sys(err, ENOMEM, "mcp_servers");
         size_t h = 0;
-        json_object_foreach((json_t *)headers, key, value) if (asprintf(&spec->headers[h++],
-                                                                        "%s: %s", key,
-                                                                        json_string_value(value)) <
-                                                               0)
+        json_object_foreach((json_t *)headers, key,
+                            value) if (asprintf(&spec->headers[h++], "%s: %s", key,
+                                                json_string_value(value)) < 0)
         {
                 spec->headers[--h] = NULL;
                 return err_sys(err, ENOMEM, "mcp_servers");
@@ -185,8 +183,8 @@ static int http_spec(const json_t *def, const char *path, const char *server,
 static void spec_free(struct upstream_spec *spec)
 {
         free(spec->name);
-        for (char **lists[] = {spec->argv, spec->env, spec->headers}, ***l = lists;
-             l < lists + 3; l++) {
+        for (char **lists[] = {spec->argv, spec->env, spec->headers}, ***l = lists; l < lists + 3;
+             l++) {
                 for (char **p = *l; p && *p; p++)
                         free(*p);
                 free(*l);
@@ -218,7 +216,7 @@ static int load_one(const char *name, const json_t *def, const char *path, const
                 return bad(err, path, name, ".%s: only for a \"command\" server",
                            json_object_get(def, "env") ? "env" : "cwd");
         struct upstream_spec spec = {.name = strdup(name)};
-        r = !spec.name ? err_sys(err, ENOMEM, "mcp_servers")
+        r = !spec.name    ? err_sys(err, ENOMEM, "mcp_servers")
             : has_command ? stdio_spec(def, path, dir, name, &spec, err)
                           : http_spec(def, path, name, &spec, err);
         struct upstream *u = r == 0 ? upstream_new(&spec) : NULL;
@@ -229,8 +227,8 @@ static int load_one(const char *name, const json_t *def, const char *path, const
         return r;
 }
 
-int mcp_servers_load(const json_t *obj, const char *path, const char *dir,
-                     struct mcp_servers *ret, codecell_error *err)
+int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struct mcp_servers *ret,
+                     codecell_error *err)
 {
         *ret = (struct mcp_servers){0};
         if (!obj)

@@ -51,10 +51,10 @@ static bool type_matches(const char *type, const json_t *v)
 
 static const char *article(const char *type)
 {
-        static const char *const words[][2] = {
-                {"string", "a string"}, {"integer", "an integer"}, {"number", "a number"},
-                {"boolean", "true or false"}, {"array", "an array"}, {"object", "an object"},
-                {"null", "null"}};
+        static const char *const words[][2] = {{"string", "a string"}, {"integer", "an integer"},
+                                               {"number", "a number"}, {"boolean", "true or false"},
+                                               {"array", "an array"},  {"object", "an object"},
+                                               {"null", "null"}};
         for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
                 if (strcmp(type, words[k][0]) == 0)
                         return words[k][1];
@@ -69,9 +69,9 @@ static const char *type_word(const json_t *type, char *words, size_t size)
         words[0] = '\0';
         size_t i;
         const json_t *t;
-        json_array_foreach(type, i, t) if (json_is_string(t)) snprintf(
-                words + strlen(words), size - strlen(words), "%s%s", i ? " or " : "",
-                article(json_string_value(t)));
+        json_array_foreach(type, i, t) if (json_is_string(t))
+                snprintf(words + strlen(words), size - strlen(words), "%s%s", i ? " or " : "",
+                         article(json_string_value(t)));
         return words;
 }
 
@@ -97,8 +97,7 @@ static const char *check_child(struct checker *c, const json_t *schema, const js
         return problem;
 }
 
-static const char *check_object(struct checker *c, const json_t *schema, const json_t *v,
-                                int depth)
+static const char *check_object(struct checker *c, const json_t *schema, const json_t *v, int depth)
 {
         const json_t *props = json_object_get(schema, "properties");
         const json_t *extra = json_object_get(schema, "additionalProperties");
@@ -135,8 +134,8 @@ static const char *check(struct checker *c, const json_t *schema, const json_t *
                 bool ok = json_is_string(type) && type_matches(json_string_value(type), v);
                 size_t i;
                 const json_t *t;
-                json_array_foreach(type, i, t) ok |= json_is_string(t) &&
-                                                    type_matches(json_string_value(t), v);
+                json_array_foreach(type, i, t) ok |=
+                        json_is_string(t) && type_matches(json_string_value(t), v);
                 char words[200];
                 if (!ok)
                         return fail(c, "must be %s", type_word(type, words, sizeof(words)));
@@ -149,7 +148,8 @@ static const char *check(struct checker *c, const json_t *schema, const json_t *
                 json_array_foreach(allowed, i, a) ok |= json_equal(a, v);
                 if (!ok) {
                         char *list = json_dumps(allowed, JSON_COMPACT);
-                        const char *problem = fail(c, "must be one of %s", list ? list : "the enum");
+                        const char *problem =
+                                fail(c, "must be one of %s", list ? list : "the enum");
                         free(list);
                         return problem;
                 }
@@ -181,7 +181,8 @@ static const char *check(struct checker *c, const json_t *schema, const json_t *
                 const json_t *items = json_object_get(schema, "items");
                 const json_t *min = json_object_get(schema, "minItems");
                 char bound[32];
-                if (json_is_integer(min) && (json_int_t)json_array_size(v) < json_integer_value(min)) {
+                if (json_is_integer(min) &&
+                    (json_int_t)json_array_size(v) < json_integer_value(min)) {
                         snprintf(bound, sizeof(bound), "%lld", (long long)json_integer_value(min));
                         return fail(c, "must have at least %s items", bound);
                 }
@@ -189,8 +190,8 @@ static const char *check(struct checker *c, const json_t *schema, const json_t *
                 const json_t *item;
                 json_array_foreach(v, i, item)
                 {
-                        const char *problem =
-                                json_is_object(items) ? check_child(c, items, item, NULL, i, depth)
+                        const char *problem = json_is_object(items)
+                                                      ? check_child(c, items, item, NULL, i, depth)
                                                       : NULL;
                         if (problem)
                                 return problem;

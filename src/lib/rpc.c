@@ -266,12 +266,12 @@ static json_t *describe(struct rpc *rpc, const json_t *id, const json_t *args)
         char *text = rpc->syntax ? tool_describe_text(rpc->tools, rpc->syntax, which) : NULL;
         if (!text) {
                 char message[300];
-                snprintf(message, sizeof(message), "unknown tool \"%.*s\"",
-                         utf8_prefix(which, 200), which);
+                snprintf(message, sizeof(message), "unknown tool \"%.*s\"", utf8_prefix(which, 200),
+                         which);
                 return reply_error(id, "SB::UnknownTool", message);
         }
-        json_t *reply = json_pack("{s:s, s:O, s:b, s:s}", "t", "reply", "id", id, "ok", 1, "result",
-                                  text);
+        json_t *reply =
+                json_pack("{s:s, s:O, s:b, s:s}", "t", "reply", "id", id, "ok", 1, "result", text);
         free(text);
         return reply ? reply : tool_error(id, "describe: the description could not be encoded");
 }

@@ -18,10 +18,10 @@ struct runner;
 struct rpc {
         struct tool_table *tools;
         struct rpc_limits limits;
-        double deadline;       /* the execution's, on the now_ms() clock */
-        uint64_t calls;        /* made so far */
-        int ctl_fd;            /* the control socket, where replies go */
-        struct runner *runner; /* started at the first call */
+        double deadline;                  /* the execution's, on the now_ms() clock */
+        uint64_t calls;                   /* made so far */
+        int ctl_fd;                       /* the control socket, where replies go */
+        struct runner *runner;            /* started at the first call */
         const struct tool_syntax *syntax; /* the guest's language, for SB.describe */
 };
 

@@ -23,9 +23,9 @@ static bool required(const json_t *schema, const char *key)
 {
         size_t i;
         const json_t *v;
-        json_array_foreach(json_object_get(schema, "required"), i, v) if (json_is_string(v) &&
-                                                                         strcmp(json_string_value(v),
-                                                                                key) == 0) return true;
+        json_array_foreach(json_object_get(schema, "required"), i,
+                           v) if (json_is_string(v) &&
+                                  strcmp(json_string_value(v), key) == 0) return true;
         return false;
 }
 
@@ -84,8 +84,11 @@ static void one_type(FILE *f, const struct tool_syntax *syn, const char *type, c
         }
         const struct {
                 const char *json, *guest;
-        } map[] = {{"string", syn->string},   {"integer", syn->integer}, {"number", syn->number},
-                   {"boolean", syn->boolean}, {"null", syn->null}};
+        } map[] = {{"string", syn->string},
+                   {"integer", syn->integer},
+                   {"number", syn->number},
+                   {"boolean", syn->boolean},
+                   {"null", syn->null}};
         for (size_t k = 0; k < sizeof(map) / sizeof(map[0]); k++)
                 if (strcmp(type, map[k].json) == 0) {
                         fputs(map[k].guest, f);
@@ -160,11 +163,11 @@ void tool_binding_name(FILE *f, const struct tool_syntax *syn, const struct tool
         fprintf(f, ".%s", tool->upstream.binding);
         /* Python's keywords cannot be attribute names in code: the binding adds a '_'. */
         static const char *const keywords[] = {
-                "False",  "None",   "True",    "and",      "as",   "assert", "async",
-                "await",  "break",  "class",   "continue", "def",  "del",    "elif",
-                "else",   "except", "finally", "for",      "from", "global", "if",
-                "import", "in",     "is",      "lambda",   "nonlocal", "not", "or",
-                "pass",   "raise",  "return",  "try",      "while", "with",  "yield"};
+                "False",  "None",   "True",    "and",      "as",       "assert", "async",
+                "await",  "break",  "class",   "continue", "def",      "del",    "elif",
+                "else",   "except", "finally", "for",      "from",     "global", "if",
+                "import", "in",     "is",      "lambda",   "nonlocal", "not",    "or",
+                "pass",   "raise",  "return",  "try",      "while",    "with",   "yield"};
         for (size_t k = 0; !is_ruby(syn) && k < sizeof(keywords) / sizeof(keywords[0]); k++)
                 if (strcmp(tool->upstream.binding, keywords[k]) == 0)
                         fputc('_', f);

@@ -117,7 +117,8 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
                 r = err_sys(err, ENOMEM, "tool");
                 goto fail;
         }
-        tool->command.argv[0] = tool_resolve_program(json_string_value(json_array_get(command, 0)), dir);
+        tool->command.argv[0] =
+                tool_resolve_program(json_string_value(json_array_get(command, 0)), dir);
         if (!tool->command.argv[0]) {
                 char what[PATH_MAX + 64];
                 snprintf(what, sizeof(what), "%s: not found or not executable",
@@ -244,8 +245,8 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
         json_decref(none);
         if (r < 0)
                 goto out;
-        if ((r = mcp_servers_load(json_object_get(root, "mcp_servers"), path, dir, &servers,
-                                  err)) < 0)
+        if ((r = mcp_servers_load(json_object_get(root, "mcp_servers"), path, dir, &servers, err)) <
+            0)
                 goto out;
         for (size_t k = 0; k < n; k++)
                 if (tool_table_find(&cell->tools, tools[k]->name)) {

@@ -27,7 +27,7 @@ static const char *const revisions[] = {"2025-11-25", "2025-06-18", "2025-03-26"
 struct pending {
         int64_t id;
         unsigned generation;
-        json_t *response; /* set by the reader */
+        json_t *response;              /* set by the reader */
         upstream_progress_fn progress; /* or NULL; the progressToken is the id */
         void *progress_data;
         struct pending *next;
@@ -183,8 +183,8 @@ static void request_tools_page(struct upstream *u, const char *cursor)
         int64_t id = take_id(u);
         u->refresh_id = id;
         json_t *msg = cursor ? json_pack("{s:s, s:I, s:s, s:{s:s}}", "jsonrpc", "2.0", "id",
-                                         (json_int_t)id, "method", "tools/list", "params",
-                                         "cursor", cursor)
+                                         (json_int_t)id, "method", "tools/list", "params", "cursor",
+                                         cursor)
                              : json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)id,
                                          "method", "tools/list");
         pthread_mutex_unlock(&u->lock);

@@ -23,9 +23,9 @@
 struct transfer {
         CURL *easy;
         struct curl_slist *headers;
-        char *body;        /* what is posted, or NULL (the GET stream) */
-        int64_t id;        /* of the request posted, or 0 */
-        char *data;        /* of the answer, as it comes */
+        char *body; /* what is posted, or NULL (the GET stream) */
+        int64_t id; /* of the request posted, or 0 */
+        char *data; /* of the answer, as it comes */
         size_t len, cap;
         bool sse;          /* the answer is an event stream: parsed as it comes */
         bool get_stream;   /* the GET stream */
@@ -36,7 +36,7 @@ struct transfer {
 struct http_state {
         CURLM *multi;
         pthread_t thread;
-        pthread_mutex_t lock; /* queue, session, quit */
+        pthread_mutex_t lock;    /* queue, session, quit */
         struct transfer *queue;  /* to be added by the thread */
         struct transfer *active; /* added */
         char *session;           /* Mcp-Session-Id */

@@ -37,15 +37,15 @@ struct upstream {
         char *protocol;               /* the revision agreed at initialize */
         int64_t next_id;
         struct pending *pending;
-        json_t *tools;       /* the last complete tools/list */
-        json_t *refreshing;  /* pages of a tools/list after list_changed, or NULL */
-        int64_t refresh_id;  /* its request in flight, or 0 */
-        int64_t ping_id;     /* a ping after a cancelled call, unanswered, or 0 */
+        json_t *tools;      /* the last complete tools/list */
+        json_t *refreshing; /* pages of a tools/list after list_changed, or NULL */
+        int64_t refresh_id; /* its request in flight, or 0 */
+        int64_t ping_id;    /* a ping after a cancelled call, unanswered, or 0 */
         double ping_sent_ms;
         upstream_tools_listener listener;
         void *listener_data;
         unsigned listener_busy; /* calls of the listener under way */
-        void *transport; /* the transport's own state */
+        void *transport;        /* the transport's own state */
 };
 
 /* One message from the server (takes it). Called by the transport's reader. */

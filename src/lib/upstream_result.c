@@ -73,8 +73,8 @@ int mcp_result_unwrap(const json_t *result, json_t **ret_value, char **ret_error
         if (n == 0) {
                 *ret_value = json_null();
         } else if (texts == n && n == 1) {
-                *ret_value = text_value(json_string_value(
-                        json_object_get(json_array_get(content, 0), "text")));
+                *ret_value = text_value(
+                        json_string_value(json_object_get(json_array_get(content, 0), "text")));
         } else if (texts == n) {
                 *ret_value = json_array();
                 json_array_foreach(content, i, item) json_array_append_new(

@@ -78,8 +78,8 @@ static void describe_end(struct stdio_state *s, const char *what, char *buf, siz
         }
         char status[64] = "";
         if (info.si_pid == s->pid)
-                snprintf(status, sizeof(status), info.si_code == CLD_EXITED ? " (exit code %d)"
-                                                                           : " (signal %d)",
+                snprintf(status, sizeof(status),
+                         info.si_code == CLD_EXITED ? " (exit code %d)" : " (signal %d)",
                          info.si_status);
         /* The last non-empty line of stderr says most. */
         size_t end = s->tail_len;
@@ -89,8 +89,7 @@ static void describe_end(struct stdio_state *s, const char *what, char *buf, siz
         while (start > 0 && s->tail[start - 1] != '\n')
                 start--;
         char *line = utf8_sanitize(s->tail + start, end - start, NULL);
-        snprintf(buf, size, "%s%s%s%s", what, status, line && *line ? ": " : "",
-                 line ? line : "");
+        snprintf(buf, size, "%s%s%s%s", what, status, line && *line ? ": " : "", line ? line : "");
         utf8_trim_cut(buf);
         free(line);
 }
@@ -139,9 +138,8 @@ static void *reader_main(void *arg)
                         if (buf[i] != '\n') {
                                 if (len + 1 >= cap) {
                                         size_t grown_cap = cap ? cap * 2 : 4096;
-                                        char *grown = len + 1 < MAX_LINE
-                                                              ? realloc(line, grown_cap)
-                                                              : NULL;
+                                        char *grown = len + 1 < MAX_LINE ? realloc(line, grown_cap)
+                                                                         : NULL;
                                         if (!grown) {
                                                 why = "it sent a message over 64 MiB";
                                                 break;
@@ -154,8 +152,8 @@ static void *reader_main(void *arg)
                         }
                         /* One message per line; a line that is not JSON (a server that
                          * prints a banner to stdout) is skipped. */
-                        json_t *msg = len ? json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL)
-                                          : NULL;
+                        json_t *msg =
+                                len ? json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
                         len = 0;
                         if (msg)
                                 upstream_receive(u, msg);
@@ -254,9 +252,8 @@ static int stdio_send(struct upstream *u, const char *text, double deadline, cha
                                 (void)poll(&pfd, 1, (int)wait + 1);
                                 continue;
                         }
-                        *ret_error = strdup(w < 0 && errno == EAGAIN
-                                                    ? "it does not read its input"
-                                                    : "its input is closed");
+                        *ret_error = strdup(w < 0 && errno == EAGAIN ? "it does not read its input"
+                                                                     : "its input is closed");
                         return -1;
                 }
         }

@@ -35,7 +35,8 @@ const char *upstream_collision(struct upstream *u, char *buf, size_t size)
         json_t *tools = upstream_tools(u);
         const char *problem = NULL;
         for (size_t i = 0; i < json_array_size(tools) && !problem; i++) {
-                const char *a = json_string_value(json_object_get(json_array_get(tools, i), "name"));
+                const char *a =
+                        json_string_value(json_object_get(json_array_get(tools, i), "name"));
                 char sa[NAME_MAX_LEN], sb[NAME_MAX_LEN];
                 if (!a || upstream_sanitize(a, sa, sizeof(sa)) < 0) {
                         snprintf(buf, size, "tools[%zu] of its tools/list has no usable name", i);
@@ -43,10 +44,9 @@ const char *upstream_collision(struct upstream *u, char *buf, size_t size)
                         break;
                 }
                 for (size_t k = 0; k < i && !problem; k++) {
-                        const char *b =
-                                json_string_value(json_object_get(json_array_get(tools, k), "name"));
-                        if (b && upstream_sanitize(b, sb, sizeof(sb)) == 0 &&
-                            strcmp(sa, sb) == 0) {
+                        const char *b = json_string_value(
+                                json_object_get(json_array_get(tools, k), "name"));
+                        if (b && upstream_sanitize(b, sb, sizeof(sb)) == 0 && strcmp(sa, sb) == 0) {
                                 snprintf(buf, size,
                                          "its tools \"%.100s\" and \"%.100s\" are both %s.%s "
                                          "once their names are sanitised",
@@ -95,8 +95,7 @@ static struct tool *tool_for(struct upstream *u, const json_t *def)
         return t;
 }
 
-int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which,
-                    codecell_error *err)
+int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which, codecell_error *err)
 {
         json_t *tools = upstream_tools(u);
         bool all = strcmp(which, "*") == 0, found = false;

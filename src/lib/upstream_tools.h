@@ -17,8 +17,8 @@ struct mcp_servers {
 /* Every server of the file's "mcp_servers" object (NULL: none), checked whole, then each
  * started and listed before deadline; errors name the JSON path (path: the file, for them;
  * dir: its folder, for relative commands and cwd). */
-int mcp_servers_load(const json_t *obj, const char *path, const char *dir,
-                     struct mcp_servers *ret, codecell_error *err);
+int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struct mcp_servers *ret,
+                     codecell_error *err);
 void mcp_servers_free(struct mcp_servers *s);
 /* The server named by the first len bytes of name, or NULL. */
 struct upstream *mcp_servers_find(const struct mcp_servers *s, const char *name, size_t len);
