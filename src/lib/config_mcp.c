@@ -249,6 +249,19 @@ int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struc
                 if ((r = load_one(name, def, path, dir, &ret->list[ret->n], err)) < 0)
                         goto fail;
                 ret->n++;
+                /* Two servers must not share a Ruby module (a1 and a_1 are both A1). */
+                char mine[40], theirs[40];
+                upstream_module_name(name, mine, sizeof(mine));
+                for (size_t k = 0; k + 1 < ret->n; k++) {
+                        upstream_module_name(upstream_name(ret->list[k]), theirs, sizeof(theirs));
+                        if (strcmp(mine, theirs) == 0) {
+                                r = bad(err, path, name,
+                                        ": its Ruby module would be %s, as that of "
+                                        "mcp_servers.%s",
+                                        mine, upstream_name(ret->list[k]));
+                                goto fail;
+                        }
+                }
         }
         for (size_t i = 0; i < ret->n; i++) {
                 struct upstream *u = ret->list[i];

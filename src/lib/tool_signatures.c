@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tool_signatures.h"
+#include "upstream_tools.h"
 
 /* Nested objects deeper than this are written as Hash / dict. */
 #define MAX_DEPTH 3
@@ -145,18 +146,10 @@ void tool_binding_name(FILE *f, const struct tool_syntax *syn, const struct tool
         const char *dot = strchr(tool->name, '.');
         size_t server_len = dot ? (size_t)(dot - tool->name) : strlen(tool->name);
         if (is_ruby(syn)) {
-                /* memory -> Memory, my_docs -> MyDocs (guest/ruby/prelude.rb, same rule) */
-                bool up = true;
-                for (size_t k = 0; k < server_len; k++) {
-                        char c = tool->name[k];
-                        if (c == '_' && k + 1 < server_len &&
-                            isalnum((unsigned char)tool->name[k + 1])) {
-                                up = true;
-                                continue;
-                        }
-                        fputc(up ? toupper((unsigned char)c) : c, f);
-                        up = false;
-                }
+                char server[40], module[40];
+                snprintf(server, sizeof(server), "%.*s", (int)server_len, tool->name);
+                upstream_module_name(server, module, sizeof(module));
+                fputs(module, f);
         } else {
                 fprintf(f, "%.*s", (int)server_len, tool->name);
         }

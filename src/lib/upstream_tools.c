@@ -30,6 +30,21 @@ int upstream_sanitize(const char *name, char *out, size_t size)
         return 0;
 }
 
+void upstream_module_name(const char *server, char *out, size_t size)
+{
+        size_t o = 0;
+        bool up = true;
+        for (const char *p = server; *p && o + 1 < size; p++) {
+                if (*p == '_' && isalnum((unsigned char)p[1])) {
+                        up = true;
+                        continue;
+                }
+                out[o++] = up ? (char)toupper((unsigned char)*p) : *p;
+                up = false;
+        }
+        out[o] = '\0';
+}
+
 const char *upstream_collision(struct upstream *u, char *buf, size_t size)
 {
         json_t *tools = upstream_tools(u);

@@ -522,6 +522,7 @@ class Configuration(unittest.TestCase):
             ({"f": {"url": "http://127.0.0.1:1/mcp", "headers": {"X-A": "a\r\nb"}}}, [],
              "mcp_servers.f.headers.X-A: a header value cannot hold a line break"),
             ({"f": {"command": ["/bin/false"]}}, [], "mcp_servers.f: the server could not be used"),
+            ({"a1": fixture, "a_1": fixture}, [], "mcp_servers.a_1: its Ruby module would be A1, as that of mcp_servers.a1"),
             ({"f": fixture}, ["f.nope"], 'cells[0].tools[0]: the MCP server "f" has no tool "nope"'),
             ({"f": fixture}, ["f.echo", "f.echo"], 'cells[0].tools[1]: "f.echo" is listed twice'),
             ({"f": {"command": SERVERS["fixture"] + ["collide"]}}, [],
