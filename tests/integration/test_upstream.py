@@ -63,10 +63,11 @@ class Serve:
         self.peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         self.next_id = 1
 
-    def run(self, lang, code, timeout=120):
+    def run(self, lang, code, timeout=120, session=None):
         self.next_id += 1
+        arguments = {"code": code, **({"session": session} if session else {})}
         self.peer.send({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                        "params": {"name": lang, "arguments": {"code": code}}})
+                        "params": {"name": lang, "arguments": arguments}})
         answer = self.peer.answer(self.next_id, timeout=timeout)
         return answer["result"]["structuredContent"]
 
@@ -213,6 +214,16 @@ class ReferenceServers(unittest.TestCase):
             with self.subTest(lang=lang):
                 self.assertEqual(self.serve.value(lang, code[lang]),
                                  ["The sum of 1 and 2 is 3."] * 2 + ["Echo: m", "Echo: h", True])
+
+    def test_bindings_in_a_session_across_evals(self):
+        code = {"ruby": ['x = Everything.get_sum(a: 1, b: 2)', '[x, Everything.echo(message: "again")]'],
+                "python": ['x = everything.get_sum(a=1, b=2)', '[x, everything.echo(message="again")]']}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                first = self.serve.run(lang, code[lang][0], session=f"s-{lang}")
+                self.assertEqual(first["status"], "ok", first)
+                second = self.serve.run(lang, code[lang][1], session=f"s-{lang}")
+                self.assertEqual(second.get("value"), ["The sum of 1 and 2 is 3.", "Echo: again"], second)
 
     def test_describe_gives_a_signature_at_run_time(self):
         expected = {"ruby": "Everything.get_sum(a: Float, b: Float)",
