@@ -476,6 +476,25 @@ class OverHttp(unittest.TestCase):
                 self.assertEqual(self.serve.value(lang, CALL[lang].format(name="fixture.pid", args=""))["pid"],
                                  self.fixture.proc.pid)
 
+    def test_a_hung_server_ends_the_call_in_time(self):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                started = time.monotonic()
+                result = self.serve.run(lang, rescue(lang, CALL[lang].format(name="fixture.hang", args="")))
+                self.assertEqual(result["status"], "ok", result)
+                self.assertIn("did not answer in time", result["value"])
+                # Still hung: the next call says so in time too (the ping went unanswered, the
+                # session is dropped, and initialize is not answered either).
+                result = self.serve.run(lang, rescue(lang, CALL[lang].format(name="fixture.pid", args="")))
+                self.assertEqual(result["status"], "ok", result)
+                self.assertRegex(result["value"], r'^ToolError: upstream MCP server "fixture" is unavailable: ')
+                self.assertLess(time.monotonic() - started, 90)
+                # Restarted by its owner, it is found again.
+                self.fixture.stop()
+                self.fixture = self.start_fixture()
+                self.assertEqual(self.serve.value(lang, CALL[lang].format(name="fixture.pid", args=""))["pid"],
+                                 self.fixture.proc.pid)
+
     def test_list_changed_arrives_on_the_get_stream(self):
         self.serve.value("python", 'fixture.add_tool(name="late-http")')
         deadline = time.monotonic() + 30
