@@ -20,16 +20,6 @@ static bool is_ruby(const struct tool_syntax *syn)
         return strcmp(syn->lang, "ruby") == 0;
 }
 
-static bool required(const json_t *schema, const char *key)
-{
-        size_t i;
-        const json_t *v;
-        json_array_foreach(json_object_get(schema, "required"), i,
-                           v) if (json_is_string(v) &&
-                                  strcmp(json_string_value(v), key) == 0) return true;
-        return false;
-}
-
 static void type_of(FILE *f, const struct tool_syntax *syn, const json_t *schema, int depth);
 
 static void literal(FILE *f, const struct tool_syntax *syn, const json_t *v)
@@ -76,7 +66,7 @@ static void one_type(FILE *f, const struct tool_syntax *syn, const char *type, c
                 json_object_foreach((json_t *)props, key, prop)
                 {
                         fprintf(f, "%s%s%s: ", first ? "" : ", ", key,
-                                required(schema, key) ? "" : "?");
+                                tool_schema_requires(schema, key) ? "" : "?");
                         first = false;
                         type_of(f, syn, prop, depth + 1);
                 }
@@ -194,7 +184,7 @@ void tool_signature_describe(FILE *f, const struct tool_syntax *syn, const struc
         for (int pass = 0; pass < 2; pass++)
                 json_object_foreach((json_t *)props, key, prop)
                 {
-                        bool req = required(schema, key);
+                        bool req = tool_schema_requires(schema, key);
                         if (req != (pass == 0))
                                 continue;
                         fprintf(f, "%s%s: ", first ? "" : ", ", key);

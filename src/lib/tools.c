@@ -216,7 +216,7 @@ static void type_name(FILE *f, const struct tool_syntax *syn, const json_t *sche
         }
 }
 
-static bool is_required(const json_t *schema, const char *key)
+bool tool_schema_requires(const json_t *schema, const char *key)
 {
         size_t i;
         const json_t *v;
@@ -239,7 +239,7 @@ static void describe_tool(FILE *f, const struct tool_syntax *syn, const struct t
         json_object_foreach((json_t *)props, key, prop)
         {
                 fprintf(f, syn->keyword, key);
-                bool optional = !is_required(tool->input_schema, key);
+                bool optional = !tool_schema_requires(tool->input_schema, key);
                 if (optional && json_object_get(prop, "enum"))
                         fputs("(", f);
                 type_name(f, syn, prop);
@@ -255,7 +255,8 @@ static void describe_tool(FILE *f, const struct tool_syntax *syn, const struct t
                 fprintf(f, "%s- `%s` (", any ? "\n" : "\n\n", key);
                 any = true;
                 type_name(f, syn, prop);
-                fprintf(f, ", %s)", is_required(tool->input_schema, key) ? "required" : "optional");
+                fprintf(f, ", %s)",
+                        tool_schema_requires(tool->input_schema, key) ? "required" : "optional");
                 const char *desc = json_string_value(json_object_get(prop, "description"));
                 if (desc && *desc)
                         fprintf(f, " — %s", desc);

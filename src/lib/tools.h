@@ -61,6 +61,8 @@ void tool_table_release(struct tool_table *t);
 
 /* NULL when name is a valid tool name, else what is wrong with it. */
 const char *tool_name_problem(const char *name);
+/* The schema's "required" names key. */
+bool tool_schema_requires(const json_t *schema, const char *key);
 /* Checks that a schema is a JSON Schema object for arguments; NULL or what is wrong. */
 const char *tool_schema_problem(const json_t *schema);
 void tool_free(struct tool *tool);
