@@ -71,6 +71,7 @@ bench: bootstrap build
 	$(BUILD)/latency --lang python
 	$(BUILD)/rpc
 	$(BUILD)/session
+	CODECELL_BIN=$(BUILD)/codecell bench/codemode
 	$(BUILD)/mcp
 
 clean:

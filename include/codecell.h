@@ -334,7 +334,8 @@ CODECELL_API int codecell_cell_add_tool(codecell_cell *cell, const char *name,
 /* Registers the command tools of a JSON file (docs/tools.md): each runs a host command outside
  * the sandbox, with the arguments as JSON on stdin and its JSON result on stdout; a non-zero
  * exit becomes SB::ToolError carrying its stderr. Validated whole before any tool is added;
- * errors name the JSON path ("tools[1].command: …"). */
+ * errors name the JSON path ("tools[1].command: …"). Every tool of the file's "mcp_servers"
+ * is added too; those servers run until the cell is freed. */
 CODECELL_API int codecell_cell_load_tools(codecell_cell *cell, const char *path,
                                           codecell_error *err);
 
@@ -350,8 +351,9 @@ typedef struct codecell_cellset codecell_cellset;
 /* Loads the file and creates every cell in it (and registers the host tools each cell names).
  * The whole file is checked: on any error nothing is created and err names the JSON path and
  * what is wrong ("cells.json: cells[1].mounts[0].dest: overlaps the reserved /work"). Relative
- * mount sources and tool commands resolve against the file's folder. flags: 0 or
- * CODECELL_CELLSET_NO_POOL. */
+ * mount sources and tool commands resolve against the file's folder. The file's MCP servers
+ * ("mcp_servers") are started, initialised and listed here; codecell_cellset_free() shuts them
+ * down. flags: 0 or CODECELL_CELLSET_NO_POOL. */
 CODECELL_API codecell_cellset *codecell_cellset_load(const char *path, unsigned flags,
                                                      codecell_error *err);
 /* Frees every cell of the set. */

@@ -154,8 +154,69 @@ def call(name, args=None, /, **kwargs):
     raise cls(str(error.get("message", "")))
 
 
+def describe(name):
+    """The full signature of a tool, as the description would show it (docs/tools.md)."""
+    return call("$describe", name=name)
+
+
+# ---- bindings of the MCP servers' tools (docs/tools.md) ---------------------------------------
+
+mcp = types.ModuleType("sb.mcp", "The MCP servers' tools: sb.mcp.memory.create_entities(...).")
+
+
+class _Server:
+    """The tools of one MCP server, as functions: memory.create_entities(entities=[...])."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return "<MCP server %s: %s>" % (self._name, ", ".join(
+            sorted(k for k in vars(self) if not k.startswith("_"))))
+
+
+def _tool_function(full):
+    def tool(args=None, /, **kwargs):
+        return call(full, args, **kwargs)
+    tool.__name__ = tool.__qualname__ = full
+    tool.__doc__ = "Calls the tool %s; sb.describe(%r) gives its signature." % (full, full)
+    return tool
+
+
+_KEYWORDS = frozenset((
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
+    "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+    "while", "with", "yield"))
+
+
+def _bind_tools(bindings, scope):
+    """For {"memory": {"create_entities": "memory.create_entities"}}: memory.create_entities(**a)
+    is sb.call("memory.create_entities", **a). The object is sb.mcp.memory, and `memory` in the
+    script's globals unless that name is taken (a variable, or a builtin such as `print`). A
+    tool named like a keyword gets a trailing "_" (memory.import_)."""
+    for server, tools in bindings.items():
+        if not isinstance(server, str) or not isinstance(tools, dict):
+            continue
+        obj = mcp.__dict__.get(server)
+        if not isinstance(obj, _Server):
+            obj = _Server(server)
+            setattr(mcp, server, obj)
+        for method, full in tools.items():
+            # Never over the object's own machinery (__class__, _name).
+            if not isinstance(method, str) or method.startswith("__") or method == "_name":
+                continue
+            try:
+                setattr(obj, method + "_" if method in _KEYWORDS else method, _tool_function(full))
+            except Exception:
+                pass  # sb.call still reaches it
+        if scope.get(server, obj) is obj and not hasattr(builtins, server):
+            scope[server] = obj
+
+
 ToolError.__module__ = UnknownTool.__module__ = RpcUnavailable.__module__ = "sb"
 sb.call, sb.ToolError, sb.UnknownTool, sb.RpcUnavailable = call, ToolError, UnknownTool, RpcUnavailable
+sb.describe, sb.mcp = describe, mcp
 sys.modules["sb"] = sb
 
 
@@ -452,6 +513,8 @@ def _run():
         if not isinstance(frame, dict) or frame.get("t") != "exec":
             os._exit(2)
         _apply_input(frame)
+        if isinstance(frame.get("bindings"), dict):
+            _bind_tools(frame["bindings"], scope)
         started = time.monotonic()
         images = frame.get("images") or {}
         _pictures.update(id=frame.get("id"), max=images.get("max", 0),

@@ -32,7 +32,15 @@ module SB
       klass = error["class"] == "SB::UnknownTool" ? UnknownTool : ToolError
       raise klass, error["message"].to_s
     end
+
+    # The full signature of a tool, as the description would show it (docs/tools.md).
+    def describe(name)
+      call("$describe", name: name)
+    end
   end
+
+  # The modules of the MCP servers' tools: SB::MCP::Memory.create_entities(...).
+  module MCP; end
 end
 
 # The protocol side, kept out of the guest's way.
@@ -51,6 +59,7 @@ module CodecellGuest
   MODULE_NAME = Module.instance_method(:name)
   MODULE_INSPECT = Module.instance_method(:inspect)
   GENERIC_TO_JSON = JSON::Ext::Generator::GeneratorMethods::Object
+  DEFINE_SINGLETON = Kernel.instance_method(:define_singleton_method)
   RPC_LOCK = Thread::Mutex.new
 
   class TooDeep < StandardError; end
@@ -242,6 +251,7 @@ module CodecellGuest
         exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
 
         apply_input(frame)
+        bind_tools(frame["bindings"]) if frame["bindings"].is_a?(Hash)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         images = frame["images"].is_a?(Hash) ? frame["images"] : {}
         before = folder_state(images["folder"])
@@ -312,6 +322,26 @@ module CodecellGuest
       File.binwrite(path, frame["stdin_b64"].unpack1("m"))
       $stdin.reopen(path, "rb")
       File.unlink(path)
+    end
+
+    # The MCP servers' tools as module methods (docs/tools.md): for {"memory" =>
+    # {"create_entities" => "memory.create_entities"}}, Memory.create_entities(**args) is
+    # SB.call("memory.create_entities", **args). The module is SB::MCP::Memory, and Memory at
+    # top level unless the name is taken (a server named "file" does not touch File).
+    def bind_tools(bindings)
+      bindings.each do |server, tools|
+        next unless server.is_a?(String) && tools.is_a?(Hash)
+
+        const = server.gsub(/(?:\A|_)([a-z0-9])/) { ::Regexp.last_match(1).upcase }
+        mod = SB::MCP.const_defined?(const, false) ? SB::MCP.const_get(const, false) : SB::MCP.const_set(const, Module.new)
+        tools.each do |method, full|
+          # Kernel's own method: a tool named define_singleton_method cannot stop the others.
+          DEFINE_SINGLETON.bind_call(mod, method) { |args = nil, **kwargs| SB.call(full, args, **kwargs) }
+        end
+        Object.const_set(const, mod) unless Object.const_defined?(const, false)
+      end
+    rescue StandardError
+      nil # a binding that cannot be made leaves SB.call, which always works
     end
 
     # Never the end of a session: a result that cannot be sent is replaced by a plain error.

@@ -47,11 +47,11 @@ static const char usage[] =
         "\n"
         "Prints the description a model sees for a cell with these mounts and tools:\n"
         "how to use it, the read-only and read-write folders, and each tool with its\n"
-        "SB.call signature. With --config, the MCP tools of every cell of FILE exactly as\n"
+        "signature. With --config, the MCP tools of every cell of FILE exactly as\n"
         "codecell serve lists them (--json: the tools/list entries, schemas included).\n"
         "\n"
         "Options:\n"
-        "      --config FILE        cells and host tools (docs/configuration.md)\n"
+        "      --config FILE        cells, host tools and MCP servers (docs/configuration.md)\n"
         "      --json               with --config: print the tools as JSON\n"
         "      --lang LANG          guest language: ruby (default) or python\n"
         "      --mount SRC:DST[:ro|rw|exec]\n"
@@ -59,7 +59,7 @@ static const char usage[] =
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
         "                           of /usr); off by default\n"
         CELL_FLAGS_HELP_INTERPRETER
-        "      --tools FILE         host tools (docs/tools.md)\n"
+        "      --tools FILE         host tools and MCP servers (docs/tools.md)\n"
         "  -h, --help               show this help\n"
         "\n"
         "Exit codes: 0 printed, 2 usage or configuration error.\n";

@@ -28,7 +28,7 @@ static const char usage[] =
         "socket, without --http; with NOTIFY_SOCKET it reports READY=1 once it serves.\n"
         "\n"
         "Options:\n"
-        "      --config FILE        cells and host tools (required)\n"
+        "      --config FILE        cells, host tools and MCP servers (required)\n"
         "      --http [ADDR:]PORT   serve Streamable HTTP instead of stdio, on ADDR\n"
         "                           (default 127.0.0.1; port 0 picks a free port)\n"
         "      --token-file FILE    require \"Authorization: Bearer TOKEN\" (HTTP), TOKEN\n"

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host_spawn.h"
 #include "pipe_write.h"
 #include "tools.h"
 #include "util.h"
@@ -21,58 +22,21 @@
 /* What of a failing tool's stderr reaches the guest. */
 #define STDERR_KEPT 2000
 
-static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *dup_printf(const char *fmt, ...)
-{
-        char *s = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        return s;
-}
-
 /* Starts the tool with its pipes as stdin, stdout and stderr, in its own process group (a
  * timeout ends whatever it started too), and with a parent-death signal: killed with the
- * engine, the tool does not stay behind. vfork: the child only makes system calls before exec,
- * which is safe in a threaded engine (posix_spawn does the same, but cannot set the signal).
- * 0, or the errno of what failed. */
+ * engine, the tool does not stay behind. 0, or the errno of what failed. */
 static int spawn_tool(const struct command_spec *cmd, int in, int out, int err, pid_t *ret_pid)
 {
-        volatile int child_errno = 0;
-        pid_t parent = getpid();
-        pid_t pid = vfork();
-        if (pid == 0) {
-                sigset_t none;
-                sigemptyset(&none);
-                if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
-                    getppid() != parent || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
-                    dup2(err, 2) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0) {
-                        child_errno = errno ? errno : ESRCH;
-                        _exit(127);
-                }
-                /* Raw system calls: they change this process only, where glibc's wrappers
-                 * would signal every thread of the engine that this vfork child shares. */
-                if (cmd->as_user && (syscall(SYS_setgroups, 0, NULL) < 0 ||
-                                     syscall(SYS_setresgid, cmd->gid, cmd->gid, cmd->gid) < 0 ||
-                                     syscall(SYS_setresuid, cmd->uid, cmd->uid, cmd->uid) < 0)) {
-                        child_errno = errno;
-                        _exit(127);
-                }
-                execve(cmd->argv[0], cmd->argv, cmd->env);
-                child_errno = errno;
-                _exit(127);
-        }
-        if (pid < 0)
-                return errno;
-        if (child_errno) {
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                return child_errno;
-        }
-        *ret_pid = pid;
-        return 0;
+        return host_spawn(&(struct host_spawn){.argv = cmd->argv,
+                                               .env = cmd->env,
+                                               .in = in,
+                                               .out = out,
+                                               .err = err,
+                                               .die_with_thread = true,
+                                               .as_user = cmd->as_user,
+                                               .uid = cmd->uid,
+                                               .gid = cmd->gid},
+                          ret_pid);
 }
 
 /* Without a pidfd, how often the tool's exit is checked. */
@@ -130,7 +94,7 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
         *ret_json = *ret_error = NULL;
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 *ret_error =
-                        dup_printf("tool \"%s\" could not be started: %s", name, strerror(errno));
+                        str_printf("tool \"%s\" could not be started: %s", name, strerror(errno));
                 goto out;
         }
         pid_t pid;
@@ -140,7 +104,7 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
         close(err[1]);
         in[0] = out[1] = err[1] = -1;
         if (r != 0) {
-                *ret_error = dup_printf("tool \"%s\" could not be started: %s: %s", name,
+                *ret_error = str_printf("tool \"%s\" could not be started: %s: %s", name,
                                         cmd->argv[0], strerror(r));
                 goto out;
         }
@@ -224,15 +188,15 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                 close(se.fd);
         if (timed_out) {
                 if (call_deadline <= deadline_ms)
-                        *ret_error = dup_printf("tool \"%s\" did not answer within %llu ms", name,
+                        *ret_error = str_printf("tool \"%s\" did not answer within %llu ms", name,
                                                 (unsigned long long)timeout_ms);
                 else
-                        *ret_error = dup_printf("tool \"%s\" was stopped: the execution's time "
+                        *ret_error = str_printf("tool \"%s\" was stopped: the execution's time "
                                                 "limit was reached",
                                                 name);
         } else if (WIFSIGNALED(status)) {
                 *ret_error =
-                        dup_printf("tool \"%s\" was killed by signal %d", name, WTERMSIG(status));
+                        str_printf("tool \"%s\" was killed by signal %d", name, WTERMSIG(status));
         } else if (WEXITSTATUS(status) != 0) {
                 /* Its stderr, trimmed, is what the guest can act on. */
                 size_t n = se.len;
@@ -240,12 +204,12 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                         n--;
                 size_t clean_len = 0;
                 char *clean = utf8_sanitize(se.data ? se.data : "", n, &clean_len);
-                *ret_error = dup_printf("tool \"%s\" failed (exit code %d)%s%s%s", name,
+                *ret_error = str_printf("tool \"%s\" failed (exit code %d)%s%s%s", name,
                                         WEXITSTATUS(status), clean_len ? ": " : "",
                                         clean ? clean : "", se.overflow ? " …" : "");
                 free(clean);
         } else if (so.overflow) {
-                *ret_error = dup_printf("tool \"%s\" answered more than the %zu-byte limit", name,
+                *ret_error = str_printf("tool \"%s\" answered more than the %zu-byte limit", name,
                                         max_answer);
         } else {
                 *ret_json = so.data ? so.data : strdup("");

@@ -17,6 +17,7 @@
 #include "json_file.h"
 #include "tools.h"
 #include "util.h"
+#include "upstream_tools.h"
 
 /* A tool's own timeout may not exceed this; the cell's tool_call_ms caps it again per call. */
 #define TOOL_TIMEOUT_MAX_MS 3600000ULL
@@ -28,11 +29,13 @@ struct cellset_entry {
         bool sessions;        /* the cell offers persistent sessions */
         bool default_session; /* a call without a session name runs in "default" */
         codecell_cell *cell;
+        json_t *mcp_all; /* names of the MCP servers whose every tool it takes ("NAME.*") */
 };
 
 struct codecell_cellset {
         struct cellset_entry *entries;
         size_t n;
+        struct mcp_servers servers; /* the file's "mcp_servers", connected */
 };
 
 /* Everything a loader needs while it checks one file. */
@@ -42,6 +45,7 @@ struct loader {
         const json_t *tools_json;
         struct tool **tools; /* parsed once to check them; each cell parses its own copies */
         size_t n_tools;
+        const struct mcp_servers *servers;
         unsigned flags;
         codecell_error *err;
 };
@@ -270,16 +274,49 @@ static int load_sessions(struct loader *l, const json_t *sessions, const char *w
         return r;
 }
 
-/* The cell's host tools: names of the file's "tools", each registered on this cell. */
-static int attach_tools(struct loader *l, const json_t *names, const char *where,
-                        codecell_cell *cell)
+/* "NAME.*" or "NAME.TOOL" of an MCP server: its tools on this cell. 1 when name is not of an
+ * MCP server (a host tool of the file), 0 when attached, < 0 on error. */
+static int attach_mcp_tools(struct loader *l, const char *name, const char *at,
+                            struct cellset_entry *entry)
 {
+        const char *dot = strchr(name, '.');
+        struct upstream *u = dot ? mcp_servers_find(l->servers, name, (size_t)(dot - name)) : NULL;
+        if (!u)
+                return 1;
+        codecell_error e = {0};
+        if (upstream_attach(entry->cell, u, dot + 1, &e) < 0)
+                return bad(l, e.errno_value, "%s: %s", at, e.message);
+        if (strcmp(dot + 1, "*") == 0) {
+                if (!entry->mcp_all && !(entry->mcp_all = json_array()))
+                        return err_sys(l->err, ENOMEM, "cells");
+                json_array_append_new(entry->mcp_all, json_string(upstream_name(u)));
+        }
+        return 0;
+}
+
+/* The cell's host tools: names of the file's "tools", each registered on this cell, and tools
+ * of its MCP servers. */
+static int attach_tools(struct loader *l, const json_t *names, const char *where,
+                        struct cellset_entry *entry)
+{
+        codecell_cell *cell = entry->cell;
         if (!names)
                 return 0;
         if (!json_is_array(names))
                 return bad(l, EINVAL, "%s.tools: must be an array of tool names", where);
         for (size_t i = 0; i < json_array_size(names); i++) {
                 const char *name = json_string_value(json_array_get(names, i));
+                char at[96];
+                snprintf(at, sizeof(at), "%s.tools[%zu]", where, i);
+                for (size_t k = 0; name && k < i; k++)
+                        if (strcmp(json_string_value(json_array_get(names, k)), name) == 0)
+                                return bad(l, EINVAL, "%s: \"%s\" is listed twice", at, name);
+                int mcp = name ? attach_mcp_tools(l, name, at, entry) : 1;
+                if (mcp <= 0) {
+                        if (mcp < 0)
+                                return mcp;
+                        continue;
+                }
                 size_t found = l->n_tools;
                 for (size_t k = 0; name && k < l->n_tools; k++)
                         if (strcmp(l->tools[k]->name, name) == 0)
@@ -287,11 +324,9 @@ static int attach_tools(struct loader *l, const json_t *names, const char *where
                 if (found == l->n_tools)
                         return bad(l, EINVAL, "%s.tools[%zu]: %s%s%s", where, i,
                                    name ? "no host tool named \"" : "must be a tool name",
-                                   name ? name : "", name ? "\" in the file's \"tools\"" : "");
-                for (size_t k = 0; k < i; k++)
-                        if (strcmp(json_string_value(json_array_get(names, k)), name) == 0)
-                                return bad(l, EINVAL, "%s.tools[%zu]: \"%s\" is listed twice",
-                                           where, i, name);
+                                   name ? name : "",
+                                   name ? "\" in the file's \"tools\" (or of its \"mcp_servers\")"
+                                        : "");
                 struct tool *tool = NULL;
                 int r = tool_from_json(json_array_get(l->tools_json, found), found, l->path, l->dir,
                                        TOOL_TIMEOUT_MAX_MS, &tool, l->err);
@@ -430,7 +465,7 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
                                     e.message);
         }
         codecell_config_free(config);
-        r = r ?: attach_tools(l, json_object_get(obj, "tools"), where, entry->cell);
+        r = r ?: attach_tools(l, json_object_get(obj, "tools"), where, entry);
         if (r < 0)
                 return r;
         entry->name = strdup(name);
@@ -442,9 +477,42 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         return 0;
 }
 
+/* The file's "mcp_servers", started and listed: the cells' "tools" may name their tools. A host
+ * tool named like one of theirs ("memory.x" beside the server "memory") could never be called,
+ * so it is refused. */
+static int load_mcp_servers(struct loader *l, const json_t *obj, codecell_cellset *set)
+{
+        int r = mcp_servers_load(obj, l->path, l->dir, &set->servers, l->err);
+        l->servers = &set->servers;
+        for (size_t k = 0; r == 0 && k < l->n_tools; k++) {
+                const char *dot = strchr(l->tools[k]->name, '.');
+                if (dot && mcp_servers_find(&set->servers, l->tools[k]->name,
+                                            (size_t)(dot - l->tools[k]->name)))
+                        r = bad(l, EINVAL,
+                                "tools[%zu].name: \"%s\" is in the namespace of the MCP server "
+                                "of that name",
+                                k, l->tools[k]->name);
+        }
+        return r;
+}
+
+/* After an MCP server's notifications/tools/list_changed: the cells that take all of its tools
+ * get the new ones (and a new description). */
+static void follow_tools(struct upstream *u, const json_t *tools, void *userdata)
+{
+        codecell_cellset *set = userdata;
+        for (size_t i = 0; i < set->n; i++) {
+                size_t k;
+                const json_t *v;
+                json_array_foreach(set->entries[i].mcp_all, k,
+                                   v) if (strcmp(json_string_value(v), upstream_name(u)) == 0)
+                        upstream_attach_new(set->entries[i].cell, u, tools);
+        }
+}
+
 codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codecell_error *err)
 {
-        static const char *const keys[] = {"$schema", "tools", "cells", NULL};
+        static const char *const keys[] = {"$schema", "tools", "mcp_servers", "cells", NULL};
         json_t *root = json_file_load(path, err);
         if (!root)
                 return NULL;
@@ -467,6 +535,8 @@ codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codece
         l.tools_json = json_object_get(root, "tools");
         if (l.tools_json && (r = tools_from_json(l.tools_json, path, l.dir, TOOL_TIMEOUT_MAX_MS,
                                                  &l.tools, &l.n_tools, err)) < 0)
+                goto out;
+        if ((r = load_mcp_servers(&l, json_object_get(root, "mcp_servers"), set)) < 0)
                 goto out;
         if (!json_is_array(cells) || json_array_size(cells) == 0 ||
             json_array_size(cells) > CELLS_MAX) {
@@ -492,6 +562,8 @@ codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codece
                 if ((r = load_cell(&l, json_array_get(cells, i), i, &set->entries[i])) < 0)
                         goto out;
         }
+        for (size_t i = 0; i < set->servers.n; i++)
+                upstream_set_listener(set->servers.list[i], follow_tools, set);
 out:
         tools_free_list(l.tools, l.n_tools);
         json_decref(root);
@@ -506,12 +578,17 @@ void codecell_cellset_free(codecell_cellset *set)
 {
         if (!set)
                 return;
+        /* No list_changed reaches a cell being freed. */
+        for (size_t i = 0; i < set->servers.n; i++)
+                upstream_set_listener(set->servers.list[i], NULL, NULL);
         for (size_t i = 0; i < set->n; i++) {
                 codecell_cell_free(set->entries[i].cell);
                 free(set->entries[i].name);
                 free(set->entries[i].summary);
+                json_decref(set->entries[i].mcp_all);
         }
         free(set->entries);
+        mcp_servers_free(&set->servers);
         free(set);
 }
 

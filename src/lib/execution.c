@@ -183,6 +183,11 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                                  (json_int_t)lim[CODECELL_LIMIT_IMAGES], "max_bytes",
                                  (json_int_t)lim[CODECELL_LIMIT_IMAGE_BYTES], "folder",
                                  cell->config->image_folder);
+        /* The cell's MCP tools, which the prelude binds as Memory.create_entities and so on. */
+        json_t *bindings = tool_table_bindings(&cell->tools);
+        if (exec && bindings)
+                json_object_set(exec, "bindings", bindings);
+        json_decref(bindings);
         if (!exec || run_input_add(exec, options) < 0) {
                 pump_protocol_error(p, "cannot encode the code");
         } else if (standby_arm(s, lim[CODECELL_LIMIT_CPU_MS]),
@@ -197,6 +202,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                                               .answer_bytes = lim[CODECELL_LIMIT_TOOL_ANSWER_BYTES],
                                               .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS]},
                          deadline, s->sb.ctl_fd);
+                rpc.syntax = &cell->config->runtime->tools;
                 p->rpc = &rpc;
                 pump_options_begin(p, options, exec_start);
                 /* Until the result, the guest's death, the CPU budget, a cancel or the

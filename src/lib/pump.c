@@ -202,6 +202,14 @@ void pump_options_end(struct pump *p)
 /* The last line of what the guest wrote to stdout, without its newline, at most 200 bytes. */
 static void report_progress(struct pump *p, double now)
 {
+        /* An MCP server's own progress of the call the guest waits for says more. */
+        char upstream[256];
+        if (p->rpc && rpc_progress(p->rpc, upstream, sizeof(upstream))) {
+                p->progress((uint64_t)(now - p->progress_start_ms), upstream, strlen(upstream),
+                            p->progress_userdata);
+                p->next_progress_ms = now + p->progress_every_ms;
+                return;
+        }
         const char *data = p->out && p->out->data ? p->out->data : "";
         size_t end = p->out ? p->out->len : 0;
         while (end > 0 && (data[end - 1] == '\n' || data[end - 1] == '\r'))

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "json_schema_check.h"
+#include "upstream.h"
 #include "util.h"
 
 /* The helper thread of one execution. Owned by the execution; if it is ended while a handler
@@ -26,6 +28,11 @@ struct runner {
         int ctl_fd;
         atomic_bool have_request; /* a call is in flight: set by the engine, cleared here */
         bool quit, abandoned;
+        /* Set when the execution ends: a call to an MCP server stops waiting and cancels. */
+        atomic_bool stop;
+        /* What an MCP server last reported of the call in flight ("memory.x: 3/10 …"), for the
+         * run's progress reports; under lock. */
+        char progress[256];
         /* request */
         const struct tool *tool;
         struct tool_table *table;
@@ -33,6 +40,7 @@ struct runner {
         char *args;
         double deadline;
         struct rpc_limits limits;
+        const char *name; /* of the tool being called, or NULL; under lock */
 };
 
 static void runner_destroy(struct runner *r)
@@ -120,6 +128,15 @@ static bool spin_for_request(struct runner *r)
         return false;
 }
 
+static void note_progress(const char *message, void *userdata)
+{
+        struct runner *r = userdata;
+        pthread_mutex_lock(&r->lock);
+        snprintf(r->progress, sizeof(r->progress), "%s: %s", r->name ? r->name : "", message);
+        utf8_trim_cut(r->progress);
+        pthread_mutex_unlock(&r->lock);
+}
+
 static void *runner_main(void *arg)
 {
         struct runner *r = arg;
@@ -147,9 +164,26 @@ static void *runner_main(void *arg)
                 /* The tool belongs to the cell, which may be freed while a handler hangs: take
                  * what is needed, then let go of it (see tool_table.holds). */
                 char *name = strdup(tool->name);
+                pthread_mutex_lock(&r->lock);
+                r->name = name;
+                r->progress[0] = '\0';
+                pthread_mutex_unlock(&r->lock);
                 char *json = NULL, *error = NULL;
                 int status;
-                if (tool->handler) {
+                if (tool->upstream.server) {
+                        struct upstream *server = upstream_ref(tool->upstream.server);
+                        char *own = strdup(tool->upstream.tool);
+                        tool_table_release(table);
+                        double call_deadline = now_ms() + (double)limits.call_ms;
+                        status = own ? upstream_call(server, own, args,
+                                                     call_deadline < deadline ? call_deadline
+                                                                              : deadline,
+                                                     &r->stop, limits.answer_bytes, note_progress,
+                                                     r, &json, &error)
+                                     : -1;
+                        free(own);
+                        upstream_unref(server);
+                } else if (tool->handler) {
                         codecell_tool_handler handler = tool->handler;
                         void *userdata = tool->userdata;
                         tool_table_release(table);
@@ -167,6 +201,10 @@ static void *runner_main(void *arg)
                 json_t *reply = build_reply(id, name ? name : "?", status, json, error,
                                             limits.answer_bytes);
                 json_decref(id);
+                pthread_mutex_lock(&r->lock);
+                r->name = NULL;
+                r->progress[0] = '\0';
+                pthread_mutex_unlock(&r->lock);
                 free(name);
 
                 pthread_mutex_lock(&r->lock);
@@ -223,6 +261,28 @@ static json_t *refused(struct rpc *rpc, json_t *reply)
         return reply;
 }
 
+/* SB.describe("memory.create_entities"): a tool's full entry of the description, answered by
+ * the engine itself. Its name cannot be a tool's (those start with a letter). */
+#define DESCRIBE "$describe"
+
+static json_t *describe(struct rpc *rpc, const json_t *id, const json_t *args)
+{
+        const char *which = json_string_value(json_object_get(args, "name"));
+        if (!which || json_object_size(args) != 1)
+                return tool_error(id, "describe takes one argument: the tool's name (a string)");
+        char *text = rpc->syntax ? tool_describe_text(rpc->tools, rpc->syntax, which) : NULL;
+        if (!text) {
+                char message[300];
+                snprintf(message, sizeof(message), "unknown tool \"%.*s\"", utf8_prefix(which, 200),
+                         which);
+                return reply_error(id, "SB::UnknownTool", message);
+        }
+        json_t *reply =
+                json_pack("{s:s, s:O, s:b, s:s}", "t", "reply", "id", id, "ok", 1, "result", text);
+        free(text);
+        return reply ? reply : tool_error(id, "describe: the description could not be encoded");
+}
+
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error)
 {
         *ret_protocol_error = NULL;
@@ -245,6 +305,8 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                                                "too many tool calls: the limit is %llu per "
                                                "execution",
                                                (unsigned long long)rpc->limits.calls));
+        if (strcmp(name, DESCRIBE) == 0)
+                return describe(rpc, id, args);
         const struct tool *tool = tool_table_find(rpc->tools, name);
         if (!tool) {
                 atomic_fetch_add(&rpc->tools->refused, 1);
@@ -253,6 +315,14 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                          name);
                 return reply_error(id, "SB::UnknownTool", message);
         }
+        /* Checked here, so that a tool never sees arguments its schema refuses. */
+        char problem[700];
+        json_t *empty = args ? NULL : json_object();
+        bool refused = json_schema_check(tool->input_schema, args ? args : empty, problem,
+                                         sizeof(problem));
+        json_decref(empty);
+        if (refused)
+                return tool_error(id, "tool \"%s\": arguments: %s", name, problem);
         char *text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
         if (!text)
                 return tool_error(id, "tool \"%s\": the arguments could not be encoded", name);
@@ -285,6 +355,21 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         return NULL;
 }
 
+bool rpc_progress(struct rpc *rpc, char *buf, size_t size)
+{
+        struct runner *r = rpc->runner;
+        if (!r)
+                return false;
+        pthread_mutex_lock(&r->lock);
+        bool any = r->progress[0] != '\0';
+        if (any)
+                snprintf(buf, size, "%s", r->progress);
+        pthread_mutex_unlock(&r->lock);
+        if (any)
+                utf8_trim_cut(buf);
+        return any;
+}
+
 void rpc_end(struct rpc *rpc)
 {
         struct runner *r = rpc->runner;
@@ -295,6 +380,7 @@ void rpc_end(struct rpc *rpc)
         bool busy = atomic_load(&r->have_request);
         if (busy)
                 r->abandoned = true; /* the thread frees it when its handler returns */
+        atomic_store(&r->stop, true);
         r->quit = true;
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);

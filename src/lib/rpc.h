@@ -18,10 +18,11 @@ struct runner;
 struct rpc {
         struct tool_table *tools;
         struct rpc_limits limits;
-        double deadline;       /* the execution's, on the now_ms() clock */
-        uint64_t calls;        /* made so far */
-        int ctl_fd;            /* the control socket, where replies go */
-        struct runner *runner; /* started at the first call */
+        double deadline;                  /* the execution's, on the now_ms() clock */
+        uint64_t calls;                   /* made so far */
+        int ctl_fd;                       /* the control socket, where replies go */
+        struct runner *runner;            /* started at the first call */
+        const struct tool_syntax *syntax; /* the guest's language, for SB.describe */
 };
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
@@ -30,6 +31,8 @@ void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits
  * to a tool, whose helper thread sends the reply itself. Sets *ret_protocol_error for a frame
  * that is not a valid call (or a call while another is in flight). */
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error);
+/* What an MCP server last reported of the call in flight, into buf; false when nothing. */
+bool rpc_progress(struct rpc *rpc, char *buf, size_t size);
 /* Ends the helper thread; a handler still running is left to finish on its own. */
 void rpc_end(struct rpc *rpc);
 

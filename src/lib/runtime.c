@@ -64,6 +64,7 @@ static const struct runtime runtimes[] = {
                         "class, message and backtrace are returned so you can fix and retry.",
                 .tools =
                         {
+                                .lang = "ruby",
                                 .intro = "Call these host functions from your code with `SB.call`. "
                                          "They run outside the\n"
                                          "sandbox and return plain Ruby data (hashes with string "
@@ -119,6 +120,7 @@ static const struct runtime runtimes[] = {
                         "returned so you can fix and retry.",
                 .tools =
                         {
+                                .lang = "python",
                                 .intro = "Call these host functions from your code with `sb.call` "
                                          "(`sb` is always\n"
                                          "defined). They run outside the sandbox and return plain "

@@ -8,6 +8,7 @@
 
 /* How the description writes a tool call in this language. */
 struct tool_syntax {
+        const char *lang;    /* "ruby" or "python": how bindings and signatures read */
         const char *intro;   /* the paragraph under "## Tools" */
         const char *call;    /* printf format of the call's start: SB.call("%s" */
         const char *keyword; /* printf format of one keyword argument: ", %s: " */

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "error.h"
+#include "tool_signatures.h"
+#include "upstream.h"
 
 void tool_table_init(struct tool_table *t)
 {
@@ -28,6 +30,11 @@ void tool_free(struct tool *tool)
         for (char **p = tool->command.env; p && *p; p++)
                 free(*p);
         free(tool->command.env);
+        upstream_unref(tool->upstream.server);
+        free(tool->upstream.tool);
+        free(tool->upstream.binding);
+        json_decref(tool->upstream.output_schema);
+        json_decref(tool->upstream.annotations);
         free(tool);
 }
 
@@ -55,6 +62,7 @@ void tool_table_free(struct tool_table *t)
         for (size_t i = 0; i < t->n; i++)
                 tool_free(t->tools[i]);
         free(t->tools);
+        json_decref(t->bindings);
         pthread_cond_destroy(&t->idle);
         pthread_mutex_destroy(&t->lock);
 }
@@ -103,6 +111,28 @@ const char *tool_schema_problem(const json_t *schema)
         return NULL;
 }
 
+/* The bindings the guest makes for MCP tools ({"memory": {"create_entities":
+ * "memory.create_entities"}}), sent with each exec. Replaced, never changed, so a reader's
+ * reference stays valid. Under t->lock. */
+static int add_binding(struct tool_table *t, const struct tool *tool, codecell_error *err)
+{
+        const char *dot = strchr(tool->name, '.');
+        json_t *next = t->bindings ? json_deep_copy(t->bindings) : json_object();
+        char server[80];
+        snprintf(server, sizeof(server), "%.*s", (int)(dot - tool->name), tool->name);
+        json_t *of_server = next ? json_object_get(next, server) : NULL;
+        if (next && !of_server)
+                json_object_set_new(next, server, of_server = json_object());
+        if (!next || !of_server ||
+            json_object_set_new(of_server, tool->upstream.binding, json_string(tool->name)) < 0) {
+                json_decref(next);
+                return err_sys(err, ENOMEM, "tool");
+        }
+        json_decref(t->bindings);
+        t->bindings = next;
+        return 0;
+}
+
 int tool_table_add(struct tool_table *t, struct tool *tool, codecell_error *err)
 {
         pthread_mutex_lock(&t->lock);
@@ -119,6 +149,8 @@ int tool_table_add(struct tool_table *t, struct tool *tool, codecell_error *err)
                 goto out;
         }
         t->tools = grown;
+        if (tool->upstream.server && (r = add_binding(t, tool, err)) < 0)
+                goto out;
         t->tools[t->n++] = tool;
         tool = NULL;
 out:
@@ -184,7 +216,7 @@ static void type_name(FILE *f, const struct tool_syntax *syn, const json_t *sche
         }
 }
 
-static bool is_required(const json_t *schema, const char *key)
+bool tool_schema_requires(const json_t *schema, const char *key)
 {
         size_t i;
         const json_t *v;
@@ -207,7 +239,7 @@ static void describe_tool(FILE *f, const struct tool_syntax *syn, const struct t
         json_object_foreach((json_t *)props, key, prop)
         {
                 fprintf(f, syn->keyword, key);
-                bool optional = !is_required(tool->input_schema, key);
+                bool optional = !tool_schema_requires(tool->input_schema, key);
                 if (optional && json_object_get(prop, "enum"))
                         fputs("(", f);
                 type_name(f, syn, prop);
@@ -223,11 +255,20 @@ static void describe_tool(FILE *f, const struct tool_syntax *syn, const struct t
                 fprintf(f, "%s- `%s` (", any ? "\n" : "\n\n", key);
                 any = true;
                 type_name(f, syn, prop);
-                fprintf(f, ", %s)", is_required(tool->input_schema, key) ? "required" : "optional");
+                fprintf(f, ", %s)",
+                        tool_schema_requires(tool->input_schema, key) ? "required" : "optional");
                 const char *desc = json_string_value(json_object_get(prop, "description"));
                 if (desc && *desc)
                         fprintf(f, " — %s", desc);
         }
+}
+
+static void describe_one(FILE *f, const struct tool_syntax *syn, const struct tool *tool)
+{
+        if (tool->upstream.server)
+                tool_signature_describe(f, syn, tool);
+        else
+                describe_tool(f, syn, tool);
 }
 
 void tools_describe(struct tool_table *t, const struct tool_syntax *syn, FILE *f)
@@ -235,8 +276,52 @@ void tools_describe(struct tool_table *t, const struct tool_syntax *syn, FILE *f
         pthread_mutex_lock(&t->lock);
         if (t->n > 0) {
                 fprintf(f, "\n\n## Tools\n\n%s", syn->intro);
+                bool upstream = false;
                 for (size_t i = 0; i < t->n; i++)
-                        describe_tool(f, syn, t->tools[i]);
+                        upstream |= t->tools[i]->upstream.server != NULL;
+                if (upstream)
+                        tool_signatures_intro(f, syn);
+                /* Many tools: names and one line each, and SB.describe for the rest, so that
+                 * the description stays small. */
+                if (t->n > TOOLS_DESCRIBED_IN_FULL) {
+                        tool_signatures_many(f, syn, t->n);
+                        fputs("\n", f);
+                }
+                for (size_t i = 0; i < t->n; i++) {
+                        if (t->n > TOOLS_DESCRIBED_IN_FULL)
+                                tool_summary_line(f, syn, t->tools[i]);
+                        else
+                                describe_one(f, syn, t->tools[i]);
+                }
         }
         pthread_mutex_unlock(&t->lock);
+}
+
+char *tool_describe_text(struct tool_table *t, const struct tool_syntax *syn, const char *name)
+{
+        const struct tool *tool = tool_table_find(t, name);
+        if (!tool)
+                return NULL;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return NULL;
+        describe_one(f, syn, tool);
+        if (fclose(f) != 0) {
+                free(text);
+                return NULL;
+        }
+        /* Without the blank lines that separate entries in the description. */
+        size_t lead = strspn(text, "\n");
+        memmove(text, text + lead, len - lead + 1);
+        return text;
+}
+
+json_t *tool_table_bindings(struct tool_table *t)
+{
+        pthread_mutex_lock(&t->lock);
+        json_t *b = json_incref(t->bindings);
+        pthread_mutex_unlock(&t->lock);
+        return b;
 }

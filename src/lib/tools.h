@@ -23,13 +23,26 @@ struct command_spec {
         gid_t gid;
 };
 
+struct upstream;
+
+/* A tool of an upstream MCP server (upstream.h): where calls go, and what its tools/list said
+ * beyond the name and the input schema. */
+struct upstream_link {
+        struct upstream *server; /* a reference */
+        char *tool;              /* the server's own name of the tool ("get-sum") */
+        char *binding;           /* the name in the guest's bindings ("get_sum") */
+        json_t *output_schema;   /* or NULL */
+        json_t *annotations;     /* or NULL: readOnlyHint, destructiveHint … */
+};
+
 struct tool {
         char *name;
         char *description;             /* never NULL */
         json_t *input_schema;          /* a JSON Schema object */
-        codecell_tool_handler handler; /* or NULL for a command tool */
+        codecell_tool_handler handler; /* or NULL for a command or upstream tool */
         void *userdata;
         struct command_spec command;
+        struct upstream_link upstream; /* .server NULL: not an upstream tool */
 };
 
 struct tool_table {
@@ -44,6 +57,7 @@ struct tool_table {
         /* SB.call calls that reached the cell, and those refused before any tool ran (unknown
          * name, over the per-run count, arguments too large): codecell_cell_info. */
         atomic_ullong calls, refused;
+        json_t *bindings; /* of the MCP tools, or NULL: tool_table_bindings() */
 };
 
 void tool_table_init(struct tool_table *t);
@@ -56,6 +70,8 @@ void tool_table_release(struct tool_table *t);
 
 /* NULL when name is a valid tool name, else what is wrong with it. */
 const char *tool_name_problem(const char *name);
+/* The schema's "required" names key. */
+bool tool_schema_requires(const json_t *schema, const char *key);
 /* Checks that a schema is a JSON Schema object for arguments; NULL or what is wrong. */
 const char *tool_schema_problem(const json_t *schema);
 void tool_free(struct tool *tool);
@@ -70,8 +86,18 @@ int tools_from_json(const json_t *list, const char *path, const char *dir, uint6
                     struct tool ***ret, size_t *ret_n, codecell_error *err);
 void tools_free_list(struct tool **tools, size_t n);
 
+/* A command program's absolute path: relative to dir when it has a '/', else looked up in
+ * PATH. NULL when not found or not executable (tools_file.c). */
+char *tool_resolve_program(const char *program, const char *dir);
+
 /* Appends the "## Tools" section for every tool to the description f (description.c). */
 void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);
+
+/* The description of one tool (its "### name" entry), for SB.describe; NULL if none. */
+char *tool_describe_text(struct tool_table *t, const struct tool_syntax *syntax, const char *name);
+/* What the guest's prelude binds for MCP tools: {"server": {"binding": "server.binding"}}, a
+ * new reference, or NULL when the cell has none. */
+json_t *tool_table_bindings(struct tool_table *t);
 
 /* Runs one call to a command tool: args on stdin, the result from stdout (at most max_answer
  * bytes), stderr kept for the error (capped). deadline_ms is on the now_ms() clock. Returns 0

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "json_file.h"
 #include "tools.h"
+#include "upstream_tools.h"
 #include "util.h"
 
 /* A tool's environment: this, plus the variables its config names. Nothing else of the
@@ -27,7 +28,7 @@ static int bad(codecell_error *err, const char *path, size_t i, const char *key,
 
 /* argv[0] as an absolute path: relative to the file's folder when it has a '/', else looked
  * up in PATH. NULL when not found or not executable. */
-static char *resolve_program(const char *program, const char *file_dir)
+char *tool_resolve_program(const char *program, const char *file_dir)
 {
         char candidate[PATH_MAX];
         if (strchr(program, '/')) {
@@ -117,7 +118,8 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
                 r = err_sys(err, ENOMEM, "tool");
                 goto fail;
         }
-        tool->command.argv[0] = resolve_program(json_string_value(json_array_get(command, 0)), dir);
+        tool->command.argv[0] =
+                tool_resolve_program(json_string_value(json_array_get(command, 0)), dir);
         if (!tool->command.argv[0]) {
                 char what[PATH_MAX + 64];
                 snprintf(what, sizeof(what), "%s: not found or not executable",
@@ -210,6 +212,7 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
         int r = 0;
         struct tool **tools = NULL;
         size_t n = 0;
+        struct mcp_servers servers = {0};
         char *copy = strdup(path);
         char *dir = copy ? dirname(copy) : NULL;
         const char *key;
@@ -218,13 +221,15 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
                 r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: must be a JSON object", path);
                 goto out;
         }
-        /* The same file may configure cells for `codecell serve`; here only its tools count. */
+        /* The same file may configure cells for `codecell serve`; here only its tools count:
+         * its host tools, and every tool of its MCP servers. */
         json_object_foreach(root, key, value) if (strcmp(key, "tools") != 0 &&
                                                   strcmp(key, "cells") != 0 &&
+                                                  strcmp(key, "mcp_servers") != 0 &&
                                                   strcmp(key, "$schema") != 0)
         {
                 r = err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                            "%s: %s: unknown key (known: tools, cells)", path, key);
+                            "%s: %s: unknown key (known: tools, mcp_servers, cells)", path, key);
                 goto out;
         }
         if (!dir) {
@@ -232,9 +237,15 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
                 goto out;
         }
         /* Every tool is checked before any is added: a bad file changes nothing. */
-        r = tools_from_json(json_object_get(root, "tools"), path, dir,
+        const json_t *list = json_object_get(root, "tools");
+        json_t *none = list ? NULL : json_array();
+        r = tools_from_json(list ? list : none, path, dir,
                             cell->config->limits[CODECELL_LIMIT_TOOL_CALL_MS], &tools, &n, err);
+        json_decref(none);
         if (r < 0)
+                goto out;
+        if ((r = mcp_servers_load(json_object_get(root, "mcp_servers"), path, dir, &servers, err)) <
+            0)
                 goto out;
         for (size_t k = 0; k < n; k++)
                 if (tool_table_find(&cell->tools, tools[k]->name)) {
@@ -247,7 +258,11 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
                 if ((r = cell_add_tool(cell, t, err)) < 0)
                         goto out;
         }
+        /* Each tool holds its server: they stop when the cell is freed. */
+        for (size_t k = 0; k < servers.n && r == 0; k++)
+                r = upstream_attach(cell, servers.list[k], "*", err);
 out:
+        mcp_servers_free(&servers);
         tools_free_list(tools, n);
         free(copy);
         json_decref(root);

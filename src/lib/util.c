@@ -3,12 +3,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+
+char *str_printf(const char *fmt, ...)
+{
+        char *s = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        return s;
+}
 
 double now_ms(void)
 {

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A malloc'd string from a printf format, or NULL when out of memory. */
+char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* CLOCK_MONOTONIC in milliseconds (fractional). */
 double now_ms(void);
 

@@ -25,14 +25,14 @@ embed "$out/empty" prelude_ruby_iseq
 embed "$out/empty" prelude_python_pyc
 embedded="$out/prelude_ruby.c $out/prelude_python.c $out/boot_ruby.c $out/boot_python.c"
 embedded="$embedded $out/prelude_ruby_iseq.c $out/prelude_python_pyc.c"
-for target in frame mount_rules tools_file units config_file mcp_message mcp_header; do
+for target in frame mount_rules tools_file units config_file mcp_message mcp_header upstream_result; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"
         [ "$target" = mcp_message ] && extra="$(ls "$root"/src/mcp/*.c) -lmicrohttpd"
         [ "$target" = mcp_header ] && extra="$root/src/mcp/headers.c"
         # shellcheck disable=SC2086
         clang $flags $inc -o "$out/fuzz_$target" "$here/fuzz_$target.c" $extra $lib_sources \
-                $embedded -lseccomp -ljansson -lpthread -lm
+                $embedded -lseccomp -ljansson -lcurl -lpthread -lm
         work="$out/corpus_$target"
         rm -rf "$work" && cp -r "$here/corpus/$target" "$work"
         echo "== fuzz_$target for ${seconds}s"

@@ -36,7 +36,7 @@ class BadFiles(unittest.TestCase):
     def test_each_bad_key_names_its_path(self):
         cases = [
             ([], "must be a JSON object"),
-            ({"cells": [GOOD_CELL], "extra": 1}, "extra: unknown key (known: $schema, tools, cells)"),
+            ({"cells": [GOOD_CELL], "extra": 1}, "extra: unknown key (known: $schema, tools, mcp_servers, cells)"),
             ({}, "cells: must be an array of 1 to 64 cells"),
             ({"cells": []}, "cells: must be an array of 1 to 64 cells"),
             ({"cells": [7]}, "cells[0]: must be an object"),

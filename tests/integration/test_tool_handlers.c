@@ -120,6 +120,18 @@ int main(int argc, char **argv)
                  "try:\n    sb.call('big')\nexcept sb.ToolError as e:\n    m = str(e)\nm"),
                "{\"status\":\"ok\",\"value\":\"tool \\\"big\\\": an answer of 2097154 bytes is "
                "over");
+        /* Arguments the handler's input_schema refuses never reach it. */
+        echo_calls = 0;
+        expect(cell,
+               L("begin; SB.call('echo', q: 3); rescue SB::ToolError => e; e.message; end",
+                 "try:\n    sb.call('echo', q=3)\nexcept sb.ToolError as e:\n    m = str(e)\nm"),
+               "{\"status\":\"ok\",\"value\":\"tool \\\"echo\\\": arguments: q: must be a string\",");
+        expect(cell,
+               L("begin; SB.call('echo'); rescue SB::ToolError => e; e.message; end",
+                 "try:\n    sb.call('echo')\nexcept sb.ToolError as e:\n    m = str(e)\nm"),
+               "{\"status\":\"ok\",\"value\":\"tool \\\"echo\\\": arguments: the required "
+               "\\\"q\\\" is missing\",");
+        CHECK(echo_calls == 0);
         echo_calls = 0;
         expect(cell,
                L("500.times { |i| SB.call('echo', q: i.to_s) }; :done",

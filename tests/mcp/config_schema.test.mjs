@@ -22,7 +22,8 @@ function loader(config, dir) {
 }
 
 test("the example configurations are valid for the schema and for codecell", () => {
-  for (const file of [path.join(root, "examples", "cells.json"), path.join(here, "cells.json")]) {
+  for (const file of [path.join(root, "examples", "cells.json"), path.join(root, "examples", "mcp.json"),
+                      path.join(here, "cells.json")]) {
     const config = JSON.parse(fs.readFileSync(file, "utf8"));
     assert.ok(validate(config), `${file}: ${JSON.stringify(validate.errors)}`);
     const r = spawnSync(bin, ["describe", "--config", file], { encoding: "utf8" });
@@ -50,6 +51,9 @@ test("bad files are refused by both", () => {
     { cells: [{ ...cell, sessions: { ttl: 1 } }] },
     { cells: [{ ...cell, on_unsupported: "panic" }] },
     { tools: [{ name: "t" }], cells: [cell] },
+    { mcp_servers: { Memory: { command: ["/bin/true"] } }, cells: [cell] },
+    { mcp_servers: { m: { command: ["/bin/true"], url: "http://127.0.0.1:1/mcp" } }, cells: [cell] },
+    { mcp_servers: { m: { url: "ftp://x" } }, cells: [cell] },
   ];
   try {
     for (const config of bad) {

@@ -1,0 +1,49 @@
+#include "host_spawn.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* vfork: the child only makes system calls before exec, which is safe in a threaded engine
+ * (posix_spawn does the same, but cannot set the parent-death signal or the folder). */
+int host_spawn(const struct host_spawn *s, pid_t *ret_pid)
+{
+        volatile int child_errno = 0;
+        pid_t parent = getpid();
+        pid_t pid = vfork();
+        if (pid == 0) {
+                sigset_t none;
+                sigemptyset(&none);
+                if (setpgid(0, 0) < 0 ||
+                    (s->die_with_thread &&
+                     (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)) ||
+                    (s->cwd && chdir(s->cwd) < 0) || dup2(s->in, 0) < 0 || dup2(s->out, 1) < 0 ||
+                    dup2(s->err, 2) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0) {
+                        child_errno = errno ? errno : ESRCH;
+                        _exit(127);
+                }
+                /* Raw system calls: they change this process only, where glibc's wrappers
+                 * would signal every thread of the engine that this vfork child shares. */
+                if (s->as_user && (syscall(SYS_setgroups, 0, NULL) < 0 ||
+                                   syscall(SYS_setresgid, s->gid, s->gid, s->gid) < 0 ||
+                                   syscall(SYS_setresuid, s->uid, s->uid, s->uid) < 0)) {
+                        child_errno = errno;
+                        _exit(127);
+                }
+                execve(s->argv[0], s->argv, s->env);
+                child_errno = errno;
+                _exit(127);
+        }
+        if (pid < 0)
+                return errno;
+        if (child_errno) {
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                return child_errno;
+        }
+        *ret_pid = pid;
+        return 0;
+}

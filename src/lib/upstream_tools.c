@@ -1,0 +1,154 @@
+/* The tools of an upstream MCP server as a cell's host tools, named SERVER.TOOL with the tool's
+ * name sanitised (upstream_sanitize), so that the same name works in SB.call and as a method
+ * of the generated bindings. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cell.h"
+#include "error.h"
+#include "upstream_tools.h"
+
+/* Upstream tool names are at most 128 characters (MCP); with the server's name and the dot. */
+#define NAME_MAX_LEN 200
+
+int upstream_sanitize(const char *name, char *out, size_t size)
+{
+        size_t o = 0;
+        if (!name || !*name || size < 2)
+                return -1;
+        if (isdigit((unsigned char)name[0]))
+                out[o++] = '_';
+        for (const char *p = name; *p; p++) {
+                if (o + 1 >= size)
+                        return -1;
+                out[o++] = isalnum((unsigned char)*p) || *p == '_' ? *p : '_';
+        }
+        out[o] = '\0';
+        return 0;
+}
+
+void upstream_module_name(const char *server, char *out, size_t size)
+{
+        size_t o = 0;
+        bool up = true;
+        for (const char *p = server; *p && o + 1 < size; p++) {
+                if (*p == '_' && isalnum((unsigned char)p[1])) {
+                        up = true;
+                        continue;
+                }
+                out[o++] = up ? (char)toupper((unsigned char)*p) : *p;
+                up = false;
+        }
+        out[o] = '\0';
+}
+
+const char *upstream_collision(struct upstream *u, char *buf, size_t size)
+{
+        json_t *tools = upstream_tools(u);
+        const char *problem = NULL;
+        for (size_t i = 0; i < json_array_size(tools) && !problem; i++) {
+                const char *a =
+                        json_string_value(json_object_get(json_array_get(tools, i), "name"));
+                char sa[NAME_MAX_LEN], sb[NAME_MAX_LEN];
+                if (!a || upstream_sanitize(a, sa, sizeof(sa)) < 0) {
+                        snprintf(buf, size, "tools[%zu] of its tools/list has no usable name", i);
+                        problem = buf;
+                        break;
+                }
+                for (size_t k = 0; k < i && !problem; k++) {
+                        const char *b = json_string_value(
+                                json_object_get(json_array_get(tools, k), "name"));
+                        if (b && upstream_sanitize(b, sb, sizeof(sb)) == 0 && strcmp(sa, sb) == 0) {
+                                snprintf(buf, size,
+                                         "its tools \"%.100s\" and \"%.100s\" are both %s.%s "
+                                         "once their names are sanitised",
+                                         b, a, upstream_name(u), sa);
+                                problem = buf;
+                        }
+                }
+        }
+        json_decref(tools);
+        return problem;
+}
+
+static char *string_or_empty(const json_t *v)
+{
+        return strdup(json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* A host tool for the tools/list entry `def` of u. NULL when out of memory or unnamed. */
+static struct tool *tool_for(struct upstream *u, const json_t *def)
+{
+        const char *own = json_string_value(json_object_get(def, "name"));
+        char binding[NAME_MAX_LEN], full[NAME_MAX_LEN + 40];
+        if (!own || upstream_sanitize(own, binding, sizeof(binding)) < 0)
+                return NULL;
+        snprintf(full, sizeof(full), "%s.%s", upstream_name(u), binding);
+        struct tool *t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        const json_t *schema = json_object_get(def, "inputSchema");
+        const json_t *output = json_object_get(def, "outputSchema");
+        const json_t *annotations = json_object_get(def, "annotations");
+        t->name = strdup(full);
+        t->description = string_or_empty(json_object_get(def, "description"));
+        t->input_schema = json_is_object(schema) ? json_deep_copy(schema)
+                                                 : json_pack("{s:s}", "type", "object");
+        t->upstream.server = upstream_ref(u);
+        t->upstream.tool = strdup(own);
+        t->upstream.binding = strdup(binding);
+        t->upstream.output_schema = json_is_object(output) ? json_deep_copy(output) : NULL;
+        t->upstream.annotations = json_is_object(annotations) ? json_deep_copy(annotations) : NULL;
+        if (!t->name || !t->description || !t->input_schema || !t->upstream.tool ||
+            !t->upstream.binding) {
+                tool_free(t);
+                return NULL;
+        }
+        return t;
+}
+
+int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which, codecell_error *err)
+{
+        json_t *tools = upstream_tools(u);
+        bool all = strcmp(which, "*") == 0, found = false;
+        int r = 0;
+        for (size_t i = 0; i < json_array_size(tools) && r == 0; i++) {
+                const json_t *def = json_array_get(tools, i);
+                const char *own = json_string_value(json_object_get(def, "name"));
+                char binding[NAME_MAX_LEN];
+                if (!own || upstream_sanitize(own, binding, sizeof(binding)) < 0)
+                        continue;
+                if (!all && strcmp(binding, which) != 0)
+                        continue;
+                found = true;
+                struct tool *t = tool_for(u, def);
+                if (!t)
+                        r = err_sys(err, ENOMEM, "mcp tool");
+                else if (!tool_table_find(&cell->tools, t->name))
+                        r = cell_add_tool(cell, t, err);
+                else
+                        tool_free(t);
+        }
+        json_decref(tools);
+        if (r == 0 && !all && !found)
+                r = err_set(err, CODECELL_ERR_INVALID, ENOENT,
+                            "the MCP server \"%s\" has no tool \"%s\" (its tools/list, names "
+                            "sanitised)",
+                            upstream_name(u), which);
+        return r;
+}
+
+void upstream_attach_new(codecell_cell *cell, struct upstream *u, const json_t *tools)
+{
+        for (size_t i = 0; i < json_array_size(tools); i++) {
+                struct tool *t = tool_for(u, json_array_get(tools, i));
+                codecell_error e;
+                if (t && tool_table_find(&cell->tools, t->name))
+                        tool_free(t);
+                else if (t)
+                        (void)cell_add_tool(cell, t, &e); /* only out of memory can fail */
+        }
+}

@@ -1,0 +1,46 @@
+/* The configuration's "mcp_servers" (config_mcp.c) and how their tools become a cell's host tools
+ * (upstream_tools.c). */
+#ifndef CODECELL_UPSTREAM_TOOLS_H
+#define CODECELL_UPSTREAM_TOOLS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "codecell.h"
+#include "upstream.h"
+
+struct mcp_servers {
+        struct upstream **list; /* a reference each */
+        size_t n;
+};
+
+/* Every server of the file's "mcp_servers" object (NULL: none), checked whole, then each
+ * started and listed before deadline; errors name the JSON path (path: the file, for them;
+ * dir: its folder, for relative commands and cwd). */
+int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struct mcp_servers *ret,
+                     codecell_error *err);
+void mcp_servers_free(struct mcp_servers *s);
+/* The server named by the first len bytes of name, or NULL. */
+struct upstream *mcp_servers_find(const struct mcp_servers *s, const char *name, size_t len);
+
+/* The one rule for names the guest writes: each character other than an ASCII letter, digit
+ * or '_' becomes '_', and a name that would start with a digit gets a leading '_'
+ * ("get-sum" -> "get_sum"). < 0 when it does not fit in size. */
+int upstream_sanitize(const char *name, char *out, size_t size);
+/* The Ruby module of a server's bindings: memory -> Memory, my_docs -> MyDocs (the rule of
+ * guest/ruby/prelude.rb: a letter or digit at the start or after '_' is upcased, that '_'
+ * dropped). */
+void upstream_module_name(const char *server, char *out, size_t size);
+/* NULL, or what is wrong with the tools of u's last list (two names equal after sanitising),
+ * written into buf. */
+const char *upstream_collision(struct upstream *u, char *buf, size_t size);
+
+/* Adds to cell the tools of u named by which ("*" for all, else one sanitised tool name).
+ * < 0 with err when which names no tool of u. */
+int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which,
+                    codecell_error *err);
+/* After list_changed: adds the tools of the new list that the cell does not have yet (a
+ * removed tool stays listed; calling it gives the server's own error). */
+void upstream_attach_new(codecell_cell *cell, struct upstream *u, const json_t *tools);
+
+#endif

@@ -1,0 +1,99 @@
+/* The pure parts of the MCP client: arguments against an input schema (json_schema_check.c),
+ * the name rule (upstream_tools.c) and a CallToolResult as the guest gets it
+ * (upstream_result.c). */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "json_schema_check.h"
+#include "upstream_tools.h"
+
+/* NULL when the value passes, else the message. */
+static const char *verdict(const char *schema, const char *value)
+{
+        static char buf[700];
+        json_t *s = json_loads(schema, 0, NULL), *v = json_loads(value, JSON_DECODE_ANY, NULL);
+        const char *r = json_schema_check(s, v, buf, sizeof(buf));
+        json_decref(s);
+        json_decref(v);
+        return r;
+}
+
+/* The guest's value as compact JSON, or "error: …". */
+static char *unwrapped(const char *result)
+{
+        json_t *r = json_loads(result, 0, NULL), *value = NULL;
+        char *error = NULL, *text = NULL;
+        if (mcp_result_unwrap(r, &value, &error) == 0)
+                text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+        else if (asprintf(&text, "error: %s", error) < 0)
+                text = NULL;
+        json_decref(r);
+        json_decref(value);
+        free(error);
+        return text;
+}
+
+int main(void)
+{
+        const char *obj = "{\"type\":\"object\",\"required\":[\"a\"],\"properties\":{"
+                          "\"a\":{\"type\":\"integer\",\"minimum\":1},"
+                          "\"b\":{\"type\":[\"string\",\"null\"]},"
+                          "\"c\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"object\","
+                          "\"additionalProperties\":{\"type\":\"boolean\"}}},"
+                          "\"odd key\":{\"const\":7}}}";
+        CHECK(verdict(obj, "{\"a\":1}") == NULL);
+        CHECK(verdict(obj, "{\"a\":2.0}") == NULL); /* an integer written as a real */
+        CHECK_STR(verdict(obj, "{\"a\":2.5}"), "a: must be an integer");
+        CHECK_STR(verdict(obj, "{\"a\":0}"), "a: must be at least 1");
+        CHECK_STR(verdict(obj, "{}"), "the required \"a\" is missing");
+        CHECK(verdict(obj, "{\"a\":1,\"b\":null}") == NULL);
+        CHECK_STR(verdict(obj, "{\"a\":1,\"b\":1}"), "b: must be a string or null");
+        CHECK_STR(verdict(obj, "{\"a\":1,\"c\":[]}"), "c: must have at least 1 items");
+        CHECK_STR(verdict(obj, "{\"a\":1,\"c\":[{\"x\":true},{\"y\":1}]}"),
+                  "c[1].y: must be true or false");
+        CHECK_STR(verdict(obj, "{\"a\":1,\"odd key\":8}"), "[\"odd key\"]: must be 7");
+        CHECK_STR(verdict("{\"type\":\"object\"}", "[]"), "must be an object");
+        CHECK(verdict("{\"type\":\"object\",\"anyOf\":[]}", "{\"z\":1}") == NULL);
+        CHECK(verdict("{\"type\":\"frob\"}", "1") == NULL); /* unknown types: the tool decides */
+        CHECK_STR(verdict("{\"enum\":[\"x\",1]}", "2"), "must be one of [\"x\",1]");
+
+        char out[64];
+        CHECK(upstream_sanitize("get-sum", out, sizeof(out)) == 0);
+        CHECK_STR(out, "get_sum");
+        CHECK(upstream_sanitize("2fa.code", out, sizeof(out)) == 0);
+        CHECK_STR(out, "_2fa_code");
+        CHECK(upstream_sanitize("caf\xc3\xa9", out, sizeof(out)) == 0);
+        CHECK_STR(out, "caf__");
+        CHECK(upstream_sanitize("", out, sizeof(out)) < 0);
+        CHECK(upstream_sanitize("abcdef", out, 4) < 0);
+
+        char *t;
+        CHECK_STR(t = unwrapped("{\"content\":[{\"type\":\"text\",\"text\":\"[1,2]\"}]}"), "[1,2]");
+        free(t);
+        CHECK_STR(t = unwrapped("{\"content\":[{\"type\":\"text\",\"text\":\"plain\"}]}"),
+                  "\"plain\"");
+        free(t);
+        CHECK_STR(t = unwrapped("{\"content\":[{\"type\":\"text\",\"text\":\"1\"},"
+                                "{\"type\":\"text\",\"text\":\"b\"}]}"),
+                  "[1,\"b\"]");
+        free(t);
+        CHECK_STR(t = unwrapped("{\"content\":[]}"), "null");
+        free(t);
+        CHECK_STR(t = unwrapped("{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],"
+                                "\"structuredContent\":{\"k\":false}}"),
+                  "{\"k\":false}");
+        free(t);
+        CHECK_STR(t = unwrapped("{\"isError\":true,\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                                "{\"type\":\"text\",\"text\":\"b\"}]}"),
+                  "error: a\nb");
+        free(t);
+        CHECK_STR(t = unwrapped("{\"content\":[{\"type\":\"image\",\"data\":\"AA==\","
+                                "\"mimeType\":\"image/png\",\"annotations\":{\"x\":1}}]}"),
+                  "[{\"type\":\"image\",\"data\":\"AA==\",\"mimeType\":\"image/png\"}]");
+        free(t);
+        CHECK_STR(t = unwrapped("{\"content\":{}}"),
+                  "error: the tool's answer is not a CallToolResult");
+        free(t);
+        CHECK_DONE();
+}
