@@ -318,11 +318,11 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         /* Checked here, so that a tool never sees arguments its schema refuses. */
         char problem[700];
         json_t *empty = args ? NULL : json_object();
-        bool refused = json_schema_check(tool->input_schema, args ? args : empty, problem,
-                                         sizeof(problem));
+        bool off_schema = json_schema_check(tool->input_schema, args ? args : empty, problem,
+                                            sizeof(problem));
         json_decref(empty);
-        if (refused)
-                return tool_error(id, "tool \"%s\": arguments: %s", name, problem);
+        if (off_schema)
+                return refused(rpc, tool_error(id, "tool \"%s\": arguments: %s", name, problem));
         char *text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
         if (!text)
                 return tool_error(id, "tool \"%s\": the arguments could not be encoded", name);
