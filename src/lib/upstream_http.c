@@ -4,7 +4,6 @@
  * remote https:// server) on one thread per connection, driving every transfer with its multi
  * interface, so a hanging answer never holds up another. The configured headers (a bearer
  * token) go only to the configured URL: redirects are not followed. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "curl_api.h"
 #include "upstream_internal.h"
 #include "util.h"
 
@@ -42,12 +42,6 @@ struct http_state {
         char *session;           /* Mcp-Session-Id */
         bool quit, lost;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void)
-{
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static void transfer_free(struct transfer *t)
 {
@@ -354,7 +348,16 @@ static void enqueue(struct http_state *s, struct transfer *t)
 static int http_open(struct upstream *u, double deadline, char **ret_error)
 {
         (void)deadline;
-        pthread_once(&curl_once, curl_init);
+        const char *why = NULL;
+        if (!curl_api_load(&why)) {
+                char message[512];
+                snprintf(message, sizeof(message),
+                         "could not be started: Streamable HTTP needs libcurl (Debian's libcurl4): "
+                         "%s",
+                         why);
+                *ret_error = strdup(message);
+                return -1;
+        }
         struct http_state *s = calloc(1, sizeof(*s));
         if (!s || !(s->multi = curl_multi_init())) {
                 free(s);

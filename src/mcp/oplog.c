@@ -5,6 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +22,31 @@ static struct {
         bool own_fd;
         enum oplog_level level;
         bool content;
-} log_state = {PTHREAD_MUTEX_INITIALIZER, STDERR_FILENO, false, OPLOG_INFO, false};
+        unsigned long long dropped; /* lines a stalled reader of stderr had no room for */
+} log_state = {PTHREAD_MUTEX_INITIALIZER, STDERR_FILENO, false, OPLOG_INFO, false, 0};
+
+/* Whether a line of len bytes can go to the log now. A file always can; stderr is often a pipe
+ * that the program which started the server (an MCP client, a test) reads only now and then,
+ * or never: a full pipe must not stop the calls that log, so their lines are counted as
+ * dropped instead. poll says whether a pipe has a free page, which takes a line of up to a
+ * page whole; a longer line (--log-content) needs that many pages free, counted from the bytes
+ * waiting as if each page were full but one. */
+static bool room_for(size_t len)
+{
+        if (log_state.own_fd)
+                return true;
+        struct pollfd p = {.fd = log_state.fd, .events = POLLOUT};
+        if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+                return false;
+        if (len <= PIPE_BUF)
+                return true;
+        int size = fcntl(log_state.fd, F_GETPIPE_SZ);
+        int queued = 0;
+        if (size <= 0 || ioctl(log_state.fd, FIONREAD, &queued) < 0)
+                return true; /* not a pipe: a terminal or a socket */
+        size_t pages = (size_t)size / PIPE_BUF, used = (size_t)queued / PIPE_BUF + 1;
+        return pages > used && (pages - used) * PIPE_BUF >= len + PIPE_BUF;
+}
 
 bool oplog_level_parse(const char *name, enum oplog_level *ret)
 {
@@ -100,7 +127,19 @@ void oplog_event(enum oplog_level level, const char *event, json_t *fields)
         size_t len = strlen(text);
         text[len] = '\n'; /* over the NUL: the line is written whole, in one call */
         pthread_mutex_lock(&log_state.lock);
-        for (size_t done = 0; done <= len;) {
+        if (!room_for(len + 1)) {
+                log_state.dropped++;
+                len = (size_t)-1; /* nothing written */
+        } else if (log_state.dropped > 0) {
+                char note[96];
+                int n = snprintf(note, sizeof(note),
+                                 "{\"event\":\"log_dropped\",\"level\":\"warning\","
+                                 "\"lines\":%llu}\n",
+                                 log_state.dropped);
+                if (write(log_state.fd, note, (size_t)n) == n)
+                        log_state.dropped = 0;
+        }
+        for (size_t done = 0; len != (size_t)-1 && done <= len;) {
                 ssize_t w = write(log_state.fd, text + done, len + 1 - done);
                 if (w < 0 && errno == EINTR)
                         continue;

@@ -32,7 +32,7 @@ for target in frame mount_rules tools_file units config_file mcp_message mcp_hea
         [ "$target" = mcp_header ] && extra="$root/src/mcp/headers.c"
         # shellcheck disable=SC2086
         clang $flags $inc -o "$out/fuzz_$target" "$here/fuzz_$target.c" $extra $lib_sources \
-                $embedded -lseccomp -ljansson -lcurl -lpthread -lm
+                $embedded -lseccomp -ljansson -lpthread -lm
         work="$out/corpus_$target"
         rm -rf "$work" && cp -r "$here/corpus/$target" "$work"
         echo "== fuzz_$target for ${seconds}s"

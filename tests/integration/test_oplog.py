@@ -136,6 +136,39 @@ class Log(unittest.TestCase):
         self.assertEqual([l for l in lines if l["level"] in ("debug", "info")], [])
 
 
+class StalledStderr(unittest.TestCase):
+    def test_a_client_that_never_reads_stderr_still_gets_every_answer(self):
+        """The log goes to stderr by default, and many MCP clients start the server with a
+        stderr pipe they read now and then or never. One line per call filled that pipe after
+        ~250 calls and every later call hung writing its line."""
+        from mcp_peer import Stdio
+        peer = Stdio(write_config(tempdir(self), [{"name": "ruby", "language": "ruby", "pool": 2}]))
+        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        peer.request(INIT)
+        for i in range(1, 701):
+            m = peer.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                              "params": {"name": "ruby", "arguments": {"code": str(i)}}})
+            self.assertEqual(m["result"]["structuredContent"]["value"], i)
+        # Once the client reads again, the next line is preceded by the count of those lost.
+        os.set_blocking(peer.proc.stderr.fileno(), False)
+        drained = b""
+        while True:
+            chunk = peer.proc.stderr.read(65536)
+            if not chunk:
+                break
+            drained += chunk
+        self.assertGreater(len(drained), 40000)
+        m = peer.request({"jsonrpc": "2.0", "id": 701, "method": "tools/call",
+                          "params": {"name": "ruby", "arguments": {"code": "701"}}})
+        self.assertEqual(m["result"]["structuredContent"]["value"], 701)
+        os.set_blocking(peer.proc.stderr.fileno(), True)
+        code, err = peer.close()
+        self.assertEqual(code, 0)
+        dropped = [json.loads(l) for l in err.splitlines() if '"log_dropped"' in l]
+        self.assertEqual(len(dropped), 1, err[:400])
+        self.assertGreater(dropped[0]["lines"], 100)
+
+
 class BadFlags(unittest.TestCase):
     def test_bad_level_and_unwritable_log(self):
         d = tempdir(self)
