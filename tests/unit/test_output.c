@@ -246,6 +246,30 @@ static void invalid_bytes_count_as_characters(void)
                 free(lean);
                 codecell_result_free(r);
         }
+        /* At the smallest model_chars, every piece over its share and cut: still within. */
+        codecell_result *r = result_new();
+        r->status = CODECELL_STATUS_ERROR;
+        output_init(&r->out, 1 << 20);
+        output_init(&r->err, 1 << 20);
+        char big[8192];
+        memset(big, 0x80, sizeof(big));
+        for (int i = 0; i < 40; i++)
+                CHECK(output_append(&r->out, big, sizeof(big)) == 0 &&
+                      output_append(&r->err, "\xe2\x82", 2) == 0);
+        CHECK(output_finish(&r->out) == 0 && output_finish(&r->err) == 0);
+        char *message = malloc(200001);
+        for (int i = 0; i < 100000; i++)
+                memcpy(message + 2 * i, "\xc3\xa9", 2);
+        message[200000] = '\0';
+        r->error = json_pack("{s:s, s:s, s:[s]}", "class", "ValueError", "message", message,
+                             "backtrace", "sandbox:1");
+        free(message);
+        char *lean = codecell_result_to_model_json(r, 400, false);
+        CHECK(lean && utf8_chars(lean, strlen(lean)) <= 400);
+        json_decref(parse(lean));
+        free(lean);
+        codecell_result_free(r);
+
         /* Over the cap, the head and the tail of such output keep their bytes: a cut backs
          * off at most to the start of a character, not through the whole run. */
         struct output_buffer b;
