@@ -216,7 +216,9 @@ static void model_view(void)
         CHECK_STR(json_string_value(json_array_get(kept, 0)), "sandbox:0:in f");
         CHECK_STR(json_string_value(json_array_get(kept, json_array_size(kept) - 1)),
                   "sandbox:4999:in f");
-        CHECK(strstr(json_dumps(kept, 0) ?: "", "frames omitted …]") != NULL);
+        char *kept_text = json_dumps(kept, 0);
+        CHECK(kept_text && strstr(kept_text, "frames omitted …]") != NULL);
+        free(kept_text);
         json_decref(v);
         free(lean);
         codecell_result_free(r);
