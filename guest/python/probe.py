@@ -4,6 +4,7 @@
 # folder go on sys.path, and what the guest can import besides the standard library.
 import json
 import os
+import stat
 import sys
 
 # The same folders, in the same order, as guest/python/prelude.py adds to sys.path.
@@ -13,44 +14,91 @@ SYSTEM = ("/usr/local/lib/python3/dist-packages",
 SITE = "lib/python%d.%d/site-packages" % sys.version_info[:2]
 
 
-def entries(folder):
+def inside(root, path):
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def beneath(root, path, kind):
+    """An fd of path when it is a file or folder (kind: stat.S_ISREG or stat.S_ISDIR) inside
+    root, or None. This probe runs on the host: a symbolic link planted in a library folder (a
+    guest may write one through a read-write mount of the same folder) must not lead it to the
+    host's files, which the sandbox never shows. The path is checked before it is opened (no
+    device or FIFO of the host is opened), and what was opened after (it cannot have been
+    swapped in between)."""
     try:
-        return sorted(os.listdir(folder))
+        if not inside(root, os.path.realpath(path)):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if inside(root, os.readlink("/proc/self/fd/%d" % fd)) and kind(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def exists(root, path, kind):
+    fd = beneath(root, path, kind)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
+
+
+def entries(root, folder):
+    fd = beneath(root, folder, stat.S_ISDIR)
+    if fd is None:
+        return []
+    try:
+        return sorted(os.listdir(fd))
     except OSError:
         return []
+    finally:
+        os.close(fd)
 
 
-def top_level(meta, name):
+def lines(root, path):
+    """The lines of a text file inside root; OSError when there is none."""
+    fd = beneath(root, path, stat.S_ISREG)
+    if fd is None:
+        raise FileNotFoundError(path)
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
+        return f.read(1 << 20).splitlines()
+
+
+def top_level(root, meta, name):
     """The import names of an installed distribution, from its metadata folder."""
     tops = []
     try:
-        with open(os.path.join(meta, "top_level.txt"), encoding="utf-8") as f:
-            tops = [line.strip() for line in f]
+        tops = [line.strip() for line in lines(root, os.path.join(meta, "top_level.txt"))]
     except OSError:
         try:
-            with open(os.path.join(meta, "RECORD"), encoding="utf-8") as f:
-                for line in f:
-                    first = line.split(",")[0].split("/")[0]
-                    if first.endswith((".dist-info", ".data")) or first in ("..", "__pycache__"):
-                        continue
-                    tops.append(first.split(".")[0])
+            for line in lines(root, os.path.join(meta, "RECORD")):
+                first = line.split(",")[0].split("/")[0]
+                if first.endswith((".dist-info", ".data")) or first in ("..", "__pycache__"):
+                    continue
+                tops.append(first.split(".")[0])
         except OSError:
             pass
     tops = sorted({t for t in tops if t and not t.startswith("_") and "/" not in t})
     return tops or [name.lower().replace("-", "_")]
 
 
-def libraries(folder):
-    """(import name, text) of what folder holds: distributions, then bare packages."""
+def libraries(root, folder):
+    """(import name, text) of what folder (inside root) holds: distributions, then bare
+    packages."""
     found, claimed = [], set()
-    names = entries(folder)
+    names = entries(root, folder)
     for n in names:
         for suffix in (".dist-info", ".egg-info"):
             if not n.endswith(suffix):
                 continue
             name, _, version = n[:-len(suffix)].partition("-")
             version = version.split("-")[0]
-            tops = top_level(os.path.join(folder, n), name)
+            tops = top_level(root, os.path.join(folder, n), name)
             claimed.update(tops)
             label = " ".join(x for x in (name, version) if x)
             if [t.lower() for t in tops] == [name.lower().replace("-", "_").replace(".", "_")]:
@@ -63,7 +111,8 @@ def libraries(folder):
         path = os.path.join(folder, n)
         if stem in claimed or stem.startswith(("_", ".")) or not stem.isidentifier():
             continue
-        if n.endswith(".py") or os.path.isfile(os.path.join(path, "__init__.py")):
+        if (exists(root, path, stat.S_ISREG) if n.endswith(".py")
+                else exists(root, os.path.join(path, "__init__.py"), stat.S_ISREG)):
             claimed.add(stem)
             found.append((stem, stem))
     return found
@@ -72,19 +121,21 @@ def libraries(folder):
 def main():
     problems, load_path, listed, seen = [], [], [], set()
     for i, folder in enumerate(sys.argv[1:]):
-        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        if exists(folder, os.path.join(folder, "pyvenv.cfg"), stat.S_ISREG):
             # A virtualenv: its site-packages for this Python version.
-            if os.path.isdir(os.path.join(folder, SITE)):
+            if exists(folder, os.path.join(folder, SITE), stat.S_ISDIR):
                 load_path.append([i, SITE])
             else:
                 problems.append([i, "is a virtualenv without %s (made for another Python "
                                     "version?)" % SITE])
         else:
             load_path.append([i, ""])
-    folders = [os.path.join(sys.argv[1 + i], sub) for i, sub in load_path]
+    # (root, folder): a library folder's own, each within its root; the system's, trusted.
+    folders = [(sys.argv[1 + i], os.path.join(sys.argv[1 + i], sub)) for i, sub in load_path]
+    system = [("/", p) for p in SYSTEM if os.path.isdir(p)]
     # The library folders' first: they come before the system's on sys.path.
-    for group in (folders, [p for p in SYSTEM if os.path.isdir(p)]):
-        found = [lib for folder in group for lib in libraries(folder)]
+    for group in (folders, system):
+        found = [lib for root, folder in group for lib in libraries(root, folder)]
         for key, text in sorted(found, key=lambda lib: lib[0].lower()):
             if key not in seen:
                 seen.add(key)

@@ -11,40 +11,59 @@ def gem_name(dir)
   m ? [m[1], m[2]] : [dir, nil]
 end
 
-# What a plain folder on the load path offers to `require`: its top-level .rb files.
-def requirable(folder)
-  Dir.children(folder).select { |n| n.end_with?(".rb") && !n.start_with?(".") }
-     .map { |n| n.delete_suffix(".rb") }.sort
+def inside?(root, path)
+  path == root || path.start_with?(root.chomp("/") + "/")
+end
+
+# The names in folder when it is a folder inside root, or nil. This probe runs on the host: a
+# symbolic link planted in a library folder (a guest may write one through a read-write mount
+# of the same folder) must not lead it to the host's folders, which the sandbox never shows.
+# The path is checked before it is opened, and what was opened after (it cannot have been
+# swapped in between).
+def children_beneath(root, folder)
+  return nil unless inside?(root, File.realpath(folder))
+  Dir.open(folder) do |dir|
+    inside?(root, File.readlink("/proc/self/fd/#{dir.fileno}")) ? dir.children.sort : nil
+  end
 rescue SystemCallError
-  []
+  nil
+end
+
+# What a plain folder on the load path offers to `require`: its top-level .rb files.
+def requirable(root, folder)
+  (children_beneath(root, folder) || []).select { |n| n.end_with?(".rb") && !n.start_with?(".") }
+                                        .map { |n| n.delete_suffix(".rb") }.sort
 end
 
 problems = []
 load_path = []
 listed = []
 ARGV.each_with_index do |folder, i|
-  if File.directory?(File.join(folder, "gems")) && File.directory?(File.join(folder, "specifications"))
+  gems = children_beneath(folder, File.join(folder, "gems"))
+  if gems && children_beneath(folder, File.join(folder, "specifications"))
     # A gem home (GEM_HOME, `gem install --install-dir`): each gem's lib, and its compiled
     # extensions for this Ruby.
-    Dir.children(File.join(folder, "gems")).sort.each do |dir|
+    platforms = children_beneath(folder, File.join(folder, "extensions")) || []
+    gems.each do |dir|
       name, version = gem_name(dir)
       lib = File.join("gems", dir, "lib")
-      load_path << [i, lib] if File.directory?(File.join(folder, lib))
-      Dir.glob("extensions/*/#{RbConfig::CONFIG['ruby_version']}/#{dir}", base: folder).each do |ext|
-        load_path << [i, ext]
+      load_path << [i, lib] if children_beneath(folder, File.join(folder, lib))
+      platforms.each do |platform|
+        ext = File.join("extensions", platform, RbConfig::CONFIG["ruby_version"], dir)
+        load_path << [i, ext] if children_beneath(folder, File.join(folder, ext))
       end
       listed << [version ? "#{name} #{version}" : name]
     end
   else
     load_path << [i, ""]
-    listed << requirable(folder)
+    listed << requirable(folder, folder)
   end
 end
 # The system's own libraries beyond the standard library: site_ruby and vendor_ruby (Debian's
 # ruby-* packages).
 standard = [RbConfig::CONFIG["rubylibdir"], RbConfig::CONFIG["rubyarchdir"]]
 $LOAD_PATH.each do |dir|
-  listed << requirable(dir) unless standard.include?(dir)
+  listed << requirable("/", dir) unless standard.include?(dir)
 end
 puts JSON.generate(language: "ruby", version: RUBY_VERSION, load_path: load_path,
                    problems: problems, libraries: listed.flatten.uniq)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/cleanup.h"
 #include "../lib/util.h"
 #include "codecell.h"
 #include "commands.h"
@@ -163,15 +164,24 @@ static int exit_code_for(codecell_status status)
         }
 }
 
-/* The run's images into dir as image-1.png, image-2.jpeg, …, listed on stderr. */
-static int write_images(const codecell_result *res, const char *dir)
+/* The run's images into dir as image-1.png, image-2.jpeg, …, listed on stderr. dir_fd: dir as
+ * it was before the run, or -1 when it did not exist. A guest may write there (a read-write
+ * mount of the same folder): nothing it planted during the run is followed — a symbolic link
+ * for dir or an image's name, a FIFO that would block the write forever. */
+static int write_images(const codecell_result *res, const char *dir, int dir_fd)
 {
         size_t n = codecell_result_image_count(res);
         if (n == 0) {
                 fprintf(stderr, "codecell run: no images to save in %s\n", dir);
                 return 0;
         }
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        if (dir_fd < 0 && mkdir(dir, 0755) < 0 && errno != EEXIST) {
+                fprintf(stderr, "codecell run: --save-images %s: %s\n", dir, strerror(errno));
+                return -1;
+        }
+        _cleanup_close_ int made =
+                dir_fd < 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (dir_fd < 0 && made < 0) {
                 fprintf(stderr, "codecell run: --save-images %s: %s\n", dir, strerror(errno));
                 return -1;
         }
@@ -179,15 +189,24 @@ static int write_images(const codecell_result *res, const char *dir)
                 size_t len = 0;
                 const char *mime = NULL;
                 const void *data = codecell_result_image(res, i, &len, &mime);
-                char path[4096];
-                snprintf(path, sizeof(path), "%s/image-%zu.%s", dir, i + 1, mime + strlen("image/"));
-                int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+                char name[64], path[4096];
+                snprintf(name, sizeof(name), "image-%zu.%s", i + 1, mime + strlen("image/"));
+                snprintf(path, sizeof(path), "%s/%s", dir, name);
+                int fd = openat(dir_fd >= 0 ? dir_fd : made, name,
+                                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                                0644);
+                struct stat st;
+                if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+                        close(fd);
+                        fd = -1;
+                        errno = EINVAL;
+                }
                 bool ok = fd >= 0 && write_all(fd, data, len) == 0;
                 if (fd >= 0 && close(fd) < 0)
                         ok = false;
                 if (!ok) {
                         fprintf(stderr, "codecell run: cannot write %s: %s\n", path,
-                                strerror(errno));
+                                errno == EINVAL ? "not a regular file" : strerror(errno));
                         return -1;
                 }
                 fprintf(stderr, "codecell run: saved %s (%s, %zu bytes)\n", path, mime, len);
@@ -333,6 +352,7 @@ int cmd_run(int argc, char **argv)
         codecell_cellset *set = NULL;
         codecell_result *res = NULL;
         char *input = NULL;
+        int images_dir = -1;
         size_t input_len = 0;
         if (!f.lang)
                 f.lang = language_of(file);
@@ -349,6 +369,8 @@ int cmd_run(int argc, char **argv)
                                      .env = n_env ? env : NULL,
                                      .stdin_data = input,
                                      .stdin_len = input_len};
+        /* Where the images go, as the user named it now, before the guest could change it. */
+        images_dir = save_images ? open(save_images, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
         if (codecell_cell_run_with(cell, code, len, &live, &res, &err) < 0) {
                 fprintf(stderr, "codecell run: %s\n", err.message);
                 exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
@@ -363,9 +385,11 @@ int cmd_run(int argc, char **argv)
                 print_outcome(res);
         }
         exit_code = exit_code_for(codecell_result_status(res));
-        if (save_images && write_images(res, save_images) < 0 && exit_code == EXIT_OK)
+        if (save_images && write_images(res, save_images, images_dir) < 0 && exit_code == EXIT_OK)
                 exit_code = EXIT_USAGE;
 out:
+        if (images_dir >= 0)
+                close(images_dir);
         codecell_result_free(res);
         if (set)
                 codecell_cellset_free(set); /* and its cells */

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "error.h"
 #include "json_file.h"
+#include "mount_rules.h"
 #include "tools.h"
 #include "util.h"
 #include "upstream_tools.h"
@@ -510,6 +511,61 @@ static void follow_tools(struct upstream *u, const json_t *tools, void *userdata
         }
 }
 
+/* The host folder of one of c's exec-capable binds (w: an exec mount, an exec library, then
+ * the interpreter's prefix when it is bound), its JSON path into key; NULL past the last. */
+static const char *exec_folder(const codecell_config *c, size_t w, char *key, size_t size,
+                               char prefix[PATH_MAX])
+{
+        for (size_t i = 0; i < c->n_mounts; i++)
+                if (c->mounts[i].exec && w-- == 0) {
+                        snprintf(key, size, "mounts[%zu]", i);
+                        return c->mounts[i].source;
+                }
+        for (size_t i = 0; i < c->n_libraries; i++)
+                if (c->libraries[i].exec && w-- == 0) {
+                        snprintf(key, size, "libraries[%zu]", i);
+                        return c->libraries[i].source;
+                }
+        if (w != 0 || !c->interpreter || paths_overlap(c->interpreter, "/usr"))
+                return NULL;
+        /* The folder above its bin/, as mount_plan.c binds it. */
+        snprintf(prefix, PATH_MAX, "%s", c->interpreter);
+        for (int up = 0; up < 2; up++) {
+                char *slash = strrchr(prefix, '/');
+                if (slash)
+                        *slash = '\0';
+        }
+        snprintf(key, size, "interpreter");
+        return *prefix ? prefix : "/";
+}
+
+/* A cell refuses an exec-capable folder that overlaps one of its own read-write mounts
+ * (mount_plan.c); a folder another cell of the file mounts read-write is as writable by a
+ * guest, and what that guest wrote would run in this cell: refused too. */
+static int refuse_exec_over_other_cells(struct loader *l, const codecell_cellset *set)
+{
+        for (size_t i = 0; i < set->n; i++) {
+                const codecell_config *c = set->entries[i].cell->config;
+                char key[48], prefix[PATH_MAX];
+                const char *folder;
+                for (size_t w = 0; (folder = exec_folder(c, w, key, sizeof(key), prefix)); w++)
+                        for (size_t k = 0; k < set->n; k++) {
+                                const codecell_config *o = set->entries[k].cell->config;
+                                for (size_t m = 0; k != i && m < o->n_mounts; m++)
+                                        if (o->mounts[m].read_write &&
+                                            paths_overlap(folder, o->mounts[m].source))
+                                                return bad(l, EINVAL,
+                                                           "cells[%zu].%s: %s overlaps the "
+                                                           "read-write mount of cells[%zu] at "
+                                                           "%s: a folder a guest can write "
+                                                           "cannot hold code that runs",
+                                                           i, key, folder, k,
+                                                           o->mounts[m].dest);
+                        }
+        }
+        return 0;
+}
+
 codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codecell_error *err)
 {
         static const char *const keys[] = {"$schema", "tools", "mcp_servers", "cells", NULL};
@@ -562,7 +618,8 @@ codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codece
                 if ((r = load_cell(&l, json_array_get(cells, i), i, &set->entries[i])) < 0)
                         goto out;
         }
-        for (size_t i = 0; i < set->servers.n; i++)
+        r = refuse_exec_over_other_cells(&l, set);
+        for (size_t i = 0; r == 0 && i < set->servers.n; i++)
                 upstream_set_listener(set->servers.list[i], follow_tools, set);
 out:
         tools_free_list(l.tools, l.n_tools);

@@ -96,6 +96,22 @@ static void version_line(const char *interpreter, bool privileged, char *buf, si
         }
 }
 
+/* Whether a library's name as the probe found it may go in the description the model reads.
+ * It comes from file names in a library folder, which a guest may write (a read-write mount
+ * of the same folder): one line of at most 128 bytes of UTF-8, or text such as "\n\n##
+ * Instructions" would read as the description's own. */
+static bool listable(const json_t *entry)
+{
+        const char *name = json_string_value(entry);
+        size_t len = json_string_length(entry);
+        if (!name || len == 0 || len > 128 || !utf8_valid(name, len))
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+                        return false;
+        return true;
+}
+
 /* The probe's answer into ret; < 0 with err when it is not the language's or names a
  * problem. */
 static int take_answer(const codecell_config *c, json_t *answer, struct interpreter_info *ret,
@@ -135,8 +151,7 @@ static int take_answer(const codecell_config *c, json_t *answer, struct interpre
         json_t *names = json_array();
         json_array_foreach(libraries, i, entry)
         {
-                if (json_is_string(entry) &&
-                    utf8_valid(json_string_value(entry), json_string_length(entry)))
+                if (listable(entry))
                         json_array_append(names, entry);
         }
         ret->libraries = names;

@@ -187,14 +187,19 @@ char *codecell_result_to_model_json(const codecell_result *r, size_t max_chars, 
         /* The budget counts the pieces; JSON's escapes (a newline is two characters) and keys
          * come on top. Over the budget, once more with the pieces' budget scaled down by as
          * much as it went over. */
-        char *text = model_json(r, max_chars, false);
-        size_t chars = text ? utf8_chars(text, strlen(text)) : 0;
-        if (text && chars > max_chars) {
+        size_t budget = max_chars;
+        char *text = model_json(r, budget, false);
+        /* A few passes: at a small budget the markers and keys are much of the text, and one
+         * scaling is not enough. */
+        for (int pass = 0; text && pass < 4; pass++) {
+                size_t chars = utf8_chars(text, strlen(text));
+                if (chars <= max_chars)
+                        break;
                 free(text);
-                size_t scaled = (size_t)((double)max_chars * max_chars / (double)chars);
-                max_chars = scaled > 64 ? scaled - 64 : scaled;
-        } else {
-                free(text);
+                size_t scaled = (size_t)((double)budget * max_chars / (double)chars);
+                budget = scaled > 64 ? scaled - 64 : scaled / 2;
+                text = model_json(r, budget, false);
         }
-        return model_json(r, max_chars, details);
+        free(text);
+        return model_json(r, budget, details);
 }

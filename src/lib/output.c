@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 static bool continuation(unsigned char c)
 {
         return (c & 0xC0) == 0x80;
@@ -14,8 +16,8 @@ static bool continuation(unsigned char c)
 size_t utf8_chars(const char *s, size_t len)
 {
         size_t n = 0;
-        for (size_t i = 0; i < len; i++)
-                n += !continuation((unsigned char)s[i]);
+        for (size_t i = 0; i < len; i += utf8_char_len(s + i, len - i))
+                n++;
         return n;
 }
 
@@ -146,37 +148,32 @@ int output_finish(struct output_buffer *b)
 static size_t prefix_within(const char *s, size_t n, size_t budget, enum excerpt_unit unit)
 {
         if (unit == EXCERPT_BYTES) {
-                size_t k = n < budget ? n : budget;
-                while (k > 0 && k < n && continuation((unsigned char)s[k]))
+                /* Back to a character's first byte: at most 3 bytes (a run of stray
+                 * continuation bytes is not one character). */
+                size_t k = n < budget ? n : budget, cut = k;
+                while (k > 0 && k < n && cut - k < 3 && continuation((unsigned char)s[k]))
                         k--;
-                return k;
+                return k < n && continuation((unsigned char)s[k]) ? cut : k;
         }
-        size_t chars = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (!continuation((unsigned char)s[i]) && chars++ == budget)
-                        return i;
-        }
-        return n;
+        size_t i = 0;
+        for (size_t chars = 0; i < n && chars < budget; chars++)
+                i += utf8_char_len(s + i, n - i);
+        return i;
 }
 
 /* Where the longest end of s[0..n) within budget units starts, on a character. */
 static size_t suffix_within(const char *s, size_t n, size_t budget, enum excerpt_unit unit)
 {
         if (unit == EXCERPT_BYTES) {
-                size_t st = n > budget ? n - budget : 0;
-                while (st < n && continuation((unsigned char)s[st]))
+                size_t st = n > budget ? n - budget : 0, cut = st;
+                while (st < n && st - cut < 3 && continuation((unsigned char)s[st]))
                         st++;
-                return st;
+                return st < n && continuation((unsigned char)s[st]) ? cut : st;
         }
-        size_t st = n, chars = 0;
-        for (size_t i = n; i-- > 0;) {
-                if (continuation((unsigned char)s[i]))
-                        continue;
-                if (chars == budget)
-                        break;
-                chars++;
-                st = i;
-        }
+        /* Characters are found from the start: an invalid byte is one (utf8_char_len). */
+        size_t chars = utf8_chars(s, n), st = 0;
+        for (size_t skip = chars > budget ? chars - budget : 0; skip > 0; skip--)
+                st += utf8_char_len(s + st, n - st);
         return st;
 }
 

@@ -53,7 +53,7 @@ char *excerpt_make(const char *head, size_t head_len, const char *tail, size_t t
 char *output_excerpt(const struct output_buffer *b, size_t budget, size_t *ret_len,
                      bool *ret_cut);
 
-/* Characters (UTF-8 lead bytes) in s[0..len). */
+/* Characters in s[0..len) as the model reads them: a byte utf8_sanitize replaces is one. */
 size_t utf8_chars(const char *s, size_t len);
 
 #endif

@@ -99,6 +99,12 @@ static size_t utf8_seq_len(const unsigned char *s, size_t left)
         return n;
 }
 
+size_t utf8_char_len(const char *s, size_t left)
+{
+        size_t n = *s ? utf8_seq_len((const unsigned char *)s, left) : 0;
+        return n ? n : 1;
+}
+
 bool utf8_valid(const char *s, size_t len)
 {
         const unsigned char *p = (const unsigned char *)s;

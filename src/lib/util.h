@@ -20,6 +20,9 @@ int write_all(int fd, const void *data, size_t n);
 ssize_t read_file(const char *path, char *buf, size_t size);
 
 bool utf8_valid(const char *s, size_t len);
+/* The bytes of the character at s (left > 0) as a reader of utf8_sanitize's text counts it: a
+ * valid sequence's, else 1 (an invalid byte or a NUL, which becomes one U+FFFD). */
+size_t utf8_char_len(const char *s, size_t left);
 /* A copy of s in which every invalid UTF-8 sequence and every NUL byte becomes U+FFFD, so the
  * bytes can go into a JSON string. NULL when out of memory. */
 char *utf8_sanitize(const char *s, size_t len, size_t *ret_len);

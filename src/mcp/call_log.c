@@ -30,6 +30,20 @@ static void add_content(json_t *line, const json_t *code, const codecell_result 
                 json_object_set(line, "error", r->error);
 }
 
+/* The error's class as the log holds it without --log-content. The guest names it (Python's
+ * type() takes any text, a Ruby constant any length): only a name, at most 128 visible ASCII
+ * characters, goes in; anything else would be the guest's content, or a flood of it. */
+static const char *class_name(const json_t *error)
+{
+        const char *cls = json_string_value(json_object_get(error, "class"));
+        if (!cls)
+                return NULL;
+        size_t n = 0;
+        while (n <= 128 && cls[n] > ' ' && cls[n] < 0x7f)
+                n++;
+        return n > 0 && n <= 128 && cls[n] == '\0' ? cls : "(not a class name)";
+}
+
 void call_log(const char *client, const char *cell, const char *session, const json_t *code,
               const codecell_result *res, double duration_ms)
 {
@@ -49,7 +63,7 @@ void call_log(const char *client, const char *cell, const char *session, const j
                           res->cpu_ms, "memory_peak_bytes", (json_int_t)res->memory_peak_bytes,
                           "bytes_in", (json_int_t)json_string_length(code), "bytes_out",
                           (json_int_t)(res->out.len + res->err.len + value_len), "error_class",
-                          json_string_value(json_object_get(res->error, "class")));
+                          class_name(res->error));
         if (line && res->memory_peak_bytes < 0)
                 json_object_set_new(line, "memory_peak_bytes", json_null());
         if (line && oplog_content())

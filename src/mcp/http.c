@@ -955,7 +955,8 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         h.n_modern += !h.n_modern;
         h.modern = calloc(h.n_modern, sizeof(*h.modern));
         for (size_t i = 0; h.modern && r == 0 && i < h.n_modern; i++)
-                if (!(h.modern[i] = mcp_client_new_stateless(server)))
+                if (!(h.modern[i] = mcp_client_new_stateless(server,
+                                                             !o->tokens || !o->tokens[0])))
                         r = -ENOMEM;
         if (r == 0 && !h.modern)
                 r = -ENOMEM;

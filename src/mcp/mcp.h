@@ -40,8 +40,9 @@ void mcp_server_stop(struct mcp_server *server);
 /* A new client, or NULL past max_clients (or out of memory). */
 struct mcp_client *mcp_client_new(struct mcp_server *server);
 /* The client of a transport's 2026-07-28 requests: not an MCP session, so neither counted
- * against max_clients nor in /metrics. NULL when out of memory. */
-struct mcp_client *mcp_client_new_stateless(struct mcp_server *server);
+ * against max_clients nor in /metrics. anonymous: it stands for every client of a server that
+ * cannot tell them apart (HTTP without bearer tokens). NULL when out of memory. */
+struct mcp_client *mcp_client_new_stateless(struct mcp_server *server, bool anonymous);
 struct mcp_client *mcp_client_ref(struct mcp_client *client);
 void mcp_client_unref(struct mcp_client *client);
 /* Ends the client: cancels its runs, then closes its code sessions. Idempotent. */

@@ -138,9 +138,12 @@ struct mcp_client *mcp_client_new(struct mcp_server *s)
         return client_new(s, false);
 }
 
-struct mcp_client *mcp_client_new_stateless(struct mcp_server *s)
+struct mcp_client *mcp_client_new_stateless(struct mcp_server *s, bool anonymous)
 {
-        return client_new(s, true);
+        struct mcp_client *c = client_new(s, true);
+        if (c)
+                c->anonymous = anonymous;
+        return c;
 }
 
 struct mcp_client *mcp_client_ref(struct mcp_client *c)

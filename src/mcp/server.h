@@ -51,6 +51,10 @@ struct mcp_client {
         unsigned refs;
         bool ended;
         bool stateless; /* mcp_client_new_stateless() */
+        /* Stands for every client of an HTTP server without bearer tokens, which it cannot
+         * tell apart: each handle is then the secret of the client it was given to, so the
+         * sessions tool lists none and closes only the one named. */
+        bool anonymous;
         int log_level;  /* messages at or above are sent; -1 until the client sets one */
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */

@@ -190,6 +190,19 @@ void mcp_sessions_call(struct mcp_server *s, struct mcp_client *c, const struct 
         }
         bool close = strcmp(json_string_value(json_object_get(args, "action")), "close") == 0;
         const char *session = json_string_value(json_object_get(args, "session"));
+        if (c->anonymous && !(close && session)) {
+                /* Listing would hand one client the handles of all the others. */
+                json_decref(empty);
+                mcp_answer(sink,
+                           mcp_tool_error(call, id, "%s",
+                                          "This server takes no bearer token, so it cannot tell "
+                                          "its clients apart: it lists no session handles and "
+                                          "closes none but the one you name (a handle is the "
+                                          "secret of the client it was given to). Close a "
+                                          "session with \"action\": \"close\" and its "
+                                          "\"session\" handle."));
+                return;
+        }
         json_t *found = json_array();
         char *text = NULL;
         size_t size = 0;

@@ -128,7 +128,7 @@ static bool blank(const char *p, size_t n)
 
 int mcp_serve_stdio(struct mcp_server *s, int in_fd, int out_fd, size_t max_message, int signal_fd)
 {
-        struct mcp_client *clients[2] = {mcp_client_new(s), mcp_client_new_stateless(s)};
+        struct mcp_client *clients[2] = {mcp_client_new(s), mcp_client_new_stateless(s, false)};
         if (!clients[0] || !clients[1]) {
                 mcp_client_unref(clients[0]);
                 mcp_client_unref(clients[1]);

@@ -98,6 +98,27 @@ class BadFiles(unittest.TestCase):
             with self.subTest(expected=expected):
                 self.refused(content, expected)
 
+    def test_an_exec_folder_another_cell_writes_is_refused(self):
+        # What a guest writes through one cell's read-write mount would run in the other.
+        os.chmod(self.dir, 0o755)
+        os.chmod(os.path.join(self.dir, "data"), 0o755)
+        data = os.path.realpath(os.path.join(self.dir, "data"))
+        rw = {"source": "data", "dest": "/d", "mode": "rw"}
+        ex = {"source": "data", "dest": "/x", "mode": "exec"}
+        why = "a folder a guest can write cannot hold code that runs"
+        cases = [
+            ([cell(name="a", mounts=[rw]), cell(name="b", mounts=[ex])],
+             f"cells[1].mounts[0]: {data} overlaps the read-write mount of cells[0] at /d: {why}"),
+            ([cell(name="a", mounts=[ex]), cell(name="b", mounts=[rw])],
+             f"cells[0].mounts[0]: {data} overlaps the read-write mount of cells[1] at /d: {why}"),
+            ([cell(name="a", mounts=[dict(rw, source=".")]),
+              cell(name="b", libraries=[{"path": "data", "mode": "exec"}])],
+             f"cells[1].libraries[0]: {data} overlaps the read-write mount of cells[0] at /d: {why}"),
+        ]
+        for cells, expected in cases:
+            with self.subTest(expected=expected):
+                self.refused({"cells": cells}, expected)
+
     def test_not_json(self):
         self.refused('{"cells": [', ":1: ")
         self.refused('{"cells": [], "cells": []}', ":1: duplicate object key")

@@ -1158,6 +1158,28 @@ class ModernHttp(unittest.TestCase):
                                                 args={"session": "s"}), {"Mcp-Session-Id": sid})
         self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], "nil")
 
+    def test_without_tokens_no_client_lists_or_closes_the_handles_of_others(self):
+        # Every client of a server without bearer tokens is the same context to it: a handle is
+        # the only thing that sets one client's session apart, so none is ever listed.
+        def tool(i, name, args):
+            status, _, m = self.send(modern(i, "tools/call", {"name": name, "arguments": args}))
+            self.assertEqual(status, 200, m)
+            return m["result"]
+        handle = tool(1, "ruby", {"code": "secret = 41", "session": "new"})[
+            "structuredContent"]["session"]["id"]
+        for i, args in enumerate(({"action": "list"}, {"action": "close"},
+                                  {"action": "close", "tool": "ruby"})):
+            with self.subTest(args=args):
+                r = tool(10 + i, "sessions", args)
+                self.assertIs(r["isError"], True, r)
+                self.assertNotIn(handle, json.dumps(r))
+                self.assertIn("lists no session handles", r["content"][0]["text"])
+        self.assertEqual(tool(20, "ruby", {"code": "secret + 1", "session": handle})
+                         ["structuredContent"]["value"], 42)
+        # Named, it closes: the handle is the capability.
+        r = tool(21, "sessions", {"action": "close", "session": handle})
+        self.assertEqual(r["structuredContent"]["closed"], [{"tool": "ruby", "session": handle}], r)
+
     def test_headers_must_match_the_body(self):
         message = modern(1, "tools/call", {"name": "ruby", "arguments": {"code": "1"}})
         cases = [

@@ -117,6 +117,20 @@ class Log(unittest.TestCase):
         _, lines = read_log(self.log, lambda ls: ls and ls[-1]["event"] == "stop")
         self.assertEqual((lines[-1]["event"], lines[-1]["exit_code"]), ("stop", 0))
 
+    def test_an_error_class_is_logged_only_as_a_short_name(self):
+        # The class is the guest's text (Python's type() takes any string, a Ruby constant may
+        # be any length): without --log-content only a short name reaches the log.
+        server = self.serve()
+        sid = server.initialize(self.auth)
+        h = dict(self.auth, **{"Mcp-Session-Id": sid})
+        code = f'E = Object.const_set("E{SECRET}" + "x" * 200, Class.new(StandardError)); raise E'
+        self.assertEqual(server.post(call(1, code), h)[0], 200)
+        self.assertEqual(server.post(call(2, "raise IOError"), h)[0], 200)
+        text, lines = read_log(self.log, lambda ls: sum(l["event"] == "call" for l in ls) >= 2)
+        classes = [l["error_class"] for l in lines if l["event"] == "call"]
+        self.assertEqual(classes, ["(not a class name)", "IOError"], lines)
+        self.assertNotIn(SECRET, text)
+
     def test_log_content_adds_the_code_and_what_it_produced(self):
         server = self.serve("--log-content")
         self.calls(server)

@@ -6,10 +6,11 @@ import base64
 import json
 import os
 import struct
+import subprocess
 import unittest
 import zlib
 
-from harness import codecell, run_json, tempdir
+from harness import BIN, codecell, run_json, tempdir
 from mcp_peer import INIT, Stdio, write_config
 
 # A 2×2 RGB PNG made by hand with zlib: what any code can write without a plotting library.
@@ -86,6 +87,34 @@ class RunPictures(unittest.TestCase):
                 self.assertEqual(r.result["images_omitted"],
                                  {"count": 1, "reason": "a file that is not a PNG, JPEG, GIF or "
                                                         "WebP image"})
+
+    def test_save_images_follows_nothing_the_guest_planted(self):
+        # --save-images into a folder the guest can write (a read-write mount of it): a FIFO
+        # in an image's place must not block the CLI forever, and a symbolic link put where
+        # the folder was to be made must not send the images elsewhere on the host.
+        shared, elsewhere = tempdir(self), tempdir(self)
+        os.chmod(shared, 0o777)
+        os.mkdir(os.path.join(shared, "pics"))
+        os.chmod(os.path.join(shared, "pics"), 0o777)
+        picture = ('open("/out/pics/a.png", "wb").write(__import__("base64").b64decode("%s"))\n'
+                   % base64.b64encode(self.small_png()).decode())
+        cases = [
+            (shared, 'import os\nos.mkfifo("/out/image-1.png")\n',
+             "cannot write %s/image-1.png" % shared),
+            (os.path.join(shared, "imgs"), f'import os\nos.symlink("{elsewhere}", "/out/imgs")\n',
+             "--save-images %s/imgs: " % shared),
+        ]
+        for save, plant, error in cases:
+            with self.subTest(error=error):
+                # subprocess.run kills a CLI that hangs (the harness's would wait for it).
+                p = subprocess.run([BIN, "run", "--json", "--lang", "python", "--mount",
+                                    shared + ":/out:rw", "--image-folder", "/out/pics",
+                                    "--save-images", save, "-e", plant + picture + "1"],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(json.loads(p.stdout)["status"], "ok", p)
+                self.assertEqual(p.returncode, 2, p)
+                self.assertIn(error, p.stderr)
+                self.assertEqual(os.listdir(elsewhere), [])
 
     def test_an_image_folder_the_code_cannot_write_is_refused(self):
         d = tempdir(self)

@@ -101,8 +101,14 @@ for (const [kind, target] of Object.entries(targets)) {
         // A new Inspector run is another client: it sees none of the first one's sessions
         // (the first run's sessions ended with it, or are another client's handles).
         const list = result(call(target(), era, "sessions", { action: "list" }));
-        assert.equal(list.isError, false);
-        if (!(era === "modern" && kind === "http")) assert.deepEqual(list.structuredContent.sessions, []);
+        if (era === "modern" && kind === "http") {
+          // Without bearer tokens every HTTP client is one context: no handle is ever listed.
+          assert.equal(list.isError, true);
+          assert.match(list.content[0].text, /lists no session handles/);
+        } else {
+          assert.equal(list.isError, false);
+          assert.deepEqual(list.structuredContent.sessions, []);
+        }
         const closed = result(call(target(), era, "sessions", { action: "close", session: "nothing" }));
         assert.equal(closed.isError, true);
         assert.match(closed.content[0].text, /no open session/);
@@ -132,8 +138,10 @@ test("modern handles over HTTP: create, reuse, list, close, expired", () => {
   const used = result(call(url, "modern", "ruby", { code: "x + 1", session: handle }));
   assert.equal(used.structuredContent.value, 42);
   assert.deepEqual(used.structuredContent.session, { id: handle, created: false });
+  // A server without bearer tokens lists no handle: another client would read it.
   const list = result(call(url, "modern", "sessions", { action: "list" }));
-  assert.ok(list.structuredContent.sessions.some((s) => s.session === handle), JSON.stringify(list));
+  assert.equal(list.isError, true);
+  assert.ok(!JSON.stringify(list).includes(handle), JSON.stringify(list));
   const closed = result(call(url, "modern", "sessions", { action: "close", session: handle }));
   assert.deepEqual(closed.structuredContent.closed, [{ tool: "ruby", session: handle }]);
   const expired = result(call(url, "modern", "ruby", { code: "x", session: handle }));

@@ -323,7 +323,13 @@ for (const [kind, make] of Object.entries(modern)) {
       assert.equal(used.structuredContent.value, 42);
       assert.equal(used.structuredContent.session.created, false);
       const list = await call("sessions", { action: "list" });
-      assert.ok(list.structuredContent.sessions.some((s) => s.session === handle));
+      if (kind === "http") {
+        // Without bearer tokens every HTTP client is one context: no handle is ever listed.
+        assert.equal(list.isError, true);
+        assert.ok(!JSON.stringify(list).includes(handle));
+      } else {
+        assert.ok(list.structuredContent.sessions.some((s) => s.session === handle));
+      }
       const closed = await call("sessions", { action: "close", session: handle });
       assert.deepEqual(closed.structuredContent.closed, [{ tool: "ruby", session: handle }]);
       const expired = await call("ruby", { code: "x", session: handle });

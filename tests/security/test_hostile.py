@@ -555,6 +555,47 @@ class ExecMounts(unittest.TestCase):
                 self.assertIn("a folder the guest can write cannot be exec", r.stderr)
 
 
+class LibraryFolderProbe(unittest.TestCase):
+    """The interpreter's probe runs on the host, as the sandbox's user, and lists a library
+    folder's contents in the description the model reads. A guest that can write the folder
+    (here through a read-write mount of it in the same cell) plants symbolic links to the
+    host's files and folders: the next probe must not follow them out of the folder."""
+
+    def test_links_planted_in_a_library_folder_do_not_lead_the_probe_out(self):
+        secret = tempdir(self)
+        os.chmod(secret, 0o755)
+        with open(os.path.join(secret, "key"), "w") as f:
+            f.write("HOST_SECRET_LINE\n")
+        os.chmod(os.path.join(secret, "key"), 0o644)
+        for name in ("HOST_SECRET_NAME-1.0", "specifications", "HOST_SECRET_FILE.rb"):
+            os.mkdir(os.path.join(secret, name))
+        site = os.path.join(secret, "python%d.%d" % sys.version_info[:2], "site-packages")
+        os.makedirs(site)
+        open(os.path.join(site, "HOST_SECRET_MODULE.py"), "w").close()
+        plant = {
+            # A distribution whose metadata is the host's file; a package folder that is
+            # the host's.
+            ("python", "metadata"): "import os\nos.makedirs('/out/evil-1.0.dist-info')\n"
+                                    f"os.symlink('{secret}/key', '/out/evil-1.0.dist-info/top_level.txt')\n"
+                                    f"os.symlink('{secret}/key', '/out/evil-1.0.dist-info/RECORD')\n1",
+            # A virtualenv whose lib/ is the host's folder.
+            ("python", "virtualenv"): f"import os\nos.symlink('{secret}', '/out/lib')\n"
+                                      "open('/out/pyvenv.cfg', 'w').close()\n1",
+            # A gem home whose gems/ is the host's folder.
+            ("ruby", "gem home"): f"File.symlink('{secret}', '/out/gems')\n"
+                                  f"File.symlink('{secret}/specifications', '/out/specifications')\n1",
+        }
+        for (lang, shape), code in plant.items():
+            with self.subTest(lang=lang, shape=shape):
+                share = tempdir(self)
+                os.chmod(share, 0o777)
+                r = run_json(code, "--mount", f"{share}:/out:rw", lang=lang)
+                self.assertEqual(r.status, "ok", r)
+                d = codecell("describe", "--lang", lang, "--mount", f"{share}:/out:rw",
+                             "--library", share)
+                self.assertNotIn("HOST_SECRET", d.stdout + d.stderr, d)
+
+
 class WatchingTheHost(HostUnchanged, unittest.TestCase):
     """An inotify watch on the shared /usr would report what the host runs, and give two
     sandboxes a channel: the guest cannot make one, while the host opens files there."""

@@ -216,12 +216,71 @@ static void model_view(void)
         CHECK_STR(json_string_value(json_array_get(kept, 0)), "sandbox:0:in f");
         CHECK_STR(json_string_value(json_array_get(kept, json_array_size(kept) - 1)),
                   "sandbox:4999:in f");
-        char *frames_text = json_dumps(kept, 0);
-        CHECK(frames_text && strstr(frames_text, "frames omitted …]") != NULL);
-        free(frames_text);
+        char *kept_text = json_dumps(kept, 0);
+        CHECK(kept_text && strstr(kept_text, "frames omitted …]") != NULL);
+        free(kept_text);
         json_decref(v);
         free(lean);
         codecell_result_free(r);
+}
+
+/* Bytes that are not UTF-8 (stray continuation bytes, NULs) each reach the model as one
+ * U+FFFD: they count as characters, so that such output is cut to the budget too. */
+static void invalid_bytes_count_as_characters(void)
+{
+        const unsigned char strays[] = {0x80, 0xbf, 0x00};
+        for (size_t k = 0; k < sizeof(strays); k++) {
+                codecell_result *r = result_new();
+                r->status = CODECELL_STATUS_OK;
+                output_init(&r->out, 1 << 20);
+                output_init(&r->err, 1 << 20);
+                char junk[4096];
+                memset(junk, strays[k], sizeof(junk));
+                for (int i = 0; i < 100; i++)
+                        CHECK(output_append(&r->out, junk, sizeof(junk)) == 0);
+                CHECK(output_finish(&r->out) == 0 && output_finish(&r->err) == 0);
+                CHECK(utf8_chars(junk, sizeof(junk)) == sizeof(junk));
+                char *lean = codecell_result_to_model_json(r, 1000, false);
+                CHECK(lean && utf8_chars(lean, strlen(lean)) <= 1000);
+                json_t *v = parse(lean);
+                CHECK(json_is_true(json_object_get(v, "stdout_truncated")));
+                json_decref(v);
+                free(lean);
+                codecell_result_free(r);
+        }
+        /* At the smallest model_chars, every piece over its share and cut: still within. */
+        codecell_result *r = result_new();
+        r->status = CODECELL_STATUS_ERROR;
+        output_init(&r->out, 1 << 20);
+        output_init(&r->err, 1 << 20);
+        char big[8192];
+        memset(big, 0x80, sizeof(big));
+        for (int i = 0; i < 40; i++)
+                CHECK(output_append(&r->out, big, sizeof(big)) == 0 &&
+                      output_append(&r->err, "\xe2\x82", 2) == 0);
+        CHECK(output_finish(&r->out) == 0 && output_finish(&r->err) == 0);
+        char *message = malloc(200001);
+        for (int i = 0; i < 100000; i++)
+                memcpy(message + 2 * i, "\xc3\xa9", 2);
+        message[200000] = '\0';
+        r->error = json_pack("{s:s, s:s, s:[s]}", "class", "ValueError", "message", message,
+                             "backtrace", "sandbox:1");
+        free(message);
+        char *lean = codecell_result_to_model_json(r, 400, false);
+        CHECK(lean && utf8_chars(lean, strlen(lean)) <= 400);
+        json_decref(parse(lean));
+        free(lean);
+        codecell_result_free(r);
+
+        /* Over the cap, the head and the tail of such output keep their bytes: a cut backs
+         * off at most to the start of a character, not through the whole run. */
+        struct output_buffer b;
+        output_init(&b, 100);
+        char junk[1000];
+        memset(junk, 0x80, sizeof(junk));
+        CHECK(output_append(&b, junk, sizeof(junk)) == 0 && output_finish(&b) == 0);
+        CHECK(b.truncated && b.head >= 40 && b.tail >= 40);
+        output_free(&b);
 }
 
 int main(void)
@@ -231,5 +290,6 @@ int main(void)
         fits_whole();
         one_big_write();
         model_view();
+        invalid_bytes_count_as_characters();
         CHECK_DONE();
 }
