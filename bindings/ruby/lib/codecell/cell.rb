@@ -39,8 +39,8 @@ module CodeCell
                                      pool: pool, policy: policy, image_folder: image_folder,
                                      subprocesses: subprocesses)
       @native = Native::Cell.new(*native_args)
-      @tool_keys = []
-      ObjectSpace.define_finalizer(self, Cell.releaser(@native, @tool_keys))
+      @tool_blocks = [] # the Dispatcher holds them weakly
+      ObjectSpace.define_finalizer(self, Cell.releaser(@native))
       tools.each do |name, spec|
         if spec.respond_to?(:call)
           tool(name, &spec)
@@ -59,13 +59,8 @@ module CodeCell
       raise ArgumentError, "tool #{name}: give a block" unless block
 
       key = Dispatcher.register(block)
-      begin
-        @native.add_tool(name.to_s, description&.to_s, input_schema && JSON.generate(input_schema), key)
-      rescue StandardError
-        Dispatcher.unregister([key])
-        raise
-      end
-      @tool_keys << key
+      @native.add_tool(name.to_s, description&.to_s, input_schema && JSON.generate(input_schema), key.to_s)
+      @tool_blocks << block
       self
     end
 
@@ -118,7 +113,7 @@ module CodeCell
       return if @native.closed?
 
       @native.close
-      Dispatcher.unregister(@tool_keys)
+      @tool_blocks.clear
       ObjectSpace.undefine_finalizer(self)
       nil
     end
@@ -157,11 +152,8 @@ module CodeCell
     end
 
     # The finalizer: it must not hold the cell itself, or the cell would never be collected.
-    def self.releaser(native, tool_keys)
-      proc do
-        native.close unless native.closed?
-        Dispatcher.unregister(tool_keys)
-      end
+    def self.releaser(native)
+      proc { native.close unless native.closed? }
     end
 
     private

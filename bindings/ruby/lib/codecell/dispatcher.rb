@@ -5,29 +5,27 @@ module CodeCell
   # touch Ruby: it queues the call (Native.next_call takes it off the queue) and waits for the
   # answer. One Ruby thread per process takes the calls and answers each from a Ruby thread of
   # its own, so a slow block holds up only its own call. Blocks are found by a key, so a call
-  # that arrives for a closed cell gets an error instead of a block that is gone.
+  # that arrives for a closed cell gets an error instead of a block that is gone. The keys hold
+  # the blocks weakly (each cell holds its own): a block usually sees the variable its cell is
+  # in, and a strong reference from here would keep every such cell from being collected.
   module Dispatcher
     @lock = Mutex.new
-    @tools = {}
+    @tools = ObjectSpace::WeakMap.new # Integer key => block
     @counter = 0
     @thread = nil
     @pid = nil
 
     class << self
-      # Keeps the callable under a new key (the engine's handler carries the key) and makes
-      # sure the dispatching thread runs.
+      # Files the callable under a new key (the engine's handler carries the key) and makes
+      # sure the dispatching thread runs. The caller keeps the callable alive.
       def register(callable)
         @lock.synchronize do
           @counter += 1
-          key = "t#{@counter}"
+          key = @counter
           @tools[key] = callable
           start_locked
           key
         end
-      end
-
-      def unregister(keys)
-        @lock.synchronize { keys.each { |k| @tools.delete(k) } }
       end
 
       def thread
@@ -56,7 +54,7 @@ module CodeCell
       end
 
       def answer(call)
-        tool = @lock.synchronize { @tools[call.tool_id] }
+        tool = @lock.synchronize { @tools[Integer(call.tool_id)] }
         return call.fail("the cell of this tool was closed") unless tool
 
         value = invoke(tool, JSON.parse(call.args_json))
