@@ -33,8 +33,7 @@ ruby)
 
         ;;
 python)
-        # The Debian interpreter, whose packages scripts/bootstrap installs (setuptools, wheel).
-        (cd "$copy" && /usr/bin/python3 -m venv --system-site-packages "$work/v" &&
+        (cd "$copy" && python3 -m venv --system-site-packages "$work/v" &&
                 "$work/v/bin/pip" install -q --no-index --no-build-isolation bindings/python)
         rm -rf "$copy"
         cd "$work"

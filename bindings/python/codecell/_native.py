@@ -4,15 +4,13 @@ ctypes releases the GIL around every call into the library (other Python threads
 code runs) and takes it again for a callback (a host tool's handler, called on an engine
 thread)."""
 import ctypes
-import glob
 import os
 
-_here = os.path.dirname(os.path.abspath(__file__))
-_found = glob.glob(os.path.join(_here, "_engine*.so"))
-if not _found:
-    raise ImportError("codecell: the engine library (_engine*.so) is missing from %s; "
-                      "reinstall the package" % _here)
-lib = ctypes.CDLL(_found[0])
+_library = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_engine.so")
+if not os.path.isfile(_library):
+    raise ImportError("codecell: the engine library %s is missing; reinstall the package"
+                      % _library)
+lib = ctypes.CDLL(_library)
 libc = ctypes.CDLL(None)
 libc.strdup.restype = ctypes.c_void_p
 libc.strdup.argtypes = [ctypes.c_char_p]
