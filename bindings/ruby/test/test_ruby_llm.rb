@@ -68,11 +68,25 @@ class TestRubyLLM < Minitest::Test
     SalesAnalyticsTool.close
   RUBY
 
+  # Older releases: `param :name, type:, desc:, required:`.
+  OLDER = CONTRACT.sub(/def parameter\(name, type: "string", description: nil, required: true\)\n(.*?)\n/m) do
+    "def param(name, type: \"string\", desc: nil, required: true)\n#{$1.sub("description: description", "description: desc")}\n"
+  end
+
+  def test_the_older_param_declaration
+    refute_includes OLDER, "def parameter("
+    check_chat(OLDER)
+  end
+
   def test_a_tool_class_works_with_the_chat
+    check_chat(CONTRACT)
+  end
+
+  def check_chat(contract)
     Dir.mktmpdir do |dir|
       File.write(File.join(dir, "a.csv"), "")
       File.chmod(0o755, dir)
-      out, err, status = Open3.capture3(RbConfig.ruby, "-e", CONTRACT + SCRIPT, dir)
+      out, err, status = Open3.capture3(RbConfig.ruby, "-e", contract + SCRIPT, dir)
       assert status.success?, err
       got = JSON.parse(out.lines.last)
       assert_equal "sales_analytics", got["definition"]["name"]
