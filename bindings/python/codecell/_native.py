@@ -105,6 +105,16 @@ def raise_error(err):
     raise CodeCellError(message)
 
 
+def cstr(text, what):
+    """text as a C string; a NUL in it would cut it short without a word, so it is refused."""
+    if text is None:
+        return None
+    data = str(text).encode("utf-8", "surrogatepass")
+    if b"\0" in data:
+        raise ValueError("%s: %r contains a NUL character" % (what, text))
+    return data
+
+
 def take_string(pointer):
     """A malloc'd C string as str, freed."""
     if not pointer:

@@ -23,7 +23,7 @@ def build_config(language, mounts, limits, pool=None, policy=None, image_folder=
     """A codecell_config pointer (free it with codecell_config_free), or ValueError naming the
     bad input."""
     err = n.Error()
-    config = n.lib.codecell_config_new(str(language).encode(), ctypes.byref(err))
+    config = n.lib.codecell_config_new(n.cstr(language, "language"), ctypes.byref(err))
     if not config:
         n.raise_error(err)
     try:
@@ -33,9 +33,9 @@ def build_config(language, mounts, limits, pool=None, policy=None, image_folder=
                 raise ValueError("mount: unknown keys %s" % ", ".join(sorted(unknown)))
             description = mount.get("description")
             if n.lib.codecell_config_add_mount_mode(
-                    config, str(mount["source"]).encode(), str(mount["dest"]).encode(),
-                    _mount_mode(mount), description.encode() if description else None,
-                    ctypes.byref(err)) < 0:
+                    config, n.cstr(mount["source"], "mount source"),
+                    n.cstr(mount["dest"], "mount dest"), _mount_mode(mount),
+                    n.cstr(description, "mount description"), ctypes.byref(err)) < 0:
                 n.raise_error(err)
         for name, value in limits.items():
             if name not in n.LIMITS:
@@ -53,7 +53,7 @@ def build_config(language, mounts, limits, pool=None, policy=None, image_folder=
                 raise ValueError("unknown policy %r (known: warn, raise, ignore)" % (policy,))
             n.lib.codecell_config_set_policy(config, n.POLICIES[policy])
         if image_folder is not None and n.lib.codecell_config_set_image_folder(
-                config, str(image_folder).encode(), ctypes.byref(err)) < 0:
+                config, n.cstr(image_folder, "image_folder"), ctypes.byref(err)) < 0:
             n.raise_error(err)
         n.lib.codecell_config_set_subprocesses(config, bool(subprocesses))
     except BaseException:
@@ -161,7 +161,7 @@ class Cell:
         err = n.Error()
         with self._use() as pointer:
             if n.lib.codecell_cell_add_tool(
-                    pointer, str(name).encode(), description.encode() if description else None,
+                    pointer, n.cstr(name, "tool name"), n.cstr(description, "tool description"),
                     json.dumps(input_schema).encode() if input_schema is not None else None,
                     handler, None, ctypes.byref(err)) < 0:
                 n.raise_error(err)
@@ -231,7 +231,8 @@ class Cell:
                 r = n.lib.codecell_cell_run_with(pointer, data, len(data), ctypes.byref(options),
                                                  ctypes.byref(result), ctypes.byref(err))
             else:
-                r = n.lib.codecell_session_eval_with(pointer, session.encode(), data, len(data),
+                r = n.lib.codecell_session_eval_with(pointer, n.cstr(session, "session name"),
+                                                     data, len(data),
                                                      ctypes.byref(options), ctypes.byref(result),
                                                      ctypes.byref(err))
         del own
@@ -250,7 +251,8 @@ class Cell:
     def _session_close(self, name):
         err = n.Error()
         with self._use() as pointer:
-            r = n.lib.codecell_session_close(pointer, str(name).encode(), ctypes.byref(err))
+            r = n.lib.codecell_session_close(pointer, n.cstr(name, "session name"),
+                                             ctypes.byref(err))
         if r == -2:  # ENOENT: none was running
             return False
         if r < 0:
@@ -327,4 +329,7 @@ class Cell:
 
     def __del__(self):
         if getattr(self, "_pointer", None):
-            self.close()
+            try:
+                self.close()
+            except Exception:  # at interpreter shutdown the module may be gone already
+                pass

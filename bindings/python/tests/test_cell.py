@@ -57,6 +57,18 @@ class CellTest(unittest.TestCase):
             with self.subTest(kwargs=kwargs), self.assertRaises(ValueError):
                 codecell.Cell(**kwargs)
 
+    def test_bad_code_and_names_raise_value_error(self):
+        with codecell.Cell("python", pool=0) as cell:
+            with self.assertRaises(ValueError):
+                cell.run("'\udc80'")  # a lone surrogate is not UTF-8
+            with self.assertRaises(ValueError):
+                cell.run(b"\xff")
+            with self.assertRaises(ValueError):
+                cell.session("a\0b").eval("1")
+            with self.assertRaises(ValueError):
+                cell.tool("t\0", lambda: 1)
+            self.assertEqual(cell.run("1").value, 1)
+
     def test_mounts_read_only_and_read_write(self):
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o755)

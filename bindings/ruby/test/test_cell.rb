@@ -63,6 +63,15 @@ class TestCell < Minitest::Test
     assert_raises(ArgumentError) { CodeCell::Cell.new(policy: :sometimes) }
   end
 
+  def test_bad_code_and_names_raise_argument_error
+    CodeCell::Cell.open(language: :ruby, pool: 0) do |cell|
+      assert_raises(ArgumentError) { cell.run("\xff".b) }
+      assert_raises(ArgumentError) { cell.session("a\0b").eval("1") }
+      assert_raises(ArgumentError) { cell.tool("t\0") { 1 } }
+      assert_equal 1, cell.run("1").value
+    end
+  end
+
   def test_mounts_read_only_and_read_write
     Dir.mktmpdir do |dir|
       File.write(File.join(dir, "in.txt"), "data")
