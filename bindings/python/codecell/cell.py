@@ -1,7 +1,9 @@
 """codecell.Cell: a sandbox configuration and its warm pool; every run is a fresh sandbox."""
+import atexit
 import ctypes
 import json
 import threading
+import weakref
 
 from . import _native as n
 from .result import Result
@@ -60,6 +62,20 @@ def build_config(language, mounts, limits, pool=None, policy=None, image_folder=
         n.lib.codecell_config_free(config)
         raise
     return config
+
+
+# Cells still open when the interpreter exits are closed before it goes: an engine thread must
+# not call a tool's handler into an interpreter that is shutting down.
+_open_cells = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_cells():
+    for cell in list(_open_cells):
+        try:
+            cell.close()
+        except Exception:  # a run still going on in a daemon thread: leave that cell
+            pass
 
 
 class Cancel:
@@ -135,6 +151,7 @@ class Cell:
             if not pointer:
                 n.raise_error(err)
             self._pointer = pointer
+            _open_cells.add(self)
             self._tool_call_ms = n.lib.codecell_config_get_limit(config,
                                                                  n.LIMITS["tool_call_ms"])
             self._model_chars = n.lib.codecell_config_get_limit(config, n.LIMITS["model_chars"])

@@ -155,7 +155,9 @@ class TestCell < Minitest::Test
       c.run("sb.call('t')")
       nil
     end
-    make_and_drop.call
+    # On a thread of its own, whose stack is gone after join: Ruby's GC scans stacks
+    # conservatively, and a stale slot on this one could keep the cell alive.
+    Thread.new { make_and_drop.call }.join
     wait_until { descendants.zero? && os_threads <= threads }
   end
 end

@@ -43,6 +43,12 @@ class TestTools < Minitest::Test
     assert_match(/ArgumentError/, r.value)
   end
 
+  def test_a_block_that_ends_its_thread_is_a_tool_error
+    @cell.tool("quit") { Thread.current.kill }
+    r = @cell.run('begin; SB.call("quit"); rescue SB::ToolError => e; e.message; end')
+    assert_equal "the tool's thread ended before it answered", r.value
+  end
+
   def test_a_slow_block_is_answered_at_the_limit
     assert_equal "done", @cell.run('SB.call("slow", seconds: 0.2)').value
     r = @cell.run('begin; SB.call("slow", seconds: 5); rescue SB::ToolError => e; e.message; end')

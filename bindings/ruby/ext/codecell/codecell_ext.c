@@ -180,6 +180,8 @@ static int tool_handler(const char *args_json, char **ret_json, char **ret_error
         int r;
         if (c->answered) {
                 r = c->status;
+                if (!c->answer) /* no memory for the message */
+                        r = -ENOMEM;
                 if (r == 0)
                         *ret_json = c->answer;
                 else
@@ -202,6 +204,14 @@ static void call_object_free(void *p)
 {
         struct call *c = p;
         pthread_mutex_lock(&queue_lock);
+        /* The Ruby thread that had it ended without an answer (Thread#kill): the guest need
+         * not wait for the limit. */
+        if (!c->answered) {
+                c->answered = true;
+                c->status = -EIO;
+                c->answer = strdup("the Ruby thread answering this call ended without an answer");
+                pthread_cond_signal(&c->answered_cond);
+        }
         call_unref_locked(c);
         pthread_mutex_unlock(&queue_lock);
 }

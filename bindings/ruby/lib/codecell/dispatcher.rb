@@ -54,13 +54,21 @@ module CodeCell
       end
 
       def answer(call)
+        answered = false
         tool = @lock.synchronize { @tools[Integer(call.tool_id)] }
-        return call.fail("the cell of this tool was closed") unless tool
-
+        unless tool
+          call.fail("the cell of this tool was closed")
+          return answered = true
+        end
         value = invoke(tool, JSON.parse(call.args_json))
         call.reply(JSON.generate(value))
+        answered = true
       rescue Exception => e # rubocop:disable Lint/RescueException -- a guest gets every failure
         call.fail("#{e.class}: #{e.message}")
+        answered = true
+      ensure
+        # The block ended its thread (Thread#kill, throw past it): answer now, not at the limit.
+        call.fail("the tool's thread ended before it answered") unless answered
       end
 
       # Keyword arguments for a block that declares keywords (|city:, days: 1|), the Hash for
