@@ -17,8 +17,8 @@ module Helper
     end
   end
 
-  # Processes below this one: the sandboxes (and their helpers) of every cell.
-  def descendants
+  # Processes below this one (or below pid): the sandboxes (and their helpers) of every cell.
+  def descendants(of = Process.pid)
     parents = {}
     Dir.glob("/proc/[0-9]*/stat").each do |f|
       stat = File.read(f) rescue next
@@ -27,8 +27,8 @@ module Helper
     end
     parents.keys.count do |pid|
       p = parents[pid]
-      p = parents[p] while p && p > 1 && p != Process.pid
-      p == Process.pid
+      p = parents[p] while p && p > 1 && p != of
+      p == of
     end
   end
 

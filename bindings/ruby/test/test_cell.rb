@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "helper"
+require "rbconfig"
 
 class TestCell < Minitest::Test
   include Helper
@@ -123,6 +124,31 @@ class TestCell < Minitest::Test
       runner.kill
       refute_nil runner.join(30), "the run went on after Thread#kill"
       wait_until { descendants.zero? }
+    end
+  end
+
+  def test_a_signal_to_the_process_cancels_the_run
+    # The code would sleep 300 s: an interrupt that waited for it would come after that.
+    script = <<~'RUBY'
+      require "codecell"
+      cell = CodeCell::Cell.new(language: :ruby, pool: 0, timeout_ms: 400_000)
+      $stdout.sync = true
+      start = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      begin
+        puts "running"
+        cell.run("sleep 300")
+        puts "finished"
+      rescue Interrupt
+        puts "interrupted after #{(Process.clock_gettime(Process::CLOCK_MONOTONIC) - start).round} s"
+      end
+    RUBY
+    IO.popen([RbConfig.ruby, "-e", script], err: %i[child out]) do |io|
+      assert_equal "running\n", io.gets
+      wait_until { descendants(io.pid).positive? } # the sandbox runs
+      Process.kill("INT", io.pid)
+      line = io.gets
+      assert_match(/\Ainterrupted after \d+ s\n\z/, line)
+      assert_operator line[/\d+/].to_i, :<, 250, "Ctrl-C waited for the code to end"
     end
   end
 

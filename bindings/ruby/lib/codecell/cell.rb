@@ -65,7 +65,7 @@ module CodeCell
     end
 
     # Runs code in a fresh sandbox. Other Ruby threads go on meanwhile; an interrupt of this
-    # thread (Ctrl-C, Thread#raise, #kill) stops the run.
+    # thread (Ctrl-C, Thread#raise, #kill, Timeout) stops the run.
     def run(code)
       Result.new(@native.run(code.to_s), @native.model_chars)
     end
