@@ -78,6 +78,35 @@ def _close_open_cells():
             pass
 
 
+def _interruptible(call, cancel):
+    """call(), cancelled by Ctrl-C. Python runs signal handlers in the main thread between
+    bytecodes, never during a call into C: there the call runs on a helper thread while the
+    main thread waits on an Event, which a signal does interrupt; KeyboardInterrupt (or any
+    exception a handler raises) cancels the run, whose end is awaited before it is re-raised."""
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    done = threading.Event()
+    box = {}
+
+    def work():
+        try:
+            box["r"] = call()
+        finally:
+            done.set()
+    threading.Thread(target=work, name="codecell-run", daemon=True).start()
+    try:
+        done.wait()
+    except BaseException:
+        cancel.trigger()
+        while not done.is_set():  # a second Ctrl-C must not leave the run to a freed cell
+            try:
+                done.wait()
+            except BaseException:
+                pass
+        raise
+    return box["r"]
+
+
 class Cancel:
     """Stops a run from another thread: pass it to run()/eval() and call trigger()."""
 
@@ -237,22 +266,22 @@ class Cell:
 
     def _call(self, code, session, cancel):
         data = code.encode("utf-8", "surrogatepass") if isinstance(code, str) else bytes(code)
+        name = n.cstr(session, "session name")
         result = ctypes.c_void_p()
         err = n.Error()
-        own = None
         if cancel is None:
-            own = cancel = Cancel()
+            cancel = Cancel()
         options = n.RunOptions(cancel=cancel._pointer)
         with self._use() as pointer:
-            if session is None:
-                r = n.lib.codecell_cell_run_with(pointer, data, len(data), ctypes.byref(options),
-                                                 ctypes.byref(result), ctypes.byref(err))
-            else:
-                r = n.lib.codecell_session_eval_with(pointer, n.cstr(session, "session name"),
-                                                     data, len(data),
-                                                     ctypes.byref(options), ctypes.byref(result),
-                                                     ctypes.byref(err))
-        del own
+            def call():
+                if name is None:
+                    return n.lib.codecell_cell_run_with(pointer, data, len(data),
+                                                        ctypes.byref(options),
+                                                        ctypes.byref(result), ctypes.byref(err))
+                return n.lib.codecell_session_eval_with(pointer, name, data, len(data),
+                                                        ctypes.byref(options),
+                                                        ctypes.byref(result), ctypes.byref(err))
+            r = _interruptible(call, cancel)
         if r < 0:
             n.raise_error(err)
         return Result(result.value, self._model_chars)

@@ -15,8 +15,9 @@ def wait_until(condition, seconds=60):
         time.sleep(0.05)
 
 
-def descendants():
-    """Processes below this one: the sandboxes (and their helpers) of every cell."""
+def descendants(of=None):
+    """Processes below this one (or below pid `of`): the sandboxes (and their helpers) of
+    every cell."""
     parents = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -27,7 +28,7 @@ def descendants():
         except OSError:
             continue
         parents[int(pid)] = int(stat[stat.rindex(")") + 2:].split()[1])
-    me = os.getpid()
+    me = of or os.getpid()
     count = 0
     for pid in parents:
         p = parents[pid]

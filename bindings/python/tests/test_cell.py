@@ -1,6 +1,10 @@
 import math
 import os
+import signal
+import subprocess
+import sys
 import tempfile
+import textwrap
 import threading
 import time
 import unittest
@@ -126,6 +130,28 @@ class CellTest(unittest.TestCase):
             r = cell.run("import time\ntime.sleep(60)", cancel=cancel)
             self.assertEqual(r.status, "sandbox_error")
             self.assertTrue(r.cancelled)
+
+    def test_ctrl_c_cancels_the_run(self):
+        # The code would sleep 300 s: an interrupt that waited for it would come after that.
+        script = textwrap.dedent("""
+            import codecell, sys, time
+            cell = codecell.Cell("python", pool=0, timeout_ms=400_000)
+            start = time.monotonic()
+            try:
+                print("running", flush=True)
+                cell.run("import time\\ntime.sleep(300)")
+                print("finished", flush=True)
+            except KeyboardInterrupt:
+                print("interrupted after %d s" % (time.monotonic() - start), flush=True)
+            """)
+        with subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              text=True) as child:
+            self.assertEqual(child.stdout.readline(), "running\n")
+            wait_until(lambda: descendants(child.pid) > 0)  # the sandbox runs
+            child.send_signal(signal.SIGINT)
+            line = child.stdout.readline()
+            self.assertRegex(line, r"^interrupted after \d+ s\n$")
+            self.assertLess(int(line.split()[2]), 250, "Ctrl-C waited for the code to end")
 
     def test_closed_cell_refuses_and_close_is_idempotent(self):
         cell = codecell.Cell("python", pool=0)
