@@ -52,6 +52,15 @@ class CellTest(unittest.TestCase):
         with codecell.Cell("python", pool=0, limits={"output_bytes": 1000}) as cell:
             self.assertLess(len(cell.run("print('y' * 5000)").stdout), 2000)
 
+    def test_pictures_come_back_as_images(self):
+        with codecell.Cell("python", pool=0) as cell:
+            r = cell.run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+            self.assertEqual(r.status, "ok", r.error)
+            self.assertEqual(len(r.images), 1)
+            mime, data = r.images[0]
+            self.assertEqual(mime, "image/png")
+            self.assertTrue(data.startswith(b"\x89PNG\r\n\x1a\n"))
+
     def test_bad_configuration_raises_value_error(self):
         for kwargs in ({"language": "cobol"}, {"limits": {"nope": 1}}, {"timeout_ms": 0},
                        {"mounts": [{"source": "/nonexistent-codecell", "dest": "/data"}]},

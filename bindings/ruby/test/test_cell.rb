@@ -55,6 +55,18 @@ class TestCell < Minitest::Test
     end
   end
 
+  def test_pictures_come_back_as_images
+    CodeCell::Cell.open(language: :python, pool: 0, image_folder: "/work/pictures") do |cell|
+      r = cell.run("import os, matplotlib.pyplot as plt\nos.makedirs('/work/pictures')\n" \
+                   "plt.plot([1, 2])\nplt.savefig('/work/pictures/a.png')\nplt.close('all')")
+      assert_equal :ok, r.status, r.error.inspect
+      assert_equal 1, r.images.size
+      mime, bytes = r.images.first
+      assert_equal "image/png", mime
+      assert bytes.start_with?("\x89PNG\r\n\x1a\n".b)
+    end
+  end
+
   def test_bad_configuration_raises_argument_error
     assert_raises(ArgumentError) { CodeCell::Cell.new(language: :cobol) }
     assert_raises(ArgumentError) { CodeCell::Cell.new(limits: { nope: 1 }) }
