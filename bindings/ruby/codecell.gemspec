@@ -24,7 +24,7 @@ Gem::Specification.new do |spec|
   spec.license = "MIT"
   spec.required_ruby_version = ">= 3.0"
   spec.files = Dir.chdir(__dir__) do
-    Dir["lib/**/*.rb", "ext/codecell/*.{c,rb}", "ext/codecell/engine/*.{c,h}", "README.md"]
+    Dir["lib/**/*.rb", "ext/codecell/*.{c,h,rb}", "ext/codecell/engine/*.{c,h}", "README.md"]
   end
   spec.extensions = ["ext/codecell/extconf.rb"]
   spec.require_paths = ["lib"]

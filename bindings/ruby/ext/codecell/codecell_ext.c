@@ -1,323 +1,47 @@
 /* CodeCell::Native: libcodecell for Ruby. The engine is compiled into this extension (the
- * gemspec copies its sources here), so the installed gem needs nothing else.
+ * gemspec copies its sources into engine/), so the installed gem needs nothing else. This file
+ * is CodeCell::Native::Cell; result_object.c the results; tool_calls.c the host tools, Ruby
+ * blocks the engine calls from its own threads.
  *
- * Two rules shape this file:
- *  - a run or a session eval releases the GVL (other Ruby threads go on) and is cancelled
- *    through a codecell_cancel token when Ruby interrupts the thread (Ctrl-C, Thread#kill);
- *  - host tools are Ruby blocks, but the engine calls its handlers on threads Ruby does not
- *    know, which may never touch a Ruby object. A handler queues the call and waits; one Ruby
- *    thread (the dispatcher, lib/codecell/dispatcher.rb) takes calls off the queue with
- *    Native.next_call and answers each from its own Ruby thread. A handler gives up after the
- *    tool's time limit (and a margin), so an engine thread never waits on a Ruby that stopped
- *    answering; a call answered late is freed by whichever side lets go of it last. */
+ * A run or a session eval releases the GVL (other Ruby threads go on) and is cancelled through
+ * a codecell_cancel token when Ruby interrupts the thread (Ctrl-C, Thread#kill, Timeout). Every
+ * other call that may wait (creating, warming up or freeing a cell, closing a session) releases
+ * the GVL too. */
 #include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <ruby.h>
 #include <ruby/encoding.h>
 #include <ruby/thread.h>
 
-#include "codecell.h"
+#include "codecell_ext.h"
 
-static VALUE mNative, cNativeCell, cNativeResult, cCall, eError;
+VALUE rbcc_eError;
+static VALUE mNative, cNativeCell;
 
-static void raise_error(const codecell_error *err)
+void rbcc_raise(const codecell_error *err)
 {
-        rb_raise(err->kind == CODECELL_ERR_INVALID ? rb_eArgError : eError, "%s", err->message);
+        rb_raise(err->kind == CODECELL_ERR_INVALID ? rb_eArgError : rbcc_eError, "%s",
+                 err->message);
 }
 
-/* ---- results ------------------------------------------------------------------------- */
-
-static void result_free(void *p)
-{
-        codecell_result_free(p);
-}
-
-static const rb_data_type_t result_type = {
-        .wrap_struct_name = "CodeCell::Native::Result",
-        .function = {.dfree = result_free},
-        .flags = RUBY_TYPED_FREE_IMMEDIATELY,
-};
-
-static codecell_result *result_of(VALUE self)
-{
-        return rb_check_typeddata(self, &result_type);
-}
-
-static VALUE utf8_string(const char *s, size_t len)
+VALUE rbcc_utf8(const char *s, size_t len)
 {
         return rb_enc_str_new(s, (long)len, rb_utf8_encoding());
 }
 
-/* Takes ownership of a malloc'd string. */
-static VALUE take_string(char *s)
+VALUE rbcc_take_string(char *s)
 {
         if (!s)
                 rb_raise(rb_eNoMemError, "codecell: out of memory");
-        VALUE v = utf8_string(s, strlen(s));
+        VALUE v = rbcc_utf8(s, strlen(s));
         free(s);
         return v;
 }
 
-static VALUE result_to_json(VALUE self)
-{
-        return take_string(codecell_result_to_json(result_of(self), false));
-}
-
-static VALUE result_model_json(VALUE self, VALUE max_chars, VALUE details)
-{
-        return take_string(
-                codecell_result_to_model_json(result_of(self), NUM2SIZET(max_chars), RTEST(details)));
-}
-
-static VALUE result_value_json(VALUE self)
-{
-        const char *v = codecell_result_value(result_of(self));
-        return v ? utf8_string(v, strlen(v)) : Qnil;
-}
-
-/* [[mime_type, bytes], …] */
-static VALUE result_images(VALUE self)
-{
-        codecell_result *r = result_of(self);
-        size_t n = codecell_result_image_count(r);
-        VALUE list = rb_ary_new_capa((long)n);
-        for (size_t i = 0; i < n; i++) {
-                size_t len = 0;
-                const char *mime = NULL;
-                const void *bytes = codecell_result_image(r, i, &len, &mime);
-                if (!bytes)
-                        break;
-                rb_ary_push(list, rb_ary_new_from_args(2, rb_str_new_cstr(mime),
-                                                       rb_str_new(bytes, (long)len)));
-        }
-        return list;
-}
-
-/* ---- host tool calls ------------------------------------------------------------------- */
-
-/* One call from the guest, shared by the engine thread that waits for it and the Ruby object
- * that answers it; freed by the last of the two to let go. */
-struct call {
-        struct call *next;
-        int refs; /* under queue_lock */
-        bool answered;
-        int status;
-        char *tool_id; /* which tool: the key the dispatcher finds the block by */
-        char *args_json;
-        char *answer; /* JSON when status is 0, else the error message */
-        pthread_cond_t answered_cond;
-};
-
-static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
-static struct call *queue_head, *queue_tail;
-static bool queue_wake; /* the dispatcher is asked to return to Ruby (an interrupt) */
-
-static void call_unref_locked(struct call *c)
-{
-        if (--c->refs > 0)
-                return;
-        pthread_cond_destroy(&c->answered_cond);
-        free(c->tool_id);
-        free(c->args_json);
-        free(c->answer);
-        free(c);
-}
-
-/* What a handler's userdata holds: the tool's key, and how long to wait for Ruby (the cell's
- * tool_call_ms). */
-struct tool_ref {
-        char *id;
-        uint64_t wait_ms;
-};
-
-static int tool_handler(const char *args_json, char **ret_json, char **ret_error, void *userdata)
-{
-        struct tool_ref *tool = userdata;
-        struct call *c = calloc(1, sizeof(*c));
-        if (!c)
-                return -ENOMEM;
-        c->tool_id = strdup(tool->id);
-        c->args_json = strdup(args_json);
-        if (!c->tool_id || !c->args_json) {
-                free(c->tool_id);
-                free(c->args_json);
-                free(c);
-                return -ENOMEM;
-        }
-        c->refs = 2; /* this thread, and the queue (then the Ruby object) */
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&c->answered_cond, &attr);
-        pthread_condattr_destroy(&attr);
-
-        struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += (time_t)(tool->wait_ms / 1000);
-        deadline.tv_nsec += (long)(tool->wait_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-        }
-
-        pthread_mutex_lock(&queue_lock);
-        if (queue_tail)
-                queue_tail->next = c;
-        else
-                queue_head = c;
-        queue_tail = c;
-        pthread_cond_broadcast(&queue_cond);
-        while (!c->answered) {
-                if (pthread_cond_timedwait(&c->answered_cond, &queue_lock, &deadline) == ETIMEDOUT)
-                        break;
-        }
-        int r;
-        if (c->answered) {
-                r = c->status;
-                if (!c->answer) /* no memory for the message */
-                        r = -ENOMEM;
-                if (r == 0)
-                        *ret_json = c->answer;
-                else
-                        *ret_error = c->answer;
-                c->answer = NULL;
-        } else {
-                r = -ETIMEDOUT;
-                char message[128];
-                snprintf(message, sizeof(message),
-                         "the tool did not answer within %llu ms (the limit tool_call_ms)",
-                         (unsigned long long)tool->wait_ms);
-                *ret_error = strdup(message);
-        }
-        call_unref_locked(c);
-        pthread_mutex_unlock(&queue_lock);
-        return r;
-}
-
-static void call_object_free(void *p)
-{
-        struct call *c = p;
-        pthread_mutex_lock(&queue_lock);
-        /* The Ruby thread that had it ended without an answer (Thread#kill): the guest need
-         * not wait for the limit. */
-        if (!c->answered) {
-                c->answered = true;
-                c->status = -EIO;
-                c->answer = strdup("the Ruby thread answering this call ended without an answer");
-                pthread_cond_signal(&c->answered_cond);
-        }
-        call_unref_locked(c);
-        pthread_mutex_unlock(&queue_lock);
-}
-
-static const rb_data_type_t call_type = {
-        .wrap_struct_name = "CodeCell::Native::Call",
-        .function = {.dfree = call_object_free},
-        .flags = RUBY_TYPED_FREE_IMMEDIATELY,
-};
-
-static void *wait_for_call(void *arg)
-{
-        struct call **ret = arg;
-        pthread_mutex_lock(&queue_lock);
-        while (!queue_head && !queue_wake)
-                pthread_cond_wait(&queue_cond, &queue_lock);
-        queue_wake = false;
-        *ret = queue_head;
-        if (queue_head) {
-                queue_head = queue_head->next;
-                if (!queue_head)
-                        queue_tail = NULL;
-                (*ret)->next = NULL;
-        }
-        pthread_mutex_unlock(&queue_lock);
-        return NULL;
-}
-
-static void wake_dispatcher(void *arg)
-{
-        (void)arg;
-        pthread_mutex_lock(&queue_lock);
-        queue_wake = true;
-        pthread_cond_broadcast(&queue_cond);
-        pthread_mutex_unlock(&queue_lock);
-}
-
-/* Native.next_call: the next call from any engine thread (the GVL released while waiting), or
- * nil when the thread was interrupted (its interrupt is then raised here). */
-static VALUE native_next_call(VALUE self)
-{
-        (void)self;
-        struct call *c = NULL;
-        rb_thread_call_without_gvl(wait_for_call, &c, wake_dispatcher, NULL);
-        if (!c) {
-                rb_thread_check_ints();
-                return Qnil;
-        }
-        /* The queue's reference becomes the object's. */
-        return TypedData_Wrap_Struct(cCall, &call_type, c);
-}
-
-static struct call *call_of(VALUE self)
-{
-        return rb_check_typeddata(self, &call_type);
-}
-
-static VALUE call_tool_id(VALUE self)
-{
-        return rb_str_new_cstr(call_of(self)->tool_id);
-}
-
-static VALUE call_args_json(VALUE self)
-{
-        return utf8_string(call_of(self)->args_json, strlen(call_of(self)->args_json));
-}
-
-static VALUE call_answer(VALUE self, int status, VALUE text)
-{
-        struct call *c = call_of(self);
-        char *copy = strndup(RSTRING_PTR(text), (size_t)RSTRING_LEN(text));
-        if (!copy)
-                rb_raise(rb_eNoMemError, "codecell: out of memory");
-        pthread_mutex_lock(&queue_lock);
-        if (c->answered) {
-                pthread_mutex_unlock(&queue_lock);
-                free(copy);
-                rb_raise(eError, "this tool call was answered already");
-        }
-        c->answered = true;
-        c->status = status;
-        c->answer = copy;
-        pthread_cond_signal(&c->answered_cond);
-        pthread_mutex_unlock(&queue_lock);
-        return Qnil;
-}
-
-/* Call#reply(json): the block's value as JSON text. */
-static VALUE call_reply(VALUE self, VALUE json)
-{
-        StringValue(json);
-        return call_answer(self, 0, json);
-}
-
-/* Call#fail(message): the guest gets SB::ToolError with this message. */
-static VALUE call_fail(VALUE self, VALUE message)
-{
-        StringValue(message);
-        return call_answer(self, -EIO, message);
-}
-
-/* ---- cells ------------------------------------------------------------------------------ */
-
 struct native_cell {
         codecell_cell *cell;
-        struct tool_ref **tools;
+        struct rbcc_tool **tools;
         size_t tool_count;
         uint64_t tool_wait_ms;
         size_t model_chars;
@@ -375,7 +99,7 @@ static struct native_cell *open_cell(VALUE self)
 {
         struct native_cell *nc = rb_check_typeddata(self, &cell_type);
         if (!nc->cell)
-                rb_raise(eError, "the cell is closed");
+                rb_raise(rbcc_eError, "the cell is closed");
         return nc;
 }
 
@@ -397,7 +121,7 @@ static VALUE build_config(VALUE arg)
         codecell_error *err = &a->err;
         a->config = codecell_config_new(StringValueCStr(a->language), err);
         if (!a->config)
-                raise_error(err);
+                rbcc_raise(err);
         for (long i = 0; i < RARRAY_LEN(a->mounts); i++) {
                 VALUE m = rb_ary_entry(a->mounts, i);
                 Check_Type(m, T_HASH);
@@ -410,24 +134,24 @@ static VALUE build_config(VALUE arg)
                 if (codecell_config_add_mount_mode(
                             a->config, StringValueCStr(source), StringValueCStr(dest), parsed,
                             NIL_P(description) ? NULL : StringValueCStr(description), err) < 0)
-                        raise_error(err);
+                        rbcc_raise(err);
         }
         for (long i = 0; i < RARRAY_LEN(a->limits); i++) {
                 VALUE pair = rb_ary_entry(a->limits, i); /* [limit number, value] */
                 if (codecell_config_set_limit(a->config, NUM2INT(rb_ary_entry(pair, 0)),
                                               NUM2ULL(rb_ary_entry(pair, 1)), err) < 0)
-                        raise_error(err);
+                        rbcc_raise(err);
         }
         VALUE pool = hash_get(a->options, "pool");
         if (!NIL_P(pool) && codecell_config_set_pool(a->config, NUM2SIZET(pool), err) < 0)
-                raise_error(err);
+                rbcc_raise(err);
         VALUE policy = hash_get(a->options, "policy");
         if (!NIL_P(policy))
                 codecell_config_set_policy(a->config, NUM2INT(policy));
         VALUE image_folder = hash_get(a->options, "image_folder");
         if (!NIL_P(image_folder) &&
             codecell_config_set_image_folder(a->config, StringValueCStr(image_folder), err) < 0)
-                raise_error(err);
+                rbcc_raise(err);
         codecell_config_set_subprocesses(a->config, RTEST(hash_get(a->options, "subprocesses")));
         return Qnil;
 }
@@ -479,7 +203,7 @@ static VALUE initialize_body(VALUE arg)
         struct cell_new_args n = {a->config.config, NULL, &a->config.err};
         rb_thread_call_without_gvl(cell_new_nogvl, &n, RUBY_UBF_IO, NULL);
         if (!n.cell)
-                raise_error(&a->config.err);
+                rbcc_raise(&a->config.err);
         a->nc->cell = n.cell;
         /* The engine waits for an in-process handler as long as it takes; a block is given
          * the time a command tool gets. */
@@ -499,7 +223,7 @@ static VALUE native_cell_initialize(VALUE self, VALUE language, VALUE mounts, VA
         struct initialize_args a = {{language, mounts, limits, options, NULL, {0}},
                                     rb_check_typeddata(self, &cell_type)};
         if (a.nc->cell)
-                rb_raise(eError, "the cell is initialized already");
+                rb_raise(rbcc_eError, "the cell is initialized already");
         rb_ensure(initialize_body, (VALUE)&a, free_config, (VALUE)&a.config);
         return self;
 }
@@ -509,11 +233,11 @@ static VALUE native_cell_add_tool(VALUE self, VALUE name, VALUE description, VAL
                                   VALUE tool_id)
 {
         struct native_cell *nc = open_cell(self);
-        struct tool_ref **grown = realloc(nc->tools, (nc->tool_count + 1) * sizeof(*grown));
+        struct rbcc_tool **grown = realloc(nc->tools, (nc->tool_count + 1) * sizeof(*grown));
         if (!grown)
                 rb_raise(rb_eNoMemError, "codecell: out of memory");
         nc->tools = grown;
-        struct tool_ref *t = calloc(1, sizeof(*t));
+        struct rbcc_tool *t = calloc(1, sizeof(*t));
         if (!t || !(t->id = strdup(StringValueCStr(tool_id)))) {
                 free(t);
                 rb_raise(rb_eNoMemError, "codecell: out of memory");
@@ -522,11 +246,11 @@ static VALUE native_cell_add_tool(VALUE self, VALUE name, VALUE description, VAL
         codecell_error err = {0};
         if (codecell_cell_add_tool(nc->cell, StringValueCStr(name),
                                    NIL_P(description) ? NULL : StringValueCStr(description),
-                                   NIL_P(schema) ? NULL : StringValueCStr(schema), tool_handler, t,
-                                   &err) < 0) {
+                                   NIL_P(schema) ? NULL : StringValueCStr(schema),
+                                   rbcc_tool_handler, t, &err) < 0) {
                 free(t->id);
                 free(t);
-                raise_error(&err);
+                rbcc_raise(&err);
         }
         nc->tools[nc->tool_count++] = t;
         return Qnil;
@@ -605,7 +329,7 @@ static VALUE cell_run_or_eval(VALUE self, VALUE session, VALUE code)
         a.cancel = codecell_cancel_new(&a.err);
         if (!a.cancel) {
                 free(a.code);
-                raise_error(&a.err);
+                rbcc_raise(&a.err);
         }
         nc->busy++; /* run_cleanup counts it down */
         rb_ensure(run_body, (VALUE)&a, run_cleanup, (VALUE)&a);
@@ -613,13 +337,13 @@ static VALUE cell_run_or_eval(VALUE self, VALUE session, VALUE code)
         RB_GC_GUARD(self);
         if (a.r < 0) {
                 codecell_result_free(a.result);
-                raise_error(&a.err);
+                rbcc_raise(&a.err);
         }
         /* An interrupt that cancelled the run is raised now; the result is dropped. */
-        VALUE result = TypedData_Wrap_Struct(cNativeResult, &result_type, a.result);
+        VALUE result = rbcc_result_wrap(a.result);
         rb_thread_check_ints();
         if (!a.result) /* an interrupt came before the run started, and did not raise */
-                rb_raise(eError, "the run was interrupted before it started");
+                rb_raise(rbcc_eError, "the run was interrupted before it started");
         return result;
 }
 
@@ -659,7 +383,7 @@ static VALUE native_cell_session_close(VALUE self, VALUE name)
         if (a.r == -ENOENT)
                 return Qfalse;
         if (a.r < 0)
-                raise_error(&a.err);
+                rbcc_raise(&a.err);
         return Qtrue;
 }
 
@@ -696,14 +420,14 @@ static VALUE native_cell_warmup(VALUE self)
         struct warmup_args a = {nc->cell, {0}, 0};
         call_busy(nc, warmup_nogvl, &a);
         if (a.r < 0)
-                raise_error(&a.err);
+                rbcc_raise(&a.err);
         return self;
 }
 
 static VALUE native_cell_description(VALUE self)
 {
         const char *d = codecell_cell_description(open_cell(self)->cell);
-        return utf8_string(d, strlen(d));
+        return rbcc_utf8(d, strlen(d));
 }
 
 static VALUE native_cell_warnings(VALUE self)
@@ -712,7 +436,7 @@ static VALUE native_cell_warnings(VALUE self)
         VALUE list = rb_ary_new();
         const char *w;
         for (size_t i = 0; (w = codecell_cell_warning(cell, i)); i++)
-                rb_ary_push(list, utf8_string(w, strlen(w)));
+                rb_ary_push(list, rbcc_utf8(w, strlen(w)));
         return list;
 }
 
@@ -740,7 +464,7 @@ static VALUE native_cell_close(VALUE self)
         struct native_cell *nc = rb_check_typeddata(self, &cell_type);
         /* The engine's cell must outlive every call into it. */
         if (nc->busy > 0)
-                rb_raise(eError, "close: %ld runs of this cell are still going on", nc->busy);
+                rb_raise(rbcc_eError, "close: %ld runs of this cell are still going on", nc->busy);
         native_cell_release(nc, true);
         return Qnil;
 }
@@ -753,7 +477,7 @@ static VALUE native_cell_closed_p(VALUE self)
 RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
 {
         VALUE mCodeCell = rb_define_module("CodeCell");
-        eError = rb_define_class_under(mCodeCell, "Error", rb_eStandardError);
+        rbcc_eError = rb_define_class_under(mCodeCell, "Error", rb_eStandardError);
         mNative = rb_define_module_under(mCodeCell, "Native");
 
         /* The limits by their names in the configuration file (docs/configuration.md). */
@@ -792,8 +516,6 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         rb_obj_freeze(policies);
         rb_define_const(mNative, "POLICIES", policies);
 
-        rb_define_module_function(mNative, "next_call", native_next_call, 0);
-
         cNativeCell = rb_define_class_under(mNative, "Cell", rb_cObject);
         rb_define_alloc_func(cNativeCell, native_cell_alloc);
         rb_define_singleton_method(cNativeCell, "check", native_cell_check, 4);
@@ -811,17 +533,6 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         rb_define_method(cNativeCell, "close", native_cell_close, 0);
         rb_define_method(cNativeCell, "closed?", native_cell_closed_p, 0);
 
-        cNativeResult = rb_define_class_under(mNative, "Result", rb_cObject);
-        rb_undef_alloc_func(cNativeResult);
-        rb_define_method(cNativeResult, "to_json", result_to_json, 0);
-        rb_define_method(cNativeResult, "model_json", result_model_json, 2);
-        rb_define_method(cNativeResult, "value_json", result_value_json, 0);
-        rb_define_method(cNativeResult, "images", result_images, 0);
-
-        cCall = rb_define_class_under(mNative, "Call", rb_cObject);
-        rb_undef_alloc_func(cCall);
-        rb_define_method(cCall, "tool_id", call_tool_id, 0);
-        rb_define_method(cCall, "args_json", call_args_json, 0);
-        rb_define_method(cCall, "reply", call_reply, 1);
-        rb_define_method(cCall, "fail", call_fail, 1);
+        rbcc_define_result(mNative);
+        rbcc_define_tool_calls(mNative);
 }
