@@ -34,6 +34,20 @@ class TestTools < Minitest::Test
     end
   end
 
+  # Anything that answers #call, given to Cell.new.
+  class Doubler
+    def call(n:) = n * 2
+  end
+
+  def test_tools_given_to_new
+    tools = { "double" => Doubler.new, "neg" => ->(n:) { -n },
+              "described" => { description: "Adds one", call: ->(n:) { n + 1 } } }
+    CodeCell::Cell.open(language: :ruby, pool: 0, tools: tools) do |cell|
+      assert_equal [8, -4, 5], cell.run('[SB.call("double", n: 4), SB.call("neg", n: 4), SB.call("described", n: 4)]').value
+      assert_includes cell.description, "Adds one"
+    end
+  end
+
   def test_an_exception_is_a_tool_error_in_the_guest
     r = @cell.run('begin; SB.call("boom"); rescue SB::ToolError => e; [e.class.name, e.message]; end')
     assert_equal "SB::ToolError", r.value[0]

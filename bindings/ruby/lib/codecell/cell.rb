@@ -43,7 +43,7 @@ module CodeCell
       ObjectSpace.define_finalizer(self, Cell.releaser(@native))
       tools.each do |name, spec|
         if spec.respond_to?(:call)
-          tool(name, &spec)
+          tool(name, &(spec.is_a?(Proc) ? spec : spec.method(:call)))
         else
           tool(name, description: spec[:description], input_schema: spec[:input_schema], &spec.fetch(:call))
         end
@@ -52,7 +52,7 @@ module CodeCell
     end
 
     # Registers a host tool the guest calls with SB.call(name, key: value) (Ruby) or
-    # SB.call(name, key=value) (Python). The block gets the arguments as keywords when it
+    # sb.call(name, key=value) (Python). The block gets the arguments as keywords when it
     # declares keywords, else the Hash; its value goes back as JSON; an exception it raises
     # becomes SB::ToolError in the guest. It runs on a Ruby thread of its own.
     def tool(name, description: nil, input_schema: nil, &block)
