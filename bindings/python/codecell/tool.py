@@ -80,12 +80,16 @@ class Tool:
         cls._all_tools.update(cls.__dict__.get("tools", {}))
         if cls.language not in ("python", "ruby"):
             raise ValueError("%s.language: python or ruby, not %r" % (cls.__name__, cls.language))
-        # Every mount checked by the engine's own rules now, not at the first call.
-        for i in range(len(own)):
-            m = own[i]
+        if "description" in cls.__dict__:
+            raise ValueError("%s builds the tool description from the declared mounts; the "
+                             "description is fixed and cannot be set by hand" % cls.__name__)
+        # Each mount checked by the engine's own rules now, with those before it, so that the
+        # error names the first bad one.
+        inherited = len(parent._all_mounts)
+        for i, m in enumerate(own):
+            upto = [x.as_dict() for x in cls._all_mounts[:inherited + i + 1]]
             try:
-                n.lib.codecell_config_free(build_config(
-                    cls.language, [x.as_dict() for x in cls._all_mounts[:len(cls._all_mounts) - len(own) + i + 1]], {}))
+                n.lib.codecell_config_free(build_config(cls.language, upto, {}))
             except ValueError as e:
                 raise ValueError("Invalid mount %r => %r: %s" % (m.source, m.dest, e)) from None
         cls._cell = None

@@ -90,6 +90,8 @@ class ToolClassTest(unittest.TestCase):
             type("Broken", (codecell.Tool,), {"mounts": ["/data"]})
         with self.assertRaises(ValueError):
             type("Broken", (codecell.Tool,), {"language": "cobol"})
+        with self.assertRaisesRegex(ValueError, "cannot be set by hand"):
+            type("Broken", (codecell.Tool,), {"description": "by hand"})
 
     def test_subclasses_inherit_their_parents_mounts(self):
         parent = self.analytics()
