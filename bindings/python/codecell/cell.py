@@ -1,5 +1,6 @@
 """codecell.Cell: a sandbox configuration and its warm pool; every run is a fresh sandbox."""
 import atexit
+import concurrent.futures
 import ctypes
 import json
 import threading
@@ -78,33 +79,41 @@ def _close_open_cells():
             pass
 
 
+_main_worker = None
+_main_worker_lock = threading.Lock()
+
+
 def _interruptible(call, cancel):
     """call(), cancelled by Ctrl-C. Python runs signal handlers in the main thread between
-    bytecodes, never during a call into C: there the call runs on a helper thread while the
-    main thread waits on an Event, which a signal does interrupt; KeyboardInterrupt (or any
-    exception a handler raises) cancels the run, whose end is awaited before it is re-raised."""
+    bytecodes, never during a call into C: there the call runs on a worker thread while the
+    main thread waits on its future, which a signal does interrupt; KeyboardInterrupt (or any
+    exception a handler raises) cancels the run, whose end is awaited before it is re-raised.
+    One worker, kept: the main thread runs one call at a time, and a new thread per run would
+    cost more than the run (about 1 ms: the engine's first allocations in a fresh thread)."""
+    global _main_worker
     if threading.current_thread() is not threading.main_thread():
         return call()
-    done = threading.Event()
-    box = {}
-
-    def work():
-        try:
-            box["r"] = call()
-        finally:
-            done.set()
-    threading.Thread(target=work, name="codecell-run", daemon=True).start()
+    with _main_worker_lock:
+        if _main_worker is None:
+            _main_worker = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="codecell-run")
+    future = _main_worker.submit(call)
     try:
-        done.wait()
+        # In slices: the kernel may deliver SIGINT to any thread, and then only the main
+        # thread's next bytecode runs the handler; a wait without a timeout would not return.
+        while True:
+            try:
+                return future.result(timeout=0.1)
+            except concurrent.futures.TimeoutError:
+                pass
     except BaseException:
         cancel.trigger()
-        while not done.is_set():  # a second Ctrl-C must not leave the run to a freed cell
+        while not future.done():  # a second Ctrl-C must not leave the run to a freed cell
             try:
-                done.wait()
+                concurrent.futures.wait([future])
             except BaseException:
                 pass
         raise
-    return box["r"]
 
 
 class Cancel:
