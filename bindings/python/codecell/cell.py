@@ -1,0 +1,390 @@
+"""codecell.Cell: a sandbox configuration and its warm pool; every run is a fresh sandbox."""
+import atexit
+import concurrent.futures
+import ctypes
+import json
+import threading
+import weakref
+
+from . import _native as n
+from .result import Result
+
+_MODES = {"ro": "ro", "read_only": "ro", "rw": "rw", "read_write": "rw", "exec": "exec"}
+
+
+def _mount_mode(mount):
+    mode = "rw" if mount.get("read_write") else mount.get("mode", "ro")
+    if mode not in _MODES:
+        raise ValueError("mount %s: unknown mode %r" % (mount.get("dest"), mode))
+    parsed = ctypes.c_int()
+    n.lib.codecell_mount_mode_parse(_MODES[mode].encode(), ctypes.byref(parsed))
+    return parsed.value
+
+
+def build_config(language, mounts, limits, pool=None, policy=None, image_folder=None,
+                 subprocesses=False):
+    """A codecell_config pointer (free it with codecell_config_free), or ValueError naming the
+    bad input."""
+    err = n.Error()
+    config = n.lib.codecell_config_new(n.cstr(language, "language"), ctypes.byref(err))
+    if not config:
+        n.raise_error(err)
+    try:
+        for mount in mounts:
+            unknown = set(mount) - {"source", "dest", "mode", "read_write", "description"}
+            if unknown:
+                raise ValueError("mount: unknown keys %s" % ", ".join(sorted(unknown)))
+            description = mount.get("description")
+            if n.lib.codecell_config_add_mount_mode(
+                    config, n.cstr(mount["source"], "mount source"),
+                    n.cstr(mount["dest"], "mount dest"), _mount_mode(mount),
+                    n.cstr(description, "mount description"), ctypes.byref(err)) < 0:
+                n.raise_error(err)
+        for name, value in limits.items():
+            if name not in n.LIMITS:
+                raise ValueError("unknown limit %r (known: %s)" % (name, ", ".join(n.LIMITS)))
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError("limit %s: %r is not a positive integer" % (name, value))
+            if n.lib.codecell_config_set_limit(config, n.LIMITS[name], value,
+                                               ctypes.byref(err)) < 0:
+                n.raise_error(err)
+        if pool is not None and n.lib.codecell_config_set_pool(config, pool,
+                                                               ctypes.byref(err)) < 0:
+            n.raise_error(err)
+        if policy is not None:
+            if policy not in n.POLICIES:
+                raise ValueError("unknown policy %r (known: warn, raise, ignore)" % (policy,))
+            n.lib.codecell_config_set_policy(config, n.POLICIES[policy])
+        if image_folder is not None and n.lib.codecell_config_set_image_folder(
+                config, n.cstr(image_folder, "image_folder"), ctypes.byref(err)) < 0:
+            n.raise_error(err)
+        n.lib.codecell_config_set_subprocesses(config, bool(subprocesses))
+    except BaseException:
+        n.lib.codecell_config_free(config)
+        raise
+    return config
+
+
+# Cells still open when the interpreter exits are closed before it goes: an engine thread must
+# not call a tool's handler into an interpreter that is shutting down.
+_open_cells = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_cells():
+    for cell in list(_open_cells):
+        try:
+            cell.close()
+        except Exception:  # a run still going on in a daemon thread: leave that cell
+            pass
+
+
+_main_worker = None
+_main_worker_lock = threading.Lock()
+
+
+def _interruptible(call, cancel):
+    """call(), cancelled by Ctrl-C. Python runs signal handlers in the main thread between
+    bytecodes, never during a call into C: there the call runs on a worker thread while the
+    main thread waits on its future, which a signal does interrupt; KeyboardInterrupt (or any
+    exception a handler raises) cancels the run, whose end is awaited before it is re-raised.
+    One worker, kept: the main thread runs one call at a time, and a new thread per run would
+    cost more than the run (about 1 ms: the engine's first allocations in a fresh thread)."""
+    global _main_worker
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    with _main_worker_lock:
+        if _main_worker is None:
+            _main_worker = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="codecell-run")
+    future = _main_worker.submit(call)
+    try:
+        # In slices: the kernel may deliver SIGINT to any thread, and then only the main
+        # thread's next bytecode runs the handler; a wait without a timeout would not return.
+        while True:
+            try:
+                return future.result(timeout=0.1)
+            except concurrent.futures.TimeoutError:
+                pass
+    except BaseException:
+        cancel.trigger()
+        while not future.done():  # a second Ctrl-C must not leave the run to a freed cell
+            try:
+                concurrent.futures.wait([future])
+            except BaseException:
+                pass
+        raise
+
+
+class Cancel:
+    """Stops a run from another thread: pass it to run()/eval() and call trigger()."""
+
+    def __init__(self):
+        err = n.Error()
+        self._pointer = n.lib.codecell_cancel_new(ctypes.byref(err))
+        if not self._pointer:
+            n.raise_error(err)
+
+    def trigger(self):
+        n.lib.codecell_cancel_trigger(self._pointer)
+
+    def __del__(self):
+        if getattr(self, "_pointer", None):
+            n.lib.codecell_cancel_free(self._pointer)
+            self._pointer = None
+
+
+class Session:
+    """A named persistent sandbox of a cell (docs/sessions.md): variables, definitions and files
+    in /work live from one eval to the next. An eval that hits a limit ends the session; the
+    next eval starts a fresh one."""
+
+    def __init__(self, cell, name):
+        self.cell = cell
+        self.name = str(name)
+
+    def eval(self, code, cancel=None):
+        return self.cell._call(code, self.name, cancel)
+
+    def reset(self):
+        """Drops the state: the next eval starts a fresh interpreter."""
+        self.close()
+        return self
+
+    def close(self):
+        """Ends the session's sandbox; True when one was running."""
+        return self.cell._session_close(self.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Cell:
+    """Cell(language="python", mounts=[{"source":, "dest":, "mode": "ro"|"rw"|"exec",
+    "description":}], timeout_ms=, cpu_ms=, memory= (bytes), pool=, limits={name: value},
+    tools={name: callable or {"call":, "description":, "input_schema":}}, policy=, image_folder=,
+    subprocesses=False).
+
+    run(code) runs in a fresh sandbox and returns a Result; the GIL is released meanwhile."""
+
+    def __init__(self, language="python", mounts=(), *, timeout_ms=None, cpu_ms=None,
+                 memory=None, pool=None, limits=None, tools=None, policy=None,
+                 image_folder=None, subprocesses=False):
+        self._pointer = None
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._handlers = []  # the ctypes callbacks must live as long as the engine's cell
+        self.language = str(language)
+        all_limits = {k: v for k, v in (("timeout_ms", timeout_ms), ("cpu_ms", cpu_ms),
+                                        ("memory_bytes", memory)) if v is not None}
+        all_limits.update(limits or {})
+        config = build_config(self.language, list(mounts), all_limits, pool, policy,
+                              image_folder, subprocesses)
+        try:
+            err = n.Error()
+            pointer = n.lib.codecell_cell_new(config, ctypes.byref(err))
+            if not pointer:
+                n.raise_error(err)
+            self._pointer = pointer
+            _open_cells.add(self)
+            self._tool_call_ms = n.lib.codecell_config_get_limit(config,
+                                                                 n.LIMITS["tool_call_ms"])
+            self._model_chars = n.lib.codecell_config_get_limit(config, n.LIMITS["model_chars"])
+        finally:
+            n.lib.codecell_config_free(config)
+        for name, spec in (tools or {}).items():
+            if callable(spec):
+                self.tool(name, spec)
+            else:
+                self.tool(name, spec["call"], description=spec.get("description"),
+                          input_schema=spec.get("input_schema"))
+
+    def tool(self, name, fn=None, *, description=None, input_schema=None):
+        """Registers a host tool the guest calls with sb.call(name, key=value) (Python) or
+        SB.call(name, key: value) (Ruby). fn gets the arguments as keywords; its return value
+        goes back as JSON; an exception becomes a ToolError in the guest. Usable as a
+        decorator: @cell.tool("name")."""
+        if fn is None:
+            return lambda f: self.tool(name, f, description=description,
+                                       input_schema=input_schema) or f
+        if not callable(fn):
+            raise TypeError("tool %s: %r is not callable" % (name, fn))
+        handler = n.TOOL_HANDLER(self._handler(fn))
+        err = n.Error()
+        with self._use() as pointer:
+            if n.lib.codecell_cell_add_tool(
+                    pointer, n.cstr(name, "tool name"), n.cstr(description, "tool description"),
+                    json.dumps(input_schema).encode() if input_schema is not None else None,
+                    handler, None, ctypes.byref(err)) < 0:
+                n.raise_error(err)
+        self._handlers.append(handler)
+
+    def _handler(self, fn):
+        # Not self: the cell holds the handler, and a cycle would keep it from being freed
+        # as soon as it is dropped.
+        tool_call_ms = self._tool_call_ms
+
+        # Called on an engine thread with the GIL taken by ctypes. The function runs on a
+        # thread of its own so that a call over tool_call_ms is answered with an error at the
+        # limit; the engine frees both strings. Nothing may escape: ctypes would print it and
+        # answer 0.
+        def handle(args_json, ret_json, ret_error, _userdata):
+            try:
+                outcome = {}
+
+                def work():
+                    try:
+                        outcome["value"] = json.dumps(fn(**json.loads(args_json)))
+                    except BaseException as e:  # the guest gets every failure
+                        outcome["error"] = "%s: %s" % (type(e).__name__, e)
+
+                worker = threading.Thread(target=work, name="codecell-tool", daemon=True)
+                worker.start()
+                worker.join(tool_call_ms / 1000.0)
+                if worker.is_alive():
+                    ret_error[0] = n.c_string("the tool did not answer within %d ms (the limit "
+                                              "tool_call_ms)" % tool_call_ms)
+                    return -110
+                if "error" in outcome:
+                    ret_error[0] = n.c_string(outcome["error"])
+                    return -5
+                ret_json[0] = n.c_string(outcome["value"])
+                return 0
+            except BaseException:
+                return -12
+        return handle
+
+    def _use(self):
+        cell = self
+
+        class Use:
+            def __enter__(self):
+                with cell._lock:
+                    if not cell._pointer:
+                        raise n.CodeCellError("the cell is closed")
+                    cell._busy += 1
+                    return cell._pointer
+
+            def __exit__(self, *exc):
+                with cell._lock:
+                    cell._busy -= 1
+        return Use()
+
+    def _call(self, code, session, cancel):
+        data = code.encode("utf-8", "surrogatepass") if isinstance(code, str) else bytes(code)
+        name = n.cstr(session, "session name")
+        result = ctypes.c_void_p()
+        err = n.Error()
+        if cancel is None:
+            cancel = Cancel()
+        options = n.RunOptions(cancel=cancel._pointer)
+        with self._use() as pointer:
+            def call():
+                if name is None:
+                    return n.lib.codecell_cell_run_with(pointer, data, len(data),
+                                                        ctypes.byref(options),
+                                                        ctypes.byref(result), ctypes.byref(err))
+                return n.lib.codecell_session_eval_with(pointer, name, data, len(data),
+                                                        ctypes.byref(options),
+                                                        ctypes.byref(result), ctypes.byref(err))
+            r = _interruptible(call, cancel)
+        if r < 0:
+            n.raise_error(err)
+        return Result(result.value, self._model_chars)
+
+    def run(self, code, cancel=None):
+        """Runs code in a fresh sandbox; returns a Result. cancel: a codecell.Cancel."""
+        return self._call(code, None, cancel)
+
+    def session(self, name):
+        """The named session (started on first eval); a context manager that closes it."""
+        return Session(self, name)
+
+    def _session_close(self, name):
+        err = n.Error()
+        with self._use() as pointer:
+            r = n.lib.codecell_session_close(pointer, n.cstr(name, "session name"),
+                                             ctypes.byref(err))
+        if r == -2:  # ENOENT: none was running
+            return False
+        if r < 0:
+            n.raise_error(err)
+        return True
+
+    def sessions(self):
+        """Names of the sessions open now."""
+        with self._use() as pointer:
+            names = n.lib.codecell_session_list(pointer)
+        if not names:
+            raise MemoryError("codecell: out of memory")
+        out = []
+        i = 0
+        while names[i]:
+            out.append(n.take_string(names[i]))
+            i += 1
+        n.libc.free(names)
+        return out
+
+    def warmup(self):
+        """Fills the pool; returns when every sandbox in it is ready."""
+        err = n.Error()
+        with self._use() as pointer:
+            if n.lib.codecell_cell_warmup(pointer, ctypes.byref(err)) < 0:
+                n.raise_error(err)
+        return self
+
+    @property
+    def description(self):
+        """What a model sees: how to use the cell, its folders, its tools."""
+        with self._use() as pointer:
+            return n.lib.codecell_cell_description(pointer).decode("utf-8")
+
+    @property
+    def warnings(self):
+        out = []
+        with self._use() as pointer:
+            while True:
+                w = n.lib.codecell_cell_warning(pointer, len(out))
+                if w is None:
+                    return out
+                out.append(w.decode("utf-8"))
+
+    def info(self):
+        info = n.CellInfo()
+        with self._use() as pointer:
+            n.lib.codecell_cell_info_get(pointer, ctypes.byref(info))
+        return {"language": info.language.decode(), "pool_size": info.pool_size,
+                "pool_ready": info.pool_ready, "sessions_open": info.sessions_open,
+                "tools": info.tools}
+
+    def close(self):
+        """Frees the cell: every sandbox and session of it ends before this returns. A cell
+        not closed is closed when it is garbage-collected."""
+        with self._lock:
+            if not self._pointer:
+                return
+            if self._busy:
+                raise n.CodeCellError("close: %d runs of this cell are still going on"
+                                      % self._busy)
+            pointer, self._pointer = self._pointer, None
+        n.lib.codecell_cell_free(pointer)
+
+    @property
+    def closed(self):
+        return not self._pointer
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_pointer", None):
+            try:
+                self.close()
+            except Exception:  # at interpreter shutdown the module may be gone already
+                pass

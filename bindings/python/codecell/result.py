@@ -1,0 +1,76 @@
+"""What one run or session eval gave back (docs/results.md in the repository)."""
+import ctypes
+import json
+
+from . import _native as n
+
+_FLOATS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _floats(obj):
+    # JSON has no NaN or infinity: the guest tags them as {"$float": "NaN"}.
+    if len(obj) == 1 and obj.get("$float") in _FLOATS:
+        return _FLOATS[obj["$float"]]
+    return obj
+
+
+class Result:
+    """status: "ok", "error", "timeout", "fuel_exhausted", "memory_limit" or "sandbox_error".
+    value: the last expression's value (None unless ok). stdout, stderr: captured output.
+    error: for any status but ok, a dict (class, message, backtrace) for "error" and a
+    sentence for the others. timings: duration_ms, cpu_ms, memory_peak_bytes (when measured).
+    images: [(mime_type, bytes)]. warnings: optional layers this host lacks."""
+
+    def __init__(self, pointer, model_chars):
+        # Everything is read at once and the engine's result freed: no pointer outlives this.
+        try:
+            self._json = n.take_string(n.lib.codecell_result_to_json(pointer, False))
+            self._model_json = n.take_string(
+                n.lib.codecell_result_to_model_json(pointer, model_chars, False))
+            value = n.lib.codecell_result_value(pointer)
+            self._value_json = value.decode("utf-8") if value is not None else None
+            self.images = []
+            for i in range(n.lib.codecell_result_image_count(pointer)):
+                size, mime = ctypes.c_size_t(), ctypes.c_char_p()
+                data = n.lib.codecell_result_image(pointer, i, ctypes.byref(size),
+                                                   ctypes.byref(mime))
+                if not data:
+                    break
+                self.images.append((mime.value.decode(), ctypes.string_at(data, size.value)))
+        finally:
+            n.lib.codecell_result_free(pointer)
+        data = json.loads(self._json)
+        self._data = data
+        self.status = data["status"]
+        self.stdout = data.get("stdout", "")
+        self.stderr = data.get("stderr", "")
+        self.error = data.get("error")
+        self.warnings = data.get("warnings", [])
+        self.exit_status = data.get("exit_status")
+        self.cancelled = data.get("cancelled", False)
+        self.value = (json.loads(self._value_json, object_hook=_floats)
+                      if self._value_json is not None else None)
+
+    @property
+    def ok(self):
+        return self.status == "ok"
+
+    @property
+    def timings(self):
+        return {k: self._data[k] for k in ("duration_ms", "cpu_ms", "memory_peak_bytes")
+                if k in self._data}
+
+    def to_dict(self):
+        """The seed's result, what a model reads: status, and value or error; stdout and
+        stderr when not empty, each cut to the cell's model_chars (the *_truncated flags say
+        so)."""
+        return json.loads(self._model_json)
+
+    def to_json(self):
+        """The whole result as JSON text, layers and timings included."""
+        return self._json
+
+    def __repr__(self):
+        if self.ok:
+            return "<codecell.Result ok value=%r>" % (self.value,)
+        return "<codecell.Result %s error=%r>" % (self.status, self.error)

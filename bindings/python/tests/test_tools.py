@@ -1,0 +1,90 @@
+import threading
+import time
+import unittest
+
+import codecell
+
+
+class ToolsTest(unittest.TestCase):
+    def setUp(self):
+        self.cell = codecell.Cell("python", pool=2, limits={"tool_call_ms": 1500})
+
+        def weather(city, days=1):
+            return {"city": city, "days": days, "sky": "clear"}
+
+        def boom():
+            raise KeyError("no such key")
+
+        def slow(seconds):
+            time.sleep(seconds)
+            return "done"
+
+        self.cell.tool("weather.today", weather, description="The weather in a city",
+                       input_schema={"type": "object", "properties": {"city": {"type": "string"}},
+                                     "required": ["city"]})
+        self.cell.tool("boom", boom)
+        self.cell.tool("slow", slow)
+
+        @self.cell.tool("shout")
+        def shout(text):
+            return text.upper()
+        self.shout = shout
+
+    def tearDown(self):
+        self.cell.close()
+
+    def test_keyword_arguments_and_the_value_back(self):
+        self.assertEqual(self.cell.run("sb.call('weather.today', city='Oslo')").value,
+                         {"city": "Oslo", "days": 1, "sky": "clear"})
+        self.assertEqual(self.cell.run("sb.call('shout', text='hi')").value, "HI")
+        self.assertEqual(self.shout("x"), "X")  # the decorator gives the function back
+
+    def test_ruby_guest_calls_a_python_callable(self):
+        with codecell.Cell("ruby", pool=0, tools={"add": lambda a, b: a + b}) as cell:
+            self.assertEqual(cell.run("SB.call('add', a: 2, b: 3)").value, 5)
+
+    def test_an_exception_is_a_tool_error_in_the_guest(self):
+        r = self.cell.run("try:\n  sb.call('boom')\nexcept sb.ToolError as e:\n"
+                          "  out = [type(e).__name__, str(e)]\nout")
+        self.assertEqual(r.value[0], "ToolError")
+        self.assertIn("KeyError", r.value[1])
+        r = self.cell.run("try:\n  sb.call('weather.today', town='x')\nexcept sb.ToolError as e:\n"
+                          "  out = str(e)\nout")
+        self.assertIn("TypeError", r.value)
+
+    def test_a_slow_callable_is_answered_at_the_limit(self):
+        self.assertEqual(self.cell.run("sb.call('slow', seconds=0.2)").value, "done")
+        r = self.cell.run("try:\n  sb.call('slow', seconds=5)\nexcept sb.ToolError as e:\n"
+                          "  out = str(e)\nout")
+        self.assertIn("did not answer within 1500 ms", r.value)
+
+    def test_calls_from_several_threads_at_once(self):
+        values = [None] * 6
+
+        def one(i):
+            values[i] = self.cell.run(
+                "sb.call('slow', seconds=0.3) + sb.call('weather.today', city='c%d')['city']"
+                % i).value
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(values, ["donec%d" % i for i in range(6)])
+
+    def test_the_description_lists_the_tools(self):
+        self.assertIn("## Tools", self.cell.description)
+        self.assertIn("The weather in a city", self.cell.description)
+        self.assertEqual(self.cell.info()["tools"], 4)
+
+    def test_bad_tools_are_refused(self):
+        with self.assertRaises(ValueError):
+            self.cell.tool("boom", lambda: 1)
+        with self.assertRaises(ValueError):
+            self.cell.tool("9lives", lambda: 1)
+        with self.assertRaises(TypeError):
+            self.cell.tool("nothing", 42)
+
+
+if __name__ == "__main__":
+    unittest.main()

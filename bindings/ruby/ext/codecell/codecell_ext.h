@@ -1,0 +1,31 @@
+/* What the files of CodeCell::Native share (codecell_ext.c describes the whole). */
+#ifndef CODECELL_EXT_H
+#define CODECELL_EXT_H
+
+#include <stdint.h>
+
+#include <ruby.h>
+
+#include "codecell.h"
+
+/* CodeCell::Error, for failures of the engine; bad input raises ArgumentError. */
+extern VALUE rbcc_eError;
+NORETURN(void rbcc_raise(const codecell_error *err));
+VALUE rbcc_utf8(const char *s, size_t len);
+/* Takes ownership of a malloc'd string (NULL: out of memory, raised). */
+VALUE rbcc_take_string(char *s);
+
+/* result_object.c: CodeCell::Native::Result, which owns a codecell_result. */
+VALUE rbcc_result_wrap(codecell_result *result);
+void rbcc_define_result(VALUE mNative);
+
+/* tool_calls.c: a host tool's handler on engine threads, and the calls it queues for Ruby
+ * (Native.next_call, CodeCell::Native::Call). */
+struct rbcc_tool {
+        char *id;         /* the key the dispatcher finds the block by */
+        uint64_t wait_ms; /* how long to wait for Ruby: the cell's tool_call_ms */
+};
+int rbcc_tool_handler(const char *args_json, char **ret_json, char **ret_error, void *userdata);
+void rbcc_define_tool_calls(VALUE mNative);
+
+#endif

@@ -1,0 +1,169 @@
+# frozen_string_literal: true
+
+module CodeCell
+  # A sandbox configuration and its warm pool: every #run is a fresh sandbox.
+  #
+  #   cell = CodeCell::Cell.new(language: :ruby, mounts: [{source: "data", dest: "/data"}])
+  #   cell.run("1 + 1").value # => 2
+  class Cell
+    # The mount modes by name, and the spellings accepted for them.
+    MODES = { ro: "ro", read_only: "ro", rw: "rw", read_write: "rw", exec: "exec" }.freeze
+
+    attr_reader :language
+
+    # Opens a cell, yields it and closes it.
+    def self.open(**options)
+      cell = new(**options)
+      return cell unless block_given?
+
+      begin
+        yield cell
+      ensure
+        cell.close
+      end
+    end
+
+    # language: :ruby or :python. mounts: Hashes with source:, dest:, and optionally mode:
+    # (:ro, :rw, :exec) or read_write: true, and description:. timeout_ms, cpu_ms, memory
+    # (bytes): the limits most often set; limits: any limit by its configuration-file name
+    # (pids:, output_bytes:, tool_call_ms:, model_chars:, …). pool: sandboxes kept standing
+    # by (0 starts every run cold). policy: :warn, :raise or :ignore for a missing optional
+    # layer. tools: {name => callable} or {name => {description:, input_schema:, call:}}.
+    def initialize(language: :ruby, mounts: [], timeout_ms: nil, cpu_ms: nil, memory: nil,
+                   pool: nil, limits: {}, tools: {}, policy: nil, image_folder: nil,
+                   subprocesses: false)
+      @language = language.to_sym
+      native_args = Cell.native_args(@language, mounts,
+                                     { timeout_ms: timeout_ms, cpu_ms: cpu_ms,
+                                       memory_bytes: memory }.compact.merge(limits),
+                                     pool: pool, policy: policy, image_folder: image_folder,
+                                     subprocesses: subprocesses)
+      @native = Native::Cell.new(*native_args)
+      @tool_blocks = [] # the Dispatcher holds them weakly
+      ObjectSpace.define_finalizer(self, Cell.releaser(@native))
+      tools.each do |name, spec|
+        if spec.respond_to?(:call)
+          tool(name, &(spec.is_a?(Proc) ? spec : spec.method(:call)))
+        else
+          tool(name, description: spec[:description], input_schema: spec[:input_schema], &spec.fetch(:call))
+        end
+      end
+      yield self if block_given?
+    end
+
+    # Registers a host tool the guest calls with SB.call(name, key: value) (Ruby) or
+    # sb.call(name, key=value) (Python). The block gets the arguments as keywords when it
+    # declares keywords, else the Hash; its value goes back as JSON; an exception it raises
+    # becomes SB::ToolError in the guest. It runs on a Ruby thread of its own.
+    def tool(name, description: nil, input_schema: nil, &block)
+      raise ArgumentError, "tool #{name}: give a block" unless block
+
+      key = Dispatcher.register(block)
+      @native.add_tool(name.to_s, description&.to_s, input_schema && JSON.generate(input_schema), key.to_s)
+      @tool_blocks << block
+      self
+    end
+
+    # Runs code in a fresh sandbox. Other Ruby threads go on meanwhile; an interrupt of this
+    # thread (Ctrl-C, Thread#raise, #kill, Timeout) stops the run.
+    def run(code)
+      Result.new(@native.run(code.to_s), @native.model_chars)
+    end
+
+    # The named session (created on first eval). With a block: yields it and closes it after.
+    def session(name)
+      s = Session.new(self, name)
+      return s unless block_given?
+
+      begin
+        yield s
+      ensure
+        s.close
+      end
+    end
+
+    # Names of the sessions open now.
+    def sessions
+      @native.sessions
+    end
+
+    # Fills the pool and returns when every sandbox in it is ready.
+    def warmup
+      @native.warmup
+      self
+    end
+
+    # The description a model sees: how to use the cell, its folders, its tools.
+    def description
+      @native.description
+    end
+
+    def warnings
+      @native.warnings
+    end
+
+    # language, pool_size, pool_ready, sessions_open, tools
+    def info
+      @native.info
+    end
+
+    # Frees the cell: every sandbox and session of it ends before this returns. A cell not
+    # closed is closed when it is garbage-collected.
+    def close
+      return if @native.closed?
+
+      @native.close
+      @tool_blocks.clear
+      ObjectSpace.undefine_finalizer(self)
+      nil
+    end
+
+    def closed?
+      @native.closed?
+    end
+
+    # The arguments of Native::Cell.new and .check, from Ruby's spelling of a configuration.
+    def self.native_args(language, mounts, limits, pool: nil, policy: nil, image_folder: nil,
+                         subprocesses: false)
+      mounts = mounts.map { |m| native_mount(m) }
+      limits = limits.map do |name, value|
+        number = Native::LIMITS[name.to_sym] or raise ArgumentError, "unknown limit #{name.inspect} (known: #{Native::LIMITS.keys.join(", ")})"
+        raise ArgumentError, "limit #{name}: #{value.inspect} is not a positive Integer" unless value.is_a?(Integer) && value.positive?
+
+        [number, value]
+      end
+      options = { pool: pool, image_folder: image_folder&.to_s, subprocesses: subprocesses }
+      if policy
+        options[:policy] = Native::POLICIES[policy.to_sym] or
+          raise ArgumentError, "unknown policy #{policy.inspect} (known: warn, raise, ignore)"
+      end
+      [language.to_s, mounts, limits, options.compact]
+    end
+
+    def self.native_mount(mount)
+      mount = mount.transform_keys(&:to_sym)
+      unknown = mount.keys - %i[source dest mode read_write description]
+      raise ArgumentError, "mount: unknown keys #{unknown.join(", ")}" unless unknown.empty?
+
+      mode = mount[:read_write] ? :rw : (mount[:mode] || :ro)
+      { source: mount.fetch(:source).to_s, dest: mount.fetch(:dest).to_s,
+        mode: MODES.fetch(mode.to_sym) { raise ArgumentError, "mount #{mount[:dest]}: unknown mode #{mode.inspect}" },
+        description: mount[:description]&.to_s }
+    end
+
+    # The finalizer: it must not hold the cell itself, or the cell would never be collected.
+    def self.releaser(native)
+      proc { native.close unless native.closed? }
+    end
+
+    private
+
+    def session_eval(name, code)
+      Result.new(@native.session_eval(name, code.to_s), @native.model_chars)
+    end
+
+    def session_close(name)
+      @native.session_close(name)
+    end
+  end
+end

@@ -1,0 +1,46 @@
+# Copies the engine into one flat folder for a binding to compile into itself, so that an
+# installed gem or Python package needs nothing from this repository afterwards (it may be moved
+# or deleted): the library's sources and headers, include/codecell.h, and the guest programs
+# turned into C arrays exactly as the build does (cmake/embed.cmake, cmake/prelude_commands.cmake).
+#   cmake -DDEST=folder -P bindings/vendor.cmake
+if(NOT DEST)
+  message(FATAL_ERROR "vendor.cmake: set DEST, the folder to fill")
+endif()
+get_filename_component(ROOT ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
+file(REMOVE_RECURSE ${DEST})
+file(MAKE_DIRECTORY ${DEST})
+file(GLOB sources ${ROOT}/src/lib/*.c ${ROOT}/src/lib/*.h)
+file(COPY ${sources} ${ROOT}/include/codecell.h DESTINATION ${DEST})
+
+# What CMakeLists.txt's embed_file() makes, as a script: name, the file to embed.
+function(vendor_embed name in)
+  set(IN ${in})
+  set(OUT ${DEST}/${name}.c)
+  set(NAME codecell_${name})
+  include(${ROOT}/cmake/embed.cmake)
+endfunction()
+vendor_embed(prelude_ruby ${ROOT}/guest/ruby/prelude.rb)
+vendor_embed(prelude_python ${ROOT}/guest/python/prelude.py)
+vendor_embed(boot_python ${ROOT}/guest/python/boot.py)
+vendor_embed(boot_ruby ${ROOT}/guest/ruby/boot.rb)
+vendor_embed(probe_python ${ROOT}/guest/python/probe.py)
+vendor_embed(probe_ruby ${ROOT}/guest/ruby/probe.rb)
+
+# The compiled preludes; without the interpreter (or when it fails) an empty file, which the
+# guest's boot program answers by compiling the source, as in the build.
+include(${ROOT}/cmake/prelude_commands.cmake)
+function(vendor_compiled language prelude extension interpreter)
+  set(out ${DEST}/prelude_${language}.${extension})
+  file(WRITE ${out} "")
+  if(EXISTS ${interpreter})
+    execute_process(COMMAND ${interpreter} ${ARGN} ${ROOT}/guest/${language}/${prelude} ${out}
+                    RESULT_VARIABLE status)
+    if(NOT status EQUAL 0)
+      file(WRITE ${out} "")
+    endif()
+  endif()
+  vendor_embed(prelude_${language}_${extension} ${out})
+  file(REMOVE ${out})
+endfunction()
+vendor_compiled(python prelude.py pyc ${PRELUDE_PYC_COMMAND})
+vendor_compiled(ruby prelude.rb iseq ${PRELUDE_ISEQ_COMMAND})
