@@ -38,16 +38,25 @@ TOOL_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ct
                                 ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
 
 
+# codecell_run_options and codecell_cell_info exactly as include/codecell.h lays them out (its
+# ABI promise: they only grow into their reserved room, so these sizes stay right).
 class RunOptions(ctypes.Structure):
     _fields_ = [("cancel", ctypes.c_void_p), ("progress", ctypes.c_void_p),
-                ("progress_interval_ms", ctypes.c_uint64), ("userdata", ctypes.c_void_p)]
+                ("progress_interval_ms", ctypes.c_uint64), ("userdata", ctypes.c_void_p),
+                ("output", ctypes.c_void_p), ("argv", ctypes.c_void_p), ("env", ctypes.c_void_p),
+                ("stdin_data", ctypes.c_char_p), ("stdin_len", ctypes.c_size_t),
+                ("reserved", ctypes.c_void_p * 3)]
+
+
+LIMIT_SLOTS = 32  # CODECELL_LIMIT_SLOTS
 
 
 class CellInfo(ctypes.Structure):
     _fields_ = [("language", ctypes.c_char_p), ("writes_host", ctypes.c_bool),
                 ("pool_size", ctypes.c_size_t), ("pool_ready", ctypes.c_size_t),
                 ("sessions_open", ctypes.c_size_t), ("tools", ctypes.c_size_t),
-                ("limits", ctypes.c_uint64 * len(LIMITS))]
+                ("limits", ctypes.c_uint64 * LIMIT_SLOTS), ("tool_calls", ctypes.c_uint64),
+                ("tool_refusals", ctypes.c_uint64), ("reserved", ctypes.c_uint64 * 6)]
 
 
 def _declare(name, restype, *argtypes):

@@ -48,7 +48,12 @@ class ToolsTest(unittest.TestCase):
                           "  out = [type(e).__name__, str(e)]\nout")
         self.assertEqual(r.value[0], "ToolError")
         self.assertIn("KeyError", r.value[1])
+        # Arguments its input_schema refuses never reach the callable: the engine says which.
         r = self.cell.run("try:\n  sb.call('weather.today', town='x')\nexcept sb.ToolError as e:\n"
+                          "  out = str(e)\nout")
+        self.assertIn('arguments: the required "city" is missing', r.value)
+        # A callable that raises on arguments its schema allowed: its TypeError, told.
+        r = self.cell.run("try:\n  sb.call('boom', key=1)\nexcept sb.ToolError as e:\n"
                           "  out = str(e)\nout")
         self.assertIn("TypeError", r.value)
 
