@@ -9,7 +9,7 @@ out="${FUZZ_BUILD:-$root/build-fuzz}"
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/bootstrap --fuzz)" >&2; exit 2; }
 mkdir -p "$out"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=gnu11"
-inc="-I$root/include -I$root/src/lib -I$root/src/cli -I$root/src/mcp"
+inc="$(pkg-config --cflags libcurl) -I$root/include -I$root/src/lib -I$root/src/cli -I$root/src/mcp"
 lib_sources="$(ls "$root"/src/lib/*.c)"
 # The guest files the library embeds, generated as the CMake build does; the compiled preludes
 # are left empty (no fuzz target starts an interpreter, and empty means "compile the source").
@@ -21,10 +21,13 @@ embed "$root/guest/ruby/prelude.rb" prelude_ruby
 embed "$root/guest/python/prelude.py" prelude_python
 embed "$root/guest/ruby/boot.rb" boot_ruby
 embed "$root/guest/python/boot.py" boot_python
+embed "$root/guest/ruby/probe.rb" probe_ruby
+embed "$root/guest/python/probe.py" probe_python
 embed "$out/empty" prelude_ruby_iseq
 embed "$out/empty" prelude_python_pyc
 embedded="$out/prelude_ruby.c $out/prelude_python.c $out/boot_ruby.c $out/boot_python.c"
 embedded="$embedded $out/prelude_ruby_iseq.c $out/prelude_python_pyc.c"
+embedded="$embedded $out/probe_ruby.c $out/probe_python.c"
 for target in frame mount_rules tools_file units config_file mcp_message mcp_header upstream_result; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"
