@@ -386,7 +386,9 @@ class HttpIdle(unittest.TestCase):
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             metrics = server.post("", {}, method="GET", path="/metrics")[2]
-            if 'codecell_sessions_open{cell="ruby"} 0' in metrics:
+            # The reaper ends the code sessions and the MCP session one after the other.
+            if ('codecell_sessions_open{cell="ruby"} 0' in metrics
+                    and "codecell_mcp_sessions 0" in metrics):
                 break
             time.sleep(0.2)
         self.assertIn('codecell_sessions_open{cell="ruby"} 0', metrics)
