@@ -90,7 +90,8 @@ static const char *check_child(struct checker *c, const json_t *schema, const js
         else if (plain)
                 snprintf(c->path + len, sizeof(c->path) - len, "%s%s", len ? "." : "", key);
         else
-                snprintf(c->path + len, sizeof(c->path) - len, "[\"%.100s\"]", key);
+                snprintf(c->path + len, sizeof(c->path) - len, "[\"%.*s\"]", utf8_prefix(key, 100),
+                         key);
         utf8_trim_cut(c->path);
         const char *problem = check(c, schema, v, depth + 1);
         c->path[len] = '\0';

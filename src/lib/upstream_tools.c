@@ -10,6 +10,7 @@
 #include "cell.h"
 #include "error.h"
 #include "upstream_tools.h"
+#include "util.h"
 
 /* Upstream tool names are at most 128 characters (MCP); with the server's name and the dot. */
 #define NAME_MAX_LEN 200
@@ -63,9 +64,10 @@ const char *upstream_collision(struct upstream *u, char *buf, size_t size)
                                 json_object_get(json_array_get(tools, k), "name"));
                         if (b && upstream_sanitize(b, sb, sizeof(sb)) == 0 && strcmp(sa, sb) == 0) {
                                 snprintf(buf, size,
-                                         "its tools \"%.100s\" and \"%.100s\" are both %s.%s "
+                                         "its tools \"%.*s\" and \"%.*s\" are both %s.%s "
                                          "once their names are sanitised",
-                                         b, a, upstream_name(u), sa);
+                                         utf8_prefix(b, 100), b, utf8_prefix(a, 100), a,
+                                         upstream_name(u), sa);
                                 problem = buf;
                         }
                 }

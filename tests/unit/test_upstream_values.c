@@ -3,8 +3,10 @@
  * (upstream_result.c). */
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
+#include "util.h"
 #include "json_schema_check.h"
 #include "upstream_tools.h"
 
@@ -47,6 +49,19 @@ int main(void)
         CHECK_STR(verdict(obj, "{\"a\":2.5}"), "a: must be an integer");
         CHECK_STR(verdict(obj, "{\"a\":0}"), "a: must be at least 1");
         CHECK_STR(verdict(obj, "{}"), "the required \"a\" is missing");
+        /* A key of euro signs cut in the path lands between characters: the message stays
+         * UTF-8 (a byte cut broke it, and the JSON that carries it). */
+        {
+                char schema[1024], value[1024], key[3 * 60 + 1] = "";
+                for (int i = 0; i < 60; i++)
+                        strcat(key, "\xe2\x82\xac");
+                snprintf(schema, sizeof(schema),
+                         "{\"type\":\"object\",\"properties\":{\"%s\":{\"type\":\"string\"}}}",
+                         key);
+                snprintf(value, sizeof(value), "{\"%s\":1}", key);
+                const char *m = verdict(schema, value);
+                CHECK(m && utf8_valid(m, strlen(m)) && strstr(m, "must be a string"));
+        }
         CHECK(verdict(obj, "{\"a\":1,\"b\":null}") == NULL);
         CHECK_STR(verdict(obj, "{\"a\":1,\"b\":1}"), "b: must be a string or null");
         CHECK_STR(verdict(obj, "{\"a\":1,\"c\":[]}"), "c: must have at least 1 items");
