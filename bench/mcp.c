@@ -245,7 +245,9 @@ static void post(int fd, unsigned port, const char *sid, const char *body)
 static double over_http(const char *bin, const char *config, double *v, size_t n)
 {
         struct server s = start_server(bin, config, "127.0.0.1:0");
-        char log[512] = "";
+        /* The operator's log comes first (start, config_loaded), then the line with the port. */
+        static char log[65536];
+        static const char listening[] = "listening on http://127.0.0.1:";
         size_t got = 0;
         unsigned port = 0;
         while (!port) {
@@ -254,9 +256,9 @@ static double over_http(const char *bin, const char *config, double *v, size_t n
                         die("serve did not start");
                 got += (size_t)r;
                 log[got] = '\0';
-                char *p = strstr(log, "127.0.0.1:");
+                char *p = strstr(log, listening);
                 if (p && strstr(p, "/mcp"))
-                        port = (unsigned)strtoul(p + 10, NULL, 10);
+                        port = (unsigned)strtoul(p + sizeof(listening) - 1, NULL, 10);
         }
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
