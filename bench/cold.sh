@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-30}"
-bin=build/codecell
+bin=${CODECELL_BIN:-build/codecell}
 [ -x "$bin" ] || { echo "build first: make build" >&2; exit 2; }
 
 declare -A cmds
