@@ -12,6 +12,7 @@
 #include "codecell.h"
 #include "commands.h"
 #include "mcp.h"
+#include "mhd_api.h"
 #include "oplog.h"
 #include "systemd.h"
 #include "transports.h"
@@ -334,6 +335,12 @@ int cmd_serve(int argc, char **argv)
         if (exit_code)
                 return exit_code < 0 ? EXIT_OK : exit_code;
         f.server.transport = f.http ? "http" : "stdio";
+        const char *why = NULL;
+        if (f.http && !mhd_api_load(&why)) {
+                fprintf(stderr, WHO ": --http needs libmicrohttpd (Debian: libmicrohttpd12): %s\n",
+                        why);
+                return EXIT_SANDBOX;
+        }
         int log_r = oplog_open(f.log, f.log_level, f.log_content);
         if (log_r < 0) {
                 fprintf(stderr, WHO ": --log %s: %s\n", f.log, strerror(-log_r));

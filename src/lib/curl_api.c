@@ -1,9 +1,11 @@
 #define CODECELL_CURL_API_IMPL
 #include "curl_api.h"
 
-#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+
+#include "dynlib.h"
 
 static struct curl_api api;
 static const struct curl_api *loaded;
@@ -12,17 +14,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
-        /* The soname of Debian's libcurl4 (OpenSSL) and of every libcurl since 7.16. */
-        void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-                load_error = dlerror();
-                return;
-        }
-        static const struct {
-                const char *name;
-                size_t offset;
-        } symbols[] = {
-#define SYMBOL(field, name) {name, offsetof(struct curl_api, field)}
+        static const struct dynlib_symbol symbols[] = {
+#define SYMBOL(field, name) DYNLIB_SYMBOL(struct curl_api, field, name)
                 SYMBOL(global_init, "curl_global_init"),
                 SYMBOL(easy_init, "curl_easy_init"),
                 SYMBOL(easy_setopt, "curl_easy_setopt"),
@@ -42,16 +35,15 @@ static void load(void)
                 SYMBOL(slist_free_all, "curl_slist_free_all"),
 #undef SYMBOL
         };
-        for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
-                void *fn = dlsym(lib, symbols[i].name);
-                if (!fn) {
-                        load_error = "libcurl.so.4 lacks a function codecell needs (libcurl "
-                                     "7.68 or later)";
-                        dlclose(lib);
-                        return;
-                }
-                /* POSIX guarantees a function pointer survives a void * round trip. */
-                *(void **)((char *)&api + symbols[i].offset) = fn;
+        const char *why = NULL;
+        /* The soname of Debian's libcurl4 (OpenSSL) and of every libcurl since 7.16. */
+        int r = dynlib_load("libcurl.so.4", symbols, sizeof(symbols) / sizeof(symbols[0]), &api,
+                            &why);
+        if (r == -ENOSYS)
+                why = "libcurl.so.4 lacks a function codecell needs (libcurl 7.68 or later)";
+        if (r < 0) {
+                load_error = why;
+                return;
         }
         if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 load_error = "libcurl could not be initialized";

@@ -9,7 +9,6 @@
  * token, then the method. One thread per connection: a run blocks only its own connection. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -25,6 +24,7 @@
 #include "oplog.h"
 #include "refusals.h"
 #include "headers.h"
+#include "mhd_api.h"
 #include "transports.h"
 
 #define SESSION_ID_BYTES 16
@@ -940,6 +940,8 @@ static int allowed_lists(struct http *h, const char *host, unsigned port)
 
 int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int signal_fd)
 {
+        if (!mhd_api_load(NULL))
+                return -ENOSYS; /* cmd_serve says why before it gets here */
         struct http h = {.server = server, .o = o};
         pthread_mutex_init(&h.lock, NULL);
         pthread_cond_init(&h.streams_done, NULL);
