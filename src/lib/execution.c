@@ -1,6 +1,8 @@
 /* One execution: take a sandbox standing by (or start one), hand it the code, collect output
  * and the result until the deadline, tear it down and decide the status from what the kernel
  * says. */
+#include "execution.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,7 +12,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "cell.h"
 #include "disposal.h"
 #include "error.h"
 #include "frame.h"
@@ -46,10 +47,10 @@ static void set_exit_status(codecell_result *res, const json_t *frame)
         }
 }
 
-static void finish(struct codecell_cell *cell, codecell_result *res, const struct run_outcome *o,
+static void finish(const struct cell_plan *plan, codecell_result *res, const struct run_outcome *o,
                    int init_status, double exec_start)
 {
-        const uint64_t *lim = cell->config->limits;
+        const uint64_t *lim = plan->config->limits;
         res->status = outcome_classify(o);
         switch (res->status) {
         case CODECELL_STATUS_OK:
@@ -139,14 +140,50 @@ static int64_t new_exec_id(void)
         return id > 1 ? (int64_t)id : 2;
 }
 
-static bool run_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                   bool keep, const codecell_run_options *options, codecell_result *res)
+static int check_code(const struct cell_plan *plan, const char *code, size_t len,
+                      codecell_error *err)
+{
+        uint64_t max = plan->config->limits[CODECELL_LIMIT_CODE_BYTES];
+        if (!code)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: missing");
+        if (len > max)
+                return err_set(err, CODECELL_ERR_INVALID, E2BIG,
+                               "code: %zu bytes is over the %llu-byte limit", len,
+                               (unsigned long long)max);
+        if (!utf8_valid(code, len))
+                return err_set(err, CODECELL_ERR_INVALID, EILSEQ, "code: not valid UTF-8");
+        if (memchr(code, '\0', len))
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: contains a NUL byte");
+        return 0;
+}
+
+int execution_accept(const struct cell_plan *plan, const char *code, size_t len,
+                     const codecell_run_options *options, codecell_result **ret,
+                     codecell_error *err)
+{
+        *ret = NULL;
+        int r = run_input_check(options, err);
+        r = r ?: check_code(plan, code, len, err);
+        if (r < 0)
+                return r;
+        codecell_result *res = result_new();
+        if (!res)
+                return err_sys(err, ENOMEM, "result");
+        res->layers = json_incref(plan->layers);
+        res->warnings = json_incref(plan->warnings);
+        *ret = res;
+        return 0;
+}
+
+static bool run_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
+                   const char *code, size_t len, bool keep, const codecell_run_options *options,
+                   codecell_result *res)
 {
         int64_t exec_id = new_exec_id();
-        const uint64_t *lim = cell->config->limits;
+        const uint64_t *lim = plan->config->limits;
         struct pump *p = &s->pump;
-        struct run_outcome o = {.out_of_memory_class = cell->config->runtime->out_of_memory_class,
-                                .memory_by_rlimit = !cell->cgroup_place.backend};
+        struct run_outcome o = {.out_of_memory_class = plan->config->runtime->out_of_memory_class,
+                                .memory_by_rlimit = !plan->cgroup_place.backend};
         struct rusage usage = {0};
         struct rpc rpc = {0};
         struct cgroup_stats st = {.memory_peak_bytes = -1};
@@ -182,9 +219,9 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                                  (json_int_t)exec_id, "code", code, len, "images", "max",
                                  (json_int_t)lim[CODECELL_LIMIT_IMAGES], "max_bytes",
                                  (json_int_t)lim[CODECELL_LIMIT_IMAGE_BYTES], "folder",
-                                 cell->config->image_folder);
+                                 plan->config->image_folder);
         /* The cell's MCP tools, which the prelude binds as Memory.create_entities and so on. */
-        json_t *bindings = tool_table_bindings(&cell->tools);
+        json_t *bindings = tool_table_bindings(tools);
         if (exec && bindings)
                 json_object_set(exec, "bindings", bindings);
         json_decref(bindings);
@@ -195,14 +232,14 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                 pump_protocol_error(p, e.message);
         } else {
                 p->exec_sent = true;
-                rpc_init(&rpc, &cell->tools,
+                rpc_init(&rpc, tools,
                          &(struct rpc_limits){.calls = lim[CODECELL_LIMIT_TOOL_CALLS],
                                               .request_bytes =
                                                       lim[CODECELL_LIMIT_TOOL_REQUEST_BYTES],
                                               .answer_bytes = lim[CODECELL_LIMIT_TOOL_ANSWER_BYTES],
                                               .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS]},
                          deadline, s->sb.ctl_fd);
-                rpc.syntax = &cell->config->runtime->tools;
+                rpc.syntax = &plan->config->runtime->tools;
                 p->rpc = &rpc;
                 pump_options_begin(p, options, exec_start);
                 /* Until the result, the guest's death, the CPU budget, a cancel or the
@@ -249,7 +286,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                 /* A session goes on after "ok" and "error"; a limit ends it. */
                 alive = keep && (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
                 if (alive) {
-                        finish(cell, res, &o, -1, exec_start);
+                        finish(plan, res, &o, -1, exec_start);
                         json_decref(p->result_frame);
                         p->result_frame = NULL;
                         p->exec_sent = false;
@@ -262,11 +299,11 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
                  * way would land after the caller has the result. Only then does the caller
                  * wait for the kernel to finish it; otherwise execution_run hands it to the
                  * cell's disposal thread. */
-                if (keep || cell->writes_host)
+                if (keep || plan->writes_host)
                         (void)standby_teardown(s, END_NOW, NULL, NULL);
                 else
                         standby_kill(s);
-                finish(cell, res, &o, -1, exec_start);
+                finish(plan, res, &o, -1, exec_start);
                 json_decref(result_frame);
                 return false;
         }
@@ -289,7 +326,7 @@ static bool run_on(struct codecell_cell *cell, struct standby *s, const char *co
         o.memory_refused = st.memory_failures > 0;
         int sig = sandbox_guest_signal(init_status);
         o.cpu_exhausted = cpu_spent || (!result_frame && sig == SIGXCPU);
-        finish(cell, res, &o, init_status, exec_start);
+        finish(plan, res, &o, init_status, exec_start);
         json_decref(result_frame);
         return false;
 }
@@ -314,33 +351,35 @@ static void hand_on_the_rest(const struct pump *p, const codecell_run_options *o
         }
 }
 
-bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                  bool keep, const codecell_run_options *options, codecell_result *res)
+bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
+                  const char *code, size_t len, bool keep, const codecell_run_options *options,
+                  codecell_result *res)
 {
-        bool alive = run_on(cell, s, code, len, keep, options, res);
+        bool alive = run_on(plan, tools, s, code, len, keep, options, res);
         hand_on_the_rest(&s->pump, options, res);
         /* A sandbox torn down has had its folders put back (standby_teardown); a session's
          * goes on, and its eval's chmods are put back now. */
         if (alive)
-                mount_roots_restore(&cell->mount_roots);
+                mount_roots_restore(&plan->mount_roots);
         return alive;
 }
 
-void execution_run(struct codecell_cell *cell, const char *code, size_t len,
+void execution_run(struct cell_plan *plan, struct tool_table *tools, struct pool *pool,
+                   struct disposal *disposal, const char *code, size_t len,
                    const codecell_run_options *options, codecell_result *res)
 {
-        struct standby *s = pool_take(cell->pool);
+        struct standby *s = pool_take(pool);
         if (!s) {
                 codecell_error e = {0};
-                if (standby_start(cell, false, &s, &e) < 0) {
+                if (standby_start(plan, false, &s, &e) < 0) {
                         res->status = CODECELL_STATUS_SANDBOX_ERROR;
                         set_error_text(res, "the sandbox could not be started: %s", e.message);
                         return;
                 }
         }
-        (void)execution_on(cell, s, code, len, false, options, res);
+        (void)execution_on(plan, tools, s, code, len, false, options, res);
         if (s->sb.pid > 0)
-                disposal_add(cell->disposal, s); /* killed, not yet collected */
+                disposal_add(disposal, s); /* killed, not yet collected */
         else
                 standby_free(s);
 }

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cell.h"
 #include "cleanup.h"
 #include "error.h"
 #include "util.h"
@@ -27,20 +26,15 @@
 /* Output written while booting is not any execution's; a little is kept for diagnostics. */
 #define BOOT_OUTPUT_BYTES 4096
 
-static const char *const guest_env[] = {
-        "PATH=/usr/bin:/bin", "HOME=/work",      "TMPDIR=/tmp", "LANG=C.UTF-8",
-        "USER=sandbox",       "LOGNAME=sandbox", NULL,
-};
-
 /* Detached, idmapped copies of the user's mounts, made by the privileged engine because only
  * it may idmap a host file system. The sandbox attaches them where they belong. */
-static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, codecell_error *err)
+static int prepare_idmapped_trees(const struct cell_plan *plan, int *tree_fds, codecell_error *err)
 {
-        for (size_t i = 0; i < cell->plan.n_ops; i++) {
-                const struct mount_op *op = &cell->plan.ops[i];
+        for (size_t i = 0; i < plan->mounts.n_ops; i++) {
+                const struct mount_op *op = &plan->mounts.ops[i];
                 tree_fds[i] = -1;
                 if (op->kind != OP_BIND || op->user_mount < 0 ||
-                    cell->idmap_fds[op->user_mount] < 0)
+                    plan->idmap_fds[op->user_mount] < 0)
                         continue;
                 int fd = (int)syscall(SYS_open_tree, AT_FDCWD, op->source,
                                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -49,7 +43,7 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
                 tree_fds[i] = fd;
                 struct mount_attr attr = {
                         .attr_set = MOUNT_ATTR_IDMAP | mount_op_attributes(op),
-                        .userns_fd = (uint64_t)cell->idmap_fds[op->user_mount],
+                        .userns_fd = (uint64_t)plan->idmap_fds[op->user_mount],
                 };
                 if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
                             sizeof(attr)) < 0)
@@ -58,10 +52,10 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
         return 0;
 }
 
-static void fill_spec(struct codecell_cell *cell, const struct standby *s,
+static void fill_spec(const struct cell_plan *plan, const struct standby *s,
                       struct sandbox_spec *spec, const int *tree_fds, bool session)
 {
-        const uint64_t *lim = cell->config->limits;
+        const uint64_t *lim = plan->config->limits;
         /* A backstop only: the budget itself is enforced by the engine from exec on. A session
          * lives through many evals, each with its own budget, so it has none: the engine
          * watches it during evals, and the reaper between them. */
@@ -69,16 +63,16 @@ static void fill_spec(struct codecell_cell *cell, const struct standby *s,
                 session ? RLIM_INFINITY - 1
                         : (rlim_t)((STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) / 1000 + 1);
         *spec = (struct sandbox_spec){
-                .plan = &cell->plan,
+                .plan = &plan->mounts,
                 .tree_fds = tree_fds,
-                .landlock = &cell->landlock,
-                .seccomp = &cell->seccomp,
-                .interpreter = cell->interpreter,
-                .argv = (const char *const *)cell->argv,
-                .envp = guest_env,
-                .host_uid = cell->host_uid,
-                .host_gid = cell->host_gid,
-                .may_set_groups = cell->privileged,
+                .landlock = &plan->landlock,
+                .seccomp = &plan->seccomp,
+                .interpreter = plan->interpreter,
+                .argv = (const char *const *)plan->argv,
+                .envp = plan->envp,
+                .host_uid = plan->host_uid,
+                .host_gid = plan->host_gid,
+                .may_set_groups = plan->privileged,
                 .netns_fd = s->netns_fd,
                 .cgroup = s->have_cg ? &s->cg : NULL,
         };
@@ -92,7 +86,7 @@ static void fill_spec(struct codecell_cell *cell, const struct standby *s,
         };
         memcpy(spec->rlimits, rl, sizeof(rl));
         spec->n_rlimits = sizeof(rl) / sizeof(rl[0]);
-        if (!cell->cgroup_place.backend) {
+        if (!plan->cgroup_place.backend) {
                 /* Without a memory cgroup, address space is the only memory limit we have.
                  * The interpreter reserves virtual ranges it never touches (seed 003's sharp
                  * edge), so the cap gets 128 MiB of headroom over the configured limit. */
@@ -151,10 +145,9 @@ static void close_trees(int *tree_fds)
                 }
 }
 
-int standby_start(struct codecell_cell *cell, bool session, struct standby **ret,
-                  codecell_error *err)
+int standby_start(struct cell_plan *plan, bool session, struct standby **ret, codecell_error *err)
 {
-        const uint64_t *lim = cell->config->limits;
+        const uint64_t *lim = plan->config->limits;
         int tree_fds[MOUNT_PLAN_MAX_OPS];
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 tree_fds[i] = -1;
@@ -169,26 +162,26 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         s->pump.out = &s->boot_out;
         s->pump.err = &s->boot_err;
         int r = 0;
-        if (cell->cgroup_place.backend) {
+        if (plan->cgroup_place.backend) {
                 char name[64];
                 cgroup_unique_name(name, sizeof(name));
                 struct cgroup_limits cl = {.memory_bytes = lim[CODECELL_LIMIT_MEMORY_BYTES],
                                            .pids = lim[CODECELL_LIMIT_PIDS],
-                                           .cpu_accounting = cell->config->subprocesses};
-                r = cell->cgroup_place.backend->create(&cell->cgroup_place, name, &cl, &s->cg, err);
+                                           .cpu_accounting = plan->config->subprocesses};
+                r = plan->cgroup_place.backend->create(&plan->cgroup_place, name, &cl, &s->cg, err);
                 if (r < 0)
                         goto fail;
                 s->have_cg = true;
         }
-        if (cell->privileged && (r = prepare_idmapped_trees(cell, tree_fds, err)) < 0)
+        if (plan->privileged && (r = prepare_idmapped_trees(plan, tree_fds, err)) < 0)
                 goto fail;
-        if (cell->privileged) {
-                s->netns_stock = &cell->netns;
-                if ((s->netns_fd = r = netns_stock_take(&cell->netns, err)) < 0)
+        if (plan->privileged) {
+                s->netns_stock = &plan->netns;
+                if ((s->netns_fd = r = netns_stock_take(&plan->netns, err)) < 0)
                         goto fail;
         }
         struct sandbox_spec spec;
-        fill_spec(cell, s, &spec, tree_fds, session);
+        fill_spec(plan, s, &spec, tree_fds, session);
         r = sandbox_spawn(&spec, &s->sb, err);
         close_trees(tree_fds);
         if (r < 0)
@@ -196,8 +189,8 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
         /* The interpreter was born in the cgroup (sandbox_spawn moves init before it forks it):
          * moving it again would only wait for another RCU grace period on cgroup v1. */
         s->guest = sandbox_guest_pid(&s->sb);
-        s->whole_tree = cell->config->subprocesses;
-        s->mount_roots = &cell->mount_roots;
+        s->whole_tree = plan->config->subprocesses;
+        s->mount_roots = &plan->mount_roots;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
                 const char *why = s->pump.protocol_error[0] ? s->pump.protocol_error : NULL;
                 /* What the interpreter wrote: its first 300 bytes, cut on a character and
