@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "description.h"
 #include "error.h"
 #include "execution.h"
 

@@ -26,9 +26,4 @@ struct codecell_cell {
 /* Adds a tool (owned from then on, freed on failure) and rebuilds the description. */
 int cell_add_tool(struct codecell_cell *cell, struct tool *tool, codecell_error *err);
 
-/* The description the model sees (description.c), for the interpreter probe found. NULL when
- * out of memory. */
-char *description_build(const codecell_config *config, const struct interpreter_info *probe,
-                        struct tool_table *tools);
-
 #endif
