@@ -21,6 +21,8 @@
 #include "runtime.h"
 #include "sandbox.h"
 #include "util.h"
+#include "zygote.h"
+#include "zygote_walls.h"
 
 static const char *const guest_env[] = {
         "PATH=/usr/bin:/bin", "HOME=/work",      "TMPDIR=/tmp", "LANG=C.UTF-8",
@@ -255,6 +257,58 @@ static int plan_interpreter(struct cell_plan *plan, codecell_error *err)
         return 0;
 }
 
+size_t cell_plan_rlimits(const struct cell_plan *plan, bool session, struct sandbox_rlimit *out)
+{
+        const uint64_t *lim = plan->config->limits;
+        /* A backstop only: the budget itself is enforced by the engine from exec on. A session
+         * lives through many evals, each with its own budget, so it has none: the engine
+         * watches it during evals, and the reaper between them. */
+        rlim_t cpu_s = session ? RLIM_INFINITY - 1
+                               : (rlim_t)((SANDBOX_STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) /
+                                                  1000 +
+                                          1);
+        struct sandbox_rlimit rl[] = {
+                {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
+                {RLIMIT_NOFILE, {lim[CODECELL_LIMIT_OPEN_FILES], lim[CODECELL_LIMIT_OPEN_FILES]}},
+                {RLIMIT_FSIZE, {lim[CODECELL_LIMIT_FILE_BYTES], lim[CODECELL_LIMIT_FILE_BYTES]}},
+                /* Counted per user namespace: this caps the sandbox's own threads. */
+                {RLIMIT_NPROC, {lim[CODECELL_LIMIT_PIDS], lim[CODECELL_LIMIT_PIDS]}},
+                {RLIMIT_CORE, {0, 0}},
+        };
+        memcpy(out, rl, sizeof(rl));
+        size_t n = sizeof(rl) / sizeof(rl[0]);
+        if (!plan->cgroup_place.backend) {
+                /* Without a memory cgroup, address space is the only memory limit we have.
+                 * The interpreter reserves virtual ranges it never touches (seed 003's sharp
+                 * edge), so the cap gets 128 MiB of headroom over the configured limit. */
+                rlim_t as = (rlim_t)(lim[CODECELL_LIMIT_MEMORY_BYTES] + (128ULL << 20));
+                out[n++] = (struct sandbox_rlimit){RLIMIT_AS, {as, as}};
+        }
+        return n;
+}
+
+/* A forked cell's zygote, and the walls its children put up (zygote_protocol.h), written into
+ * the mount plan's /codecell/walls once the filter and the rules exist. */
+static int plan_zygote(struct cell_plan *plan, codecell_error *err)
+{
+        if (!config_forks(plan->config))
+                return 0;
+        struct zygote_walls *walls = malloc(sizeof(*walls));
+        if (!walls)
+                return err_sys(err, ENOMEM, "cell");
+        struct sandbox_rlimit rlimits[8];
+        size_t n_rlimits = cell_plan_rlimits(plan, false, rlimits);
+        int r = zygote_walls_encode(walls, &plan->mounts, &plan->landlock, &plan->seccomp,
+                                    rlimits, n_rlimits, SANDBOX_INNER_UID, SANDBOX_INNER_GID, err);
+        if (r == 0 && mount_plan_set_contents(&plan->mounts, ZYGOTE_WALLS_PATH, walls,
+                                              sizeof(*walls)) < 0)
+                r = err_sys(err, ENOMEM, "cell");
+        free(walls);
+        if (r == 0 && !(plan->zygote = zygote_new()))
+                r = err_sys(err, ENOMEM, "cell");
+        return r;
+}
+
 int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codecell_error *err)
 {
         *plan = (struct cell_plan){.config = config};
@@ -281,6 +335,7 @@ int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codec
         r = r ?: plan_cgroup(plan, err);
         r = r ?: plan_idmaps(plan, err);
         r = r ?: mount_roots_open(&plan->mount_roots, config, err);
+        r = r ?: plan_zygote(plan, err);
         if (r < 0)
                 goto fail;
         for (size_t i = 0; i < config->n_mounts; i++)
@@ -295,6 +350,8 @@ void cell_plan_free(struct cell_plan *plan)
 {
         if (!plan->config)
                 return; /* zeroed: never built, or freed already */
+        /* First: its children hold the cell's mounts and namespaces. */
+        zygote_free(plan->zygote);
         netns_stock_free(&plan->netns);
         if (plan->idmap_fds)
                 for (size_t i = 0; i < plan->config->n_mounts; i++)

@@ -17,7 +17,14 @@
 #include "mount_plan.h"
 #include "mount_roots.h"
 #include "netns.h"
+#include "sandbox.h"
 #include "seccomp_program.h"
+
+/* The interpreter and prelude must be ready this long after the sandbox exists. Start-up is
+ * not counted in the execution's own limits, which start at `exec`. */
+#define SANDBOX_STARTUP_TIMEOUT_MS 10000
+
+struct zygote;
 
 struct cell_plan {
         const codecell_config *config; /* the cell's, borrowed: it outlives the plan */
@@ -43,6 +50,7 @@ struct cell_plan {
         struct netns_stock netns;       /* recycled network namespaces (privileged only) */
         bool writes_host;               /* some mount is read-write */
         struct mount_roots mount_roots; /* the read-write folders' own modes */
+        struct zygote *zygote;          /* forked cells': what makes their sandboxes; or NULL */
         json_t *layers;                 /* layers in force for every run */
         json_t *warnings;               /* layers missing, under the "warn" policy */
 };
@@ -53,5 +61,8 @@ struct cell_plan {
 int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codecell_error *err);
 /* Accepts a zeroed plan. */
 void cell_plan_free(struct cell_plan *plan);
+/* The rlimits of a sandbox of the plan (at most 8): a session's kernel lives through many
+ * evals, each with its own budget, so it has no RLIMIT_CPU backstop. Returns how many. */
+size_t cell_plan_rlimits(const struct cell_plan *plan, bool session, struct sandbox_rlimit *out);
 
 #endif

@@ -411,7 +411,7 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         static const char *const keys[] = {
                 "name",     "language", "description",        "mounts",         "limits", "pool",
                 "sessions", "tools",    "allow_subprocesses", "on_unsupported", "interpreter",
-                "libraries", "image_folder", NULL};
+                "libraries", "image_folder", "start", NULL};
         char where[32];
         snprintf(where, sizeof(where), "cells[%zu]", i);
         if (!json_is_object(obj))
@@ -437,6 +437,11 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
                 return bad(l, EINVAL, "%s.pool: must be an integer from 0 to 64", where);
         if (subprocesses && !json_is_boolean(subprocesses))
                 return bad(l, EINVAL, "%s.allow_subprocesses: must be true or false", where);
+        const json_t *start = json_object_get(obj, "start");
+        const char *start_text = json_string_value(start);
+        if (start && (!start_text || (strcmp(start_text, "fork") != 0 &&
+                                      strcmp(start_text, "exec") != 0)))
+                return bad(l, EINVAL, "%s.start: must be \"fork\" or \"exec\"", where);
 
         codecell_error e = {0};
         codecell_config *config = codecell_config_new(json_string_value(language), &e);
@@ -453,6 +458,8 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
         r = r ?: load_interpreter(l, obj, where, config);
         if (r == 0) {
                 codecell_config_set_subprocesses(config, json_is_true(subprocesses));
+                if (start_text && strcmp(start_text, "exec") == 0)
+                        (void)codecell_config_set_start(config, CODECELL_START_EXEC, &e);
                 size_t size = pool ? (size_t)json_integer_value(pool) : 2;
                 (void)codecell_config_set_pool(
                         config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0 : size, &e);

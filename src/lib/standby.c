@@ -18,11 +18,11 @@
 
 #include "cleanup.h"
 #include "error.h"
+#include "pipe_write.h"
 #include "util.h"
+#include "zygote.h"
 
-/* The interpreter and prelude must be ready this long after the sandbox exists. Start-up is
- * not counted in the execution's own limits, which start at `exec`. */
-#define STARTUP_TIMEOUT_MS 10000
+#define STARTUP_TIMEOUT_MS SANDBOX_STARTUP_TIMEOUT_MS
 /* Output written while booting is not any execution's; a little is kept for diagnostics. */
 #define BOOT_OUTPUT_BYTES 4096
 
@@ -55,13 +55,6 @@ static int prepare_idmapped_trees(const struct cell_plan *plan, int *tree_fds, c
 static void fill_spec(const struct cell_plan *plan, const struct standby *s,
                       struct sandbox_spec *spec, const int *tree_fds, bool session)
 {
-        const uint64_t *lim = plan->config->limits;
-        /* A backstop only: the budget itself is enforced by the engine from exec on. A session
-         * lives through many evals, each with its own budget, so it has none: the engine
-         * watches it during evals, and the reaper between them. */
-        rlim_t cpu_s =
-                session ? RLIM_INFINITY - 1
-                        : (rlim_t)((STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) / 1000 + 1);
         *spec = (struct sandbox_spec){
                 .plan = &plan->mounts,
                 .tree_fds = tree_fds,
@@ -76,23 +69,7 @@ static void fill_spec(const struct cell_plan *plan, const struct standby *s,
                 .netns_fd = s->netns_fd,
                 .cgroup = s->have_cg ? &s->cg : NULL,
         };
-        struct sandbox_rlimit rl[] = {
-                {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
-                {RLIMIT_NOFILE, {lim[CODECELL_LIMIT_OPEN_FILES], lim[CODECELL_LIMIT_OPEN_FILES]}},
-                {RLIMIT_FSIZE, {lim[CODECELL_LIMIT_FILE_BYTES], lim[CODECELL_LIMIT_FILE_BYTES]}},
-                /* Counted per user namespace: this caps the sandbox's own threads. */
-                {RLIMIT_NPROC, {lim[CODECELL_LIMIT_PIDS], lim[CODECELL_LIMIT_PIDS]}},
-                {RLIMIT_CORE, {0, 0}},
-        };
-        memcpy(spec->rlimits, rl, sizeof(rl));
-        spec->n_rlimits = sizeof(rl) / sizeof(rl[0]);
-        if (!plan->cgroup_place.backend) {
-                /* Without a memory cgroup, address space is the only memory limit we have.
-                 * The interpreter reserves virtual ranges it never touches (seed 003's sharp
-                 * edge), so the cap gets 128 MiB of headroom over the configured limit. */
-                rlim_t as = (rlim_t)(lim[CODECELL_LIMIT_MEMORY_BYTES] + (128ULL << 20));
-                spec->rlimits[spec->n_rlimits++] = (struct sandbox_rlimit){RLIMIT_AS, {as, as}};
-        }
+        spec->n_rlimits = cell_plan_rlimits(plan, session, spec->rlimits);
 }
 
 void standby_free(struct standby *s)
@@ -145,6 +122,68 @@ static void close_trees(int *tree_fds)
                 }
 }
 
+/* A fresh sandbox exec'ing the interpreter. It is born in its cgroup (sandbox_spawn moves init
+ * before it forks the interpreter): moving it again would only wait for another RCU grace
+ * period on cgroup v1. */
+static int spawn_sandbox(struct cell_plan *plan, struct standby *s, int *tree_fds, bool session,
+                         codecell_error *err)
+{
+        int r;
+        if (plan->privileged && (r = prepare_idmapped_trees(plan, tree_fds, err)) < 0)
+                return r;
+        if (plan->privileged) {
+                s->netns_stock = &plan->netns;
+                if ((s->netns_fd = r = netns_stock_take(&plan->netns, err)) < 0)
+                        return r;
+        }
+        struct sandbox_spec spec;
+        fill_spec(plan, s, &spec, tree_fds, session);
+        r = sandbox_spawn(&spec, &s->sb, err);
+        close_trees(tree_fds);
+        return r;
+}
+
+/* What the zygote needs to start: a sandbox's spec, with the idmapped trees of its mounts. */
+struct zygote_start {
+        struct cell_plan *plan;
+        struct standby *s;
+        int tree_fds[MOUNT_PLAN_MAX_OPS];
+};
+
+static int make_zygote_spec(void *ctx, struct sandbox_spec *spec, codecell_error *err)
+{
+        struct zygote_start *z = ctx;
+        int r = z->plan->privileged ? prepare_idmapped_trees(z->plan, z->tree_fds, err) : 0;
+        if (r == 0)
+                fill_spec(z->plan, z->s, spec, z->tree_fds, true);
+        return r;
+}
+
+static void release_zygote_spec(void *ctx)
+{
+        close_trees(((struct zygote_start *)ctx)->tree_fds);
+}
+
+/* A copy of the cell's zygote, moved into its cgroup before it runs anything of the guest's:
+ * what it touches from then on counts in its own limit and peak. (The pages it shares with the
+ * zygote stay charged where the zygote's are.) */
+static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
+                        codecell_error *err)
+{
+        struct zygote_start ctx = {.plan = plan, .s = s};
+        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
+                ctx.tree_fds[i] = -1;
+        struct zygote_starter starter = {
+                .make_spec = make_zygote_spec, .release = release_zygote_spec, .ctx = &ctx};
+        int r = zygote_fork(plan->zygote, &starter, session, &s->sb, err);
+        if (r == 0 && s->have_cg)
+                r = s->cg.backend->attach(&s->cg, s->sb.pid, err);
+        /* init forks the interpreter once told it is in its cgroup. */
+        if (r == 0 && pipe_write(s->sb.ctl_fd, "g", 1) != 1)
+                r = err_sys(err, errno, "sandbox: release the forked child");
+        return r;
+}
+
 int standby_start(struct cell_plan *plan, bool session, struct standby **ret, codecell_error *err)
 {
         const uint64_t *lim = plan->config->limits;
@@ -154,7 +193,7 @@ int standby_start(struct cell_plan *plan, bool session, struct standby **ret, co
         struct standby *s = calloc(1, sizeof(*s));
         if (!s)
                 return err_sys(err, ENOMEM, "sandbox");
-        s->sb = (struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1};
+        s->sb = SANDBOX_NONE;
         s->netns_fd = -1;
         pump_init(&s->pump, &s->sb, lim[CODECELL_LIMIT_FRAME_BYTES]);
         output_init(&s->boot_out, BOOT_OUTPUT_BYTES);
@@ -173,22 +212,12 @@ int standby_start(struct cell_plan *plan, bool session, struct standby **ret, co
                         goto fail;
                 s->have_cg = true;
         }
-        if (plan->privileged && (r = prepare_idmapped_trees(plan, tree_fds, err)) < 0)
-                goto fail;
-        if (plan->privileged) {
-                s->netns_stock = &plan->netns;
-                if ((s->netns_fd = r = netns_stock_take(&plan->netns, err)) < 0)
+        if (plan->zygote) {
+                if ((r = fork_sandbox(plan, s, session, err)) < 0)
                         goto fail;
-        }
-        struct sandbox_spec spec;
-        fill_spec(plan, s, &spec, tree_fds, session);
-        r = sandbox_spawn(&spec, &s->sb, err);
-        close_trees(tree_fds);
-        if (r < 0)
+        } else if ((r = spawn_sandbox(plan, s, tree_fds, session, err)) < 0) {
                 goto fail;
-        /* The interpreter was born in the cgroup (sandbox_spawn moves init before it forks it):
-         * moving it again would only wait for another RCU grace period on cgroup v1. */
-        s->guest = sandbox_guest_pid(&s->sb);
+        }
         s->whole_tree = plan->config->subprocesses;
         s->mount_roots = &plan->mount_roots;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
@@ -204,6 +233,9 @@ int standby_start(struct cell_plan *plan, bool session, struct standby **ret, co
                             clean ? clean : "");
                 goto fail;
         }
+        /* The interpreter said it is ready: it exists (a forked sandbox's init forks it only
+         * once the engine has moved init into its cgroup). */
+        s->guest = sandbox_guest_pid(&s->sb);
         *ret = s;
         return 0;
 fail:
@@ -217,7 +249,9 @@ fail:
 void standby_kill(struct standby *s)
 {
         /* init's death takes every other process of its pid namespace with it. */
-        if (s->sb.pid > 0)
+        if (s->sb.forked)
+                sandbox_kill_guest(&s->sb);
+        else if (s->sb.pid > 0)
                 kill(s->sb.pid, SIGKILL);
 }
 
