@@ -27,16 +27,29 @@ FIND = {"ruby": "[defined?($left), File.exist?('/tmp/m'), File.exist?('/work/m')
         "python": "import builtins, os\n[getattr(builtins, 'left', None), "
                   "os.path.exists('/tmp/m'), os.path.exists('/work/m'), "
                   "sorted(int(f) for f in os.listdir('/proc/self/fd'))]"}
-# The processes this sandbox can see, and its eventfds' kernel ids (a shared one would be the
-# same object in two sandboxes).
+# The processes this sandbox can see, and the pipes and sockets behind its descriptors, by
+# inode (one shared with another sandbox would appear in both).
 VIEW = {"ruby": "ids = Dir.children('/proc/self/fd').filter_map { |f| "
-                "File.read(\"/proc/self/fdinfo/#{f}\")[/eventfd-id:\\s*(\\d+)/, 1] rescue nil }; "
+                "t = File.readlink(\"/proc/self/fd/#{f}\") rescue next; t[/\\A(pipe|socket):/] ? t : nil }; "
                 "[Dir.children('/proc').grep(/\\A\\d+\\z/).map(&:to_i).sort, ids]",
-        "python": "import os, re\nids = []\nfor f in os.listdir('/proc/self/fd'):\n"
-                  "    try:\n        m = re.search(r'eventfd-id:\\s*(\\d+)', "
-                  "open('/proc/self/fdinfo/' + f).read())\n    except OSError:\n        m = None\n"
-                  "    if m:\n        ids.append(m.group(1))\n"
+        "python": "import os\nids = []\nfor f in os.listdir('/proc/self/fd'):\n"
+                  "    try:\n        t = os.readlink('/proc/self/fd/' + f)\n"
+                  "    except OSError:\n        continue\n"
+                  "    if t.startswith(('pipe:', 'socket:')):\n        ids.append(t)\n"
                   "[sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), ids]"}
+# Ruby wakes its threads through eventfds, which a fork shares: each sandbox must have its own.
+# One session adds a large count to each of its eventfds; another reads its own.
+EVENTFDS = "Dir.children('/proc/self/fd').map(&:to_i).select { |f| " \
+           "(File.readlink(\"/proc/self/fd/#{f}\") rescue '') == 'anon_inode:[eventfd]' }"
+# Ruby reserves them from IO: libc's read and write, through Fiddle.
+LIBC = "require 'fiddle'; f = Fiddle::Handle::DEFAULT; " \
+       "w = Fiddle::Function.new(f['write'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, " \
+       "Fiddle::TYPE_SIZE_T], Fiddle::TYPE_SSIZE_T); " \
+       "r = Fiddle::Function.new(f['read'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, " \
+       "Fiddle::TYPE_SIZE_T], Fiddle::TYPE_SSIZE_T); "
+FILL_EVENTFDS = LIBC + f"{EVENTFDS}.count {{ |fd| w.call(fd, [1_000_000_000].pack('Q'), 8) == 8 }}"
+READ_EVENTFDS = LIBC + f"{EVENTFDS}.map {{ |fd| b = \"\\0\" * 8; " \
+                "r.call(fd, b, 8) == 8 ? b.unpack1('Q') : 0 }.max.to_i"
 # Kills every process the sandbox may signal (kill -1), from a subprocess.
 KILL_ALL = {"ruby": "system('/bin/kill', '-KILL', '-1'); sleep 1; :survived",
             "python": "import subprocess, time\nsubprocess.run(['/bin/kill', '-KILL', '-1'])\n"
@@ -48,13 +61,29 @@ def call(i, lang, code, **args):
             "params": {"name": lang, "arguments": dict(args, code=code)}}
 
 
+def children_of(pid):
+    """Every child of pid, of whichever of its threads started it."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += f.read().split()
+        except OSError:
+            pass
+    return found
+
+
 def zygotes_of(pid):
     """The cells' zygotes under a server: its children's children named codecell-zygote."""
     found = []
-    for child in open(f"/proc/{pid}/task/{pid}/children").read().split():
-        for grandchild in open(f"/proc/{child}/task/{child}/children").read().split():
-            if open(f"/proc/{grandchild}/comm").read().strip() == "codecell-zygote":
-                found.append(int(grandchild))
+    for child in children_of(pid):
+        for grandchild in children_of(child):
+            try:
+                with open(f"/proc/{grandchild}/comm") as f:
+                    if f.read().strip() == "codecell-zygote":
+                        found.append(int(grandchild))
+            except OSError:
+                pass
     return found
 
 
@@ -106,13 +135,18 @@ class Forked(unittest.TestCase):
                 # init and the interpreter, as in an exec'd sandbox; never the zygote.
                 self.assertEqual(a[0], [1, 2])
                 self.assertEqual(b[0], [1, 2])
-                self.assertTrue(a[1] and b[1], (a, b))  # the runtime's own eventfds
+                # The control socket and the output pipes at least.
+                self.assertGreaterEqual(min(len(a[1]), len(b[1])), 3, (a, b))
                 self.assertFalse(set(a[1]) & set(b[1]), (a, b))
+
+    def test_ruby_s_eventfds_are_each_sandbox_s_own(self):
+        self.assertGreater(self.run_code("ruby", FILL_EVENTFDS, session="a"), 0)
+        self.assertLess(self.run_code("ruby", READ_EVENTFDS, session="b"), 1_000_000_000)
 
     def test_kill_minus_one_reaches_only_its_own_sandbox(self):
         for lang in LANGUAGES:
             with self.subTest(lang=lang):
-                self.assertEqual(self.run_code(lang, "x = 41", session="calm"), 41)
+                self.assertEqual(self.run_code(lang, "x = 41\nx", session="calm"), 41)
                 self.next_id += 1
                 m = self.peer.request(call(self.next_id, lang, KILL_ALL[lang]))
                 # The interpreter itself was killed: its run fails, nothing else.
