@@ -7,16 +7,12 @@
 #include <string.h>
 
 #include "cell.h"
-#include "cleanup.h"
 #include "config_file.h"
 #include "error.h"
 #include "upstream_tools.h"
 
 struct cellset_entry {
-        char *name;
-        char *summary;        /* the cell's "description" key, or "" */
-        bool sessions;        /* the cell offers persistent sessions */
-        bool default_session; /* a call without a session name runs in "default" */
+        struct cell_offer offer;
         codecell_cell *cell;
         json_t *mcp_all; /* names of the MCP servers whose every tool it takes ("NAME.*") */
 };
@@ -62,10 +58,8 @@ static int create_cell(struct file_description *d, size_t i, struct cellset_entr
         if (!entry->cell)
                 return err_set(err, e.kind, e.errno_value, "%s: cells[%zu]: %s", d->path, i,
                                e.message);
-        entry->name = steal_ptr(c->name);
-        entry->summary = steal_ptr(c->summary);
-        entry->sessions = c->sessions;
-        entry->default_session = c->default_session;
+        entry->offer = c->offer; /* moved: the description's is freed */
+        c->offer = (struct cell_offer){0};
         return 0;
 }
 
@@ -156,8 +150,8 @@ void codecell_cellset_free(codecell_cellset *set)
                 upstream_set_listener(set->servers.list[i], NULL, NULL);
         for (size_t i = 0; i < set->n; i++) {
                 codecell_cell_free(set->entries[i].cell);
-                free(set->entries[i].name);
-                free(set->entries[i].summary);
+                free(set->entries[i].offer.name);
+                free(set->entries[i].offer.summary);
                 json_decref(set->entries[i].mcp_all);
         }
         free(set->entries);
@@ -177,28 +171,28 @@ codecell_cell *codecell_cellset_cell(const codecell_cellset *set, size_t i)
 
 const char *codecell_cellset_name(const codecell_cellset *set, size_t i)
 {
-        return set && i < set->n ? set->entries[i].name : NULL;
+        return set && i < set->n ? set->entries[i].offer.name : NULL;
 }
 
 const char *codecell_cellset_summary(const codecell_cellset *set, size_t i)
 {
-        return set && i < set->n ? set->entries[i].summary : NULL;
+        return set && i < set->n ? set->entries[i].offer.summary : NULL;
 }
 
 bool codecell_cellset_sessions(const codecell_cellset *set, size_t i)
 {
-        return set && i < set->n && set->entries[i].sessions;
+        return set && i < set->n && set->entries[i].offer.sessions;
 }
 
 bool codecell_cellset_default_session(const codecell_cellset *set, size_t i)
 {
-        return set && i < set->n && set->entries[i].default_session;
+        return set && i < set->n && set->entries[i].offer.default_session;
 }
 
 int codecell_cellset_find(const codecell_cellset *set, const char *name)
 {
         for (size_t i = 0; set && name && i < set->n; i++)
-                if (strcmp(set->entries[i].name, name) == 0)
+                if (strcmp(set->entries[i].offer.name, name) == 0)
                         return (int)i;
         return -1;
 }

@@ -423,7 +423,7 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
         r = r ?: load_limits(l, json_object_get(obj, "limits"), where, config);
         r = r
                     ?: load_sessions(l, json_object_get(obj, "sessions"), where, config,
-                                     &desc->sessions, &desc->default_session);
+                                     &desc->offer.sessions, &desc->offer.default_session);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
         r = r ?: load_image_folder(l, json_object_get(obj, "image_folder"), where, config);
         r = r ?: load_interpreter(l, obj, where, config);
@@ -434,9 +434,9 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
         size_t size = pool ? (size_t)json_integer_value(pool) : 2;
         (void)codecell_config_set_pool(config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0 : size,
                                        &e);
-        desc->name = strdup(name);
-        desc->summary = strdup(summary ? json_string_value(summary) : "");
-        if (!desc->name || !desc->summary)
+        desc->offer.name = strdup(name);
+        desc->offer.summary = strdup(summary ? json_string_value(summary) : "");
+        if (!desc->offer.name || !desc->offer.summary)
                 return err_sys(l->err, ENOMEM, "cells");
         return 0;
 }
@@ -557,7 +557,7 @@ int config_file_parse(const char *path, unsigned flags, struct file_description 
                 const char *name =
                         json_string_value(json_object_get(json_array_get(cells, i), "name"));
                 for (size_t k = 0; name && k < i; k++)
-                        if (strcmp(ret->cells[k].name, name) == 0) {
+                        if (strcmp(ret->cells[k].offer.name, name) == 0) {
                                 r = bad(&l, EINVAL,
                                         "cells[%zu].name: \"%s\" is the name of cells[%zu]", i,
                                         name, k);
@@ -579,8 +579,8 @@ void file_description_free(struct file_description *d)
 {
         for (size_t i = 0; i < d->n_cells; i++) {
                 struct cell_description *c = &d->cells[i];
-                free(c->name);
-                free(c->summary);
+                free(c->offer.name);
+                free(c->offer.summary);
                 codecell_config_free(c->config);
                 for (size_t k = 0; k < c->n_tools; k++)
                         free(c->tools[k].which);

@@ -25,11 +25,16 @@ struct tool_ref {
         char at[64];             /* where the file names it: "cells[0].tools[2]" */
 };
 
-struct cell_description {
-        char *name;
+/* How the file offers a cell to the model, besides its configuration. */
+struct cell_offer {
+        char *name;           /* also its MCP tool name */
         char *summary;        /* the cell's "description" key, or "" */
         bool sessions;        /* the cell offers persistent sessions */
         bool default_session; /* a call without a session name runs in "default" */
+};
+
+struct cell_description {
+        struct cell_offer offer;
         codecell_config *config;
         struct tool_ref *tools;
         size_t n_tools;
