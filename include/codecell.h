@@ -365,11 +365,12 @@ typedef struct codecell_cellset codecell_cellset;
 #define CODECELL_CELLSET_NO_POOL 1u
 
 /* Loads the file and creates every cell in it (and registers the host tools each cell names).
- * The whole file is checked: on any error nothing is created and err names the JSON path and
- * what is wrong ("cells.json: cells[1].mounts[0].dest: overlaps the reserved /work"). Relative
- * mount sources and tool commands resolve against the file's folder. The file's MCP servers
- * ("mcp_servers") are started, initialised and listed here; codecell_cellset_free() shuts them
- * down. flags: 0 or CODECELL_CELLSET_NO_POOL. */
+ * The whole file is checked before anything is created (no MCP server started, no interpreter
+ * probed, no cell); on any error nothing is left (what was started is stopped) and err names
+ * the JSON path and what is wrong ("cells.json: cells[1].mounts[0].dest: overlaps the
+ * reserved /work"). Relative mount sources and tool commands resolve against the file's
+ * folder. The file's MCP servers ("mcp_servers") are started, initialised and listed here;
+ * codecell_cellset_free() shuts them down. flags: 0 or CODECELL_CELLSET_NO_POOL. */
 CODECELL_API codecell_cellset *codecell_cellset_load(const char *path, unsigned flags,
                                                      codecell_error *err);
 /* Frees every cell of the set. */

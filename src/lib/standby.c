@@ -82,6 +82,11 @@ void standby_free(struct standby *s)
         free(s);
 }
 
+double standby_cpu_ms(const struct standby *s)
+{
+        return s->pump.cpu_limit_ms > 0 ? cpu_meter_read(&s->pump.cpu) : 0;
+}
+
 void standby_stats(struct standby *s, struct cgroup_stats *ret)
 {
         if (s->have_cg)
@@ -198,8 +203,7 @@ int standby_start(struct cell_plan *plan, bool session, struct standby **ret, co
         pump_init(&s->pump, &s->sb, lim[CODECELL_LIMIT_FRAME_BYTES]);
         output_init(&s->boot_out, BOOT_OUTPUT_BYTES);
         output_init(&s->boot_err, BOOT_OUTPUT_BYTES);
-        s->pump.out = &s->boot_out;
-        s->pump.err = &s->boot_err;
+        pump_output_to(&s->pump, &s->boot_out, &s->boot_err);
         int r = 0;
         if (plan->cgroup_place.backend) {
                 char name[64];

@@ -43,6 +43,9 @@ enum standby_end {
         END_WAIT,        /* the interpreter is ending by itself: give init a moment */
 };
 
+/* The sandbox's CPU time so far by the meter standby_arm started (boot included), or 0 when
+ * it was not started. */
+double standby_cpu_ms(const struct standby *s);
 /* The sandbox's cgroup counters so far (left unchanged without a cgroup). */
 void standby_stats(struct standby *s, struct cgroup_stats *ret);
 /* Ends the sandbox and removes its cgroup; returns init's exit code (see sandbox_destroy). */
