@@ -50,14 +50,17 @@
 #define ORDERS_FD 3
 #define MAX_CHILDREN 1024
 
-/* What init unshares (the pid namespace is the zygote's doing, before the fork). The user
- * namespace comes last, in the interpreter: see codecell_zygote_guest. */
-#define INIT_NAMESPACES (CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+/* What init unshares (the pid and network namespaces are the zygote's doing, before the fork).
+ * The user namespace comes last, in the interpreter: see codecell_zygote_guest. */
+#define INIT_NAMESPACES (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+/* Empty network namespaces kept for the next children (see take_netns). */
+#define MAX_IDLE_NETNS 64
 
 struct child {
         pid_t pid;
         int pidfd;
         int exit_fd; /* the engine's pipe for its zygote_exit */
+        int netns;   /* its network namespace, to be given back */
 };
 
 static struct zygote_walls walls;
@@ -66,6 +69,10 @@ static struct child children[MAX_CHILDREN];
 static void (*runtime_sigchld)(int); /* the interpreter's, given back to each child */
 static size_t n_children;
 static int own_pidns = -1; /* the zygote's pid namespace, to make the next one from */
+static int own_netns = -1; /* the zygote's network namespace, to come back to */
+static int idle_netns[MAX_IDLE_NETNS];
+static size_t n_idle_netns;
+static int next_netns = -1; /* the network namespace of the child being made */
 /* The order being served: in the zygote until the fork, then in the child. */
 static struct zygote_order order;
 static int order_fds[ZYGOTE_ORDER_FDS];
@@ -279,6 +286,8 @@ int codecell_zygote_init(void)
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail("set the parent-death signal");
         (void)prctl(PR_SET_NAME, "codecell-init", 0, 0, 0);
+        if (setns(next_netns, CLONE_NEWNET) < 0)
+                child_fail("enter the network namespace");
         own_descriptors(order_fds);
         if (unshare(INIT_NAMESPACES) < 0)
                 child_fail("unshare namespaces");
@@ -355,6 +364,8 @@ int codecell_zygote_start(void)
 {
         int r = load_walls();
         if (r == 0 && (own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC)) < 0)
+                r = -errno;
+        if (r == 0 && (own_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
                 r = -errno;
         if (r < 0) {
                 errno = -r;
@@ -438,6 +449,57 @@ static void close_order_fds(void)
                 }
 }
 
+/* An empty network namespace for the next child, owned by the zygote's user namespace: one an
+ * ended child left empty, or a new one. Making one costs half a millisecond and more of the
+ * kernel's deferred clean-up when it goes, the largest cost of a fork; a namespace is never
+ * given to a child while another lives in it (see give_back_netns). A child holds no
+ * capability over it: it cannot bring its loopback up, add an address or set a sysctl. */
+static int take_netns(void)
+{
+        if (n_idle_netns > 0)
+                return idle_netns[--n_idle_netns];
+        if (unshare(CLONE_NEWNET) < 0)
+                return -errno;
+        int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        int saved = errno;
+        if (setns(own_netns, CLONE_NEWNET) < 0)
+                _exit(2); /* never serve from a child's namespace */
+        return fd >= 0 ? fd : -saved;
+}
+
+/* True when no socket is left in the namespace: /proc/net/unix holds its header line only
+ * (every other socket died with the child's processes). */
+static bool netns_empty(int fd)
+{
+        if (setns(fd, CLONE_NEWNET) < 0)
+                return false;
+        char text[256];
+        ssize_t n = -1;
+        int unix_list = open("/proc/self/net/unix", O_RDONLY | O_CLOEXEC);
+        if (unix_list >= 0) {
+                n = read(unix_list, text, sizeof(text));
+                close(unix_list);
+        }
+        if (setns(own_netns, CLONE_NEWNET) < 0)
+                _exit(2);
+        if (n <= 0)
+                return false;
+        char *newline = memchr(text, '\n', (size_t)n);
+        return newline && newline + 1 == text + n;
+}
+
+/* Called once the child's init is reaped: nothing of its sandbox lives any more (the kernel
+ * ends a pid namespace's processes before its init can be reaped). */
+static void give_back_netns(int fd)
+{
+        if (fd < 0)
+                return;
+        if (n_idle_netns < MAX_IDLE_NETNS && netns_empty(fd))
+                idle_netns[n_idle_netns++] = fd;
+        else
+                close(fd);
+}
+
 /* Reports a child's end to the engine and forgets it. */
 static void reap(size_t i)
 {
@@ -451,6 +513,7 @@ static void reap(size_t i)
         (void)!write(children[i].exit_fd, &end, sizeof(end));
         close(children[i].exit_fd);
         close(children[i].pidfd);
+        give_back_netns(children[i].netns);
         children[i] = children[--n_children];
 }
 
@@ -483,10 +546,12 @@ int codecell_zygote_next(void)
                 if (read_order() < 0)
                         _exit(0); /* the engine is gone: children die with us */
                 int r = n_children == MAX_CHILDREN ? -EAGAIN : new_pid_namespace();
-                if (r == 0)
+                const char *what = r == -EAGAIN ? "too many sandboxes of this cell" : "pid namespace";
+                if (r == 0 && (r = next_netns = take_netns()) < 0)
+                        what = "network namespace";
+                if (r >= 0)
                         return 1;
-                send_reply(-r, r == -EAGAIN ? "too many sandboxes of this cell" : "pid namespace",
-                           -1);
+                send_reply(-r, what, -1);
                 close_order_fds();
         }
 }
@@ -497,11 +562,22 @@ void codecell_zygote_parent(int pid)
         if (pidfd < 0) {
                 send_reply(pid > 0 ? errno : EAGAIN, "fork", -1);
                 close_order_fds();
+                /* A child that cannot be followed is ended at once. */
+                if (pid > 0) {
+                        kill(pid, SIGKILL);
+                        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                }
+                give_back_netns(next_netns);
+                next_netns = -1;
                 return;
         }
         (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-        children[n_children++] = (struct child){
-                .pid = pid, .pidfd = pidfd, .exit_fd = order_fds[ZYGOTE_FD_EXIT]};
+        children[n_children++] = (struct child){.pid = pid,
+                                                .pidfd = pidfd,
+                                                .exit_fd = order_fds[ZYGOTE_FD_EXIT],
+                                                .netns = next_netns};
+        next_netns = -1;
         order_fds[ZYGOTE_FD_EXIT] = -1;
         send_reply(0, "", pidfd);
         close_order_fds();
