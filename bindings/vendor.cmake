@@ -44,3 +44,20 @@ function(vendor_compiled language prelude extension interpreter)
 endfunction()
 vendor_compiled(python prelude.py pyc ${PRELUDE_PYC_COMMAND})
 vendor_compiled(ruby prelude.rb iseq ${PRELUDE_ISEQ_COMMAND})
+
+# A forked cell's fork server (src/zygote/zygote.c), loaded into the guest's interpreter: built
+# here with the system's compiler; without one (or when it fails) an empty file, and the
+# binding's cells exec a fresh interpreter for every sandbox instead (codecell_start).
+set(zygote ${DEST}/zygote.so)
+file(WRITE ${zygote} "")
+find_program(VENDOR_CC NAMES cc gcc clang)
+if(VENDOR_CC)
+  execute_process(COMMAND ${VENDOR_CC} -std=gnu11 -D_GNU_SOURCE -O2 -shared -fPIC -o ${zygote}
+                          ${ROOT}/src/zygote/zygote.c ${ROOT}/src/lib/landlock.c
+                  RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+  if(NOT status EQUAL 0)
+    file(WRITE ${zygote} "")
+  endif()
+endif()
+vendor_embed(zygote_so ${zygote})
+file(REMOVE ${zygote})

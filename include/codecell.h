@@ -105,6 +105,17 @@ typedef enum codecell_policy {
         CODECELL_POLICY_IGNORE,   /* run silently without it */
 } codecell_policy;
 
+/* How a cell makes its sandboxes (docs/performance.md, docs/security.md "Forked sandboxes").
+ * Either way every run gets its own namespaces, file system, limits and walls. */
+typedef enum codecell_start {
+        /* Each sandbox is a copy of one interpreter the cell booted once with its prelude (the
+         * default): several times the runs per second of booting one per run. */
+        CODECELL_START_FORK = 0,
+        /* Each sandbox execs a fresh interpreter: nothing at all in common with another run,
+         * not even the address-space layout, at the cost of booting one per run. */
+        CODECELL_START_EXEC,
+} codecell_start;
+
 typedef struct codecell_config codecell_config;
 
 /* The language of a script file from its extension ("ruby" for .rb, "python" for .py), or
@@ -161,6 +172,11 @@ CODECELL_API int codecell_config_set_image_folder(codecell_config *config, const
  * it wrote itself). Off by default: then fork, vfork and exec answer EPERM/EACCES. Processes
  * still count against CODECELL_LIMIT_PIDS and all end with the run. */
 CODECELL_API void codecell_config_set_subprocesses(codecell_config *config, bool allowed);
+
+/* How the cell's sandboxes are made: CODECELL_START_FORK (the default) or CODECELL_START_EXEC.
+ * -1 with err for another value. */
+CODECELL_API int codecell_config_set_start(codecell_config *config, codecell_start start,
+                                           codecell_error *err);
 
 /* Sandboxes kept standing by (namespaces built, interpreter and prelude loaded) so that a run
  * starts in about a millisecond. Each serves exactly one execution and is replaced in the
@@ -349,11 +365,12 @@ typedef struct codecell_cellset codecell_cellset;
 #define CODECELL_CELLSET_NO_POOL 1u
 
 /* Loads the file and creates every cell in it (and registers the host tools each cell names).
- * The whole file is checked: on any error nothing is created and err names the JSON path and
- * what is wrong ("cells.json: cells[1].mounts[0].dest: overlaps the reserved /work"). Relative
- * mount sources and tool commands resolve against the file's folder. The file's MCP servers
- * ("mcp_servers") are started, initialised and listed here; codecell_cellset_free() shuts them
- * down. flags: 0 or CODECELL_CELLSET_NO_POOL. */
+ * The whole file is checked before anything is created (no MCP server started, no interpreter
+ * probed, no cell); on any error nothing is left (what was started is stopped) and err names
+ * the JSON path and what is wrong ("cells.json: cells[1].mounts[0].dest: overlaps the
+ * reserved /work"). Relative mount sources and tool commands resolve against the file's
+ * folder. The file's MCP servers ("mcp_servers") are started, initialised and listed here;
+ * codecell_cellset_free() shuts them down. flags: 0 or CODECELL_CELLSET_NO_POOL. */
 CODECELL_API codecell_cellset *codecell_cellset_load(const char *path, unsigned flags,
                                                      codecell_error *err);
 /* Frees every cell of the set. */

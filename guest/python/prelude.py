@@ -493,9 +493,39 @@ def _apply_input(frame):
         os.close(fd)
 
 
+def _become_a_sandbox_of_the_zygote():
+    """A cell's zygote (docs/security.md, "Forked sandboxes"): takes the engine's orders and
+    forks a sandbox for each, as /codecell/zygote.so directs (the forks are Python's own, so
+    that it renews its locks in a child); comes back only in each sandbox's interpreter, behind
+    its walls, which then goes on as any sandbox's."""
+    import ctypes
+
+    lib = ctypes.CDLL("/codecell/zygote.so")
+    if lib.codecell_zygote_start() != 0:
+        os._exit(3)
+    while True:
+        lib.codecell_zygote_next()
+        init = os.fork()
+        if init:
+            lib.codecell_zygote_parent(init)
+            continue
+        lib.codecell_zygote_init()
+        guest = os.fork()
+        if guest:
+            lib.codecell_zygote_init_loop(guest)  # never returns
+        lib.codecell_zygote_guest()
+        break
+    del os.environ["CODECELL_ZYGOTE"]
+    # random seeds itself from the kernel when first imported; reseed it if it already is.
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+
+
 def _run():
     """One "exec" after another in the same globals: a one-shot sandbox is ended by the engine
     after its first result, a session's kernel lives on."""
+    if os.environ.get("CODECELL_ZYGOTE"):
+        _become_a_sandbox_of_the_zygote()
     # Output reaches the engine line by line, so progress reports can show the last line.
     sys.stdout.reconfigure(line_buffering=True)
     _send({"t": "ready", "runtime": "python", "version": "%d.%d.%d" % sys.version_info[:3]})

@@ -237,9 +237,36 @@ module CodecellGuest
       error_of(e)
     end
 
+    # A cell's zygote (docs/security.md, "Forked sandboxes"): takes the engine's orders and
+    # forks a sandbox for each, as /codecell/zygote.so directs (the forks are Ruby's own, so
+    # that Ruby renews what it must in a child); comes back only in each sandbox's interpreter,
+    # behind its walls, which then goes on as any sandbox's.
+    def become_a_sandbox_of_the_zygote
+      require "fiddle"
+      lib = Fiddle.dlopen("/codecell/zygote.so")
+      call = ->(name, *args) { Fiddle::Function.new(lib[name], [Fiddle::TYPE_INT] * args.size, Fiddle::TYPE_INT).call(*args) }
+      exit!(3) unless call.("codecell_zygote_start").zero?
+      loop do
+        call.("codecell_zygote_next")
+        init = fork
+        if init
+          call.("codecell_zygote_parent", init)
+          next
+        end
+        call.("codecell_zygote_init")
+        guest = fork
+        call.("codecell_zygote_init_loop", guest || 0) if guest # never returns
+        call.("codecell_zygote_guest")
+        break
+      end
+      ENV.delete("CODECELL_ZYGOTE")
+      Random.srand
+    end
+
     # One "exec" after another, all in the same top-level binding: a one-shot sandbox is
     # ended by the engine after its first result, a session's kernel lives on.
     def run
+      become_a_sandbox_of_the_zygote if ENV["CODECELL_ZYGOTE"]
       # Output reaches the engine as it is written, so progress reports can show the last line.
       $stdout.sync = true
       # The code runs as a script named FILENAME: `main if __FILE__ == $0` holds.

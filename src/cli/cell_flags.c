@@ -85,6 +85,19 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
         codecell_config_set_policy(config, f->policy);
         codecell_config_set_subprocesses(config, f->subprocesses);
         (void)codecell_config_set_pool(config, 0, &err);
+        /* One sandbox per process: a zygote would only add a fork to the interpreter's boot.
+         * CODECELL_START sets another default (the security suite runs both ways). */
+        const char *start = f->start ? f->start : getenv("CODECELL_START");
+        if (start && !*start)
+                start = NULL;
+        bool fork_start = start && strcmp(start, "fork") == 0;
+        if (start && !fork_start && strcmp(start, "exec") != 0) {
+                fprintf(stderr, "%s: %s %s: expected fork or exec\n", f->who,
+                        f->start ? "--start" : "CODECELL_START", start);
+                goto out;
+        }
+        (void)codecell_config_set_start(config, fork_start ? CODECELL_START_FORK : CODECELL_START_EXEC,
+                                        &err);
         for (size_t i = 0; i < f->n_mounts; i++)
                 if (add_mount_flag(f->who, config, f->mounts[i], &err) < 0)
                         goto out;
@@ -154,6 +167,9 @@ bool cell_flags_take(struct cell_flags *f, int opt, const char *arg)
                 return true;
         case CELL_OPT_INTERPRETER:
                 f->interpreter = arg;
+                return true;
+        case CELL_OPT_START:
+                f->start = arg;
                 return true;
         case CELL_OPT_LIBRARY:
                 /* The 17th is kept, so that the library's own cap words the refusal. */

@@ -21,6 +21,7 @@ struct cell_flags {
         const char *libraries[17]; /* DIR[:ro|exec]; one more than the library takes */
         size_t n_libraries;
         bool subprocesses;
+        const char *start;        /* "fork" or "exec"; NULL: exec (one sandbox per process) */
         const char *image_folder; /* in the sandbox, or NULL */
         codecell_policy policy;
         uint64_t limits[CODECELL_LIMIT__COUNT];        /* 0: the default */
@@ -34,7 +35,8 @@ enum {
         CELL_OPT_TOOLS,
         CELL_OPT_SUBPROCESSES,
         CELL_OPT_INTERPRETER,
-        CELL_OPT_LIBRARY
+        CELL_OPT_LIBRARY,
+        CELL_OPT_START
 };
 /* clang-format off */
 #define CELL_FLAG_OPTIONS                                                                          \
@@ -43,7 +45,8 @@ enum {
         {"tools", required_argument, NULL, CELL_OPT_TOOLS},                                        \
         {"allow-subprocesses", no_argument, NULL, CELL_OPT_SUBPROCESSES},                          \
         {"interpreter", required_argument, NULL, CELL_OPT_INTERPRETER},                            \
-        {"library", required_argument, NULL, CELL_OPT_LIBRARY}
+        {"library", required_argument, NULL, CELL_OPT_LIBRARY},                                    \
+        {"start", required_argument, NULL, CELL_OPT_START}
 /* clang-format on */
 
 /* The help lines of --interpreter and --library, the same in every verb that builds a cell. */
@@ -55,6 +58,13 @@ enum {
         "                           a library folder, read-only on the load path (a\n"             \
         "                           virtualenv, site-packages, gem home, .rb folder;\n"            \
         "                           :exec, its C extensions may load); repeatable\n"
+
+/* The help lines of --start, the same in every verb that builds a cell. */
+#define CELL_FLAGS_HELP_START                                                                      \
+        "      --start fork|exec    how the sandbox is made: exec (the default here) boots\n"      \
+        "                           a fresh interpreter; fork copies one the cell booted\n"       \
+        "                           once (what serve's cells do), the faster way when one\n"      \
+        "                           cell makes many sandboxes\n"
 
 /* A limit flag's value into f: a duration ("5s") when duration, else a size ("256M"). < 0 when
  * it does not parse (the caller words the error). */

@@ -59,6 +59,7 @@ static const char usage[] =
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
         "                           of /usr); off by default\n"
         CELL_FLAGS_HELP_INTERPRETER
+        CELL_FLAGS_HELP_START
         "      --tools FILE         host tools and MCP servers (docs/tools.md)\n"
         "  -h, --help               show this help\n"
         "\n"

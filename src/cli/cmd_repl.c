@@ -28,6 +28,7 @@ static const char usage[] =
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
         "                           of /usr); off by default\n"
         CELL_FLAGS_HELP_INTERPRETER
+        CELL_FLAGS_HELP_START
         "      --tools FILE         host tools (docs/tools.md)\n"
         "      --timeout DURATION   wall-clock limit of each entry (default 30s)\n"
         "      --memory SIZE        memory limit of the session (default 256M)\n"

@@ -42,6 +42,7 @@ static const char usage[] =
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
         "                           of /usr); off by default\n"
         CELL_FLAGS_HELP_INTERPRETER
+        CELL_FLAGS_HELP_START
         "      --tools FILE         host tools the code may call with SB.call\n"
         "                           (docs/tools.md)\n"
         "      --on-unsupported warn|raise|ignore\n"

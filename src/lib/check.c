@@ -51,6 +51,24 @@ static int probe_namespaces(void)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 0x80;
 }
 
+/* Whether a user namespace can be made inside a new one (a forked sandbox's, inside its
+ * zygote's). */
+static bool probe_nested_user_namespace(void)
+{
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(unshare(CLONE_NEWUSER) == 0 && unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+        if (pid < 0)
+                return false;
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* The fork server, embedded at build time (size 0 where it could not be built). */
+extern const size_t codecell_zygote_so_size;
+
 static void report(codecell_layer_report *r, const char *name, bool ok, bool required,
                    const char *fmt, const char *arg)
 {
@@ -143,6 +161,16 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                root ? "used for user mounts (engine runs as root)%s"
                     : "needs root; unprivileged, files written to read-write mounts belong to the "
                       "invoking user%s",
+               "");
+
+        /* Forked cells' sandboxes each take a user namespace inside their zygote's. */
+        bool nested = !(ns & 0x80) && probe_nested_user_namespace();
+        bool forks = nested && codecell_zygote_so_size > 0;
+        report(&all[n++], "forked_sandboxes", forks, false,
+               forks ? "cells fork their sandboxes from a booted interpreter (start \"fork\")%s"
+               : nested ? "the fork server was not built into this library: cells exec a fresh "
+                          "interpreter for every sandbox%s"
+                        : "nested user namespaces are refused: forked cells cannot start%s",
                "");
 
         static const char *const languages[] = {"ruby", "python"};

@@ -340,6 +340,25 @@ void codecell_config_set_policy(codecell_config *c, codecell_policy policy)
         c->policy = policy;
 }
 
+/* The fork server (src/zygote/zygote.c), embedded at build time; size 0 where it could not be
+ * built. */
+extern const size_t codecell_zygote_so_size;
+
+bool config_forks(const codecell_config *c)
+{
+        return c->start == CODECELL_START_FORK && codecell_zygote_so_size > 0;
+}
+
+int codecell_config_set_start(codecell_config *c, codecell_start start, codecell_error *err)
+{
+        if (start != CODECELL_START_FORK && start != CODECELL_START_EXEC)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "start: %d is neither CODECELL_START_FORK nor CODECELL_START_EXEC",
+                               (int)start);
+        c->start = start;
+        return 0;
+}
+
 void codecell_config_set_subprocesses(codecell_config *c, bool allowed)
 {
         c->subprocesses = allowed;

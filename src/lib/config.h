@@ -32,6 +32,7 @@ struct codecell_config {
         codecell_policy policy;
         size_t pool;       /* sandboxes standing by */
         bool subprocesses; /* the guest may fork and exec the system's programs */
+        codecell_start start; /* how sandboxes are made: copies of a zygote, or fresh execs */
         char *image_folder; /* where image files the code writes come back from, or NULL */
         /* The interpreter's canonical absolute host path, or NULL: runtime->interpreter; and
          * where it came from, for errors ("cells.json: cells[0].interpreter"), or NULL. */
@@ -40,6 +41,10 @@ struct codecell_config {
         struct cc_library *libraries;
         size_t n_libraries;
 };
+
+/* Whether the cell's sandboxes are forked from a zygote: CODECELL_START_FORK, and the fork
+ * server was built into this library (a binding built without a compiler for it execs). */
+bool config_forks(const codecell_config *c);
 
 /* codecell_config_set_interpreter() and codecell_config_add_library(), with errors worded for
  * a configuration file when `where` names the JSON path ("cells[0].libraries[1]"). */

@@ -1,6 +1,8 @@
 /* A configuration file of cells and host tools (docs/configuration.md), for `codecell serve`
- * and `codecell describe --config`: validated whole, with errors that name the JSON path of the
- * bad key, before any cell is created. */
+ * and `codecell describe --config`, parsed whole into a plain description (config_file.h):
+ * errors name the JSON path of the bad key, and nothing is created here. */
+#include "config_file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
@@ -10,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cell.h"
 #include "cleanup.h"
 #include "config.h"
 #include "error.h"
@@ -20,31 +21,13 @@
 #include "util.h"
 #include "upstream_tools.h"
 
-/* A tool's own timeout may not exceed this; the cell's tool_call_ms caps it again per call. */
-#define TOOL_TIMEOUT_MAX_MS 3600000ULL
 #define CELLS_MAX 64
-
-struct cellset_entry {
-        char *name;
-        char *summary;        /* the cell's "description" key, or "" */
-        bool sessions;        /* the cell offers persistent sessions */
-        bool default_session; /* a call without a session name runs in "default" */
-        codecell_cell *cell;
-        json_t *mcp_all; /* names of the MCP servers whose every tool it takes ("NAME.*") */
-};
-
-struct codecell_cellset {
-        struct cellset_entry *entries;
-        size_t n;
-        struct mcp_servers servers; /* the file's "mcp_servers", connected */
-};
 
 /* Everything a loader needs while it checks one file. */
 struct loader {
         const char *path;
-        char *dir; /* the file's folder: relative sources and commands resolve against it */
-        const json_t *tools_json;
-        struct tool **tools; /* parsed once to check them; each cell parses its own copies */
+        const char *dir; /* the file's folder: relative sources and commands resolve against it */
+        struct tool **tools; /* the file's host tools, parsed once to check them */
         size_t n_tools;
         const struct mcp_servers *servers;
         unsigned flags;
@@ -230,7 +213,8 @@ static int load_limits(struct loader *l, const json_t *limits, const char *where
                                    "%s: unknown limit (known: timeout_ms, cpu_ms, memory_bytes, "
                                    "pids, output_bytes, tmp_bytes, work_bytes, open_files, "
                                    "file_bytes, code_bytes, frame_bytes, tool_calls, "
-                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms, model_chars, images, "
+                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms, "
+                                   "model_chars, images, "
                                    "image_bytes)",
                                    at);
                 int r = load_limit(l, config, (codecell_limit)found, value, at);
@@ -275,44 +259,39 @@ static int load_sessions(struct loader *l, const json_t *sessions, const char *w
         return r;
 }
 
-/* "NAME.*" or "NAME.TOOL" of an MCP server: its tools on this cell. 1 when name is not of an
- * MCP server (a host tool of the file), 0 when attached, < 0 on error. */
-static int attach_mcp_tools(struct loader *l, const char *name, const char *at,
-                            struct cellset_entry *entry)
+/* "NAME.*" or "NAME.TOOL" of an MCP server: its tools on this cell, which the server's list
+ * confirms once it is started. 1 when name is not of an MCP server (a host tool of the file),
+ * 0 when recorded in ref, < 0 on error. */
+static int parse_mcp_ref(struct loader *l, const char *name, struct tool_ref *ref)
 {
         const char *dot = strchr(name, '.');
         struct upstream *u = dot ? mcp_servers_find(l->servers, name, (size_t)(dot - name)) : NULL;
         if (!u)
                 return 1;
-        codecell_error e = {0};
-        if (upstream_attach(entry->cell, u, dot + 1, &e) < 0)
-                return bad(l, e.errno_value, "%s: %s", at, e.message);
-        if (strcmp(dot + 1, "*") == 0) {
-                if (!entry->mcp_all && !(entry->mcp_all = json_array()))
-                        return err_sys(l->err, ENOMEM, "cells");
-                json_array_append_new(entry->mcp_all, json_string(upstream_name(u)));
-        }
-        return 0;
+        ref->server = u;
+        ref->which = strdup(dot + 1);
+        return ref->which ? 0 : err_sys(l->err, ENOMEM, "cells");
 }
 
-/* The cell's host tools: names of the file's "tools", each registered on this cell, and tools
- * of its MCP servers. */
-static int attach_tools(struct loader *l, const json_t *names, const char *where,
-                        struct cellset_entry *entry)
+/* The cell's "tools": names of the file's host tools and tools of its MCP servers. */
+static int parse_tool_names(struct loader *l, const json_t *names, const char *where,
+                            struct cell_description *desc)
 {
-        codecell_cell *cell = entry->cell;
         if (!names)
                 return 0;
         if (!json_is_array(names))
                 return bad(l, EINVAL, "%s.tools: must be an array of tool names", where);
+        desc->tools = calloc(json_array_size(names) + 1, sizeof(*desc->tools));
+        if (!desc->tools)
+                return err_sys(l->err, ENOMEM, "cells");
         for (size_t i = 0; i < json_array_size(names); i++) {
                 const char *name = json_string_value(json_array_get(names, i));
-                char at[96];
-                snprintf(at, sizeof(at), "%s.tools[%zu]", where, i);
+                struct tool_ref *ref = &desc->tools[desc->n_tools++];
+                snprintf(ref->at, sizeof(ref->at), "%s.tools[%zu]", where, i);
                 for (size_t k = 0; name && k < i; k++)
                         if (strcmp(json_string_value(json_array_get(names, k)), name) == 0)
-                                return bad(l, EINVAL, "%s: \"%s\" is listed twice", at, name);
-                int mcp = name ? attach_mcp_tools(l, name, at, entry) : 1;
+                                return bad(l, EINVAL, "%s: \"%s\" is listed twice", ref->at, name);
+                int mcp = name ? parse_mcp_ref(l, name, ref) : 1;
                 if (mcp <= 0) {
                         if (mcp < 0)
                                 return mcp;
@@ -323,16 +302,12 @@ static int attach_tools(struct loader *l, const json_t *names, const char *where
                         if (strcmp(l->tools[k]->name, name) == 0)
                                 found = k;
                 if (found == l->n_tools)
-                        return bad(l, EINVAL, "%s.tools[%zu]: %s%s%s", where, i,
+                        return bad(l, EINVAL, "%s: %s%s%s", ref->at,
                                    name ? "no host tool named \"" : "must be a tool name",
                                    name ? name : "",
                                    name ? "\" in the file's \"tools\" (or of its \"mcp_servers\")"
                                         : "");
-                struct tool *tool = NULL;
-                int r = tool_from_json(json_array_get(l->tools_json, found), found, l->path, l->dir,
-                                       TOOL_TIMEOUT_MAX_MS, &tool, l->err);
-                if (r < 0 || (r = cell_add_tool(cell, tool, l->err)) < 0)
-                        return r;
+                ref->host_tool = found;
         }
         return 0;
 }
@@ -406,12 +381,13 @@ static bool cell_name_problem(const char *name, char *why, size_t n)
         return true;
 }
 
-static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cellset_entry *entry)
+static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell_description *desc)
 {
-        static const char *const keys[] = {
-                "name",     "language", "description",        "mounts",         "limits", "pool",
-                "sessions", "tools",    "allow_subprocesses", "on_unsupported", "interpreter",
-                "libraries", "image_folder", NULL};
+        static const char *const keys[] = {"name",           "language",    "description",
+                                           "mounts",         "limits",      "pool",
+                                           "sessions",       "tools",       "allow_subprocesses",
+                                           "on_unsupported", "interpreter", "libraries",
+                                           "image_folder",   "start",       NULL};
         char where[32];
         snprintf(where, sizeof(where), "cells[%zu]", i);
         if (!json_is_object(obj))
@@ -437,57 +413,51 @@ static int load_cell(struct loader *l, const json_t *obj, size_t i, struct cells
                 return bad(l, EINVAL, "%s.pool: must be an integer from 0 to 64", where);
         if (subprocesses && !json_is_boolean(subprocesses))
                 return bad(l, EINVAL, "%s.allow_subprocesses: must be true or false", where);
+        const json_t *start = json_object_get(obj, "start");
+        const char *start_text = json_string_value(start);
+        if (start && (!start_text || (strcmp(start_text, "fork") != 0 &&
+                                      strcmp(start_text, "exec") != 0)))
+                return bad(l, EINVAL, "%s.start: must be \"fork\" or \"exec\"", where);
 
         codecell_error e = {0};
         codecell_config *config = codecell_config_new(json_string_value(language), &e);
         if (!config)
                 return bad(l, EINVAL, "%s.language: %s", where, e.message);
-        bool sessions = true, default_session = false;
+        desc->config = config;
         r = load_mounts(l, json_object_get(obj, "mounts"), where, config);
         r = r ?: load_limits(l, json_object_get(obj, "limits"), where, config);
         r = r
-                    ?: load_sessions(l, json_object_get(obj, "sessions"), where, config, &sessions,
-                                     &default_session);
+                    ?: load_sessions(l, json_object_get(obj, "sessions"), where, config,
+                                     &desc->offer.sessions, &desc->offer.default_session);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
         r = r ?: load_image_folder(l, json_object_get(obj, "image_folder"), where, config);
         r = r ?: load_interpreter(l, obj, where, config);
-        if (r == 0) {
-                codecell_config_set_subprocesses(config, json_is_true(subprocesses));
-                size_t size = pool ? (size_t)json_integer_value(pool) : 2;
-                (void)codecell_config_set_pool(
-                        config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0 : size, &e);
-                entry->cell = codecell_cell_new(config, &e);
-                /* An error that names the file already names the key too (an interpreter or
-                 * library folder, checked only now): it goes as it is. */
-                if (!entry->cell && strncmp(e.message, l->path, strlen(l->path)) == 0)
-                        r = err_set(l->err, e.kind, e.errno_value, "%s", e.message);
-                else if (!entry->cell)
-                        r = err_set(l->err, e.kind, e.errno_value, "%s: %s: %s", l->path, where,
-                                    e.message);
-        }
-        codecell_config_free(config);
-        r = r ?: attach_tools(l, json_object_get(obj, "tools"), where, entry);
+        r = r ?: parse_tool_names(l, json_object_get(obj, "tools"), where, desc);
         if (r < 0)
                 return r;
-        entry->name = strdup(name);
-        entry->summary = strdup(summary ? json_string_value(summary) : "");
-        entry->sessions = sessions;
-        entry->default_session = default_session;
-        if (!entry->name || !entry->summary)
+        codecell_config_set_subprocesses(config, json_is_true(subprocesses));
+        if (start_text && strcmp(start_text, "exec") == 0)
+                (void)codecell_config_set_start(config, CODECELL_START_EXEC, &e);
+        size_t size = pool ? (size_t)json_integer_value(pool) : 2;
+        (void)codecell_config_set_pool(config, (l->flags & CODECELL_CELLSET_NO_POOL) ? 0 : size,
+                                       &e);
+        desc->offer.name = strdup(name);
+        desc->offer.summary = strdup(summary ? json_string_value(summary) : "");
+        if (!desc->offer.name || !desc->offer.summary)
                 return err_sys(l->err, ENOMEM, "cells");
         return 0;
 }
 
-/* The file's "mcp_servers", started and listed: the cells' "tools" may name their tools. A host
- * tool named like one of theirs ("memory.x" beside the server "memory") could never be called,
- * so it is refused. */
-static int load_mcp_servers(struct loader *l, const json_t *obj, codecell_cellset *set)
+/* The file's "mcp_servers", defined (started only once the whole file is good): the cells'
+ * "tools" may name their tools. A host tool named like one of theirs ("memory.x" beside the
+ * server "memory") could never be called, so it is refused. */
+static int define_mcp_servers(struct loader *l, const json_t *obj, struct file_description *d)
 {
-        int r = mcp_servers_load(obj, l->path, l->dir, &set->servers, l->err);
-        l->servers = &set->servers;
+        int r = mcp_servers_define(obj, l->path, l->dir, &d->servers, l->err);
+        l->servers = &d->servers;
         for (size_t k = 0; r == 0 && k < l->n_tools; k++) {
                 const char *dot = strchr(l->tools[k]->name, '.');
-                if (dot && mcp_servers_find(&set->servers, l->tools[k]->name,
+                if (dot && mcp_servers_find(&d->servers, l->tools[k]->name,
                                             (size_t)(dot - l->tools[k]->name)))
                         r = bad(l, EINVAL,
                                 "tools[%zu].name: \"%s\" is in the namespace of the MCP server "
@@ -495,20 +465,6 @@ static int load_mcp_servers(struct loader *l, const json_t *obj, codecell_cellse
                                 k, l->tools[k]->name);
         }
         return r;
-}
-
-/* After an MCP server's notifications/tools/list_changed: the cells that take all of its tools
- * get the new ones (and a new description). */
-static void follow_tools(struct upstream *u, const json_t *tools, void *userdata)
-{
-        codecell_cellset *set = userdata;
-        for (size_t i = 0; i < set->n; i++) {
-                size_t k;
-                const json_t *v;
-                json_array_foreach(set->entries[i].mcp_all, k,
-                                   v) if (strcmp(json_string_value(v), upstream_name(u)) == 0)
-                        upstream_attach_new(set->entries[i].cell, u, tools);
-        }
 }
 
 /* The host folder of one of c's exec-capable binds (w: an exec mount, an exec library, then
@@ -542,15 +498,15 @@ static const char *exec_folder(const codecell_config *c, size_t w, char *key, si
 /* A cell refuses an exec-capable folder that overlaps one of its own read-write mounts
  * (mount_plan.c); a folder another cell of the file mounts read-write is as writable by a
  * guest, and what that guest wrote would run in this cell: refused too. */
-static int refuse_exec_over_other_cells(struct loader *l, const codecell_cellset *set)
+static int refuse_exec_over_other_cells(struct loader *l, const struct file_description *d)
 {
-        for (size_t i = 0; i < set->n; i++) {
-                const codecell_config *c = set->entries[i].cell->config;
+        for (size_t i = 0; i < d->n_cells; i++) {
+                const codecell_config *c = d->cells[i].config;
                 char key[48], prefix[PATH_MAX];
                 const char *folder;
                 for (size_t w = 0; (folder = exec_folder(c, w, key, sizeof(key), prefix)); w++)
-                        for (size_t k = 0; k < set->n; k++) {
-                                const codecell_config *o = set->entries[k].cell->config;
+                        for (size_t k = 0; k < d->n_cells; k++) {
+                                const codecell_config *o = d->cells[k].config;
                                 for (size_t m = 0; k != i && m < o->n_mounts; m++)
                                         if (o->mounts[m].read_write &&
                                             paths_overlap(folder, o->mounts[m].source))
@@ -559,26 +515,27 @@ static int refuse_exec_over_other_cells(struct loader *l, const codecell_cellset
                                                            "read-write mount of cells[%zu] at "
                                                            "%s: a folder a guest can write "
                                                            "cannot hold code that runs",
-                                                           i, key, folder, k,
-                                                           o->mounts[m].dest);
+                                                           i, key, folder, k, o->mounts[m].dest);
                         }
         }
         return 0;
 }
 
-codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codecell_error *err)
+int config_file_parse(const char *path, unsigned flags, struct file_description *ret,
+                      codecell_error *err)
 {
         static const char *const keys[] = {"$schema", "tools", "mcp_servers", "cells", NULL};
-        json_t *root = json_file_load(path, err);
-        if (!root)
-                return NULL;
+        *ret = (struct file_description){.root = json_file_load(path, err)};
+        if (!ret->root)
+                return -EINVAL;
         _cleanup_free_ char *copy = strdup(path);
-        struct loader l = {
-                .path = path, .dir = copy ? dirname(copy) : NULL, .flags = flags, .err = err};
-        codecell_cellset *set = calloc(1, sizeof(*set));
-        const json_t *cells = json_object_get(root, "cells");
+        ret->path = strdup(path);
+        ret->dir = copy ? strdup(dirname(copy)) : NULL;
+        struct loader l = {.path = path, .dir = ret->dir, .flags = flags, .err = err};
+        const json_t *root = ret->root, *cells = json_object_get(root, "cells");
+        const json_t *tools = json_object_get(root, "tools");
         int r = 0;
-        if (!set || !l.dir) {
+        if (!ret->path || !ret->dir) {
                 r = err_sys(err, ENOMEM, "config");
                 goto out;
         }
@@ -588,19 +545,18 @@ codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codece
         }
         if ((r = only_keys(&l, root, "", keys)) < 0)
                 goto out;
-        l.tools_json = json_object_get(root, "tools");
-        if (l.tools_json && (r = tools_from_json(l.tools_json, path, l.dir, TOOL_TIMEOUT_MAX_MS,
-                                                 &l.tools, &l.n_tools, err)) < 0)
+        if (tools && (r = tools_from_json(tools, path, l.dir, TOOL_TIMEOUT_MAX_MS, &l.tools,
+                                          &l.n_tools, err)) < 0)
                 goto out;
-        if ((r = load_mcp_servers(&l, json_object_get(root, "mcp_servers"), set)) < 0)
+        if ((r = define_mcp_servers(&l, json_object_get(root, "mcp_servers"), ret)) < 0)
                 goto out;
         if (!json_is_array(cells) || json_array_size(cells) == 0 ||
             json_array_size(cells) > CELLS_MAX) {
                 r = bad(&l, EINVAL, "cells: must be an array of 1 to %d cells", CELLS_MAX);
                 goto out;
         }
-        set->entries = calloc(json_array_size(cells), sizeof(*set->entries));
-        if (!set->entries) {
+        ret->cells = calloc(json_array_size(cells), sizeof(*ret->cells));
+        if (!ret->cells) {
                 r = err_sys(err, ENOMEM, "cells");
                 goto out;
         }
@@ -608,81 +564,39 @@ codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codece
                 const char *name =
                         json_string_value(json_object_get(json_array_get(cells, i), "name"));
                 for (size_t k = 0; name && k < i; k++)
-                        if (strcmp(set->entries[k].name, name) == 0) {
+                        if (strcmp(ret->cells[k].offer.name, name) == 0) {
                                 r = bad(&l, EINVAL,
                                         "cells[%zu].name: \"%s\" is the name of cells[%zu]", i,
                                         name, k);
                                 goto out;
                         }
-                set->n++;
-                if ((r = load_cell(&l, json_array_get(cells, i), i, &set->entries[i])) < 0)
+                ret->n_cells++;
+                if ((r = parse_cell(&l, json_array_get(cells, i), i, &ret->cells[i])) < 0)
                         goto out;
         }
-        r = refuse_exec_over_other_cells(&l, set);
-        for (size_t i = 0; r == 0 && i < set->servers.n; i++)
-                upstream_set_listener(set->servers.list[i], follow_tools, set);
+        r = refuse_exec_over_other_cells(&l, ret);
 out:
         tools_free_list(l.tools, l.n_tools);
-        json_decref(root);
-        if (r < 0) {
-                codecell_cellset_free(set);
-                return NULL;
+        if (r < 0)
+                file_description_free(ret);
+        return r;
+}
+
+void file_description_free(struct file_description *d)
+{
+        for (size_t i = 0; i < d->n_cells; i++) {
+                struct cell_description *c = &d->cells[i];
+                free(c->offer.name);
+                free(c->offer.summary);
+                codecell_config_free(c->config);
+                for (size_t k = 0; k < c->n_tools; k++)
+                        free(c->tools[k].which);
+                free(c->tools);
         }
-        return set;
-}
-
-void codecell_cellset_free(codecell_cellset *set)
-{
-        if (!set)
-                return;
-        /* No list_changed reaches a cell being freed. */
-        for (size_t i = 0; i < set->servers.n; i++)
-                upstream_set_listener(set->servers.list[i], NULL, NULL);
-        for (size_t i = 0; i < set->n; i++) {
-                codecell_cell_free(set->entries[i].cell);
-                free(set->entries[i].name);
-                free(set->entries[i].summary);
-                json_decref(set->entries[i].mcp_all);
-        }
-        free(set->entries);
-        mcp_servers_free(&set->servers);
-        free(set);
-}
-
-size_t codecell_cellset_size(const codecell_cellset *set)
-{
-        return set ? set->n : 0;
-}
-
-codecell_cell *codecell_cellset_cell(const codecell_cellset *set, size_t i)
-{
-        return set && i < set->n ? set->entries[i].cell : NULL;
-}
-
-const char *codecell_cellset_name(const codecell_cellset *set, size_t i)
-{
-        return set && i < set->n ? set->entries[i].name : NULL;
-}
-
-const char *codecell_cellset_summary(const codecell_cellset *set, size_t i)
-{
-        return set && i < set->n ? set->entries[i].summary : NULL;
-}
-
-bool codecell_cellset_sessions(const codecell_cellset *set, size_t i)
-{
-        return set && i < set->n && set->entries[i].sessions;
-}
-
-bool codecell_cellset_default_session(const codecell_cellset *set, size_t i)
-{
-        return set && i < set->n && set->entries[i].default_session;
-}
-
-int codecell_cellset_find(const codecell_cellset *set, const char *name)
-{
-        for (size_t i = 0; set && name && i < set->n; i++)
-                if (strcmp(set->entries[i].name, name) == 0)
-                        return (int)i;
-        return -1;
+        free(d->cells);
+        mcp_servers_free(&d->servers);
+        json_decref(d->root);
+        free(d->path);
+        free(d->dir);
+        *d = (struct file_description){0};
 }

@@ -227,8 +227,8 @@ static int load_one(const char *name, const json_t *def, const char *path, const
         return r;
 }
 
-int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struct mcp_servers *ret,
-                     codecell_error *err)
+int mcp_servers_define(const json_t *obj, const char *path, const char *dir,
+                       struct mcp_servers *ret, codecell_error *err)
 {
         *ret = (struct mcp_servers){0};
         if (!obj)
@@ -243,7 +243,6 @@ int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struc
         const char *name;
         const json_t *def;
         int r = 0;
-        /* All checked before any is started: a bad file starts nothing. */
         json_object_foreach((json_t *)obj, name, def)
         {
                 if ((r = load_one(name, def, path, dir, &ret->list[ret->n], err)) < 0)
@@ -263,24 +262,36 @@ int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struc
                         }
                 }
         }
-        for (size_t i = 0; i < ret->n; i++) {
-                struct upstream *u = ret->list[i];
-                char why[600];
-                const char *problem;
-                codecell_error e = {0};
-                if (upstream_connect(u, now_ms() + CONNECT_MS, &e) < 0) {
-                        r = bad(err, path, upstream_name(u), ": the server could not be used: %s",
-                                e.message);
-                        goto fail;
-                }
-                if ((problem = upstream_collision(u, why, sizeof(why)))) {
-                        r = bad(err, path, upstream_name(u), ": %s", problem);
-                        goto fail;
-                }
-        }
         return 0;
 fail:
         mcp_servers_free(ret);
+        return r;
+}
+
+int mcp_servers_start(struct mcp_servers *s, const char *path, codecell_error *err)
+{
+        for (size_t i = 0; i < s->n; i++) {
+                struct upstream *u = s->list[i];
+                char why[600];
+                const char *problem;
+                codecell_error e = {0};
+                if (upstream_connect(u, now_ms() + CONNECT_MS, &e) < 0)
+                        return bad(err, path, upstream_name(u),
+                                   ": the server could not be used: %s", e.message);
+                if ((problem = upstream_collision(u, why, sizeof(why))))
+                        return bad(err, path, upstream_name(u), ": %s", problem);
+        }
+        return 0;
+}
+
+int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struct mcp_servers *ret,
+                     codecell_error *err)
+{
+        /* All checked before any is started: a bad file starts nothing. */
+        int r = mcp_servers_define(obj, path, dir, ret, err);
+        r = r ?: mcp_servers_start(ret, path, err);
+        if (r < 0)
+                mcp_servers_free(ret);
         return r;
 }
 

@@ -1,11 +1,12 @@
 /* The tool description the model reads (seed 000's fixed text, adapted to codecell): how to
  * use the cell, with every promise checked against what the sandbox really allows, the
  * libraries the interpreter offers, then the folders and host tools it can see. */
+#include "description.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cell.h"
 #include "images.h"
 
 /* The libraries named at most; the rest are counted. */

@@ -1,6 +1,8 @@
 /* One execution: take a sandbox standing by (or start one), hand it the code, collect output
  * and the result until the deadline, tear it down and decide the status from what the kernel
  * says. */
+#include "execution.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,7 +12,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "cell.h"
 #include "disposal.h"
 #include "error.h"
 #include "frame.h"
@@ -19,9 +20,6 @@
 #include "run_input.h"
 #include "standby.h"
 #include "util.h"
-
-/* Output still in the pipes after the result frame is drained for at most this long. */
-#define DRAIN_MS 500
 
 static void set_error_text(codecell_result *res, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
@@ -46,10 +44,59 @@ static void set_exit_status(codecell_result *res, const json_t *frame)
         }
 }
 
-static void finish(struct codecell_cell *cell, codecell_result *res, const struct run_outcome *o,
-                   int init_status, double exec_start)
+/* One execution under way. */
+struct execution {
+        struct cell_plan *plan;
+        struct tool_table *tools;
+        struct standby *s;
+        const codecell_run_options *options; /* NULL: none */
+        codecell_result *res;
+        bool keep;              /* a session's: its sandbox goes on after "ok" and "error" */
+        int64_t id;             /* of the exec, which the guest's frames must carry */
+        double start, deadline; /* now_ms() clock */
+        struct rpc rpc;         /* its host calls */
+};
+
+/* What an execution came to: the facts its status is decided from, and what it used. */
+struct outcome {
+        struct pump_seen seen;     /* what the pump saw; owns the result frame */
+        struct run_outcome facts;  /* result_frame and protocol_error point into seen */
+        int init_status;           /* init's exit code once torn down without a result, or -1 */
+        bool goes_on;              /* a session's sandbox, kept for its next exec */
+        double cpu_ms;             /* the CPU time the code used */
+        int64_t memory_peak_bytes; /* -1: unknown */
+};
+
+/* Why the sandbox gave no result: a cancel, a broken protocol, or the interpreter's end. */
+static void explain_sandbox_error(codecell_result *res, const struct outcome *outcome)
 {
-        const uint64_t *lim = cell->config->limits;
+        const struct run_outcome *o = &outcome->facts;
+        int sig = sandbox_guest_signal(outcome->init_status);
+        int code = sandbox_guest_exit_code(outcome->init_status);
+        if (o->cancelled) {
+                res->cancelled = true;
+                set_error_text(res, "the run was cancelled by the caller before it finished");
+        } else if (o->protocol_error) {
+                set_error_text(res, "the guest broke the protocol: %s", o->protocol_error);
+        } else if (sig) {
+                set_error_text(res,
+                               "the interpreter was killed by signal %d (%s) before returning a "
+                               "result",
+                               sig, strsignal(sig));
+        } else if (code >= 0) {
+                set_error_text(res, "the interpreter exited with code %d before returning a result",
+                               code);
+        } else {
+                set_error_text(res, "the interpreter ended before returning a result");
+        }
+}
+
+/* The status of what the execution came to, and what the model is told of it. */
+static void judge(const struct execution *x, const struct outcome *outcome)
+{
+        const uint64_t *lim = x->plan->config->limits;
+        const struct run_outcome *o = &outcome->facts;
+        codecell_result *res = x->res;
         res->status = outcome_classify(o);
         switch (res->status) {
         case CODECELL_STATUS_OK:
@@ -88,32 +135,19 @@ static void finish(struct codecell_cell *cell, codecell_result *res, const struc
                                (unsigned long long)(lim[CODECELL_LIMIT_MEMORY_BYTES] >> 20));
                 break;
         case CODECELL_STATUS_SANDBOX_ERROR:
-                if (o->cancelled) {
-                        res->cancelled = true;
-                        set_error_text(res, "the run was cancelled by the caller before it "
-                                            "finished");
-                } else if (o->protocol_error) {
-                        set_error_text(res, "the guest broke the protocol: %s", o->protocol_error);
-                } else {
-                        int sig = sandbox_guest_signal(init_status);
-                        int code = sandbox_guest_exit_code(init_status);
-                        if (sig)
-                                set_error_text(res,
-                                               "the interpreter was killed by signal %d (%s) "
-                                               "before returning a result",
-                                               sig, strsignal(sig));
-                        else if (code >= 0)
-                                set_error_text(res,
-                                               "the interpreter exited with code %d before "
-                                               "returning a result",
-                                               code);
-                        else
-                                set_error_text(res,
-                                               "the interpreter ended before returning a result");
-                }
+                explain_sandbox_error(res, outcome);
                 break;
         }
-        res->duration_ms = exec_start > 0 ? now_ms() - exec_start : 0;
+}
+
+/* The result: its status, what the code used, how long it took, its output. */
+static void finish(const struct execution *x, const struct outcome *o)
+{
+        codecell_result *res = x->res;
+        judge(x, o);
+        res->cpu_ms = o->cpu_ms;
+        res->memory_peak_bytes = o->memory_peak_bytes;
+        res->duration_ms = now_ms() - x->start;
         /* The head, a marker and the tail of output that went over its cap (without memory
          * for that, the head alone stays). */
         (void)output_finish(&res->out);
@@ -139,159 +173,216 @@ static int64_t new_exec_id(void)
         return id > 1 ? (int64_t)id : 2;
 }
 
-static bool run_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                   bool keep, const codecell_run_options *options, codecell_result *res)
+static int check_code(const struct cell_plan *plan, const char *code, size_t len,
+                      codecell_error *err)
 {
-        int64_t exec_id = new_exec_id();
-        const uint64_t *lim = cell->config->limits;
-        struct pump *p = &s->pump;
-        struct run_outcome o = {.out_of_memory_class = cell->config->runtime->out_of_memory_class,
-                                .memory_by_rlimit = !cell->cgroup_place.backend};
-        struct rusage usage = {0};
-        struct rpc rpc = {0};
-        struct cgroup_stats st = {.memory_peak_bytes = -1};
-        codecell_error e = {0};
-        /* What an earlier eval's threads wrote since its result is not this eval's output. */
-        struct output_buffer stale = {.cap = 0};
-        p->out = p->err = &stale;
-        pump_drain_now(p);
-        output_free(&stale);
+        uint64_t max = plan->config->limits[CODECELL_LIMIT_CODE_BYTES];
+        if (!code)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: missing");
+        if (len > max)
+                return err_set(err, CODECELL_ERR_INVALID, E2BIG,
+                               "code: %zu bytes is over the %llu-byte limit", len,
+                               (unsigned long long)max);
+        if (!utf8_valid(code, len))
+                return err_set(err, CODECELL_ERR_INVALID, EILSEQ, "code: not valid UTF-8");
+        if (memchr(code, '\0', len))
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "code: contains a NUL byte");
+        return 0;
+}
+
+int execution_accept(const struct cell_plan *plan, const char *code, size_t len,
+                     const codecell_run_options *options, codecell_result **ret,
+                     codecell_error *err)
+{
+        *ret = NULL;
+        int r = run_input_check(options, err);
+        r = r ?: check_code(plan, code, len, err);
+        if (r < 0)
+                return r;
+        codecell_result *res = result_new();
+        if (!res)
+                return err_sys(err, ENOMEM, "result");
+        res->layers = json_incref(plan->layers);
+        res->warnings = json_incref(plan->warnings);
+        *ret = res;
+        return 0;
+}
+
+/* Where the result's output and pictures go, within the cell's limits. */
+static void prepare_result(const struct execution *x)
+{
+        const uint64_t *lim = x->plan->config->limits;
+        codecell_result *res = x->res;
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
-        p->out = &res->out;
-        p->err = &res->err;
         image_list_init(&res->images, lim[CODECELL_LIMIT_IMAGES], lim[CODECELL_LIMIT_IMAGE_BYTES]);
-        p->images = &res->images;
-        p->exec_id = exec_id;
-        if (options && codecell_cancel_triggered(options->cancel)) {
-                /* Cancelled before it began: the code is never handed over, and a session's
-                 * kernel, untouched, goes on. */
-                res->status = CODECELL_STATUS_SANDBOX_ERROR;
-                res->cancelled = true;
-                set_error_text(res, "the run was cancelled by the caller before it started");
-                if (keep)
-                        return true;
-                (void)standby_teardown(s, END_NOW, NULL, NULL);
-                return false;
-        }
+}
 
-        double exec_start = now_ms();
-        double deadline = exec_start + (double)lim[CODECELL_LIMIT_TIMEOUT_MS];
-        /* What the prelude may hand back as pictures: the host checks it again. */
+/* The exec frame: the code, what the prelude may hand back as pictures (the host checks it
+ * again), the cell's MCP tools (which the prelude binds as Memory.create_entities and so on)
+ * and the run's input. NULL when out of memory. */
+static json_t *exec_frame(const struct execution *x, const char *code, size_t len)
+{
+        const codecell_config *c = x->plan->config;
         json_t *exec = json_pack("{s:s, s:I, s:s%, s:{s:I, s:I, s:s?}}", "t", "exec", "id",
-                                 (json_int_t)exec_id, "code", code, len, "images", "max",
-                                 (json_int_t)lim[CODECELL_LIMIT_IMAGES], "max_bytes",
-                                 (json_int_t)lim[CODECELL_LIMIT_IMAGE_BYTES], "folder",
-                                 cell->config->image_folder);
-        /* The cell's MCP tools, which the prelude binds as Memory.create_entities and so on. */
-        json_t *bindings = tool_table_bindings(&cell->tools);
+                                 (json_int_t)x->id, "code", code, len, "images", "max",
+                                 (json_int_t)c->limits[CODECELL_LIMIT_IMAGES], "max_bytes",
+                                 (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "folder",
+                                 c->image_folder);
+        json_t *bindings = tool_table_bindings(x->tools);
         if (exec && bindings)
                 json_object_set(exec, "bindings", bindings);
         json_decref(bindings);
-        if (!exec || run_input_add(exec, options) < 0) {
-                pump_protocol_error(p, "cannot encode the code");
-        } else if (standby_arm(s, lim[CODECELL_LIMIT_CPU_MS]),
-                   frame_send(s->sb.ctl_fd, exec, (int)lim[CODECELL_LIMIT_TIMEOUT_MS], &e) < 0) {
-                pump_protocol_error(p, e.message);
-        } else {
-                p->exec_sent = true;
-                rpc_init(&rpc, &cell->tools,
-                         &(struct rpc_limits){.calls = lim[CODECELL_LIMIT_TOOL_CALLS],
-                                              .request_bytes =
-                                                      lim[CODECELL_LIMIT_TOOL_REQUEST_BYTES],
-                                              .answer_bytes = lim[CODECELL_LIMIT_TOOL_ANSWER_BYTES],
-                                              .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS]},
-                         deadline, s->sb.ctl_fd);
-                rpc.syntax = &cell->config->runtime->tools;
-                p->rpc = &rpc;
-                pump_options_begin(p, options, exec_start);
-                /* Until the result, the guest's death, the CPU budget, a cancel or the
-                 * deadline. */
-                o.timed_out = pump_until(p, deadline, pump_has_result);
-                o.cancelled = p->cancelled && !p->result_frame;
-                pump_options_end(p);
-                if (o.cancelled) {
-                        /* Nothing more is wanted from it. */
-                } else if (p->result_frame || p->protocol_error[0]) {
-                        /* Output written before the result is in the pipes already; a guest
-                         * that broke the protocol gets no more time. */
-                        pump_drain_now(p);
-                } else if (!o.timed_out && !p->cpu_exhausted) {
-                        /* The guest died: what it wrote ends at EOF. */
-                        double until = now_ms() + DRAIN_MS;
-                        (void)pump_until(p, until < deadline ? until : deadline, pump_drained);
-                }
-                pump_output_end(p);
+        if (exec && run_input_add(exec, x->options) < 0) {
+                json_decref(exec);
+                exec = NULL;
         }
-        json_decref(exec);
-        /* A tool still running is not this execution's any more. */
-        rpc_end(&rpc);
-        p->rpc = NULL;
+        return exec;
+}
 
-        json_t *result_frame = json_incref(p->result_frame);
-        char protocol_error[sizeof(p->protocol_error)];
-        snprintf(protocol_error, sizeof(protocol_error), "%s", p->protocol_error);
-        o.protocol_error = protocol_error[0] ? protocol_error : NULL;
-        o.result_frame = result_frame;
-        bool cpu_spent = p->cpu_exhausted && !result_frame;
-        double cpu_at_exec = s->boot_cpu_ms;
-        bool alive = false;
-
-        if (result_frame && !o.protocol_error) {
-                /* The result is in hand: the CPU the code used, from the interpreter's clock. */
-                double cpu = p->cpu_limit_ms > 0 ? cpu_meter_read(&p->cpu) : 0;
-                res->cpu_ms = cpu > cpu_at_exec ? cpu - cpu_at_exec : 0;
-                standby_stats(s, &st);
-                o.oom_killed = st.oom_kills > 0;
-                o.memory_refused = st.memory_failures > 0;
-                res->memory_peak_bytes = st.memory_peak_bytes;
-                codecell_status status = outcome_classify(&o);
-                /* A session goes on after "ok" and "error"; a limit ends it. */
-                alive = keep && (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
-                if (alive) {
-                        finish(cell, res, &o, -1, exec_start);
-                        json_decref(p->result_frame);
-                        p->result_frame = NULL;
-                        p->exec_sent = false;
-                        p->cpu_limit_ms = 0;
-                        json_decref(result_frame);
-                        return true;
-                }
-                /* The result is in hand. Killed now, the sandbox can do nothing more the host
-                 * would see unless it may write to the host's files: a write already under
-                 * way would land after the caller has the result. Only then does the caller
-                 * wait for the kernel to finish it; otherwise execution_run hands it to the
-                 * cell's disposal thread. */
-                if (keep || cell->writes_host)
-                        (void)standby_teardown(s, END_NOW, NULL, NULL);
-                else
-                        standby_kill(s);
-                finish(cell, res, &o, -1, exec_start);
-                json_decref(result_frame);
+/* Hands the code to the guest and starts its CPU budget; from then on the pump answers its
+ * host calls and awaits its result. False, with a protocol error in the pump, when the code
+ * could not be handed over. */
+static bool hand_over(struct execution *x, const char *code, size_t len)
+{
+        const uint64_t *lim = x->plan->config->limits;
+        struct pump *p = &x->s->pump;
+        json_t *exec = exec_frame(x, code, len);
+        if (!exec) {
+                pump_protocol_error(p, "cannot encode the code");
                 return false;
         }
+        standby_arm(x->s, lim[CODECELL_LIMIT_CPU_MS]);
+        codecell_error e = {0};
+        int r = frame_send(x->s->sb.ctl_fd, exec, (int)lim[CODECELL_LIMIT_TIMEOUT_MS], &e);
+        json_decref(exec);
+        if (r < 0) {
+                pump_protocol_error(p, e.message);
+                return false;
+        }
+        struct rpc_limits rl = {.calls = lim[CODECELL_LIMIT_TOOL_CALLS],
+                                .request_bytes = lim[CODECELL_LIMIT_TOOL_REQUEST_BYTES],
+                                .answer_bytes = lim[CODECELL_LIMIT_TOOL_ANSWER_BYTES],
+                                .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS]};
+        rpc_init(&x->rpc, x->tools, &rl, x->deadline, x->s->sb.ctl_fd);
+        x->rpc.syntax = &x->plan->config->runtime->tools;
+        pump_exec_sent(p, &x->rpc, x->options, x->start);
+        return true;
+}
 
-        enum standby_end how = END_WAIT;
-        if (o.protocol_error || o.cancelled)
-                how = END_NOW;
-        else if (o.timed_out || cpu_spent)
-                how = END_GUEST_FIRST;
-        /* Read before the teardown too: processes killed with the sandbox are reaped by the
+/* The facts the status is decided from, as far as the pump saw them. */
+static void take_what_was_seen(const struct execution *x, struct outcome *o)
+{
+        o->facts = (struct run_outcome){
+                .cancelled = o->seen.cancelled,
+                .timed_out = o->seen.timed_out,
+                .memory_by_rlimit = !x->plan->cgroup_place.backend,
+                .protocol_error = o->seen.protocol_error[0] ? o->seen.protocol_error : NULL,
+                .result_frame = o->seen.result_frame,
+                .out_of_memory_class = x->plan->config->runtime->out_of_memory_class,
+        };
+}
+
+static void count_memory(struct outcome *o, const struct cgroup_stats *st)
+{
+        o->facts.oom_killed = st->oom_kills > 0;
+        o->facts.memory_refused = st->memory_failures > 0;
+        o->memory_peak_bytes = st->memory_peak_bytes;
+}
+
+/* The result is in hand and the sandbox is still whole: a session's goes on after "ok" and
+ * "error" (a limit ends it). Otherwise it is killed now, and can do nothing more the host
+ * would see unless it may write to the host's files: a write already under way would land
+ * after the caller has the result. Only then does the caller wait for the kernel to finish it;
+ * otherwise execution_run hands it to the cell's disposal thread. */
+static void end_after_result(const struct execution *x, struct outcome *o)
+{
+        codecell_status status = outcome_classify(&o->facts);
+        o->goes_on = x->keep && (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
+        if (o->goes_on)
+                return;
+        if (x->keep || x->plan->writes_host)
+                (void)standby_teardown(x->s, END_NOW, NULL, NULL);
+        else
+                standby_kill(x->s);
+}
+
+/* How a sandbox that gave no usable result ends: a guest that broke the protocol or was
+ * cancelled gets no more time; one over its deadline or budget is killed and reaped by init
+ * (its CPU time is counted); one that is ending by itself is given a moment. */
+static enum standby_end ending_without_result(const struct outcome *o)
+{
+        if (o->facts.protocol_error || o->facts.cancelled)
+                return END_NOW;
+        if (o->facts.timed_out || (o->seen.cpu_exhausted && !o->seen.result_frame))
+                return END_GUEST_FIRST;
+        return END_WAIT;
+}
+
+/* Ends the sandbox as the outcome calls for, measuring once what the code used: its CPU time
+ * since exec and the sandbox's memory. */
+static void end_sandbox(const struct execution *x, struct outcome *o)
+{
+        struct standby *s = x->s;
+        struct cgroup_stats st = {.memory_peak_bytes = -1};
+        struct rusage usage = {0};
+        /* Read before any teardown: processes killed with the sandbox are reaped by the
          * kernel as init exits, and their time may not reach init's rusage. */
-        double metered = p->cpu_limit_ms > 0 ? cpu_meter_read(&p->cpu) : 0;
-        int init_status = standby_teardown(s, how, &usage, &st);
-        double cpu = rusage_ms(&usage);
-        if (metered > cpu)
-                cpu = metered;
-        res->cpu_ms = cpu > cpu_at_exec ? cpu - cpu_at_exec : 0;
-        res->memory_peak_bytes = st.memory_peak_bytes;
-        o.oom_killed = st.oom_kills > 0;
-        o.memory_refused = st.memory_failures > 0;
-        int sig = sandbox_guest_signal(init_status);
-        o.cpu_exhausted = cpu_spent || (!result_frame && sig == SIGXCPU);
-        finish(cell, res, &o, init_status, exec_start);
-        json_decref(result_frame);
+        double cpu = standby_cpu_ms(s);
+        if (o->facts.result_frame && !o->facts.protocol_error) {
+                standby_stats(s, &st);
+                count_memory(o, &st);
+                end_after_result(x, o);
+        } else {
+                o->init_status = standby_teardown(s, ending_without_result(o), &usage, &st);
+                count_memory(o, &st);
+                int sig = sandbox_guest_signal(o->init_status);
+                o->facts.cpu_exhausted =
+                        !o->seen.result_frame && (o->seen.cpu_exhausted || sig == SIGXCPU);
+        }
+        if (rusage_ms(&usage) > cpu)
+                cpu = rusage_ms(&usage);
+        o->cpu_ms = cpu > s->boot_cpu_ms ? cpu - s->boot_cpu_ms : 0;
+}
+
+/* Cancelled before it began: the code is never handed over, and a session's kernel,
+ * untouched, goes on. */
+static bool refuse_cancelled(const struct execution *x)
+{
+        x->res->status = CODECELL_STATUS_SANDBOX_ERROR;
+        x->res->cancelled = true;
+        set_error_text(x->res, "the run was cancelled by the caller before it started");
+        if (x->keep)
+                return true;
+        (void)standby_teardown(x->s, END_NOW, NULL, NULL);
         return false;
+}
+
+/* The execution from the exec to the result; true when its sandbox goes on (a session's). */
+static bool run_on(struct execution *x, const char *code, size_t len)
+{
+        struct pump *p = &x->s->pump;
+        prepare_result(x);
+        if (x->options && codecell_cancel_triggered(x->options->cancel))
+                return refuse_cancelled(x);
+        x->id = new_exec_id();
+        x->start = now_ms();
+        x->deadline = x->start + (double)x->plan->config->limits[CODECELL_LIMIT_TIMEOUT_MS];
+        pump_exec_begin(p, &(struct pump_exec){.id = x->id,
+                                               .out = &x->res->out,
+                                               .err = &x->res->err,
+                                               .images = &x->res->images});
+        if (hand_over(x, code, len))
+                pump_exec_wait(p, x->deadline);
+        struct outcome o = {.init_status = -1};
+        pump_exec_end(p, &o.seen);
+        /* A tool still running is not this execution's any more. */
+        rpc_end(&x->rpc);
+        take_what_was_seen(x, &o);
+        end_sandbox(x, &o);
+        finish(x, &o);
+        json_decref(o.seen.result_frame);
+        return o.goes_on;
 }
 
 /* Live output stopped at the head the result keeps (pump.c): what the result kept beyond it —
@@ -314,33 +405,37 @@ static void hand_on_the_rest(const struct pump *p, const codecell_run_options *o
         }
 }
 
-bool execution_on(struct codecell_cell *cell, struct standby *s, const char *code, size_t len,
-                  bool keep, const codecell_run_options *options, codecell_result *res)
+bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
+                  const char *code, size_t len, bool keep, const codecell_run_options *options,
+                  codecell_result *res)
 {
-        bool alive = run_on(cell, s, code, len, keep, options, res);
+        struct execution x = {
+                .plan = plan, .tools = tools, .s = s, .options = options, .res = res, .keep = keep};
+        bool alive = run_on(&x, code, len);
         hand_on_the_rest(&s->pump, options, res);
         /* A sandbox torn down has had its folders put back (standby_teardown); a session's
          * goes on, and its eval's chmods are put back now. */
         if (alive)
-                mount_roots_restore(&cell->mount_roots);
+                mount_roots_restore(&plan->mount_roots);
         return alive;
 }
 
-void execution_run(struct codecell_cell *cell, const char *code, size_t len,
+void execution_run(struct cell_plan *plan, struct tool_table *tools, struct pool *pool,
+                   struct disposal *disposal, const char *code, size_t len,
                    const codecell_run_options *options, codecell_result *res)
 {
-        struct standby *s = pool_take(cell->pool);
+        struct standby *s = pool_take(pool);
         if (!s) {
                 codecell_error e = {0};
-                if (standby_start(cell, false, &s, &e) < 0) {
+                if (standby_start(plan, false, &s, &e) < 0) {
                         res->status = CODECELL_STATUS_SANDBOX_ERROR;
                         set_error_text(res, "the sandbox could not be started: %s", e.message);
                         return;
                 }
         }
-        (void)execution_on(cell, s, code, len, false, options, res);
+        (void)execution_on(plan, tools, s, code, len, false, options, res);
         if (s->sb.pid > 0)
-                disposal_add(cell->disposal, s); /* killed, not yet collected */
+                disposal_add(disposal, s); /* killed, not yet collected */
         else
                 standby_free(s);
 }

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cell.h"
+#include "guest_user.h"
 #include "cleanup.h"
 #include "error.h"
 #include "tools.h"

@@ -14,6 +14,12 @@
 #include "error.h"
 #include "interpreter.h"
 #include "mount_rules.h"
+#include "zygote_protocol.h"
+
+/* The fork server (src/zygote/zygote.c), built without sanitizers and embedded at build time;
+ * its size is 0 where it could not be built. */
+extern const char codecell_zygote_so[];
+extern const size_t codecell_zygote_so_size;
 
 /* Where the new root is assembled before pivot_root. Every host path the plan needs has been
  * opened (open_tree) before this is covered, so sources under /tmp still work. */
@@ -277,9 +283,18 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                 r = add_file(plan, rt->prelude_path, rt->prelude, err);
         if (r == 0 && rt->compiled && *rt->compiled_size > 0)
                 r = add_bytes(plan, rt->compiled_path, rt->compiled, *rt->compiled_size, err);
+        /* A forked cell's zygote loads its fork server from /codecell and reads there the walls
+         * its children put up (cell_plan.c writes them once the filter and rules exist). */
+        if (r == 0 && config_forks(config))
+                r = add_bytes(plan, ZYGOTE_SO_PATH, codecell_zygote_so, codecell_zygote_so_size,
+                              err);
+        if (r == 0 && config_forks(config))
+                r = add_bytes(plan, ZYGOTE_WALLS_PATH, "", 0, err);
         /* The user's mounts get what the sandbox's own file system and the interpreter's
          * folders leave. */
-        size_t room = MOUNT_PLAN_MAX_OPS - plan->n_ops - config->n_libraries - 1;
+        size_t zygote_ops = config_forks(config) ? 2 : 0;
+        size_t room = (MOUNT_PLAN_MAX_OPS - 2) - (plan->n_ops - zygote_ops) -
+                      config->n_libraries - 1;
         if (r == 0 && config->n_mounts > room)
                 r = err_set(err, CODECELL_ERR_INVALID, E2BIG, "too many mounts (at most %zu)",
                             room);
@@ -301,6 +316,26 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
         if (r < 0)
                 mount_plan_free(plan);
         return r;
+}
+
+int mount_plan_set_contents(struct mount_plan *plan, const char *dest, const void *contents,
+                            size_t size)
+{
+        for (size_t i = 0; i < plan->n_ops; i++) {
+                struct mount_op *op = &plan->ops[i];
+                if (op->kind != OP_FILE || strcmp(op->dest, dest) != 0)
+                        continue;
+                char *copy = malloc(size + 1);
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, contents, size);
+                copy[size] = '\0';
+                free(op->source);
+                op->source = copy;
+                op->size = size;
+                return 0;
+        }
+        return -ENOENT;
 }
 
 void mount_plan_free(struct mount_plan *plan)

@@ -11,7 +11,9 @@
 
 #include "config.h"
 
-#define MOUNT_PLAN_MAX_OPS 64
+/* 64, and the two files of a forked cell's zygote (zygote_protocol.h), which take nothing
+ * from the room left for the user's mounts. */
+#define MOUNT_PLAN_MAX_OPS 66
 
 enum mount_op_kind {
         OP_DIR,     /* an empty directory (a mount point for nothing, or a parent) */
@@ -49,6 +51,9 @@ struct child_failure {
 int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid_t inner_uid,
                      codecell_error *err);
 void mount_plan_free(struct mount_plan *plan);
+/* Gives the file at dest (an OP_FILE of the plan) new contents. 0, -ENOENT, or -ENOMEM. */
+int mount_plan_set_contents(struct mount_plan *plan, const char *dest, const void *contents,
+                            size_t size);
 
 /* The MOUNT_ATTR_* flags a bind op's tree gets: always nosuid, nodev unless a device,
  * read-only unless writable, noexec where the guest could have written the files. */

@@ -25,7 +25,7 @@ struct spawn_request {
 };
 
 struct pool {
-        struct codecell_cell *cell;
+        struct cell_plan *plan;
         struct spawn_request *requests;
         pthread_mutex_t lock;
         pthread_cond_t changed; /* a sandbox was added or taken, or the pool stops */
@@ -61,7 +61,7 @@ static void *fill(void *arg)
                 if (req) {
                         pool->requests = req->next;
                         pthread_mutex_unlock(&pool->lock);
-                        req->status = standby_start(pool->cell, true, &req->result, &req->err);
+                        req->status = standby_start(pool->plan, true, &req->result, &req->err);
                         pthread_mutex_lock(&pool->lock);
                         req->done = true;
                         pthread_cond_broadcast(&pool->changed);
@@ -80,7 +80,7 @@ static void *fill(void *arg)
                 pthread_mutex_unlock(&pool->lock);
                 struct standby *s = NULL;
                 codecell_error err = {0};
-                int r = standby_start(pool->cell, false, &s, &err);
+                int r = standby_start(pool->plan, false, &s, &err);
                 pthread_mutex_lock(&pool->lock);
                 if (r < 0) {
                         pool->failures_in_row++;
@@ -110,14 +110,14 @@ static void *fill(void *arg)
         return NULL;
 }
 
-int pool_start(struct codecell_cell *cell, size_t size, struct pool **ret, codecell_error *err)
+int pool_start(struct cell_plan *plan, size_t size, struct pool **ret, codecell_error *err)
 {
         struct pool *pool = calloc(1, sizeof(*pool));
         if (!pool || !(pool->ready = calloc(size ? size : 1, sizeof(*pool->ready)))) {
                 free(pool);
                 return err_sys(err, ENOMEM, "pool");
         }
-        pool->cell = cell;
+        pool->plan = plan;
         pool->size = size;
         pthread_mutex_init(&pool->lock, NULL);
         pthread_cond_init(&pool->changed, NULL);

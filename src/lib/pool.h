@@ -11,8 +11,9 @@
 
 struct pool;
 
-/* Starts the pool's thread, which begins filling at once. */
-int pool_start(struct codecell_cell *cell, size_t size, struct pool **ret, codecell_error *err);
+/* Starts the pool's thread, which begins filling at once with sandboxes built as plan says
+ * (plan must outlive the pool). */
+int pool_start(struct cell_plan *plan, size_t size, struct pool **ret, codecell_error *err);
 /* A live sandbox standing by, or NULL when none is ready (the caller then starts one cold).
  * Thread-safe. Wakes the thread to replace it. */
 struct standby *pool_take(struct pool *pool);
@@ -21,9 +22,9 @@ struct standby *pool_take(struct pool *pool);
 int pool_spawn(struct pool *pool, struct standby **ret, codecell_error *err);
 /* Waits until the pool is full. Fails when sandboxes cannot be started (the reason in err). */
 int pool_warmup(struct pool *pool, codecell_error *err);
-/* Stops the thread and ends every sandbox standing by. Accepts NULL. */
 /* Sandboxes standing by now. */
 size_t pool_ready_count(struct pool *pool);
+/* Stops the thread and ends every sandbox standing by. Accepts NULL. */
 void pool_stop(struct pool *pool);
 
 #endif

@@ -11,6 +11,9 @@
 #include "cancel.h"
 #include "util.h"
 
+/* Output still in the pipes after the result frame is drained for at most this long. */
+#define DRAIN_MS 500
+
 void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame)
 {
         *p = (struct pump){
@@ -23,6 +26,19 @@ void pump_free(struct pump *p)
         json_decref(p->result_frame);
         p->result_frame = NULL;
         frame_reader_free(&p->frames);
+}
+
+void pump_output_to(struct pump *p, struct output_buffer *out, struct output_buffer *err)
+{
+        p->out = out;
+        p->err = err;
+}
+
+/* Keeps what was read in the stream's buffer, if it has one. */
+static int keep_output(struct pump *p, int stream, const char *buf, size_t n)
+{
+        struct output_buffer *b = stream == 1 ? p->out : p->err;
+        return b ? output_append(b, buf, n) : 0;
 }
 
 /* Hands what was read on to the run's output callback, up to the cap of the stream. */
@@ -52,7 +68,7 @@ static int read_output(struct pump *p, int stream)
                 return 0;
         }
         pass_output(p, stream, buf, (size_t)n);
-        return output_append(stream == 1 ? p->out : p->err, buf, (size_t)n);
+        return keep_output(p, stream, buf, (size_t)n);
 }
 
 void pump_protocol_error(struct pump *p, const char *msg)
@@ -167,7 +183,7 @@ static bool over_cpu_budget(struct pump *p)
         return p->cpu_exhausted;
 }
 
-void pump_options_begin(struct pump *p, const codecell_run_options *options, double exec_start)
+static void options_begin(struct pump *p, const codecell_run_options *options, double exec_start)
 {
         p->cancelled = false;
         p->cancel_fd = options ? cancel_fd(options->cancel) : -1;
@@ -188,12 +204,13 @@ void pump_options_begin(struct pump *p, const codecell_run_options *options, dou
         p->next_progress_ms = exec_start + p->progress_every_ms;
 }
 
-void pump_output_end(struct pump *p)
+/* Stops handing output on: after the pipes are drained, which is after options_end. */
+static void output_end(struct pump *p)
 {
         p->output = NULL;
 }
 
-void pump_options_end(struct pump *p)
+static void options_end(struct pump *p)
 {
         p->cancel_fd = -1;
         p->progress = NULL;
@@ -283,7 +300,7 @@ static void drain_pipe(struct pump *p, int stream)
                 ssize_t n = read(fd, buf, sizeof(buf));
                 if (n > 0) {
                         pass_output(p, stream, buf, (size_t)n);
-                        (void)output_append(stream == 1 ? p->out : p->err, buf, (size_t)n);
+                        (void)keep_output(p, stream, buf, (size_t)n);
                 } else if (n == 0) {
                         *open_flag = false;
                 } else if (errno != EINTR) {
@@ -292,7 +309,9 @@ static void drain_pipe(struct pump *p, int stream)
         }
 }
 
-void pump_drain_now(struct pump *p)
+/* Takes what the output pipes hold now, without waiting for more. The prelude flushes its
+ * output before it sends the result frame, so after that frame this is all of it. */
+static void drain_now(struct pump *p)
 {
         drain_pipe(p, 1);
         drain_pipe(p, 2);
@@ -302,11 +321,64 @@ bool pump_is_ready(const struct pump *p)
 {
         return p->ready || !p->ctl_open;
 }
-bool pump_has_result(const struct pump *p)
+static bool has_result(const struct pump *p)
 {
         return p->result_frame || !p->ctl_open;
 }
-bool pump_drained(const struct pump *p)
+static bool drained(const struct pump *p)
 {
         return !p->out_open && !p->err_open;
+}
+
+void pump_exec_begin(struct pump *p, const struct pump_exec *exec)
+{
+        pump_output_to(p, NULL, NULL);
+        drain_now(p);
+        pump_output_to(p, exec->out, exec->err);
+        p->images = exec->images;
+        p->exec_id = exec->id;
+        p->cpu_limit_ms = 0;
+        p->cpu_exhausted = p->timed_out = p->cancelled = false;
+}
+
+void pump_exec_sent(struct pump *p, struct rpc *rpc, const codecell_run_options *options,
+                    double exec_start)
+{
+        p->exec_sent = true;
+        p->rpc = rpc;
+        options_begin(p, options, exec_start);
+}
+
+void pump_exec_wait(struct pump *p, double deadline)
+{
+        p->timed_out = pump_until(p, deadline, has_result);
+        options_end(p);
+        if (p->cancelled && !p->result_frame) {
+                /* Nothing more is wanted from it. */
+        } else if (p->result_frame || p->protocol_error[0]) {
+                /* Output written before the result is in the pipes already; a guest that
+                 * broke the protocol gets no more time. */
+                drain_now(p);
+        } else if (!p->timed_out && !p->cpu_exhausted) {
+                /* The guest died: what it wrote ends at EOF. */
+                double until = now_ms() + DRAIN_MS;
+                (void)pump_until(p, until < deadline ? until : deadline, drained);
+        }
+        output_end(p);
+}
+
+void pump_exec_end(struct pump *p, struct pump_seen *ret)
+{
+        *ret = (struct pump_seen){.result_frame = p->result_frame,
+                                  .timed_out = p->timed_out,
+                                  .cancelled = p->cancelled && !p->result_frame,
+                                  .cpu_exhausted = p->cpu_exhausted};
+        snprintf(ret->protocol_error, sizeof(ret->protocol_error), "%s", p->protocol_error);
+        p->result_frame = NULL;
+        p->exec_sent = false;
+        p->rpc = NULL;
+        p->images = NULL;
+        pump_output_to(p, NULL, NULL);
+        options_end(p);
+        output_end(p);
 }

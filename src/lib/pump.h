@@ -13,22 +13,25 @@
 #include "rpc.h"
 #include "sandbox.h"
 
+#define PUMP_ERROR_MAX 256
+
 struct pump {
         struct sandbox *sb;
-        struct output_buffer *out, *err; /* where output goes; may change between phases */
+        struct output_buffer *out, *err; /* where output goes (NULL: thrown away) */
         struct frame_reader frames;
         bool ctl_open, out_open, err_open;
-        bool ready;           /* the prelude said "ready" */
-        bool exec_sent;       /* the code was handed over: "call" and "result" are allowed */
-        int64_t exec_id;      /* the id of that exec, which its result must carry */
-        struct rpc *rpc;      /* host calls of this execution; NULL before exec */
-        json_t *result_frame; /* owned */
+        bool ready;                /* the prelude said "ready" */
+        bool exec_sent;            /* the code was handed over: "call" and "result" are allowed */
+        int64_t exec_id;           /* the id of that exec, which its result must carry */
+        struct rpc *rpc;           /* host calls of this execution; NULL before exec */
+        json_t *result_frame;      /* owned */
         struct image_list *images; /* where "image" frames go; NULL before exec */
         /* CPU budget, checked while reading: the sandbox's CPU time must stay below
          * cpu_limit_ms (0: not checked). */
         struct cpu_meter cpu;
         double cpu_limit_ms;
         bool cpu_exhausted;
+        bool timed_out; /* the execution's deadline passed before its result */
         /* Cancellation: readable when the caller cancels (-1: none). */
         int cancel_fd;
         bool cancelled;
@@ -41,25 +44,49 @@ struct pump {
         void *output_userdata;
         size_t output_cap, output_sent[2];
         char output_last[2]; /* the last byte handed on, per stream */
-        char protocol_error[256];
+        char protocol_error[PUMP_ERROR_MAX];
+};
+
+/* Where an execution's output and pictures go, and the id its frames must carry. */
+struct pump_exec {
+        int64_t id;
+        struct output_buffer *out, *err;
+        struct image_list *images;
+};
+
+/* What the pump saw of one execution, handed over at its end. */
+struct pump_seen {
+        json_t *result_frame;                /* owned by the receiver, or NULL */
+        char protocol_error[PUMP_ERROR_MAX]; /* "" when none */
+        bool timed_out;                      /* the deadline passed before the result */
+        bool cancelled;                      /* the caller cancelled before the result */
+        bool cpu_exhausted;                  /* the CPU budget was spent */
 };
 
 void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame);
-/* Applies a run's options (NULL: none) from exec_start (now_ms() clock) until pump_options_end. */
-void pump_options_begin(struct pump *p, const codecell_run_options *options, double exec_start);
-void pump_options_end(struct pump *p);
-/* Stops handing output on: after the pipes are drained, which is after pump_options_end. */
-void pump_output_end(struct pump *p);
 void pump_free(struct pump *p);
+/* Output goes to out and err from now on (NULL: thrown away). */
+void pump_output_to(struct pump *p, struct output_buffer *out, struct output_buffer *err);
 /* Reads until done(p) holds or the deadline (now_ms() clock) passes; true when it passed. */
 bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump *));
-/* Takes what the output pipes hold now, without waiting for more. The prelude flushes its
- * output before it sends the result frame, so after that frame this is all of it. */
-void pump_drain_now(struct pump *p);
 bool pump_is_ready(const struct pump *p);
-bool pump_has_result(const struct pump *p);
-bool pump_drained(const struct pump *p);
 /* Records the first protocol violation and stops reading the control socket. */
 void pump_protocol_error(struct pump *p, const char *msg);
+
+/* One execution, from its start to its end: */
+/* Starts it. What the output pipes hold now is not its output (the threads of a session's
+ * earlier code wrote it) and is thrown away; then its output and pictures go to exec's
+ * places. The CPU budget is off until armed (standby_arm). */
+void pump_exec_begin(struct pump *p, const struct pump_exec *exec);
+/* The code was handed over: its host calls go to rpc and its result is awaited; options
+ * (NULL: none) apply from exec_start (now_ms() clock). */
+void pump_exec_sent(struct pump *p, struct rpc *rpc, const codecell_run_options *options,
+                    double exec_start);
+/* Reads until the result, the guest's death, the CPU budget, a cancel or the deadline, then
+ * takes the output written before the result (or until the dead guest's pipes close). */
+void pump_exec_wait(struct pump *p, double deadline);
+/* Ends it: what was seen goes to ret; host calls, pictures, output and options are let go.
+ * A session's pump is then ready for its next execution. */
+void pump_exec_end(struct pump *p, struct pump_seen *ret);
 
 #endif

@@ -23,6 +23,7 @@
 #include "pipe_write.h"
 #include "proc_stat.h"
 #include "util.h"
+#include "zygote_protocol.h"
 
 /* The cgroup namespace, made at clone while the child is still in the engine's cgroup, hides
  * the host's cgroup tree above it: the guest sees its own cgroup (see sandbox_spawn) as a child
@@ -81,16 +82,22 @@ static _Noreturn void child_fail_errno(int fd, const char *what)
         child_fail(fd, &fail);
 }
 
-static int drop_capabilities(void)
+/* Drops every capability but keep (-1: none), which stays through exec as an ambient one. */
+static int drop_capabilities(int keep)
 {
         for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                if (cap != keep && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
                         return -1;
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
                 return -1;
         struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
         struct __user_cap_data_struct data[2] = {0};
-        return (int)syscall(SYS_capset, &hdr, data);
+        if (keep >= 0)
+                data[keep / 32].effective = data[keep / 32].permitted =
+                        data[keep / 32].inheritable = 1u << (keep % 32);
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                return -1;
+        return keep >= 0 ? prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, keep, 0, 0) : 0;
 }
 
 /* Moves fd to at least 10 so the dup2s into 0..3 cannot clobber one another. */
@@ -133,7 +140,7 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
         char byte;
         if (read(pinned, &byte, 1) != 1)
                 child_fail_errno(fail_fd, "wait for init");
-        if (spec->landlock->abi > 0) {
+        if (spec->landlock->abi > 0 && !spec->zygote) {
                 const char *where = NULL;
                 int r = landlock_apply(spec->landlock, &where);
                 if (r < 0) {
@@ -145,10 +152,11 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
                 }
         }
         /* Security invariant: from here the guest holds no capability in any namespace, and
-         * no_new_privs keeps exec from granting one back. */
-        if (drop_capabilities() < 0)
+         * no_new_privs keeps exec from granting one back. A cell's zygote keeps one in its own
+         * user namespace, to make its children's pid namespaces (zygote.h). */
+        if (drop_capabilities(spec->zygote ? CAP_SYS_ADMIN : -1) < 0)
                 child_fail_errno(fail_fd, "drop capabilities");
-        int r = seccomp_program_load(spec->seccomp);
+        int r = spec->zygote ? 0 : seccomp_program_load(spec->seccomp);
         if (r < 0) {
                 errno = -r;
                 child_fail_errno(fail_fd, "seccomp");
@@ -254,6 +262,15 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         close(fds->sync);
         if (pipe2(fds->pinned, O_CLOEXEC) < 0)
                 child_fail_errno(fds->failure, "pipe");
+        /* A zygote's interpreter must not have the pid its forked sandboxes' interpreters
+         * have (2): runtimes tell a forked child from its parent by its pid (Ruby renews its
+         * timer and wake-up descriptors only then). */
+        if (spec->zygote) {
+                int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+                if (fd < 0 || write(fd, "99", 2) != 2)
+                        child_fail_errno(fds->failure, "set the zygote's pid");
+                close(fd);
+        }
         pid_t guest = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
         if (guest < 0)
                 child_fail_errno(fds->failure, "fork the interpreter");
@@ -344,7 +361,7 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         int ctl[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
         int failure[2] = {-1, -1}, sync[2] = {-1, -1};
         int r;
-        *ret = (struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1};
+        *ret = SANDBOX_NONE;
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
             pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
             pipe2(failure, O_CLOEXEC) < 0 || pipe2(sync, O_CLOEXEC) < 0) {
@@ -476,9 +493,49 @@ void sandbox_kill_guest(const struct sandbox *sb)
                 kill(sb->pid, SIGKILL);
 }
 
+/* How a forked sandbox ended, from its zygote, which waited for its init: init's exit code, as
+ * sandbox_destroy returns it, or -1 when init had to be killed or the zygote died first. */
+static int forked_end(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
+{
+        if (grace_ms > 0) {
+                struct pollfd p = {.fd = sb->pidfd, .events = POLLIN};
+                while (poll(&p, 1, grace_ms) < 0 && errno == EINTR)
+                        ;
+        }
+        (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+        struct zygote_exit end;
+        size_t got = 0;
+        /* The zygote reports as soon as the kernel has reaped the child. */
+        struct pollfd p = {.fd = sb->exit_fd, .events = POLLIN};
+        double deadline = now_ms() + SETUP_TIMEOUT_MS;
+        while (got < sizeof(end)) {
+                int left = (int)(deadline - now_ms());
+                int n = poll(&p, 1, left > 0 ? left : 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                ssize_t k = read(sb->exit_fd, (char *)&end + got, sizeof(end) - got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                got += (size_t)k;
+        }
+        if (got < sizeof(end) || end.status < 0)
+                return -1;
+        if (ret_usage)
+                *ret_usage = end.usage;
+        return WIFEXITED(end.status) ? WEXITSTATUS(end.status) : -1;
+}
+
 int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
 {
         int status = -1;
+        if (sb->forked && sb->pid > 0) {
+                status = forked_end(sb, grace_ms, ret_usage);
+                sb->pid = -1;
+        }
         if (sb->pid > 0) {
                 wait_exit(sb->pid, grace_ms);
                 kill(sb->pid, SIGKILL);
@@ -492,8 +549,8 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
                         *ret_usage = usage;
                 sb->pid = -1;
         }
-        int *fds[] = {&sb->ctl_fd, &sb->out_fd, &sb->err_fd};
-        for (size_t i = 0; i < 3; i++)
+        int *fds[] = {&sb->ctl_fd, &sb->out_fd, &sb->err_fd, &sb->pidfd, &sb->exit_fd};
+        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);
                         *fds[i] = -1;

@@ -37,14 +37,27 @@ struct sandbox_spec {
         bool may_set_groups; /* the engine is privileged: the guest's groups can be cleared */
         int netns_fd; /* an empty network namespace to join (see netns.h), or -1: a new one */
         const struct cgroup *cgroup; /* init's, which it moves into at once; or NULL */
+        /* A cell's zygote (zygote.h): its interpreter must make its children's namespaces and
+         * mounts, so it gets no Landlock and no seccomp filter (each child gets both). */
+        bool zygote;
 };
 
 struct sandbox {
-        pid_t pid;  /* the sandbox's init (PID 1 inside) */
+        pid_t pid;  /* the sandbox's init (PID 1 inside); forked: the interpreter, PID 1 */
         int ctl_fd; /* control socket, the guest's fd 3 */
         int out_fd; /* the guest's stdout */
         int err_fd; /* the guest's stderr */
+        /* Forked from a cell's zygote (zygote.h), which is its parent: the engine holds its
+         * pidfd, and reads how it ended (struct zygote_exit) from exit_fd. -1 otherwise. */
+        bool forked;
+        int pidfd;
+        int exit_fd;
 };
+
+/* A sandbox that is not there (pid -1, every fd -1). */
+#define SANDBOX_NONE                                                                             \
+        ((struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1, .pidfd = -1,      \
+                          .exit_fd = -1})
 
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
  * failure nothing is left: no process, no fd. */

@@ -7,13 +7,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cell.h"
 #include "cleanup.h"
-#include "pump.h"
 #include "error.h"
-#include "pool.h"
+#include "execution.h"
+#include "pump.h"
 #include "result.h"
-#include "run_input.h"
 #include "standby.h"
 #include "util.h"
 
@@ -96,10 +94,10 @@ static bool spinning(const struct session *s, double budget_ms)
  * at least every second to catch one that computes while idle. */
 static void *reap(void *arg)
 {
-        struct codecell_cell *cell = arg;
-        struct session_table *t = &cell->sessions;
-        double idle = (double)cell->config->limits[CODECELL_LIMIT_SESSION_IDLE_MS];
-        double budget = (double)cell->config->limits[CODECELL_LIMIT_CPU_MS];
+        struct session_table *t = arg;
+        const uint64_t *lim = t->plan->config->limits;
+        double idle = (double)lim[CODECELL_LIMIT_SESSION_IDLE_MS];
+        double budget = (double)lim[CODECELL_LIMIT_CPU_MS];
         pthread_mutex_lock(&t->lock);
         while (!t->stopping) {
                 double now = now_ms(), next = now + 1000.0;
@@ -120,7 +118,7 @@ static void *reap(void *arg)
                 }
                 /* A thread a session's code left running may chmod a read-write folder between
                  * evals: put it back at every tick (at least once a second). */
-                mount_roots_restore(&cell->mount_roots);
+                mount_roots_restore(&t->plan->mount_roots);
                 /* The lock was let go while a session was freed above: a stop may have been
                  * signalled then, and would not be signalled again. */
                 if (t->stopping)
@@ -144,16 +142,15 @@ static void *reap(void *arg)
         return NULL;
 }
 
-void session_table_init(struct session_table *t)
+void session_table_init(struct session_table *t, struct cell_plan *plan, struct tool_table *tools)
 {
-        *t = (struct session_table){0};
+        *t = (struct session_table){.plan = plan, .tools = tools};
         pthread_mutex_init(&t->lock, NULL);
         pthread_cond_init(&t->changed, NULL);
 }
 
-void codecell_session_close_all(codecell_cell *cell)
+void session_close_all(struct session_table *t)
 {
-        struct session_table *t = &cell->sessions;
         for (;;) {
                 pthread_mutex_lock(&t->lock);
                 const char *name = t->n ? t->items[0]->name : NULL;
@@ -163,14 +160,13 @@ void codecell_session_close_all(codecell_cell *cell)
                 pthread_mutex_unlock(&t->lock);
                 if (!*copy)
                         return;
-                (void)codecell_session_close(cell, copy, NULL);
+                (void)session_close(t, copy, NULL);
         }
 }
 
-void session_table_free(struct codecell_cell *cell)
+void session_table_free(struct session_table *t)
 {
-        struct session_table *t = &cell->sessions;
-        codecell_session_close_all(cell);
+        session_close_all(t);
         pthread_mutex_lock(&t->lock);
         t->stopping = true;
         pthread_cond_broadcast(&t->changed);
@@ -183,10 +179,9 @@ void session_table_free(struct codecell_cell *cell)
 }
 
 /* The session of that name, made if missing; with one more user. */
-static int acquire(struct codecell_cell *cell, const char *name, struct session **ret,
+static int acquire(struct session_table *t, const char *name, struct session **ret,
                    codecell_error *err)
 {
-        struct session_table *t = &cell->sessions;
         int r = 0;
         pthread_mutex_lock(&t->lock);
         struct session *s = NULL;
@@ -194,7 +189,7 @@ static int acquire(struct codecell_cell *cell, const char *name, struct session 
                 if (strcmp(t->items[i]->name, name) == 0)
                         s = t->items[i];
         if (!s) {
-                uint64_t max = cell->config->limits[CODECELL_LIMIT_SESSIONS];
+                uint64_t max = t->plan->config->limits[CODECELL_LIMIT_SESSIONS];
                 if (t->n >= max) {
                         r = err_set(err, CODECELL_ERR_UNSUPPORTED, EMFILE,
                                     "session \"%s\": %zu sessions are open, the most this cell "
@@ -215,7 +210,7 @@ static int acquire(struct codecell_cell *cell, const char *name, struct session 
                 pthread_mutex_init(&s->run_lock, NULL);
                 s->last_used = now_ms();
                 t->items[t->n++] = s;
-                if (!t->reaper_started && pthread_create(&t->reaper, NULL, reap, cell) == 0)
+                if (!t->reaper_started && pthread_create(&t->reaper, NULL, reap, t) == 0)
                         t->reaper_started = true;
         }
         s->users++;
@@ -238,15 +233,9 @@ static void append_error(codecell_result *res, const char *text)
         free(joined);
 }
 
-int codecell_session_eval(codecell_cell *cell, const char *name, const char *code, size_t len,
-                          codecell_result **ret_result, codecell_error *err)
-{
-        return codecell_session_eval_with(cell, name, code, len, NULL, ret_result, err);
-}
-
-int codecell_session_eval_with(codecell_cell *cell, const char *name, const char *code, size_t len,
-                               const codecell_run_options *options, codecell_result **ret_result,
-                               codecell_error *err)
+int session_eval(struct session_table *t, const char *name, const char *code, size_t len,
+                 const codecell_run_options *options, codecell_result **ret_result,
+                 codecell_error *err)
 {
         *ret_result = NULL;
         const char *problem = session_name_problem(name);
@@ -254,13 +243,11 @@ int codecell_session_eval_with(codecell_cell *cell, const char *name, const char
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "session name \"%s\": %s",
                                name ? name : "", problem);
         codecell_result *res = NULL;
-        int r = run_input_check(options, err);
-        if (r == 0)
-                r = cell_result_for(cell, code, len, &res, err);
+        int r = execution_accept(t->plan, code, len, options, &res, err);
         if (r < 0)
                 return r;
         struct session *s = NULL;
-        r = acquire(cell, name, &s, err);
+        r = acquire(t, name, &s, err);
         if (r < 0) {
                 codecell_result_free(res);
                 return r;
@@ -273,14 +260,14 @@ int codecell_session_eval_with(codecell_cell *cell, const char *name, const char
                 s->kernel = NULL;
         }
         codecell_error e = {0};
-        if (!s->kernel && pool_spawn(cell->pool, &s->kernel, &e) < 0) {
+        if (!s->kernel && pool_spawn(t->pool, &s->kernel, &e) < 0) {
                 s->kernel = NULL;
                 res->status = CODECELL_STATUS_SANDBOX_ERROR;
                 char text[sizeof(e.message) + 64];
                 snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
                 _cleanup_free_ char *clean = utf8_sanitize(text, strlen(text), NULL);
                 res->error = json_string(clean ? clean : "the session could not be started");
-        } else if (!execution_on(cell, s->kernel, code, len, true, options, res)) {
+        } else if (!execution_on(t->plan, t->tools, s->kernel, code, len, true, options, res)) {
                 standby_free(s->kernel);
                 s->kernel = NULL;
                 append_error(res, state_lost);
@@ -289,18 +276,17 @@ int codecell_session_eval_with(codecell_cell *cell, const char *name, const char
          * frees the kernel. */
         double cpu = kernel_cpu_ms(s);
         pthread_mutex_unlock(&s->run_lock);
-        pthread_mutex_lock(&cell->sessions.lock);
+        pthread_mutex_lock(&t->lock);
         s->last_used = now_ms();
         s->cpu_at_rest = cpu;
-        release(&cell->sessions, s);
-        pthread_mutex_unlock(&cell->sessions.lock);
+        release(t, s);
+        pthread_mutex_unlock(&t->lock);
         *ret_result = res;
         return 0;
 }
 
-int codecell_session_close(codecell_cell *cell, const char *name, codecell_error *err)
+int session_close(struct session_table *t, const char *name, codecell_error *err)
 {
-        struct session_table *t = &cell->sessions;
         struct session *s = NULL;
         pthread_mutex_lock(&t->lock);
         for (size_t i = 0; i < t->n && !s; i++)
@@ -325,10 +311,9 @@ int codecell_session_close(codecell_cell *cell, const char *name, codecell_error
         return 0;
 }
 
-int codecell_session_close_idle(codecell_cell *cell, const char *prefix, char **ret_name,
-                                codecell_error *err)
+int session_close_idle(struct session_table *t, const char *prefix, char **ret_name,
+                       codecell_error *err)
 {
-        struct session_table *t = &cell->sessions;
         size_t prefix_len = strlen(prefix);
         if (ret_name)
                 *ret_name = NULL;
@@ -357,9 +342,8 @@ int codecell_session_close_idle(codecell_cell *cell, const char *prefix, char **
         return 0;
 }
 
-char **codecell_session_list(codecell_cell *cell)
+char **session_list(struct session_table *t)
 {
-        struct session_table *t = &cell->sessions;
         pthread_mutex_lock(&t->lock);
         char **names = calloc(t->n + 1, sizeof(*names));
         for (size_t i = 0; names && i < t->n; i++)

@@ -7,6 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cell_plan.h"
+#include "codecell.h"
+#include "pool.h"
+#include "tools.h"
+
 struct session;
 
 struct session_table {
@@ -16,14 +21,27 @@ struct session_table {
         size_t n;
         pthread_t reaper; /* closes idle sessions; started with the first session */
         bool reaper_started, stopping;
+        /* The cell's, borrowed: they outlive the table. */
+        struct cell_plan *plan;
+        struct tool_table *tools;
+        struct pool *pool; /* starts the kernels; set before the first eval */
 };
 
-void session_table_init(struct session_table *t);
-struct codecell_cell;
-/* Closes every session of the cell and stops the reaper. */
-void session_table_free(struct codecell_cell *cell);
+void session_table_init(struct session_table *t, struct cell_plan *plan, struct tool_table *tools);
+/* Closes every session and stops the reaper. */
+void session_table_free(struct session_table *t);
 
 /* NULL when name is a valid session name, else what is wrong with it. */
 const char *session_name_problem(const char *name);
+
+/* What codecell.h's codecell_session_* functions do, on the cell's table. */
+int session_eval(struct session_table *t, const char *name, const char *code, size_t len,
+                 const codecell_run_options *options, codecell_result **ret_result,
+                 codecell_error *err);
+int session_close(struct session_table *t, const char *name, codecell_error *err);
+void session_close_all(struct session_table *t);
+int session_close_idle(struct session_table *t, const char *prefix, char **ret_name,
+                       codecell_error *err);
+char **session_list(struct session_table *t);
 
 #endif

@@ -16,31 +16,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cell.h"
 #include "cleanup.h"
 #include "error.h"
+#include "pipe_write.h"
 #include "util.h"
+#include "zygote.h"
 
-/* The interpreter and prelude must be ready this long after the sandbox exists. Start-up is
- * not counted in the execution's own limits, which start at `exec`. */
-#define STARTUP_TIMEOUT_MS 10000
+#define STARTUP_TIMEOUT_MS SANDBOX_STARTUP_TIMEOUT_MS
 /* Output written while booting is not any execution's; a little is kept for diagnostics. */
 #define BOOT_OUTPUT_BYTES 4096
 
-static const char *const guest_env[] = {
-        "PATH=/usr/bin:/bin", "HOME=/work",      "TMPDIR=/tmp", "LANG=C.UTF-8",
-        "USER=sandbox",       "LOGNAME=sandbox", NULL,
-};
-
 /* Detached, idmapped copies of the user's mounts, made by the privileged engine because only
  * it may idmap a host file system. The sandbox attaches them where they belong. */
-static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, codecell_error *err)
+static int prepare_idmapped_trees(const struct cell_plan *plan, int *tree_fds, codecell_error *err)
 {
-        for (size_t i = 0; i < cell->plan.n_ops; i++) {
-                const struct mount_op *op = &cell->plan.ops[i];
+        for (size_t i = 0; i < plan->mounts.n_ops; i++) {
+                const struct mount_op *op = &plan->mounts.ops[i];
                 tree_fds[i] = -1;
                 if (op->kind != OP_BIND || op->user_mount < 0 ||
-                    cell->idmap_fds[op->user_mount] < 0)
+                    plan->idmap_fds[op->user_mount] < 0)
                         continue;
                 int fd = (int)syscall(SYS_open_tree, AT_FDCWD, op->source,
                                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -49,7 +43,7 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
                 tree_fds[i] = fd;
                 struct mount_attr attr = {
                         .attr_set = MOUNT_ATTR_IDMAP | mount_op_attributes(op),
-                        .userns_fd = (uint64_t)cell->idmap_fds[op->user_mount],
+                        .userns_fd = (uint64_t)plan->idmap_fds[op->user_mount],
                 };
                 if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
                             sizeof(attr)) < 0)
@@ -58,47 +52,24 @@ static int prepare_idmapped_trees(struct codecell_cell *cell, int *tree_fds, cod
         return 0;
 }
 
-static void fill_spec(struct codecell_cell *cell, const struct standby *s,
+static void fill_spec(const struct cell_plan *plan, const struct standby *s,
                       struct sandbox_spec *spec, const int *tree_fds, bool session)
 {
-        const uint64_t *lim = cell->config->limits;
-        /* A backstop only: the budget itself is enforced by the engine from exec on. A session
-         * lives through many evals, each with its own budget, so it has none: the engine
-         * watches it during evals, and the reaper between them. */
-        rlim_t cpu_s =
-                session ? RLIM_INFINITY - 1
-                        : (rlim_t)((STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) / 1000 + 1);
         *spec = (struct sandbox_spec){
-                .plan = &cell->plan,
+                .plan = &plan->mounts,
                 .tree_fds = tree_fds,
-                .landlock = &cell->landlock,
-                .seccomp = &cell->seccomp,
-                .interpreter = cell->interpreter,
-                .argv = (const char *const *)cell->argv,
-                .envp = guest_env,
-                .host_uid = cell->host_uid,
-                .host_gid = cell->host_gid,
-                .may_set_groups = cell->privileged,
+                .landlock = &plan->landlock,
+                .seccomp = &plan->seccomp,
+                .interpreter = plan->interpreter,
+                .argv = (const char *const *)plan->argv,
+                .envp = plan->envp,
+                .host_uid = plan->host_uid,
+                .host_gid = plan->host_gid,
+                .may_set_groups = plan->privileged,
                 .netns_fd = s->netns_fd,
                 .cgroup = s->have_cg ? &s->cg : NULL,
         };
-        struct sandbox_rlimit rl[] = {
-                {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
-                {RLIMIT_NOFILE, {lim[CODECELL_LIMIT_OPEN_FILES], lim[CODECELL_LIMIT_OPEN_FILES]}},
-                {RLIMIT_FSIZE, {lim[CODECELL_LIMIT_FILE_BYTES], lim[CODECELL_LIMIT_FILE_BYTES]}},
-                /* Counted per user namespace: this caps the sandbox's own threads. */
-                {RLIMIT_NPROC, {lim[CODECELL_LIMIT_PIDS], lim[CODECELL_LIMIT_PIDS]}},
-                {RLIMIT_CORE, {0, 0}},
-        };
-        memcpy(spec->rlimits, rl, sizeof(rl));
-        spec->n_rlimits = sizeof(rl) / sizeof(rl[0]);
-        if (!cell->cgroup_place.backend) {
-                /* Without a memory cgroup, address space is the only memory limit we have.
-                 * The interpreter reserves virtual ranges it never touches (seed 003's sharp
-                 * edge), so the cap gets 128 MiB of headroom over the configured limit. */
-                rlim_t as = (rlim_t)(lim[CODECELL_LIMIT_MEMORY_BYTES] + (128ULL << 20));
-                spec->rlimits[spec->n_rlimits++] = (struct sandbox_rlimit){RLIMIT_AS, {as, as}};
-        }
+        spec->n_rlimits = cell_plan_rlimits(plan, session, spec->rlimits);
 }
 
 void standby_free(struct standby *s)
@@ -109,6 +80,11 @@ void standby_free(struct standby *s)
         output_free(&s->boot_out);
         output_free(&s->boot_err);
         free(s);
+}
+
+double standby_cpu_ms(const struct standby *s)
+{
+        return s->pump.cpu_limit_ms > 0 ? cpu_meter_read(&s->pump.cpu) : 0;
 }
 
 void standby_stats(struct standby *s, struct cgroup_stats *ret)
@@ -151,53 +127,103 @@ static void close_trees(int *tree_fds)
                 }
 }
 
-int standby_start(struct codecell_cell *cell, bool session, struct standby **ret,
-                  codecell_error *err)
+/* A fresh sandbox exec'ing the interpreter. It is born in its cgroup (sandbox_spawn moves init
+ * before it forks the interpreter): moving it again would only wait for another RCU grace
+ * period on cgroup v1. */
+static int spawn_sandbox(struct cell_plan *plan, struct standby *s, int *tree_fds, bool session,
+                         codecell_error *err)
 {
-        const uint64_t *lim = cell->config->limits;
+        int r;
+        if (plan->privileged && (r = prepare_idmapped_trees(plan, tree_fds, err)) < 0)
+                return r;
+        if (plan->privileged) {
+                s->netns_stock = &plan->netns;
+                if ((s->netns_fd = r = netns_stock_take(&plan->netns, err)) < 0)
+                        return r;
+        }
+        struct sandbox_spec spec;
+        fill_spec(plan, s, &spec, tree_fds, session);
+        r = sandbox_spawn(&spec, &s->sb, err);
+        close_trees(tree_fds);
+        return r;
+}
+
+/* What the zygote needs to start: a sandbox's spec, with the idmapped trees of its mounts. */
+struct zygote_start {
+        struct cell_plan *plan;
+        struct standby *s;
+        int tree_fds[MOUNT_PLAN_MAX_OPS];
+};
+
+static int make_zygote_spec(void *ctx, struct sandbox_spec *spec, codecell_error *err)
+{
+        struct zygote_start *z = ctx;
+        int r = z->plan->privileged ? prepare_idmapped_trees(z->plan, z->tree_fds, err) : 0;
+        if (r == 0)
+                fill_spec(z->plan, z->s, spec, z->tree_fds, true);
+        return r;
+}
+
+static void release_zygote_spec(void *ctx)
+{
+        close_trees(((struct zygote_start *)ctx)->tree_fds);
+}
+
+/* A copy of the cell's zygote, moved into its cgroup before it runs anything of the guest's:
+ * what it touches from then on counts in its own limit and peak. (The pages it shares with the
+ * zygote stay charged where the zygote's are.) */
+static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
+                        codecell_error *err)
+{
+        struct zygote_start ctx = {.plan = plan, .s = s};
+        for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
+                ctx.tree_fds[i] = -1;
+        struct zygote_starter starter = {
+                .make_spec = make_zygote_spec, .release = release_zygote_spec, .ctx = &ctx};
+        int r = zygote_fork(plan->zygote, &starter, session, &s->sb, err);
+        if (r == 0 && s->have_cg)
+                r = s->cg.backend->attach(&s->cg, s->sb.pid, err);
+        /* init forks the interpreter once told it is in its cgroup. */
+        if (r == 0 && pipe_write(s->sb.ctl_fd, "g", 1) != 1)
+                r = err_sys(err, errno, "sandbox: release the forked child");
+        return r;
+}
+
+int standby_start(struct cell_plan *plan, bool session, struct standby **ret, codecell_error *err)
+{
+        const uint64_t *lim = plan->config->limits;
         int tree_fds[MOUNT_PLAN_MAX_OPS];
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
                 tree_fds[i] = -1;
         struct standby *s = calloc(1, sizeof(*s));
         if (!s)
                 return err_sys(err, ENOMEM, "sandbox");
-        s->sb = (struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1};
+        s->sb = SANDBOX_NONE;
         s->netns_fd = -1;
         pump_init(&s->pump, &s->sb, lim[CODECELL_LIMIT_FRAME_BYTES]);
         output_init(&s->boot_out, BOOT_OUTPUT_BYTES);
         output_init(&s->boot_err, BOOT_OUTPUT_BYTES);
-        s->pump.out = &s->boot_out;
-        s->pump.err = &s->boot_err;
+        pump_output_to(&s->pump, &s->boot_out, &s->boot_err);
         int r = 0;
-        if (cell->cgroup_place.backend) {
+        if (plan->cgroup_place.backend) {
                 char name[64];
                 cgroup_unique_name(name, sizeof(name));
                 struct cgroup_limits cl = {.memory_bytes = lim[CODECELL_LIMIT_MEMORY_BYTES],
                                            .pids = lim[CODECELL_LIMIT_PIDS],
-                                           .cpu_accounting = cell->config->subprocesses};
-                r = cell->cgroup_place.backend->create(&cell->cgroup_place, name, &cl, &s->cg, err);
+                                           .cpu_accounting = plan->config->subprocesses};
+                r = plan->cgroup_place.backend->create(&plan->cgroup_place, name, &cl, &s->cg, err);
                 if (r < 0)
                         goto fail;
                 s->have_cg = true;
         }
-        if (cell->privileged && (r = prepare_idmapped_trees(cell, tree_fds, err)) < 0)
-                goto fail;
-        if (cell->privileged) {
-                s->netns_stock = &cell->netns;
-                if ((s->netns_fd = r = netns_stock_take(&cell->netns, err)) < 0)
+        if (plan->zygote) {
+                if ((r = fork_sandbox(plan, s, session, err)) < 0)
                         goto fail;
-        }
-        struct sandbox_spec spec;
-        fill_spec(cell, s, &spec, tree_fds, session);
-        r = sandbox_spawn(&spec, &s->sb, err);
-        close_trees(tree_fds);
-        if (r < 0)
+        } else if ((r = spawn_sandbox(plan, s, tree_fds, session, err)) < 0) {
                 goto fail;
-        /* The interpreter was born in the cgroup (sandbox_spawn moves init before it forks it):
-         * moving it again would only wait for another RCU grace period on cgroup v1. */
-        s->guest = sandbox_guest_pid(&s->sb);
-        s->whole_tree = cell->config->subprocesses;
-        s->mount_roots = &cell->mount_roots;
+        }
+        s->whole_tree = plan->config->subprocesses;
+        s->mount_roots = &plan->mount_roots;
         if (pump_until(&s->pump, now_ms() + STARTUP_TIMEOUT_MS, pump_is_ready) || !s->pump.ready) {
                 const char *why = s->pump.protocol_error[0] ? s->pump.protocol_error : NULL;
                 /* What the interpreter wrote: its first 300 bytes, cut on a character and
@@ -211,6 +237,9 @@ int standby_start(struct codecell_cell *cell, bool session, struct standby **ret
                             clean ? clean : "");
                 goto fail;
         }
+        /* The interpreter said it is ready: it exists (a forked sandbox's init forks it only
+         * once the engine has moved init into its cgroup). */
+        s->guest = sandbox_guest_pid(&s->sb);
         *ret = s;
         return 0;
 fail:
@@ -224,7 +253,9 @@ fail:
 void standby_kill(struct standby *s)
 {
         /* init's death takes every other process of its pid namespace with it. */
-        if (s->sb.pid > 0)
+        if (s->sb.forked)
+                sandbox_kill_guest(&s->sb);
+        else if (s->sb.pid > 0)
                 kill(s->sb.pid, SIGKILL);
 }
 

@@ -112,11 +112,35 @@ static struct tool *tool_for(struct upstream *u, const json_t *def)
         return t;
 }
 
+int upstream_offers(struct upstream *u, const char *which, codecell_error *err)
+{
+        if (strcmp(which, "*") == 0)
+                return 0;
+        json_t *tools = upstream_tools(u);
+        bool found = false;
+        for (size_t i = 0; i < json_array_size(tools) && !found; i++) {
+                const char *own =
+                        json_string_value(json_object_get(json_array_get(tools, i), "name"));
+                char binding[NAME_MAX_LEN];
+                found = own && upstream_sanitize(own, binding, sizeof(binding)) == 0 &&
+                        strcmp(binding, which) == 0;
+        }
+        json_decref(tools);
+        if (found)
+                return 0;
+        return err_set(err, CODECELL_ERR_INVALID, ENOENT,
+                       "the MCP server \"%s\" has no tool \"%s\" (its tools/list, names "
+                       "sanitised)",
+                       upstream_name(u), which);
+}
+
 int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which, codecell_error *err)
 {
+        int r = upstream_offers(u, which, err);
+        if (r < 0)
+                return r;
         json_t *tools = upstream_tools(u);
-        bool all = strcmp(which, "*") == 0, found = false;
-        int r = 0;
+        bool all = strcmp(which, "*") == 0;
         for (size_t i = 0; i < json_array_size(tools) && r == 0; i++) {
                 const json_t *def = json_array_get(tools, i);
                 const char *own = json_string_value(json_object_get(def, "name"));
@@ -125,7 +149,6 @@ int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which, 
                         continue;
                 if (!all && strcmp(binding, which) != 0)
                         continue;
-                found = true;
                 struct tool *t = tool_for(u, def);
                 if (!t)
                         r = err_sys(err, ENOMEM, "mcp tool");
@@ -135,11 +158,6 @@ int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which, 
                         tool_free(t);
         }
         json_decref(tools);
-        if (r == 0 && !all && !found)
-                r = err_set(err, CODECELL_ERR_INVALID, ENOENT,
-                            "the MCP server \"%s\" has no tool \"%s\" (its tools/list, names "
-                            "sanitised)",
-                            upstream_name(u), which);
         return r;
 }
 

@@ -14,9 +14,15 @@ struct mcp_servers {
         size_t n;
 };
 
-/* Every server of the file's "mcp_servers" object (NULL: none), checked whole, then each
- * started and listed before deadline; errors name the JSON path (path: the file, for them;
- * dir: its folder, for relative commands and cwd). */
+/* Every server of the file's "mcp_servers" object (NULL: none), checked whole, none started;
+ * errors name the JSON path (path: the file, for them; dir: its folder, for relative commands
+ * and cwd). Nothing is left on error. */
+int mcp_servers_define(const json_t *obj, const char *path, const char *dir,
+                       struct mcp_servers *ret, codecell_error *err);
+/* Starts and lists each server before its deadline. On error the servers are left to
+ * mcp_servers_free. */
+int mcp_servers_start(struct mcp_servers *s, const char *path, codecell_error *err);
+/* mcp_servers_define, then mcp_servers_start. */
 int mcp_servers_load(const json_t *obj, const char *path, const char *dir, struct mcp_servers *ret,
                      codecell_error *err);
 void mcp_servers_free(struct mcp_servers *s);
@@ -35,6 +41,8 @@ void upstream_module_name(const char *server, char *out, size_t size);
  * written into buf. */
 const char *upstream_collision(struct upstream *u, char *buf, size_t size);
 
+/* 0 when u's last list has the tool which names ("*": any list), else < 0 with err. */
+int upstream_offers(struct upstream *u, const char *which, codecell_error *err);
 /* Adds to cell the tools of u named by which ("*" for all, else one sanitised tool name).
  * < 0 with err when which names no tool of u. */
 int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which,

@@ -60,19 +60,47 @@ static inline size_t read_pids(const char *path, pid_t *pids, size_t max)
         return n;
 }
 
-/* The sandboxes' inits: children of this process, of whichever thread started them. */
+/* True when pid's command name is name. */
+static inline bool comm_is(pid_t pid, const char *name)
+{
+        char path[64], comm[32] = "";
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        bool same = fgets(comm, sizeof(comm), f) && strcmp(strtok(comm, "\n") ?: "", name) == 0;
+        fclose(f);
+        return same;
+}
+
+/* The sandboxes' inits: children of this process, of whichever thread started them -- or, for
+ * a child that holds a cell's zygote (a forked cell, zygote.h), the zygote's children, which
+ * are that cell's sandboxes. */
 static inline size_t children(pid_t *pids, size_t max)
 {
-        size_t n = 0;
+        pid_t mine[64];
+        size_t n_mine = 0;
         DIR *d = opendir("/proc/self/task");
         struct dirent *e;
         while (d && (e = readdir(d))) {
                 char path[300];
                 snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
-                n += read_pids(path, pids + n, max - n);
+                n_mine += read_pids(path, mine + n_mine, 64 - n_mine);
         }
         if (d)
                 closedir(d);
+        size_t n = 0;
+        for (size_t i = 0; i < n_mine && n < max; i++) {
+                pid_t zygote;
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/children", mine[i], mine[i]);
+                if (read_pids(path, &zygote, 1) == 1 && comm_is(zygote, "codecell-zygote")) {
+                        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", zygote, zygote);
+                        n += read_pids(path, pids + n, max - n);
+                } else {
+                        pids[n++] = mine[i];
+                }
+        }
         return n;
 }
 

@@ -3,6 +3,8 @@ refused with its JSON path, the server does not start on a bad file, and a good 
 tools the model sees."""
 import json
 import os
+import shutil
+import tempfile
 import unittest
 
 from harness import codecell, tempdir
@@ -127,6 +129,44 @@ class BadFiles(unittest.TestCase):
         r = codecell("serve", "--config", os.path.join(self.dir, "none.json"), stdin="")
         self.assertEqual(r.code, 2, r)
         self.assertIn("none.json", r.stderr)
+
+
+class NothingCreatedOnError(unittest.TestCase):
+    """The whole file is checked before any cell is created: a bad second cell leaves the
+    good first one uncreated. Creating a cell that names an interpreter probes it (runs it on
+    the host), which this interpreter records in a file."""
+
+    def setUp(self):
+        # Not under /tmp: the interpreter's folder is bound into the sandbox, whose /tmp is its
+        # own.
+        d = tempfile.mkdtemp(prefix="codecell-e2e-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        # As root the probe runs as nobody: it must reach the wrapper and write the record.
+        os.chmod(d, 0o777)
+        os.mkdir(os.path.join(d, "bin"), 0o755)
+        self.record = os.path.join(d, "probed")
+        self.interpreter = os.path.join(d, "bin", "python3")
+        with open(self.interpreter, "w") as f:
+            f.write(f'#!/bin/sh\necho run >> {self.record}\nexec /usr/bin/python3 "$@"\n')
+        os.chmod(self.interpreter, 0o755)
+        self.path = os.path.join(d, "cells.json")
+
+    def describe(self, *cells):
+        with open(self.path, "w") as f:
+            json.dump({"cells": [{"name": "first", "language": "python", "pool": 0,
+                                  "interpreter": self.interpreter}, *cells]}, f)
+        return codecell("describe", "--config", self.path)
+
+    def test_a_bad_second_cell_leaves_the_first_uncreated(self):
+        # Good, the file creates the first cell, whose probe leaves its record.
+        r = self.describe(cell(name="second"))
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(os.path.exists(self.record), "creating the cell probes its interpreter")
+        os.unlink(self.record)
+        r = self.describe(cell(name="second", colour="red"))
+        self.assertEqual(r.code, 2, r)
+        self.assertIn(f"{self.path}: cells[1].colour: unknown key", r.stderr)
+        self.assertFalse(os.path.exists(self.record), "the first cell was created")
 
 
 class GoodFiles(unittest.TestCase):

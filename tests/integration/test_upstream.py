@@ -563,6 +563,24 @@ class Configuration(unittest.TestCase):
             with self.subTest(expected=expected):
                 self.refused(servers, tools, expected)
 
+    def test_a_bad_cell_starts_no_server(self):
+        # The whole file is checked before its servers start: this one records each start.
+        record = os.path.join(self.dir, "started")
+        wrapped = {"command": ["/bin/sh", "-c", f'echo start >> {record}; exec "$0" "$@"',
+                               *SERVERS["fixture"]]}
+        path = os.path.join(self.dir, "cells.json")
+        for cells, code in (([{"name": "py", "language": "python", "tools": ["f.echo"]}], 0),
+                            ([{"name": "py", "language": "python", "tools": ["f.echo"]},
+                              {"name": "bad", "language": "python", "colour": "red"}], 2)):
+            with open(path, "w") as f:
+                json.dump({"mcp_servers": {"f": wrapped}, "cells": cells}, f)
+            r = codecell("describe", "--config", path, timeout=120)
+            self.assertEqual(r.code, code, r)
+            self.assertEqual(os.path.exists(record), code == 0, "the server starts for a good file only")
+            if code == 0:
+                os.unlink(record)
+        self.assertIn(f"{path}: cells[1].colour: unknown key", r.stderr)
+
     def test_a_refused_token_is_a_load_error(self):
         port = free_port()
         server = fixture_over_http(self.dir, port)

@@ -16,9 +16,11 @@ def wait_until(condition, seconds=60):
 
 
 def descendants(of=None):
-    """Processes below this one (or below pid `of`): the sandboxes (and their helpers) of
-    every cell."""
+    """Processes below this one (or below pid `of`) that belong to sandboxes of any cell: not
+    counting a forked cell's zygote, which lives as long as its cell, and the init of its own
+    sandbox."""
     parents = {}
+    zygotes = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -28,9 +30,14 @@ def descendants(of=None):
         except OSError:
             continue
         parents[int(pid)] = int(stat[stat.rindex(")") + 2:].split()[1])
+        if stat[stat.index("(") + 1:stat.rindex(")")] == "codecell-zygote":
+            zygotes.append(int(pid))
+    holders = set(zygotes) | {parents[z] for z in zygotes}
     me = of or os.getpid()
     count = 0
     for pid in parents:
+        if pid in holders:
+            continue
         p = parents[pid]
         while p and p > 1 and p != me:
             p = parents.get(p)

@@ -18,14 +18,22 @@ module Helper
   end
 
   # Processes below this one (or below pid): the sandboxes (and their helpers) of every cell.
+  # The processes below `of` that belong to sandboxes: not counting a forked cell's zygote,
+  # which lives as long as its cell, and the init of its own sandbox.
   def descendants(of = Process.pid)
     parents = {}
+    zygotes = []
     Dir.glob("/proc/[0-9]*/stat").each do |f|
       stat = File.read(f) rescue next
+      pid = File.basename(File.dirname(f)).to_i
       fields = stat[(stat.rindex(")") + 2)..].split
-      parents[File.basename(File.dirname(f)).to_i] = fields[1].to_i
+      parents[pid] = fields[1].to_i
+      zygotes << pid if stat[/\((.*)\)/, 1] == "codecell-zygote"
     end
+    holders = zygotes + zygotes.map { |z| parents[z] }
     parents.keys.count do |pid|
+      next false if holders.include?(pid)
+
       p = parents[pid]
       p = parents[p] while p && p > 1 && p != of
       p == of

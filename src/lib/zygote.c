@@ -1,0 +1,331 @@
+#include "zygote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util.h"
+#include "zygote_protocol.h"
+
+/* The zygote boots its interpreter before it reads the first order. */
+#define REPLY_TIMEOUT_MS 10000
+
+struct zygote {
+        pthread_mutex_t lock; /* one order at a time: replies come in order */
+        struct sandbox sb;    /* pid -1: not running */
+        uint64_t next_id;
+        /* The keeper starts the zygote's sandbox, whose parent-death signal is tied to the
+         * thread that cloned it: a thread that lives as long as the zygote, not a caller's,
+         * whose end would take every sandbox of the cell with it. */
+        pthread_t keeper;
+        pthread_mutex_t keeper_lock;
+        pthread_cond_t keeper_cond;
+        const struct zygote_starter *request; /* a start wanted; NULL once done */
+        codecell_error *request_err;
+        int request_result;
+        bool quit;
+};
+
+static int start(struct zygote *z, const struct zygote_starter *starter, codecell_error *err);
+
+static void *keep(void *arg)
+{
+        struct zygote *z = arg;
+        pthread_mutex_lock(&z->keeper_lock);
+        for (;;) {
+                while (!z->request && !z->quit)
+                        pthread_cond_wait(&z->keeper_cond, &z->keeper_lock);
+                if (z->quit)
+                        break;
+                pthread_mutex_unlock(&z->keeper_lock);
+                int r = start(z, z->request, z->request_err);
+                pthread_mutex_lock(&z->keeper_lock);
+                z->request_result = r;
+                z->request = NULL;
+                pthread_cond_broadcast(&z->keeper_cond);
+        }
+        pthread_mutex_unlock(&z->keeper_lock);
+        return NULL;
+}
+
+/* Starts the zygote on the keeper's thread (z->lock held). */
+static int start_on_keeper(struct zygote *z, const struct zygote_starter *starter,
+                           codecell_error *err)
+{
+        pthread_mutex_lock(&z->keeper_lock);
+        z->request = starter;
+        z->request_err = err;
+        pthread_cond_broadcast(&z->keeper_cond);
+        while (z->request)
+                pthread_cond_wait(&z->keeper_cond, &z->keeper_lock);
+        int r = z->request_result;
+        pthread_mutex_unlock(&z->keeper_lock);
+        return r;
+}
+
+struct zygote *zygote_new(void)
+{
+        struct zygote *z = calloc(1, sizeof(*z));
+        if (!z)
+                return NULL;
+        pthread_mutex_init(&z->lock, NULL);
+        pthread_mutex_init(&z->keeper_lock, NULL);
+        pthread_cond_init(&z->keeper_cond, NULL);
+        z->sb = SANDBOX_NONE;
+        if (pthread_create(&z->keeper, NULL, keep, z) != 0) {
+                pthread_cond_destroy(&z->keeper_cond);
+                pthread_mutex_destroy(&z->keeper_lock);
+                pthread_mutex_destroy(&z->lock);
+                free(z);
+                return NULL;
+        }
+        return z;
+}
+
+static void stop(struct zygote *z)
+{
+        if (z->sb.pid > 0)
+                (void)sandbox_destroy(&z->sb, 0, NULL);
+}
+
+void zygote_free(struct zygote *z)
+{
+        if (!z)
+                return;
+        stop(z);
+        pthread_mutex_lock(&z->keeper_lock);
+        z->quit = true;
+        pthread_cond_broadcast(&z->keeper_cond);
+        pthread_mutex_unlock(&z->keeper_lock);
+        pthread_join(z->keeper, NULL);
+        pthread_cond_destroy(&z->keeper_cond);
+        pthread_mutex_destroy(&z->keeper_lock);
+        pthread_mutex_destroy(&z->lock);
+        free(z);
+}
+
+/* The cell's sandbox with its interpreter in the zygote's mode: the prelude hands over to the
+ * fork server, which makes namespaces and mounts for each child, so the zygote itself gets
+ * neither Landlock nor seccomp (its children get both; it runs nothing but the server, and
+ * holds no capability). Its limits allow for every child's pidfd and pipe, and its children
+ * count their processes in user namespaces of their own. */
+static int start_from(struct zygote *z, const struct sandbox_spec *cell_spec, codecell_error *err)
+{
+        struct sandbox_spec spec = *cell_spec;
+        size_t n_env = 0;
+        while (cell_spec->envp[n_env])
+                n_env++;
+        const char **envp = calloc(n_env + 2, sizeof(*envp));
+        if (!envp)
+                return err_sys(err, ENOMEM, "zygote");
+        memcpy(envp, cell_spec->envp, n_env * sizeof(*envp));
+        envp[n_env] = ZYGOTE_ENV "=1";
+        spec.envp = envp;
+        spec.zygote = true;
+        spec.cgroup = NULL;
+        /* The engine's own limits (an unprivileged engine cannot raise them), 4096 files at
+         * most. */
+        for (size_t i = 0; i < spec.n_rlimits; i++) {
+                int resource = spec.rlimits[i].resource;
+                if (resource != RLIMIT_NPROC && resource != RLIMIT_CPU && resource != RLIMIT_NOFILE)
+                        continue;
+                struct rlimit *v = &spec.rlimits[i].value;
+                getrlimit(resource, v);
+                if (resource == RLIMIT_NOFILE && v->rlim_max > 4096)
+                        v->rlim_max = 4096;
+                v->rlim_cur = v->rlim_max;
+        }
+        int r = sandbox_spawn(&spec, &z->sb, err);
+        free(envp);
+        return r;
+}
+
+static int start(struct zygote *z, const struct zygote_starter *starter, codecell_error *err)
+{
+        struct sandbox_spec cell_spec;
+        int r = starter->make_spec(starter->ctx, &cell_spec, err);
+        if (r == 0)
+                r = start_from(z, &cell_spec, err);
+        starter->release(starter->ctx);
+        return r;
+}
+
+static int host_pid_of(int pidfd)
+{
+        char path[64], line[128];
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -1;
+        int pid = -1;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Pid:\t%d", &pid) == 1)
+                        break;
+        fclose(f);
+        return pid;
+}
+
+static int send_order(struct zygote *z, bool session, const int *fds, uint64_t id)
+{
+        struct zygote_order order = {
+                .magic = ZYGOTE_MAGIC, .flags = session ? ZYGOTE_ORDER_SESSION : 0, .id = id};
+        struct iovec iov = {.iov_base = &order, .iov_len = sizeof(order)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_ORDER_FDS)];
+                struct cmsghdr align;
+        } control;
+        memset(&control, 0, sizeof(control));
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * ZYGOTE_ORDER_FDS);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * ZYGOTE_ORDER_FDS);
+        ssize_t n;
+        while ((n = sendmsg(z->sb.ctl_fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+                ;
+        return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
+}
+
+/* The zygote's answer to order id: 0 and *ret_pidfd, a positive errno it sent (with what), or
+ * -EPIPE when it is gone or did not answer in time. */
+static int read_reply(struct zygote *z, uint64_t id, int *ret_pidfd, char *what, size_t size)
+{
+        struct zygote_reply reply;
+        struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } control;
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf)};
+        struct pollfd p = {.fd = z->sb.ctl_fd, .events = POLLIN};
+        double deadline = now_ms() + REPLY_TIMEOUT_MS;
+        for (;;) {
+                int left = (int)(deadline - now_ms());
+                int k = poll(&p, 1, left > 0 ? left : 0);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -EPIPE;
+                break;
+        }
+        ssize_t n;
+        while ((n = recvmsg(z->sb.ctl_fd, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+                ;
+        int pidfd = -1;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+                    c->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(&pidfd, CMSG_DATA(c), sizeof(int));
+        if (n != (ssize_t)sizeof(reply) || reply.magic != ZYGOTE_MAGIC || reply.id != id ||
+            (reply.error == 0) != (pidfd >= 0)) {
+                if (pidfd >= 0)
+                        close(pidfd);
+                return -EPIPE;
+        }
+        reply.what[sizeof(reply.what) - 1] = '\0';
+        snprintf(what, size, "%s", reply.what);
+        *ret_pidfd = pidfd;
+        return reply.error;
+}
+
+static void close_pair(int *fds)
+{
+        for (int i = 0; i < 2; i++)
+                if (fds[i] >= 0) {
+                        close(fds[i]);
+                        fds[i] = -1;
+                }
+}
+
+/* One fork. -EPIPE when the zygote is gone (the caller starts another). */
+static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_error *err)
+{
+        int ctl[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, ended[2] = {-1, -1};
+        int r;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
+            pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+            pipe2(ended, O_CLOEXEC) < 0) {
+                r = err_sys(err, errno, "sandbox: pipes");
+                goto out;
+        }
+        int theirs[ZYGOTE_ORDER_FDS];
+        theirs[ZYGOTE_FD_CTL] = ctl[1];
+        theirs[ZYGOTE_FD_OUT] = out[1];
+        theirs[ZYGOTE_FD_ERR] = errp[1];
+        theirs[ZYGOTE_FD_EXIT] = ended[1];
+        uint64_t id = ++z->next_id;
+        if ((r = send_order(z, session, theirs, id)) < 0)
+                goto out;
+        /* Ours are the only copies left besides the zygote's: EOF then means the child (or the
+         * zygote) is gone. */
+        close(ctl[1]);
+        close(out[1]);
+        close(errp[1]);
+        close(ended[1]);
+        ctl[1] = out[1] = errp[1] = ended[1] = -1;
+        int pidfd = -1;
+        char what[128] = "";
+        r = read_reply(z, id, &pidfd, what, sizeof(what));
+        if (r > 0) {
+                r = err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
+                goto out;
+        }
+        if (r < 0)
+                goto out;
+        *ret = (struct sandbox){.pid = host_pid_of(pidfd),
+                                .ctl_fd = ctl[0],
+                                .out_fd = out[0],
+                                .err_fd = errp[0],
+                                .pidfd = pidfd,
+                                .exit_fd = ended[0],
+                                .forked = true};
+        if (ret->pid <= 0) {
+                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the forked child is gone");
+                (void)sandbox_destroy(ret, 0, NULL);
+                return r;
+        }
+        /* Non-blocking, as sandbox_spawn leaves them. */
+        (void)fcntl(out[0], F_SETFL, O_NONBLOCK);
+        (void)fcntl(errp[0], F_SETFL, O_NONBLOCK);
+        return 0;
+out:
+        close_pair(ctl);
+        close_pair(out);
+        close_pair(errp);
+        close_pair(ended);
+        return r;
+}
+
+int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool session,
+                struct sandbox *ret, codecell_error *err)
+{
+        pthread_mutex_lock(&z->lock);
+        int r = -EPIPE;
+        /* A zygote that died is replaced once; a second failure is the answer. */
+        for (int attempt = 0; attempt < 2 && r == -EPIPE; attempt++) {
+                if (z->sb.pid <= 0 && (r = start_on_keeper(z, starter, err)) < 0)
+                        break;
+                r = order(z, session, ret, err);
+                if (r == -EPIPE)
+                        stop(z);
+        }
+        if (r == -EPIPE)
+                r = err_set(err, CODECELL_ERR_SYSTEM, EPIPE,
+                            "sandbox: the cell's zygote ended without forking");
+        pthread_mutex_unlock(&z->lock);
+        return r;
+}

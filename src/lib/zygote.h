@@ -1,0 +1,32 @@
+/* A cell's zygote, seen from the engine (docs/security.md, "Forked sandboxes"): a sandbox whose
+ * interpreter booted once with its prelude and then makes every sandbox of the cell as a copy
+ * of itself, each behind its own walls (src/zygote/zygote.c). Started at the first fork, again
+ * whenever it has died; one order at a time. */
+#ifndef CODECELL_ZYGOTE_H
+#define CODECELL_ZYGOTE_H
+
+#include <stdbool.h>
+
+#include "codecell.h"
+#include "sandbox.h"
+
+struct zygote;
+
+struct zygote *zygote_new(void);
+/* What starts the zygote when it is not running: the spec of one of the cell's sandboxes (its
+ * argv and envp the cell's interpreter's; the zygote's mode is added to it), made only then,
+ * and released once the start is over. */
+struct zygote_starter {
+        int (*make_spec)(void *ctx, struct sandbox_spec *spec, codecell_error *err);
+        void (*release)(void *ctx);
+        void *ctx;
+};
+
+/* A new sandbox, forked: ret's pid is its first process (the interpreter, PID 1 of its pid
+ * namespace), by host pid. < 0 with err. */
+int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool session,
+                struct sandbox *ret, codecell_error *err);
+/* Ends the zygote; its children die with it. Accepts NULL. */
+void zygote_free(struct zygote *z);
+
+#endif

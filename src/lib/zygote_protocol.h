@@ -1,0 +1,78 @@
+/* What the engine and a cell's zygote say to each other (docs/security.md, "Forked
+ * sandboxes"). The zygote is the cell's interpreter, booted once with its prelude, that forks
+ * every sandbox of the cell; its fork server is C (src/zygote/zygote.c, loaded into the
+ * interpreter), built from the same headers as the engine, so these are plain structs.
+ *
+ * At start the zygote reads the walls every child puts up (struct zygote_walls) from
+ * ZYGOTE_WALLS_PATH, which the mount plan writes. Then, on its control socket (fd 3):
+ *   engine -> zygote  struct zygote_order, with ZYGOTE_ORDER_FDS descriptors (SCM_RIGHTS): the
+ *                     child's control socket, stdout and stderr, and the write end of a pipe
+ *                     that will carry its end;
+ *   zygote -> engine  struct zygote_reply, with the child's pidfd when it was made;
+ *   zygote -> pipe    struct zygote_exit once the child is gone (its wait status and rusage).
+ * The zygote exits when the engine closes the socket; its children die with it. */
+#ifndef CODECELL_ZYGOTE_PROTOCOL_H
+#define CODECELL_ZYGOTE_PROTOCOL_H
+
+#include <linux/filter.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "landlock.h"
+
+#define ZYGOTE_WALLS_PATH "/codecell/walls"
+#define ZYGOTE_SO_PATH "/codecell/zygote.so"
+/* The variable that starts the prelude as a zygote (removed before guest code runs). */
+#define ZYGOTE_ENV "CODECELL_ZYGOTE"
+
+#define ZYGOTE_MAGIC 0x5a434331u /* "1CCZ" */
+#define ZYGOTE_MAX_FILTER 4096   /* BPF instructions */
+#define ZYGOTE_MAX_RLIMITS 8
+#define ZYGOTE_PATHS 8192 /* bytes of Landlock rule paths */
+
+struct zygote_walls {
+        uint32_t magic;
+        uint32_t size; /* sizeof(struct zygote_walls): a zygote.so of another build refuses */
+        uint32_t inner_uid, inner_gid;
+        char tmp_options[160], work_options[160]; /* tmpfs mount data of /tmp and /work */
+        int32_t landlock_abi;
+        uint32_t n_rules;
+        struct {
+                uint32_t grant; /* enum landlock_grant */
+                uint32_t path;  /* offset in paths */
+        } rules[LANDLOCK_PLAN_MAX_RULES];
+        char paths[ZYGOTE_PATHS];
+        uint32_t n_rlimits;
+        struct {
+                int32_t resource;
+                uint64_t cur, max;
+        } rlimits[ZYGOTE_MAX_RLIMITS];
+        uint32_t filter_len;
+        struct sock_filter filter[ZYGOTE_MAX_FILTER];
+};
+
+enum { ZYGOTE_FD_CTL, ZYGOTE_FD_OUT, ZYGOTE_FD_ERR, ZYGOTE_FD_EXIT, ZYGOTE_ORDER_FDS };
+
+/* A session's kernel serves many evals, each with its own budget: no RLIMIT_CPU backstop. */
+#define ZYGOTE_ORDER_SESSION 1u
+
+struct zygote_order {
+        uint32_t magic;
+        uint32_t flags; /* ZYGOTE_ORDER_* */
+        uint64_t id;
+};
+
+struct zygote_reply {
+        uint32_t magic;
+        int32_t error; /* 0: the pidfd comes with it; else the errno of what failed */
+        uint64_t id;
+        char what[112]; /* which step failed */
+};
+
+struct zygote_exit {
+        int32_t status; /* as waitpid gives it */
+        int32_t reserved;
+        struct rusage usage;
+};
+
+#endif

@@ -1,0 +1,584 @@
+/* A cell's zygote: the fork server that runs inside the cell's booted interpreter (loaded by
+ * the prelude with Fiddle or ctypes from /codecell/zygote.so) and makes every sandbox of the
+ * cell as a copy of it. The protocol is in src/lib/zygote_protocol.h; the reasoning in
+ * docs/security.md ("Forked sandboxes").
+ *
+ * The forks themselves are the language's (Ruby's fork, Python's os.fork), so that the runtime
+ * does everything it does around a fork (Ruby renews its timer and wake-up descriptors, Python
+ * its locks); this file does everything else, in this order:
+ *
+ *   zygote   codecell_zygote_start()   once: reads the walls
+ *            codecell_zygote_next()    waits for an order (reporting children's ends); makes
+ *                                      a new pid namespace for the next child
+ *            fork                      -> the sandbox's init, PID 1
+ *            codecell_zygote_parent()  answers the engine with the child's pidfd
+ *   init     codecell_zygote_init()    its descriptors, namespaces, /tmp, /work and /proc;
+ *                                      waits for the engine's word that it is in its cgroup
+ *            fork                      -> the interpreter, PID 2
+ *            codecell_zygote_init_loop()  holds the interpreter's /proc files, waits for it
+ *   guest    codecell_zygote_guest()   a user namespace of its own, rlimits, Landlock, no
+ *                                      capability, seccomp; then the prelude goes on as in any
+ *                                      sandbox: "ready", and the code.
+ *
+ * The zygote holds CAP_SYS_ADMIN in its own user namespace (it makes each child's pid
+ * namespace), and nothing else; it never runs guest code. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lib/landlock.h"
+#include "../lib/zygote_protocol.h"
+
+#define ORDERS_FD 3
+#define MAX_CHILDREN 1024
+
+/* What init unshares (the pid and network namespaces are the zygote's doing, before the fork).
+ * The user namespace comes last, in the interpreter: see codecell_zygote_guest. */
+#define INIT_NAMESPACES (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+/* Empty network namespaces kept for the next children (see take_netns). */
+#define MAX_IDLE_NETNS 64
+
+struct child {
+        pid_t pid;
+        int pidfd;
+        int exit_fd; /* the engine's pipe for its zygote_exit */
+        int netns;   /* its network namespace, to be given back */
+};
+
+static struct zygote_walls walls;
+static struct landlock_plan landlock;
+static struct child children[MAX_CHILDREN];
+static void (*runtime_sigchld)(int); /* the interpreter's, given back to each child */
+static size_t n_children;
+static int own_pidns = -1; /* the zygote's pid namespace, to make the next one from */
+static int own_netns = -1; /* the zygote's network namespace, to come back to */
+static int idle_netns[MAX_IDLE_NETNS];
+static size_t n_idle_netns;
+static int next_netns = -1; /* the network namespace of the child being made */
+/* The order being served: in the zygote until the fork, then in the child. */
+static struct zygote_order order;
+static int order_fds[ZYGOTE_ORDER_FDS];
+static int pinned[2] = {-1, -1}; /* init -> guest: one byte once init holds its /proc files */
+static char runtime_comm[16];    /* the interpreter's name, given back to each guest */
+
+/* ---- in a child ------------------------------------------------------------------------- */
+
+static _Noreturn void child_fail(const char *what)
+{
+        char line[256];
+        int n = snprintf(line, sizeof(line), "codecell zygote: %s: %s\n", what, strerror(errno));
+        if (n > 0)
+                (void)!write(STDERR_FILENO, line, (size_t)n);
+        _exit(255);
+}
+
+static void write_file(const char *path, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                child_fail(path);
+        ssize_t n = write(fd, text, strlen(text));
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        if (n != (ssize_t)strlen(text))
+                child_fail(path);
+}
+
+/* The interpreter's user namespace maps its one id to the same id in the zygote's. */
+static void map_ids(void)
+{
+        char map[64];
+        write_file("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof(map), "%u %u 1\n", walls.inner_uid, walls.inner_uid);
+        write_file("/proc/self/uid_map", map);
+        snprintf(map, sizeof(map), "%u %u 1\n", walls.inner_gid, walls.inner_gid);
+        write_file("/proc/self/gid_map", map);
+}
+
+/* Fresh /tmp and /work (what the previous run wrote is in its own, gone with it) and a /proc
+ * of the child's pid namespace, over the zygote's. */
+static void mount_own_folders(void)
+{
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                child_fail("make / private");
+        const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+        if (mount("tmpfs", "/tmp", "tmpfs", flags, walls.tmp_options) < 0)
+                child_fail("mount /tmp");
+        if (mount("tmpfs", "/work", "tmpfs", flags, walls.work_options) < 0)
+                child_fail("mount /work");
+        if (mount("proc", "/proc", "proc", flags, NULL) < 0)
+                child_fail("mount /proc");
+}
+
+/* A new eventfd at the number of old, with its flags: the runtime's own (Ruby wakes its
+ * threads with two) stay where it expects them, but are no longer the zygote's. */
+static void renew_eventfd(int old)
+{
+        int status = fcntl(old, F_GETFL), fdflags = fcntl(old, F_GETFD);
+        int fresh = eventfd(0, ((status & O_NONBLOCK) ? EFD_NONBLOCK : 0) | EFD_CLOEXEC);
+        if (fresh < 0 || dup3(fresh, old, (fdflags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+                child_fail("renew the runtime's eventfd");
+        close(fresh);
+}
+
+/* Replaces every descriptor of the zygote the child holds: 0-3 become the child's own (stdin
+ * /dev/null, stdout, stderr, control socket), the runtime's eventfds new ones, and everything
+ * else (the zygote's other children's pidfds and pipes) is closed: no child shares a
+ * descriptor with the zygote or a sibling. */
+static void own_descriptors(const int *fds)
+{
+        int moved[ZYGOTE_ORDER_FDS];
+        for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
+                if ((moved[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 4)) < 0)
+                        child_fail("move the run's descriptors");
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(moved[ZYGOTE_FD_OUT], 1) < 0 ||
+            dup2(moved[ZYGOTE_FD_ERR], 2) < 0 || dup2(moved[ZYGOTE_FD_CTL], 3) < 0)
+                child_fail("dup2");
+        int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                child_fail("list descriptors");
+        int kept[64];
+        size_t n_kept = 0;
+        char buf[4096];
+        long n;
+        /* procfs lists descriptors by number; renewing one in place does not disturb it. */
+        while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+                for (long at = 0; at < n;) {
+                        struct {
+                                uint64_t ino;
+                                int64_t off;
+                                unsigned short reclen;
+                                unsigned char type;
+                                char name[];
+                        } *d = (void *)(buf + at);
+                        at += d->reclen;
+                        if (d->name[0] < '0' || d->name[0] > '9')
+                                continue;
+                        int fd = atoi(d->name);
+                        char link[64], target[32];
+                        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+                        ssize_t len = readlink(link, target, sizeof(target) - 1);
+                        target[len > 0 ? len : 0] = '\0';
+                        if (fd <= 3 || fd == dir || strcmp(target, "anon_inode:[eventfd]") != 0)
+                                continue;
+                        if (n_kept == sizeof(kept) / sizeof(kept[0]))
+                                child_fail("too many eventfds");
+                        renew_eventfd(fd);
+                        kept[n_kept++] = fd;
+                }
+        }
+        close(dir);
+        /* Everything above 3 but the renewed eventfds goes (the listing is in order). */
+        int from = 4;
+        for (size_t i = 0; i < n_kept; i++) {
+                if (kept[i] > from && syscall(SYS_close_range, from, kept[i] - 1, 0) < 0)
+                        child_fail("close the zygote's descriptors");
+                from = kept[i] + 1;
+        }
+        if (syscall(SYS_close_range, from, ~0U, 0) < 0)
+                child_fail("close the zygote's descriptors");
+}
+
+/* Landlock grants the interpreter its own /proc files by inode, and a /proc/<pid> inode lives
+ * only as long as its dentry: init holds each open (O_PATH) for the interpreter's lifetime, as
+ * an exec'd sandbox's init does. Failures are harmless: that file is then unreadable. */
+static void pin_proc_files(pid_t guest)
+{
+        char path[64];
+        for (size_t i = 0; landlock_proc_self_files[i]; i++) {
+                snprintf(path, sizeof(path), "/proc/%d/%s", (int)guest,
+                         landlock_proc_self_files[i]);
+                (void)open(path, O_PATH | O_CLOEXEC);
+        }
+}
+
+static int drop_capabilities(void)
+{
+        for (int cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -1;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+                return -1;
+        struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct data[2] = {0};
+        return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* In the interpreter, PID 2, after the fork: a user namespace of its own (its processes are
+ * counted against RLIMIT_NPROC apart from every other sandbox's; the namespaces init made
+ * belong to the zygote's, where it is about to give up every capability), its limits, then
+ * Landlock, no capability, the filter. */
+void codecell_zygote_guest(void)
+{
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                child_fail("set the parent-death signal");
+        close(pinned[1]);
+        (void)prctl(PR_SET_NAME, runtime_comm, 0, 0, 0);
+        if (unshare(CLONE_NEWUSER) < 0)
+                child_fail("unshare the user namespace");
+        map_ids();
+        if (chdir("/work") < 0)
+                child_fail("chdir /work");
+        for (uint32_t i = 0; i < walls.n_rlimits; i++) {
+                if (walls.rlimits[i].resource == RLIMIT_CPU &&
+                    (order.flags & ZYGOTE_ORDER_SESSION))
+                        continue;
+                struct rlimit rl = {walls.rlimits[i].cur, walls.rlimits[i].max};
+                if (setrlimit(walls.rlimits[i].resource, &rl) < 0)
+                        child_fail("setrlimit");
+        }
+        /* Past RLIMIT_FSIZE a write fails with EFBIG instead of killing with SIGXFSZ. */
+        signal(SIGXFSZ, SIG_IGN);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGCHLD, runtime_sigchld);
+        umask(022);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail("no_new_privs");
+        char byte;
+        if (read(pinned[0], &byte, 1) != 1)
+                child_fail("wait for init");
+        close(pinned[0]);
+        if (landlock.abi > 0) {
+                const char *where = NULL;
+                int r = landlock_apply(&landlock, &where);
+                if (r < 0) {
+                        errno = -r;
+                        child_fail(where);
+                }
+        }
+        /* Security invariant: from here the guest holds no capability in any namespace. */
+        if (drop_capabilities() < 0)
+                child_fail("drop capabilities");
+        struct sock_fprog prog = {.len = (unsigned short)walls.filter_len,
+                                  .filter = walls.filter};
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                child_fail("seccomp");
+}
+
+/* In init, PID 1 of the new pid namespace, after the fork: its own descriptors, namespaces,
+ * /tmp, /work and /proc; then the engine's word (one byte on the control socket) that it is in
+ * the sandbox's cgroup, so that the interpreter is born there and every page it touches counts
+ * in the sandbox's limit. 0, and init forks the interpreter. */
+int codecell_zygote_init(void)
+{
+        /* Dies with the zygote, which dies with the engine; a zygote that died before this
+         * took its pid namespace, and this child, with it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                child_fail("set the parent-death signal");
+        (void)prctl(PR_SET_NAME, "codecell-init", 0, 0, 0);
+        if (setns(next_netns, CLONE_NEWNET) < 0)
+                child_fail("enter the network namespace");
+        own_descriptors(order_fds);
+        if (unshare(INIT_NAMESPACES) < 0)
+                child_fail("unshare namespaces");
+        mount_own_folders();
+        char byte;
+        if (read(3, &byte, 1) != 1)
+                _exit(255);
+        if (pipe2(pinned, O_CLOEXEC) < 0)
+                child_fail("pipe");
+        return 0;
+}
+
+/* init from the interpreter's fork on, as an exec'd sandbox's init: holds the interpreter's
+ * /proc files, waits for it, and ends with an exit code that says how it ended (128 + its
+ * signal, or its exit code; 254 for its 255, which means a failed set-up). Its pid namespace
+ * dies with it. */
+void codecell_zygote_init_loop(int guest)
+{
+        if (guest <= 0)
+                child_fail("fork the interpreter");
+        close(pinned[0]);
+        int keep = pinned[1];
+        if (keep > 0)
+                syscall(SYS_close_range, 0, keep - 1, 0);
+        syscall(SYS_close_range, keep + 1, ~0U, 0);
+        signal(SIGCHLD, SIG_DFL);
+        pin_proc_files(guest);
+        (void)!write(keep, "x", 1);
+        close(keep);
+        for (;;) {
+                int status;
+                pid_t p = waitpid(-1, &status, 0);
+                if (p == guest) {
+                        if (WIFSIGNALED(status))
+                                _exit(128 + WTERMSIG(status));
+                        _exit(WEXITSTATUS(status) == 255 ? 254 : WEXITSTATUS(status));
+                }
+                if (p < 0 && errno != EINTR)
+                        _exit(255);
+        }
+}
+
+
+/* ---- in the zygote ---------------------------------------------------------------------- */
+
+static int load_walls(void)
+{
+        int fd = open(ZYGOTE_WALLS_PATH, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, &walls, sizeof(walls));
+        close(fd);
+        if (n != (ssize_t)sizeof(walls) || walls.magic != ZYGOTE_MAGIC ||
+            walls.size != sizeof(walls) || walls.n_rules > LANDLOCK_PLAN_MAX_RULES ||
+            walls.n_rlimits > ZYGOTE_MAX_RLIMITS || walls.filter_len == 0 ||
+            walls.filter_len > ZYGOTE_MAX_FILTER)
+                return -EPROTO;
+        walls.paths[sizeof(walls.paths) - 1] = '\0';
+        walls.tmp_options[sizeof(walls.tmp_options) - 1] = '\0';
+        walls.work_options[sizeof(walls.work_options) - 1] = '\0';
+        landlock.abi = walls.landlock_abi;
+        for (uint32_t i = 0; i < walls.n_rules; i++) {
+                if (walls.rules[i].path >= sizeof(walls.paths))
+                        return -EPROTO;
+                landlock.rules[i] = (struct landlock_rule){
+                        .path = walls.paths + walls.rules[i].path,
+                        .grant = (enum landlock_grant)walls.rules[i].grant};
+        }
+        landlock.n_rules = walls.n_rules;
+        return 0;
+}
+
+int codecell_zygote_start(void)
+{
+        int r = load_walls();
+        if (r == 0 && (own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC)) < 0)
+                r = -errno;
+        if (r == 0 && (own_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+                r = -errno;
+        if (r < 0) {
+                errno = -r;
+                perror("codecell zygote: start");
+                return -1;
+        }
+        /* Children are waited for through their pidfds, never by the runtime. */
+        runtime_sigchld = signal(SIGCHLD, SIG_DFL);
+        /* Named for what it is in ps and for the tests; each guest gets the runtime's back. */
+        (void)prctl(PR_GET_NAME, runtime_comm, 0, 0, 0);
+        (void)prctl(PR_SET_NAME, "codecell-zygote", 0, 0, 0);
+        return 0;
+}
+
+static void send_reply(int error, const char *what, int pidfd)
+{
+        struct zygote_reply reply = {.magic = ZYGOTE_MAGIC, .error = error, .id = order.id};
+        snprintf(reply.what, sizeof(reply.what), "%s", what);
+        struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } control;
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (pidfd >= 0) {
+                msg.msg_control = control.buf;
+                msg.msg_controllen = sizeof(control.buf);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
+        }
+        while (sendmsg(ORDERS_FD, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR)
+                ;
+}
+
+/* One order and its descriptors into order/order_fds, or < 0 (the engine is gone, or spoke
+ * nonsense: either way the zygote ends). */
+static int read_order(void)
+{
+        struct iovec iov = {.iov_base = &order, .iov_len = sizeof(order)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_ORDER_FDS)];
+                struct cmsghdr align;
+        } control;
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf)};
+        ssize_t n;
+        while ((n = recvmsg(ORDERS_FD, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+                ;
+        size_t got = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < k; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (got < ZYGOTE_ORDER_FDS)
+                                        order_fds[got++] = fd;
+                                else
+                                        close(fd);
+                        }
+                }
+        if (n == (ssize_t)sizeof(order) && order.magic == ZYGOTE_MAGIC &&
+            got == ZYGOTE_ORDER_FDS && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+                return 0;
+        for (size_t i = 0; i < got; i++)
+                close(order_fds[i]);
+        return -EPROTO;
+}
+
+static void close_order_fds(void)
+{
+        for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
+                if (order_fds[i] >= 0) {
+                        close(order_fds[i]);
+                        order_fds[i] = -1;
+                }
+}
+
+/* An empty network namespace for the next child, owned by the zygote's user namespace: one an
+ * ended child left empty, or a new one. Making one costs half a millisecond and more of the
+ * kernel's deferred clean-up when it goes, the largest cost of a fork; a namespace is never
+ * given to a child while another lives in it (see give_back_netns). A child holds no
+ * capability over it: it cannot bring its loopback up, add an address or set a sysctl. */
+static int take_netns(void)
+{
+        if (n_idle_netns > 0)
+                return idle_netns[--n_idle_netns];
+        if (unshare(CLONE_NEWNET) < 0)
+                return -errno;
+        int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        int saved = errno;
+        if (setns(own_netns, CLONE_NEWNET) < 0)
+                _exit(2); /* never serve from a child's namespace */
+        return fd >= 0 ? fd : -saved;
+}
+
+/* True when no socket is left in the namespace: /proc/net/unix holds its header line only
+ * (every other socket died with the child's processes). */
+static bool netns_empty(int fd)
+{
+        if (setns(fd, CLONE_NEWNET) < 0)
+                return false;
+        char text[256];
+        ssize_t n = -1;
+        int unix_list = open("/proc/self/net/unix", O_RDONLY | O_CLOEXEC);
+        if (unix_list >= 0) {
+                n = read(unix_list, text, sizeof(text));
+                close(unix_list);
+        }
+        if (setns(own_netns, CLONE_NEWNET) < 0)
+                _exit(2);
+        if (n <= 0)
+                return false;
+        char *newline = memchr(text, '\n', (size_t)n);
+        return newline && newline + 1 == text + n;
+}
+
+/* Called once the child's init is reaped: nothing of its sandbox lives any more (the kernel
+ * ends a pid namespace's processes before its init can be reaped). */
+static void give_back_netns(int fd)
+{
+        if (fd < 0)
+                return;
+        if (n_idle_netns < MAX_IDLE_NETNS && netns_empty(fd))
+                idle_netns[n_idle_netns++] = fd;
+        else
+                close(fd);
+}
+
+/* Reports a child's end to the engine and forgets it. */
+static void reap(size_t i)
+{
+        struct zygote_exit end = {.status = -1};
+        int status = 0;
+        pid_t p;
+        while ((p = wait4(children[i].pid, &status, 0, &end.usage)) < 0 && errno == EINTR)
+                ;
+        if (p == children[i].pid)
+                end.status = status;
+        (void)!write(children[i].exit_fd, &end, sizeof(end));
+        close(children[i].exit_fd);
+        close(children[i].pidfd);
+        give_back_netns(children[i].netns);
+        children[i] = children[--n_children];
+}
+
+/* The next child's pid namespace: the zygote's own again, then a new one below it. */
+static int new_pid_namespace(void)
+{
+        if (setns(own_pidns, CLONE_NEWPID) < 0 || unshare(CLONE_NEWPID) < 0)
+                return -errno;
+        return 0;
+}
+
+int codecell_zygote_next(void)
+{
+        static struct pollfd polled[1 + MAX_CHILDREN];
+        for (;;) {
+                polled[0] = (struct pollfd){.fd = ORDERS_FD, .events = POLLIN};
+                for (size_t i = 0; i < n_children; i++)
+                        polled[1 + i] = (struct pollfd){.fd = children[i].pidfd, .events = POLLIN};
+                if (poll(polled, 1 + n_children, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        _exit(2);
+                }
+                /* Ends first, from the last: reap() moves the last child into slot i. */
+                for (size_t i = n_children; i-- > 0;)
+                        if (polled[1 + i].revents)
+                                reap(i);
+                if (!polled[0].revents)
+                        continue;
+                if (read_order() < 0)
+                        _exit(0); /* the engine is gone: children die with us */
+                int r = n_children == MAX_CHILDREN ? -EAGAIN : new_pid_namespace();
+                const char *what = r == -EAGAIN ? "too many sandboxes of this cell" : "pid namespace";
+                if (r == 0 && (r = next_netns = take_netns()) < 0)
+                        what = "network namespace";
+                if (r >= 0)
+                        return 1;
+                send_reply(-r, what, -1);
+                close_order_fds();
+        }
+}
+
+void codecell_zygote_parent(int pid)
+{
+        int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+        if (pidfd < 0) {
+                send_reply(pid > 0 ? errno : EAGAIN, "fork", -1);
+                close_order_fds();
+                /* A child that cannot be followed is ended at once. */
+                if (pid > 0) {
+                        kill(pid, SIGKILL);
+                        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                                ;
+                }
+                give_back_netns(next_netns);
+                next_netns = -1;
+                return;
+        }
+        (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+        children[n_children++] = (struct child){.pid = pid,
+                                                .pidfd = pidfd,
+                                                .exit_fd = order_fds[ZYGOTE_FD_EXIT],
+                                                .netns = next_netns};
+        next_netns = -1;
+        order_fds[ZYGOTE_FD_EXIT] = -1;
+        send_reply(0, "", pidfd);
+        close_order_fds();
+}

@@ -1,0 +1,176 @@
+"""Sandboxes forked from a cell's zygote (issue 19, docs/security.md "Forked sandboxes"): what
+must hold beyond the walls the security suite checks both ways. Every run starts from the same
+booted interpreter, so nothing of one run may reach another: random generators are reseeded,
+files, globals and descriptors are the run's own, siblings and the zygote are out of reach, and
+a zygote that dies is replaced. Through `codecell serve`, whose cells fork by default."""
+import os
+import signal
+import time
+import unittest
+
+from harness import LAUNCHED, stray_children, tempdir
+from mcp_peer import INIT, Stdio, write_config
+
+LANGUAGES = ("ruby", "python")
+
+RANDOM = {"ruby": "[rand, Random.new.rand, Random.new_seed % 1_000_000]",
+          "python": "import random\n[random.random(), random.SystemRandom().random(), "
+                    "random.Random().random()]"}
+# A global, files in /tmp and /work, and a descriptor left open: none may reach the next run.
+LEAVE = {"ruby": "$left = 1; File.write('/tmp/m', 'x'); File.write('/work/m', 'x'); "
+                 "$keep = File.open('/work/m'); $keep.fileno",
+         "python": "import builtins, os\nbuiltins.left = 1\nopen('/tmp/m', 'w').write('x')\n"
+                   "open('/work/m', 'w').write('x')\nbuiltins.keep = open('/work/m')\n"
+                   "builtins.keep.fileno()"}
+FIND = {"ruby": "[defined?($left), File.exist?('/tmp/m'), File.exist?('/work/m'), "
+                "Dir.children('/proc/self/fd').map(&:to_i).sort]",
+        "python": "import builtins, os\n[getattr(builtins, 'left', None), "
+                  "os.path.exists('/tmp/m'), os.path.exists('/work/m'), "
+                  "sorted(int(f) for f in os.listdir('/proc/self/fd'))]"}
+# The processes this sandbox can see, and the pipes and sockets behind its descriptors, by
+# inode (one shared with another sandbox would appear in both).
+VIEW = {"ruby": "ids = Dir.children('/proc/self/fd').filter_map { |f| "
+                "t = File.readlink(\"/proc/self/fd/#{f}\") rescue next; t[/\\A(pipe|socket):/] ? t : nil }; "
+                "[Dir.children('/proc').grep(/\\A\\d+\\z/).map(&:to_i).sort, ids]",
+        "python": "import os\nids = []\nfor f in os.listdir('/proc/self/fd'):\n"
+                  "    try:\n        t = os.readlink('/proc/self/fd/' + f)\n"
+                  "    except OSError:\n        continue\n"
+                  "    if t.startswith(('pipe:', 'socket:')):\n        ids.append(t)\n"
+                  "[sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), ids]"}
+# Ruby wakes its threads through eventfds, which a fork shares: each sandbox must have its own.
+# One session adds a large count to each of its eventfds; another reads its own.
+EVENTFDS = "Dir.children('/proc/self/fd').map(&:to_i).select { |f| " \
+           "(File.readlink(\"/proc/self/fd/#{f}\") rescue '') == 'anon_inode:[eventfd]' }"
+# Ruby reserves them from IO: libc's read and write, through Fiddle.
+LIBC = "require 'fiddle'; f = Fiddle::Handle::DEFAULT; " \
+       "w = Fiddle::Function.new(f['write'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, " \
+       "Fiddle::TYPE_SIZE_T], Fiddle::TYPE_SSIZE_T); " \
+       "r = Fiddle::Function.new(f['read'], [Fiddle::TYPE_INT, Fiddle::TYPE_VOIDP, " \
+       "Fiddle::TYPE_SIZE_T], Fiddle::TYPE_SSIZE_T); "
+FILL_EVENTFDS = LIBC + f"{EVENTFDS}.count {{ |fd| w.call(fd, [1_000_000_000].pack('Q'), 8) == 8 }}"
+READ_EVENTFDS = LIBC + f"{EVENTFDS}.map {{ |fd| b = \"\\0\" * 8; " \
+                "r.call(fd, b, 8) == 8 ? b.unpack1('Q') : 0 }.max.to_i"
+# Kills every process the sandbox may signal (kill -1), from a subprocess.
+KILL_ALL = {"ruby": "system('/bin/kill', '-KILL', '-1'); sleep 1; :survived",
+            "python": "import subprocess, time\nsubprocess.run(['/bin/kill', '-KILL', '-1'])\n"
+                      "time.sleep(1)\n'survived'"}
+
+
+def call(i, lang, code, **args):
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": lang, "arguments": dict(args, code=code)}}
+
+
+def children_of(pid):
+    """Every child of pid, of whichever of its threads started it."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += f.read().split()
+        except OSError:
+            pass
+    return found
+
+
+def zygotes_of(pid):
+    """The cells' zygotes under a server: its children's children named codecell-zygote."""
+    found = []
+    for child in children_of(pid):
+        for grandchild in children_of(child):
+            try:
+                with open(f"/proc/{grandchild}/comm") as f:
+                    if f.read().strip() == "codecell-zygote":
+                        found.append(int(grandchild))
+            except OSError:
+                pass
+    return found
+
+
+class Forked(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempdir(self)
+        cells = [{"name": lang, "language": lang, "pool": 2, "allow_subprocesses": True,
+                  "sessions": {"max": 4, "idle_ms": 60000},
+                  "limits": {"timeout_ms": 20000, "cpu_ms": 10000}} for lang in LANGUAGES]
+        self.peer = Stdio(write_config(self.dir, cells))
+        self.addCleanup(self.finish)
+        self.assertEqual(self.peer.request(INIT)["result"]["protocolVersion"], "2025-11-25")
+        self.next_id = 1
+
+    def finish(self):
+        code, err = self.peer.close()
+        self.assertEqual(code, 0, err)
+        self.assertEqual(stray_children(), [], "a sandbox outlived the server")
+
+    def run_code(self, lang, code, **args):
+        self.next_id += 1
+        m = self.peer.request(call(self.next_id, lang, code, **args), )
+        self.assertIn("result", m, m)
+        r = m["result"]["structuredContent"]
+        self.assertEqual(r["status"], "ok", r)
+        return r["value"]
+
+    def test_each_run_draws_its_own_random_numbers(self):
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                draws = [self.run_code(lang, RANDOM[lang]) for _ in range(4)]
+                for column in zip(*draws):
+                    self.assertEqual(len(set(column)), len(column), draws)
+
+    def test_nothing_of_a_run_reaches_the_next(self):
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                before = self.run_code(lang, FIND[lang])
+                self.run_code(lang, LEAVE[lang])
+                after = self.run_code(lang, FIND[lang])
+                self.assertEqual(after[:3], [None, False, False])
+                self.assertEqual(after, before)
+
+    def test_a_sandbox_sees_only_its_own_processes_and_descriptors(self):
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                a = self.run_code(lang, VIEW[lang], session="a")
+                b = self.run_code(lang, VIEW[lang], session="b")
+                # init and the interpreter, as in an exec'd sandbox; never the zygote.
+                self.assertEqual(a[0], [1, 2])
+                self.assertEqual(b[0], [1, 2])
+                # The control socket and the output pipes at least.
+                self.assertGreaterEqual(min(len(a[1]), len(b[1])), 3, (a, b))
+                self.assertFalse(set(a[1]) & set(b[1]), (a, b))
+
+    def test_ruby_s_eventfds_are_each_sandbox_s_own(self):
+        self.assertGreater(self.run_code("ruby", FILL_EVENTFDS, session="a"), 0)
+        self.assertLess(self.run_code("ruby", READ_EVENTFDS, session="b"), 1_000_000_000)
+
+    def test_kill_minus_one_reaches_only_its_own_sandbox(self):
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                self.assertEqual(self.run_code(lang, "x = 41\nx", session="calm"), 41)
+                self.next_id += 1
+                m = self.peer.request(call(self.next_id, lang, KILL_ALL[lang]))
+                # The interpreter itself was killed: its run fails, nothing else.
+                self.assertNotEqual(m["result"]["structuredContent"]["status"], "ok", m)
+                self.assertEqual(self.run_code(lang, "x + 1", session="calm"), 42)
+                self.assertEqual(self.run_code(lang, "6 * 7"), 42)
+
+    def test_a_zygote_that_dies_is_replaced(self):
+        self.assertEqual(self.run_code("ruby", "1 + 1"), 2)
+        zygotes = zygotes_of(self.peer.proc.pid)
+        self.assertEqual(len(zygotes), 2, zygotes)
+        for z in zygotes:
+            os.kill(z, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while set(zygotes) & set(zygotes_of(self.peer.proc.pid)):
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                # The sandboxes standing by died with their zygote; the next run starts
+                # another (or the pool's does), and every later run works.
+                for _ in range(3):
+                    self.assertEqual(self.run_code(lang, "6 * 7"), 42)
+
+
+if __name__ == "__main__":
+    unittest.main()
