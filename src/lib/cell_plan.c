@@ -287,6 +287,12 @@ size_t cell_plan_rlimits(const struct cell_plan *plan, bool session, struct sand
         return n;
 }
 
+/* While a zygote boots, the lock its first child's cgroup move takes is made ready. */
+static void warm_cgroups(void *place)
+{
+        cgroup_place_warm(place);
+}
+
 /* A forked cell's zygote, and the walls its children put up (zygote_protocol.h), written into
  * the mount plan's /codecell/walls once the filter and the rules exist. */
 static int plan_zygote(struct cell_plan *plan, codecell_error *err)
@@ -304,7 +310,8 @@ static int plan_zygote(struct cell_plan *plan, codecell_error *err)
                                               sizeof(*walls)) < 0)
                 r = err_sys(err, ENOMEM, "cell");
         free(walls);
-        if (r == 0 && !(plan->zygote = zygote_new()))
+        if (r == 0 && !(plan->zygote = zygote_new(plan->cgroup_place.backend ? warm_cgroups : NULL,
+                                                  &plan->cgroup_place)))
                 r = err_sys(err, ENOMEM, "cell");
         return r;
 }

@@ -200,6 +200,14 @@ void cgroup_unique_name(char *buf, size_t size)
         snprintf(buf, size, "codecell-%d-%u", (int)getpid(), atomic_fetch_add(&counter, 1));
 }
 
+void cgroup_place_warm(const struct cgroup_place *place)
+{
+        char path[PATH_MAX + 32], value[16];
+        snprintf(path, sizeof(path), "%s/cgroup.procs", place->memory_parent);
+        snprintf(value, sizeof(value), "%d", (int)getpid());
+        (void)write_file(path, value);
+}
+
 void cgroup_rmdir(const char *dir)
 {
         for (int i = 0; i < 200; i++) {

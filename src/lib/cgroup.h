@@ -59,6 +59,12 @@ extern const struct cgroup_backend cgroup_v2_backend;
  * without a delegated v2 subtree. */
 int cgroup_place_find(struct cgroup_place *ret, codecell_error *err);
 
+/* Starts the wait the next move into a cgroup would begin with: a cgroup move takes a lock
+ * whose first writer after an idle spell waits for an RCU grace period (5-20 ms on this kind of
+ * host), and the ones that follow within a grace period do not. Rewrites this process into the
+ * cgroup it is in (a move to nowhere new); blocks for that wait; errors are ignored. */
+void cgroup_place_warm(const struct cgroup_place *place);
+
 /* Removes the empty cgroups of engines that died without cleaning up. */
 void cgroup_sweep_stale(const struct cgroup_place *place);
 

@@ -31,6 +31,8 @@ struct zygote {
         codecell_error *request_err;
         int request_result;
         bool quit;
+        void (*warm)(void *ctx);
+        void *warm_ctx;
 };
 
 static int start(struct zygote *z, const struct zygote_starter *starter, codecell_error *err);
@@ -50,6 +52,11 @@ static void *keep(void *arg)
                 z->request_result = r;
                 z->request = NULL;
                 pthread_cond_broadcast(&z->keeper_cond);
+                if (r == 0 && z->warm) {
+                        pthread_mutex_unlock(&z->keeper_lock);
+                        z->warm(z->warm_ctx);
+                        pthread_mutex_lock(&z->keeper_lock);
+                }
         }
         pthread_mutex_unlock(&z->keeper_lock);
         return NULL;
@@ -70,11 +77,13 @@ static int start_on_keeper(struct zygote *z, const struct zygote_starter *starte
         return r;
 }
 
-struct zygote *zygote_new(void)
+struct zygote *zygote_new(void (*warm)(void *ctx), void *warm_ctx)
 {
         struct zygote *z = calloc(1, sizeof(*z));
         if (!z)
                 return NULL;
+        z->warm = warm;
+        z->warm_ctx = warm_ctx;
         pthread_mutex_init(&z->lock, NULL);
         pthread_mutex_init(&z->keeper_lock, NULL);
         pthread_cond_init(&z->keeper_cond, NULL);

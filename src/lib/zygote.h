@@ -12,7 +12,10 @@
 
 struct zygote;
 
-struct zygote *zygote_new(void);
+/* warm, when not NULL, is called on the zygote's own thread each time it has started a zygote,
+ * while the zygote boots: the cell starts there the wait its first sandbox's cgroup move would
+ * otherwise begin with (cgroup_place_warm). */
+struct zygote *zygote_new(void (*warm)(void *ctx), void *warm_ctx);
 /* What starts the zygote when it is not running: the spec of one of the cell's sandboxes (its
  * argv and envp the cell's interpreter's; the zygote's mode is added to it), made only then,
  * and released once the start is over. */
