@@ -319,22 +319,40 @@ out:
         return r;
 }
 
+/* What a zygote that failed wrote before it stopped talking (its boot, or its fork server's
+ * start), cut on a character and made valid UTF-8: it may reach a JSON result. */
+static void last_words(struct zygote *z, char *buf, size_t size)
+{
+        char raw[512];
+        ssize_t n = z->sb.err_fd >= 0 ? read(z->sb.err_fd, raw, sizeof(raw)) : -1;
+        buf[0] = '\0';
+        if (n <= 0)
+                return;
+        char *clean = utf8_sanitize(raw, utf8_cut(raw, (size_t)n, 300), NULL);
+        if (clean)
+                snprintf(buf, size, "; it said: %s", clean);
+        free(clean);
+}
+
 int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool session,
                 struct sandbox *ret, codecell_error *err)
 {
         pthread_mutex_lock(&z->lock);
         int r = -EPIPE;
+        char said[400] = "";
         /* A zygote that died is replaced once; a second failure is the answer. */
         for (int attempt = 0; attempt < 2 && r == -EPIPE; attempt++) {
                 if (z->sb.pid <= 0 && (r = start_on_keeper(z, starter, err)) < 0)
                         break;
                 r = order(z, session, ret, err);
-                if (r == -EPIPE)
+                if (r == -EPIPE) {
+                        last_words(z, said, sizeof(said));
                         stop(z);
+                }
         }
         if (r == -EPIPE)
                 r = err_set(err, CODECELL_ERR_SYSTEM, EPIPE,
-                            "sandbox: the cell's zygote ended without forking");
+                            "sandbox: the cell's zygote ended without forking%s", said);
         pthread_mutex_unlock(&z->lock);
         return r;
 }

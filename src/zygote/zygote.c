@@ -374,6 +374,14 @@ int codecell_zygote_start(void)
         }
         /* Children are waited for through their pidfds, never by the runtime. */
         runtime_sigchld = signal(SIGCHLD, SIG_DFL);
+        /* From here the zygote has nothing to say: the engine does not read its output, and a
+         * full pipe must never stop the forks. (Each child's own output is its run's.) */
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0) {
+                dup2(null, STDOUT_FILENO);
+                dup2(null, STDERR_FILENO);
+                close(null);
+        }
         /* Named for what it is in ps and for the tests; each guest gets the runtime's back. */
         (void)prctl(PR_GET_NAME, runtime_comm, 0, 0, 0);
         (void)prctl(PR_SET_NAME, "codecell-zygote", 0, 0, 0);
