@@ -218,6 +218,10 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
 {
         struct child_failure fail = {0};
         scrub_command_line();
+        /* A session and process group of the sandbox's own: kill(0, ...) or killpg from the
+         * guest reaches only its sandbox, never the engine's group (which the engine's caller,
+         * a shell script, shares), whatever Landlock's signal scoping says. */
+        (void)setsid();
         /* The raw call: a sanitizer's prctl wrapper records the name under a lock that
          * another thread of the engine may have held at clone, never to be released here. */
         (void)syscall(SYS_prctl, PR_SET_NAME, "codecell-init", 0, 0, 0);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -20,6 +21,7 @@
 struct zygote {
         pthread_mutex_t lock; /* one order at a time: replies come in order */
         struct sandbox sb;    /* pid -1: not running */
+        pid_t pid;            /* the zygote's interpreter, by host pid */
         uint64_t next_id;
         /* The keeper starts the zygote's sandbox, whose parent-death signal is tied to the
          * thread that cloned it: a thread that lives as long as the zygote, not a caller's,
@@ -139,20 +141,24 @@ static int start_from(struct zygote *z, const struct sandbox_spec *cell_spec, co
         spec.envp = envp;
         spec.zygote = true;
         spec.cgroup = NULL;
-        /* The engine's own limits (an unprivileged engine cannot raise them), 4096 files at
-         * most. */
+        /* The engine's own limits (an unprivileged engine cannot raise them); for files, room
+         * for 4096 or the cell's own limit, whichever is more, which each child lowers. */
         for (size_t i = 0; i < spec.n_rlimits; i++) {
                 int resource = spec.rlimits[i].resource;
                 if (resource != RLIMIT_NPROC && resource != RLIMIT_CPU && resource != RLIMIT_NOFILE)
                         continue;
                 struct rlimit *v = &spec.rlimits[i].value;
+                rlim_t cell = v->rlim_max;
                 getrlimit(resource, v);
-                if (resource == RLIMIT_NOFILE && v->rlim_max > 4096)
-                        v->rlim_max = 4096;
+                rlim_t want = cell > 4096 ? cell : 4096;
+                if (resource == RLIMIT_NOFILE && v->rlim_max > want)
+                        v->rlim_max = want;
                 v->rlim_cur = v->rlim_max;
         }
         int r = sandbox_spawn(&spec, &z->sb, err);
         free(envp);
+        if (r == 0)
+                z->pid = sandbox_guest_pid(&z->sb);
         return r;
 }
 
@@ -164,21 +170,6 @@ static int start(struct zygote *z, const struct zygote_starter *starter, codecel
                 r = start_from(z, &cell_spec, err);
         starter->release(starter->ctx);
         return r;
-}
-
-static int host_pid_of(int pidfd)
-{
-        char path[64], line[128];
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return -1;
-        int pid = -1;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "Pid:\t%d", &pid) == 1)
-                        break;
-        fclose(f);
-        return pid;
 }
 
 static int send_order(struct zygote *z, bool session, const int *fds, uint64_t id)
@@ -203,23 +194,16 @@ static int send_order(struct zygote *z, bool session, const int *fds, uint64_t i
         ssize_t n;
         while ((n = sendmsg(z->sb.ctl_fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
                 ;
+        if (n < 0 && errno == ETOOMANYREFS)
+                return -ETOOMANYREFS; /* this user's descriptors in flight: not the zygote's end */
         return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
 }
 
-/* The zygote's answer to order id: 0 and *ret_pidfd, a positive errno it sent (with what), or
- * -EPIPE when it is gone or did not answer in time. */
-static int read_reply(struct zygote *z, uint64_t id, int *ret_pidfd, char *what, size_t size)
+/* The zygote's answer to order id: 0 and *ret_pid (the child in the zygote's pid namespace), a
+ * positive errno it sent (with what), or -EPIPE when it is gone or did not answer in time. */
+static int read_reply(struct zygote *z, uint64_t id, pid_t *ret_pid, char *what, size_t size)
 {
         struct zygote_reply reply;
-        struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } control;
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = control.buf,
-                             .msg_controllen = sizeof(control.buf)};
         struct pollfd p = {.fd = z->sb.ctl_fd, .events = POLLIN};
         double deadline = now_ms() + REPLY_TIMEOUT_MS;
         for (;;) {
@@ -232,23 +216,66 @@ static int read_reply(struct zygote *z, uint64_t id, int *ret_pidfd, char *what,
                 break;
         }
         ssize_t n;
-        while ((n = recvmsg(z->sb.ctl_fd, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        while ((n = recv(z->sb.ctl_fd, &reply, sizeof(reply), MSG_WAITALL)) < 0 && errno == EINTR)
                 ;
-        int pidfd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-                    c->cmsg_len == CMSG_LEN(sizeof(int)))
-                        memcpy(&pidfd, CMSG_DATA(c), sizeof(int));
         if (n != (ssize_t)sizeof(reply) || reply.magic != ZYGOTE_MAGIC || reply.id != id ||
-            (reply.error == 0) != (pidfd >= 0)) {
-                if (pidfd >= 0)
-                        close(pidfd);
+            (reply.error == 0 && reply.pid <= 0))
                 return -EPIPE;
-        }
         reply.what[sizeof(reply.what) - 1] = '\0';
         snprintf(what, size, "%s", reply.what);
-        *ret_pidfd = pidfd;
+        *ret_pid = reply.pid;
         return reply.error;
+}
+
+/* The pids of a process as each pid namespace from this one down sees it (NSpid), from a
+ * /proc status or fdinfo file; how many. */
+static size_t ns_pids(const char *path, pid_t *pids, size_t max)
+{
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        char line[256];
+        size_t n = 0;
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "NSpid:", 6) == 0) {
+                        char *at = line + 6, *end;
+                        for (long v; n < max && (v = strtol(at, &end, 10), end != at); at = end)
+                                pids[n++] = (pid_t)v;
+                        break;
+                }
+        fclose(f);
+        return n;
+}
+
+/* A pidfd of the zygote's child that the zygote calls ns_pid: among the zygote's children, the
+ * one whose pid in the zygote's namespace is ns_pid, checked again through the pidfd (a pid
+ * reused in between would not match). < 0 when it is gone. */
+static int open_child(const struct zygote *z, pid_t ns_pid, pid_t *ret_pid)
+{
+        char path[96];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)z->pid, (int)z->pid);
+        FILE *f = fopen(path, "re");
+        int child, pidfd = -1;
+        while (f && pidfd < 0 && fscanf(f, "%d", &child) == 1) {
+                pid_t seen[4];
+                snprintf(path, sizeof(path), "/proc/%d/status", child);
+                if (ns_pids(path, seen, 4) < 2 || seen[1] != ns_pid)
+                        continue;
+                pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+                if (pidfd < 0)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+                if (ns_pids(path, seen, 4) < 2 || seen[0] != child || seen[1] != ns_pid) {
+                        close(pidfd);
+                        pidfd = -1;
+                        continue;
+                }
+                (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+                *ret_pid = child;
+        }
+        if (f)
+                fclose(f);
+        return pidfd;
 }
 
 static void close_pair(int *fds)
@@ -277,7 +304,13 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         theirs[ZYGOTE_FD_ERR] = errp[1];
         theirs[ZYGOTE_FD_EXIT] = ended[1];
         uint64_t id = ++z->next_id;
-        if ((r = send_order(z, session, theirs, id)) < 0)
+        if ((r = send_order(z, session, theirs, id)) == -ETOOMANYREFS) {
+                r = err_sys(err, ETOOMANYREFS,
+                            "sandbox: too many descriptors in flight for this user (a sandbox "
+                            "is holding them in a socket's queue)");
+                goto out;
+        }
+        if (r < 0)
                 goto out;
         /* Ours are the only copies left besides the zygote's: EOF then means the child (or the
          * zygote) is gone. */
@@ -286,23 +319,24 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         close(errp[1]);
         close(ended[1]);
         ctl[1] = out[1] = errp[1] = ended[1] = -1;
-        int pidfd = -1;
+        pid_t ns_pid = 0, pid = -1;
         char what[128] = "";
-        r = read_reply(z, id, &pidfd, what, sizeof(what));
+        r = read_reply(z, id, &ns_pid, what, sizeof(what));
         if (r > 0) {
                 r = err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
                 goto out;
         }
         if (r < 0)
                 goto out;
-        *ret = (struct sandbox){.pid = host_pid_of(pidfd),
+        int pidfd = open_child(z, ns_pid, &pid);
+        *ret = (struct sandbox){.pid = pid,
                                 .ctl_fd = ctl[0],
                                 .out_fd = out[0],
                                 .err_fd = errp[0],
                                 .pidfd = pidfd,
                                 .exit_fd = ended[0],
                                 .forked = true};
-        if (ret->pid <= 0) {
+        if (pidfd < 0) {
                 r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the forked child is gone");
                 (void)sandbox_destroy(ret, 0, NULL);
                 return r;

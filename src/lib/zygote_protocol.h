@@ -8,7 +8,9 @@
  *   engine -> zygote  struct zygote_order, with ZYGOTE_ORDER_FDS descriptors (SCM_RIGHTS): the
  *                     child's control socket, stdout and stderr, and the write end of a pipe
  *                     that will carry its end;
- *   zygote -> engine  struct zygote_reply, with the child's pidfd when it was made;
+ *   zygote -> engine  struct zygote_reply: the child's pid in the zygote's pid namespace, or
+ *                     what failed (no descriptor: a guest that fills its user's quota of
+ *                     descriptors in flight must not stop the zygote's answers);
  *   zygote -> pipe    struct zygote_exit once the child is gone (its wait status and rusage).
  * The zygote exits when the engine closes the socket; its children die with it. */
 #ifndef CODECELL_ZYGOTE_PROTOCOL_H
@@ -64,8 +66,10 @@ struct zygote_order {
 
 struct zygote_reply {
         uint32_t magic;
-        int32_t error; /* 0: the pidfd comes with it; else the errno of what failed */
+        int32_t error; /* 0, or the errno of what failed */
         uint64_t id;
+        int32_t pid; /* the child, as the zygote sees it */
+        int32_t reserved;
         char what[112]; /* which step failed */
 };
 

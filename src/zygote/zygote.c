@@ -212,16 +212,24 @@ static void pin_proc_files(pid_t guest)
         }
 }
 
-static int drop_capabilities(void)
+/* Empties the ambient, permitted, effective and inheritable sets (what any process may do). */
+static int drop_held_capabilities(void)
 {
-        for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        return -1;
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
                 return -1;
         struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
         struct __user_cap_data_struct data[2] = {0};
         return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* The bounding set too (which takes CAP_SETPCAP, held by the interpreter in its own user
+ * namespace), then the rest. */
+static int drop_capabilities(void)
+{
+        for (int cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -1;
+        return drop_held_capabilities();
 }
 
 /* In the interpreter, PID 2, after the fork: a user namespace of its own (its processes are
@@ -234,6 +242,9 @@ void codecell_zygote_guest(void)
                 child_fail("set the parent-death signal");
         close(pinned[1]);
         (void)prctl(PR_SET_NAME, runtime_comm, 0, 0, 0);
+        /* Dumpable again, as an exec'd interpreter is (init is not): its own /proc files are
+         * its own, its id maps among them. */
+        (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
         if (unshare(CLONE_NEWUSER) < 0)
                 child_fail("unshare the user namespace");
         map_ids();
@@ -275,6 +286,17 @@ void codecell_zygote_guest(void)
                 child_fail("seccomp");
 }
 
+/* What the zygote knew of its other children (how many, their pids) is not this sandbox's to
+ * read in its copy of the zygote's memory. */
+static void forget_the_zygote(void)
+{
+        memset(children, 0, sizeof(children));
+        n_children = 0;
+        memset(idle_netns, 0, sizeof(idle_netns));
+        n_idle_netns = 0;
+        memset(&order.id, 0, sizeof(order.id));
+}
+
 /* In init, PID 1 of the new pid namespace, after the fork: its own descriptors, namespaces,
  * /tmp, /work and /proc; then the engine's word (one byte on the control socket) that it is in
  * the sandbox's cgroup, so that the interpreter is born there and every page it touches counts
@@ -286,12 +308,23 @@ int codecell_zygote_init(void)
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail("set the parent-death signal");
         (void)prctl(PR_SET_NAME, "codecell-init", 0, 0, 0);
+        /* Not to be read or traced by anything of its sandbox's. */
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         if (setns(next_netns, CLONE_NEWNET) < 0)
                 child_fail("enter the network namespace");
         own_descriptors(order_fds);
+        forget_the_zygote();
+        /* A session and process group of the sandbox's own: kill(0, ...) from the guest
+         * reaches only this sandbox, whatever Landlock's signal scoping says. */
+        if (setsid() < 0)
+                child_fail("setsid");
         if (unshare(INIT_NAMESPACES) < 0)
                 child_fail("unshare namespaces");
         mount_own_folders();
+        /* init needs no capability from here on (the zygote's CAP_SYS_ADMIN made its
+         * namespaces and mounts), and the interpreter it forks starts with none. */
+        if (drop_held_capabilities() < 0)
+                child_fail("drop capabilities");
         char byte;
         if (read(3, &byte, 1) != 1)
                 _exit(255);
@@ -388,27 +421,15 @@ int codecell_zygote_start(void)
         return 0;
 }
 
-static void send_reply(int error, const char *what, int pidfd)
+static bool send_reply(int error, const char *what, pid_t pid)
 {
-        struct zygote_reply reply = {.magic = ZYGOTE_MAGIC, .error = error, .id = order.id};
+        struct zygote_reply reply = {
+                .magic = ZYGOTE_MAGIC, .error = error, .id = order.id, .pid = pid};
         snprintf(reply.what, sizeof(reply.what), "%s", what);
-        struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } control;
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        if (pidfd >= 0) {
-                msg.msg_control = control.buf;
-                msg.msg_controllen = sizeof(control.buf);
-                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &pidfd, sizeof(int));
-        }
-        while (sendmsg(ORDERS_FD, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR)
+        ssize_t n;
+        while ((n = send(ORDERS_FD, &reply, sizeof(reply), MSG_NOSIGNAL)) < 0 && errno == EINTR)
                 ;
+        return n == (ssize_t)sizeof(reply);
 }
 
 /* One order and its descriptors into order/order_fds, or < 0 (the engine is gone, or spoke
@@ -559,34 +580,44 @@ int codecell_zygote_next(void)
                         what = "network namespace";
                 if (r >= 0)
                         return 1;
-                send_reply(-r, what, -1);
+                send_reply(-r, what, 0);
                 close_order_fds();
         }
+}
+
+/* A child that cannot be followed or announced is ended at once. */
+static void end_child(pid_t pid)
+{
+        if (pid > 0) {
+                kill(pid, SIGKILL);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        give_back_netns(next_netns);
+        next_netns = -1;
 }
 
 void codecell_zygote_parent(int pid)
 {
         int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
         if (pidfd < 0) {
-                send_reply(pid > 0 ? errno : EAGAIN, "fork", -1);
+                send_reply(pid > 0 ? errno : EAGAIN, "fork", 0);
                 close_order_fds();
-                /* A child that cannot be followed is ended at once. */
-                if (pid > 0) {
-                        kill(pid, SIGKILL);
-                        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                                ;
-                }
-                give_back_netns(next_netns);
-                next_netns = -1;
+                end_child(pid);
                 return;
         }
         (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+        if (!send_reply(0, "", pid)) {
+                close(pidfd);
+                close_order_fds();
+                end_child(pid);
+                return;
+        }
         children[n_children++] = (struct child){.pid = pid,
                                                 .pidfd = pidfd,
                                                 .exit_fd = order_fds[ZYGOTE_FD_EXIT],
                                                 .netns = next_netns};
         next_netns = -1;
         order_fds[ZYGOTE_FD_EXIT] = -1;
-        send_reply(0, "", pidfd);
         close_order_fds();
 }

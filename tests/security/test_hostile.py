@@ -200,6 +200,14 @@ class Processes(HostUnchanged, unittest.TestCase):
                      "python": "import os\nsorted(int(p) for p in os.listdir('/proc') if p.isdigit())[0]"},
                     1)
 
+    def test_its_process_group_and_session_are_its_sandbox_s_own(self):
+        """kill(0, ...) and killpg reach the guest's process group: its sandbox's own (led by
+        its init, PID 1), never the engine's, which a script calling codecell shares. Landlock's
+        signal scoping (ABI 6, Linux 6.12) would stop the signal too; older kernels have only
+        this."""
+        self.expect({"ruby": "[Process.getpgrp, Process.getsid]",
+                     "python": "import os\n[os.getpgrp(), os.getsid(0)]"}, [1, 1])
+
 
 class Resources(HostUnchanged, unittest.TestCase):
     def test_deep_recursion_is_an_error(self):
