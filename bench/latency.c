@@ -207,14 +207,18 @@ static struct latency summarize(double *v, int runs, int failed)
         return l;
 }
 
-/* Pool hits: the pool is full before each run. */
-static struct latency measure_hits(struct system *sys, const struct workload *w, int runs)
+/* runs runs of w; with warm_each, the pool is full before each (pool hits), else they go one
+ * after another with no pause for the pool to refill (back to back). */
+static struct latency measure_runs(struct system *sys, const struct workload *w, int runs,
+                                   bool warm_each)
 {
         double *v = calloc((size_t)runs, sizeof(double));
         int failed = 0;
         codecell_error err;
+        codecell_cell_warmup(sys->cell, &err);
         for (int i = 0; i < runs; i++) {
-                codecell_cell_warmup(sys->cell, &err);
+                if (warm_each)
+                        codecell_cell_warmup(sys->cell, &err);
                 double t0 = now_ms();
                 if (!sys->run(sys, w))
                         failed++;
@@ -287,24 +291,6 @@ static double throughput(struct system *sys, const struct workload *w, int threa
         return (double)runs / ((now_ms() - start) / 1000.0);
 }
 
-/* Runs sent one after another by one client, with no pause for the pool to refill. */
-static struct latency measure_back_to_back(struct system *sys, const struct workload *w, int runs)
-{
-        double *v = calloc((size_t)runs, sizeof(double));
-        int failed = 0;
-        codecell_error err;
-        codecell_cell_warmup(sys->cell, &err);
-        for (int i = 0; i < runs; i++) {
-                double t0 = now_ms();
-                if (!sys->run(sys, w))
-                        failed++;
-                v[i] = now_ms() - t0;
-        }
-        struct latency l = summarize(v, runs, failed);
-        free(v);
-        return l;
-}
-
 static codecell_cell *cell_for(const struct workload *w, size_t pool, codecell_start start)
 {
         codecell_error err;
@@ -344,47 +330,59 @@ static void make_csv(char *dir)
         chmod(path, 0644);
 }
 
+/* The number after key in a /proc file of pid ("Pss:" in smaps_rollup), 0 when absent. */
+static long proc_value(pid_t pid, const char *file, const char *key)
+{
+        char path[96], line[256];
+        long value = 0;
+        size_t len = strlen(key);
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        FILE *f = fopen(path, "re");
+        while (f && fgets(line, sizeof(line), f))
+                if (strncmp(line, key, len) == 0) {
+                        value = atol(line + len);
+                        break;
+                }
+        if (f)
+                fclose(f);
+        return value;
+}
+
+static long tree_pss_kb(pid_t pid);
+
+/* The PSS of the processes listed in a /proc children file, and of all below them. */
+static long children_pss_kb(const char *children)
+{
+        long total = 0;
+        FILE *f = fopen(children, "re");
+        int child;
+        while (f && fscanf(f, "%d", &child) == 1)
+                total += tree_pss_kb(child);
+        if (f)
+                fclose(f);
+        return total;
+}
+
 /* Proportional set size (kB) of pid and every process below it: shared pages counted once. */
 static long tree_pss_kb(pid_t pid)
 {
-        char path[96], line[256];
-        long pss = 0;
-        snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-        FILE *f = fopen(path, "re");
-        while (f && fgets(line, sizeof(line), f))
-                if (sscanf(line, "Pss: %ld", &pss) == 1)
-                        break;
-        if (f)
-                fclose(f);
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-        f = fopen(path, "re");
-        int child;
-        while (f && fscanf(f, "%d", &child) == 1)
-                pss += tree_pss_kb(child);
-        if (f)
-                fclose(f);
-        return pss;
+        char children[96];
+        snprintf(children, sizeof(children), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+        return proc_value(pid, "smaps_rollup", "Pss:") + children_pss_kb(children);
 }
 
 /* What this process's children (the cells' sandboxes and zygotes) hold, in kB of PSS. */
 static long sandboxes_pss_kb(void)
 {
         long total = 0;
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/self/task");
-        DIR *d = opendir(path);
+        DIR *d = opendir("/proc/self/task");
         struct dirent *e;
         while (d && (e = readdir(d))) {
                 if (e->d_name[0] == '.')
                         continue;
                 char children[128];
                 snprintf(children, sizeof(children), "/proc/self/task/%s/children", e->d_name);
-                FILE *f = fopen(children, "re");
-                int child;
-                while (f && fscanf(f, "%d", &child) == 1)
-                        total += tree_pss_kb(child);
-                if (f)
-                        fclose(f);
+                total += children_pss_kb(children);
         }
         if (d)
                 closedir(d);
@@ -412,15 +410,7 @@ static long booted_interpreter_rss_kb(void)
         }
         close(in[0]);
         usleep(500000);
-        char path[64], line[256];
-        long rss = 0;
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        FILE *f = fopen(path, "re");
-        while (f && fgets(line, sizeof(line), f))
-                if (sscanf(line, "VmRSS: %ld", &rss) == 1)
-                        break;
-        if (f)
-                fclose(f);
+        long rss = proc_value(pid, "status", "VmRSS:");
         close(in[1]);
         waitpid(pid, NULL, 0);
         return rss;
@@ -511,8 +501,8 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         long failed = 0;
-                        hit[k] = measure_hits(pools[k], w, hits);
-                        struct latency b2b = measure_back_to_back(pools[k], w, hits);
+                        hit[k] = measure_runs(pools[k], w, hits, true);
+                        struct latency b2b = measure_runs(pools[k], w, hits, false);
                         back[k] = b2b.median;
                         double t1 = throughput(pools[k], w, 1, &failed);
                         pool_t2[k] = throughput(pools[k], w, 2, &failed);

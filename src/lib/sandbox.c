@@ -19,6 +19,7 @@
 
 #include "cleanup.h"
 #include "error.h"
+#include "init_exit.h"
 #include "netns.h"
 #include "pipe_write.h"
 #include "proc_stat.h"
@@ -55,8 +56,6 @@ static void sanitizer_leave_alone(void)
 }
 #endif
 
-/* init's exit code for "the interpreter could not be started". */
-#define INIT_EXEC_FAILED 255
 #define SETUP_TIMEOUT_MS 10000
 
 /* ---- in the sandbox: from clone to exec nothing allocates ------------------------------- */
@@ -289,18 +288,7 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         pin_proc_files(guest);
         (void)pipe_write(pinned, "x", 1); /* EPIPE: the guest is gone, and init with it */
         close(pinned);
-        for (;;) {
-                int status;
-                pid_t p = waitpid(-1, &status, 0);
-                if (p == guest) {
-                        if (WIFSIGNALED(status))
-                                _exit(128 + WTERMSIG(status));
-                        _exit(WEXITSTATUS(status) == INIT_EXEC_FAILED ? INIT_EXEC_FAILED - 1
-                                                                      : WEXITSTATUS(status));
-                }
-                if (p < 0 && errno != EINTR)
-                        _exit(INIT_EXEC_FAILED);
-        }
+        init_wait_and_exit(guest);
 }
 
 /* ---- in the engine ---------------------------------------------------------------------- */

@@ -44,6 +44,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../lib/init_exit.h"
 #include "../lib/landlock.h"
 #include "../lib/zygote_protocol.h"
 
@@ -350,17 +351,7 @@ void codecell_zygote_init_loop(int guest)
         pin_proc_files(guest);
         (void)!write(keep, "x", 1);
         close(keep);
-        for (;;) {
-                int status;
-                pid_t p = waitpid(-1, &status, 0);
-                if (p == guest) {
-                        if (WIFSIGNALED(status))
-                                _exit(128 + WTERMSIG(status));
-                        _exit(WEXITSTATUS(status) == 255 ? 254 : WEXITSTATUS(status));
-                }
-                if (p < 0 && errno != EINTR)
-                        _exit(255);
-        }
+        init_wait_and_exit(guest);
 }
 
 
