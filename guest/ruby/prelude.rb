@@ -244,19 +244,23 @@ module CodecellGuest
     def become_a_sandbox_of_the_zygote
       require "fiddle"
       lib = Fiddle.dlopen("/codecell/zygote.so")
-      call = ->(name, *args) { Fiddle::Function.new(lib[name], [Fiddle::TYPE_INT] * args.size, Fiddle::TYPE_INT).call(*args) }
-      exit!(3) unless call.("codecell_zygote_start").zero?
+      # Made once: nothing the loop allocates makes pages the next fork has to copy.
+      z = %w[start next parent init init_loop guest].to_h do |name|
+        args = %w[parent init_loop].include?(name) ? [Fiddle::TYPE_INT] : []
+        [name, Fiddle::Function.new(lib["codecell_zygote_#{name}"], args, Fiddle::TYPE_INT)]
+      end
+      exit!(3) unless z["start"].call.zero?
       loop do
-        call.("codecell_zygote_next")
+        z["next"].call
         init = fork
         if init
-          call.("codecell_zygote_parent", init)
+          z["parent"].call(init)
           next
         end
-        call.("codecell_zygote_init")
+        z["init"].call
         guest = fork
-        call.("codecell_zygote_init_loop", guest || 0) if guest # never returns
-        call.("codecell_zygote_guest")
+        z["init_loop"].call(guest) if guest # never returns
+        z["guest"].call
         break
       end
       ENV.delete("CODECELL_ZYGOTE")
