@@ -104,6 +104,26 @@ void mcp_server_stop(struct mcp_server *s)
         pthread_mutex_unlock(&s->lock);
 }
 
+void mcp_server_drain(struct mcp_server *s)
+{
+        pthread_mutex_lock(&s->lock);
+        s->draining = true;
+        pthread_mutex_unlock(&s->lock);
+}
+
+bool mcp_server_draining(struct mcp_server *s)
+{
+        pthread_mutex_lock(&s->lock);
+        bool v = s->draining;
+        pthread_mutex_unlock(&s->lock);
+        return v;
+}
+
+const char *mcp_server_instance(const struct mcp_server *s)
+{
+        return s->o.instance ? s->o.instance : "";
+}
+
 static struct mcp_client *client_new(struct mcp_server *s, bool stateless)
 {
         pthread_mutex_lock(&s->lock);
@@ -583,8 +603,30 @@ char *mcp_server_metrics(struct mcp_server *s)
 {
         pthread_mutex_lock(&s->lock);
         size_t clients = s->n_clients - s->n_stateless, runs = s->runs;
+        bool draining = s->draining;
         pthread_mutex_unlock(&s->lock);
-        return metrics_render(s->metrics, s->cells, clients, runs);
+        char *text = metrics_render(s->metrics, s->cells, clients, runs);
+        char *all = NULL;
+        /* Which instance this is, and whether it drains: what a dashboard of several needs. */
+        if (text && asprintf(&all,
+                             "%s# HELP codecell_instance_info The instance name (--instance).\n"
+                             "# TYPE codecell_instance_info gauge\n"
+                             "codecell_instance_info{instance=\"%s\"} 1\n"
+                             "# HELP codecell_draining 1 while the server drains (SIGTERM).\n"
+                             "# TYPE codecell_draining gauge\n"
+                             "codecell_draining %d\n",
+                             text, mcp_server_instance(s), draining) < 0)
+                all = NULL;
+        free(text);
+        return all;
+}
+
+bool mcp_tool_mirrors_session(struct mcp_server *s, const char *tool)
+{
+        if (s->sessions_tool[0] && strcmp(tool, s->sessions_tool) == 0)
+                return true;
+        int i = codecell_cellset_find(s->cells, tool);
+        return i >= 0 && codecell_cellset_sessions(s->cells, (size_t)i);
 }
 
 json_t *mcp_server_tools(struct mcp_server *s)
