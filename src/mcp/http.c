@@ -1007,10 +1007,23 @@ static int signal_read(int signal_fd)
         return read(signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) ? (int)si.ssi_signo : 0;
 }
 
+/* From the start of a drain, new connections are refused: a proxy passes a request whose
+ * connection was refused on to another instance whatever its method, since nothing of it was
+ * sent (nginx sends a POST that reached an instance nowhere else, lest it run twice). The
+ * socket stays open, as libmicrohttpd asks until it stops, but shut down: Linux then stops
+ * listening on it and refuses. Connections open already are served on (docs/scaling.md). */
+static void stop_listening(struct MHD_Daemon *d)
+{
+        MHD_socket fd = MHD_quiesce_daemon(d);
+        if (fd != MHD_INVALID_SOCKET)
+                (void)shutdown(fd, SHUT_RDWR);
+}
+
 /* Serves until told to stop: SIGINT, or SIGTERM without a drain time, at once; SIGTERM with
- * one after draining (new work turned away, /healthz 503) until no request is in flight or
- * the drain time is over, or a second signal. Ends idle MCP sessions meanwhile. */
-static void wait_for_stop(struct http *h, int signal_fd)
+ * one after draining (no new connection; on those open, new work turned away with 503 and
+ * /healthz 503) until no request is in flight or the drain time is over, or a second signal.
+ * Ends idle MCP sessions meanwhile. */
+static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
 {
         int sweep_every = h->o->client_idle_ms / 2 < 5000 ? (int)(h->o->client_idle_ms / 2) : 5000;
         double drain_until = 0;
@@ -1023,6 +1036,7 @@ static void wait_for_stop(struct http *h, int signal_fd)
                                 return;
                         drain_until = monotonic_ms() + (double)h->o->drain_ms;
                         mcp_server_drain(h->server);
+                        stop_listening(d);
                         oplog_event(OPLOG_INFO, "drain",
                                     json_pack("{s:I}", "deadline_ms", (json_int_t)h->o->drain_ms));
                 } else if (n < 0 && errno != EINTR) {
@@ -1119,7 +1133,9 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         struct MHD_Daemon *d = NULL;
         if (r == 0)
                 d = MHD_start_daemon(
-                        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
+                        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                                MHD_USE_ITC,
+                        0, NULL,
                         NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
                         completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
@@ -1130,7 +1146,7 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         }
         if (o->listening)
                 o->listening(port, o->userdata);
-        wait_for_stop(&h, signal_fd);
+        wait_for_stop(&h, d, signal_fd);
         /* Stop taking work, cancel what runs, let the cancelled requests send their answers
          * (a little while at most: a client may be slow to take them), then end the
          * connections. */
