@@ -111,6 +111,8 @@ class Package(unittest.TestCase):
                               "/usr/share/bash-completion/completions/codecell",
                               "/lib/systemd/system/codecell.service",
                               "/lib/systemd/system/codecell.socket",
+                              "/lib/systemd/system/codecell@.service",
+                              "/usr/share/doc/codecell/examples/codecell.conf",
                               "/etc/codecell/cells.json"}, self.contents("codecell"))
 
     def test_unit_names_the_packaged_binary(self):

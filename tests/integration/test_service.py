@@ -203,6 +203,22 @@ class Units(unittest.TestCase):
                     if re.search(r"codecell\.(service|socket)", line)]
         self.assertEqual(problems, [], r.stderr)
 
+    def test_instance_template_verifies(self):
+        """codecell@.service, the unit of one instance of several (docs/scaling.md), verifies
+        as an instance (codecell@a.service) and names it and its address."""
+        d = tempdir(self)
+        with open(os.path.join(ROOT, "packaging", "systemd", "codecell@.service.in")) as f:
+            text = f.read().replace("@CODECELL_BINDIR@", os.path.dirname(os.path.abspath(BIN)))
+        with open(os.path.join(d, "codecell@.service"), "w") as f:
+            f.write(text)
+        self.assertIn("--instance %i", text)
+        self.assertIn("--http ${CODECELL_LISTEN}", text)
+        r = subprocess.run(["systemd-analyze", "verify", "--man=no",
+                            os.path.join(d, "codecell@a.service")],
+                           capture_output=True, text=True, timeout=120)
+        problems = [line for line in r.stderr.splitlines() if "codecell@" in line]
+        self.assertEqual(problems, [], r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

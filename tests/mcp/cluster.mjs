@@ -69,11 +69,14 @@ function startInstance(bin, config, name, publicHost, extra) {
 }
 
 // The shipped configuration with this run's addresses: the three instances' ports for the
-// shipped ones, and nginx's listening port. n < 3 leaves the missing instances' ports closed
-// (a port reserved and released, so nothing answers there).
-function renderConfig(ports, listenPort) {
+// shipped ones, and nginx's listening port. With n < 3 the pools leave out the instances not
+// started (their ports: reserved and released, so nothing answers there).
+function renderConfig(ports, listenPort, n) {
   let text = fs.readFileSync(shippedConfig, "utf8");
   SHIPPED_PORTS.forEach((p, i) => (text = text.replaceAll(`127.0.0.1:${p}`, `127.0.0.1:${ports[i]}`)));
+  // The pools hold only the instances started (the others' own upstreams stay, unused).
+  for (const port of ports.slice(n))
+    text = text.replaceAll(`    server 127.0.0.1:${port} max_fails=1 fail_timeout=10s;\n`, "");
   const listen = "listen 127.0.0.1:8080;";
   if (!text.includes(listen)) throw new Error(`${shippedConfig} no longer has "${listen}"`);
   return text.replace(listen, `listen 127.0.0.1:${listenPort};`);
@@ -134,7 +137,7 @@ export async function startCluster(bin, config, n = 3, options = {}) {
   const instances = await Promise.all(NAMES.slice(0, n).map((name) =>
     startInstance(bin, config, name, publicHost, options.instanceFlags ?? [])));
   const ports = await Promise.all(NAMES.map((_, i) => (instances[i] ? instances[i].port : freePort())));
-  fs.writeFileSync(path.join(dir, "codecell.conf"), renderConfig(ports, listenPort));
+  fs.writeFileSync(path.join(dir, "codecell.conf"), renderConfig(ports, listenPort, n));
   fs.writeFileSync(path.join(dir, "nginx.conf"), mainConfig(dir, path.join(dir, "codecell.conf"), options.workers ?? 2));
   let proxy;
   try {
@@ -146,6 +149,7 @@ export async function startCluster(bin, config, n = 3, options = {}) {
   const byName = Object.fromEntries(instances.map((i) => [i.name, i]));
   return {
     url: `http://${publicHost}/mcp`,
+    nginxPid: proxy.child.pid,
     instances: byName,
     dir,
     errorLog: () => errorLog(dir),
