@@ -1510,6 +1510,7 @@ class Drain(unittest.TestCase):
         self.fail("the run did not start")
 
     def test_in_flight_calls_finish_and_new_work_is_turned_away(self):
+        import http.client
         d = tempdir(self)
         cfg, gate = gated_config(d)
         server = Http(cfg, "--instance", "a", "--drain-timeout", "60s")
@@ -1526,26 +1527,44 @@ class Drain(unittest.TestCase):
         for t in threads:
             t.start()
         self.running(server, 2)
+        # Connections opened before the drain (as a proxy keeps them alive) are served on.
+        kept = []
+        for _ in range(6):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            conn.request("GET", "/healthz", headers={"Host": server.host})
+            self.assertEqual(conn.getresponse().read(), b"ok\n")
+            kept.append(conn)
+
+        def on(conn, method, path, body=None, headers=None):
+            h = {"Host": server.host, "Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream"}
+            h.update(headers or {})
+            conn.request(method, path, body=json.dumps(body) if body else None, headers=h)
+            r = conn.getresponse()
+            return r.status, r.getheader("Connection"), r.read().decode()
         server.proc.send_signal(signal.SIGTERM)
+        # The drain begins by refusing new connections: a proxy passes those on.
         deadline = time.monotonic() + 30
-        while server.post("", {}, method="GET", path="/healthz")[0] == 200:
+        while True:
+            try:
+                server.post("", {}, method="GET", path="/healthz")
+            except ConnectionRefusedError:
+                break
             self.assertLess(time.monotonic(), deadline, "the drain did not begin")
             time.sleep(0.05)
-        status, h, text = server.post("", {}, method="GET", path="/healthz")
-        self.assertEqual((status, text), (503, "draining\n"))
-        self.assertEqual(h.get("connection"), "close")
+        self.assertEqual(on(kept[0], "GET", "/healthz"), (503, "close", "draining\n"))
         one_shot = modern(3, "tools/call", {"name": "ruby", "arguments": {"code": "1"}})
-        for message, headers in [(one_shot, modern_headers(one_shot)), (INIT, {}),
-                                 (call(4, "1"), {"Mcp-Session-Id": sid})]:
-            status, _, text = server.post(message, headers)
+        for conn, message, headers in [(kept[1], one_shot, modern_headers(one_shot)),
+                                       (kept[2], INIT, {}),
+                                       (kept[3], call(4, "1"), {"Mcp-Session-Id": sid})]:
+            status, _, text = on(conn, "POST", "/mcp", message, headers)
             self.assertEqual(status, 503, text)
             self.assertIn("draining", json.loads(text)["error"]["message"])
         # What starts no run, in an MCP session open here, is still answered.
-        status, _, text = server.post({"jsonrpc": "2.0", "id": 5, "method": "ping"},
-                                      {"Mcp-Session-Id": sid})
+        status, _, text = on(kept[4], "POST", "/mcp", {"jsonrpc": "2.0", "id": 5, "method": "ping"},
+                             {"Mcp-Session-Id": sid})
         self.assertEqual(status, 200, text)
-        self.assertIn("codecell_draining 1",
-                      server.post("", {}, method="GET", path="/metrics")[2])
+        self.assertIn("codecell_draining 1", on(kept[5], "GET", "/metrics")[2])
         self.assertIsNone(server.proc.poll(), "the server stopped with calls in flight")
         open(os.path.join(gate, "open"), "w").close()
         for t in threads:
@@ -1555,6 +1574,8 @@ class Drain(unittest.TestCase):
             self.assertEqual(status, 200, text)
             self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], 42, text)
         self.assertEqual(server.proc.wait(30), 0)
+        for conn in kept:
+            conn.close()
         err = server.proc.stderr.read().decode()
         server.proc.stderr.close()
         self.assertIn('"event":"drain"', err)
