@@ -3,8 +3,9 @@
 // packaging/nginx/codecell.conf on a temporary configuration, tests/mcp/cluster.mjs).
 //
 //   1. The proxy hop: 2026-07-28 tools/call round trips of Ruby `1+1`, one at a time on a
-//      kept-alive connection, straight to one instance and through nginx to that instance,
-//      alternating in blocks in the same run; the medians and the difference.
+//      kept-alive connection (paced, so each is a pool hit), straight to one instance and
+//      through nginx to that instance, alternating in blocks in the same run; the medians and
+//      the difference.
 //   2. Throughput: one-shot runs per second from --callers callers at once, straight to one
 //      instance, then through nginx to one, two and three instances; with nginx's CPU time per
 //      call beside it (this machine is CPU-bound: the figure to watch is that nginx stays a
@@ -76,9 +77,13 @@ function call(url, agent, code) {
   });
 }
 
+// Calls paced PACE_MS apart, so that each is a pool hit (the pool refills in between) and the
+// two paths compare the same work.
+const PACE_MS = 25;
 async function roundTrips(url, agent, n) {
   const times = [];
   for (let i = 0; i < n; i++) {
+    await new Promise((r) => setTimeout(r, PACE_MS));
     const t0 = now();
     await call(url, agent, "1+1");
     times.push(now() - t0);
@@ -136,7 +141,7 @@ async function throughput(url, n, width) {
     }
     agents.forEach((a) => a.destroy());
     const a = median(straight), b = median(proxied);
-    console.log(`tools/call round trip, Ruby 1+1, one at a time, ${straight.length} calls each (medians):`);
+    console.log(`tools/call round trip, Ruby 1+1 (pool hits), one at a time, ${straight.length} calls each (medians):`);
     console.log(`  straight to one instance   ${a.toFixed(3)} ms`);
     console.log(`  through nginx              ${b.toFixed(3)} ms`);
     console.log(`  added by the proxy hop     ${(b - a).toFixed(3)} ms`);
