@@ -335,9 +335,8 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
         }
         if (f->systemd.listen_fd >= 0)
                 f->http = f->systemd.address;
-        if (!f->http &&
-            (f->token_file || f->n_hosts || f->n_origins || f->n_cors || f->client_idle_ms ||
-             f->drain_given)) {
+        if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->n_cors ||
+                         f->client_idle_ms || f->drain_given)) {
                 fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin, --cors-origin, "
                                     "--client-idle and --drain-timeout need --http\n");
                 return EXIT_USAGE;

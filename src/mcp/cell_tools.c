@@ -19,9 +19,9 @@
 static int add_model_view_members(json_t *props)
 {
         int bad = 0;
-        bad |= json_object_set_new(props, "exit_status",
-                                   json_pack("{s:s, s:s}", "type", "integer", "description",
-                                             "the code called exit"));
+        bad |= json_object_set_new(
+                props, "exit_status",
+                json_pack("{s:s, s:s}", "type", "integer", "description", "the code called exit"));
         bad |= json_object_set_new(props, "value_truncated",
                                    json_pack("{s:s, s:s}", "type", "boolean", "description",
                                              "the value was over its share: it is a string, "
@@ -295,8 +295,8 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
                 if (modern) {
                         const char *instance;
                         size_t len;
-                        ok = name && (strcmp(name, "new") == 0 ||
-                                      mcp_handle_parse(name, &instance, &len));
+                        ok = name &&
+                             (strcmp(name, "new") == 0 || mcp_handle_parse(name, &instance, &len));
                 } else {
                         ok = name && *name && strlen(name) <= MCP_SESSION_NAME_MAX;
                         for (const char *p = name; ok && *p; p++)
@@ -305,7 +305,8 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
                 if (!ok && modern) {
                         snprintf(why, n,
                                  "\"session\" must be \"new\" (to start a session) or a handle "
-                                 "a result gave you (\"cs_\", maybe an instance name and a dot, and 32 hex "
+                                 "a result gave you (\"cs_\", maybe an instance name and a dot, "
+                                 "and 32 hex "
                                  "digits, as in "
                                  "structuredContent.session.id); leave it out to run in a "
                                  "fresh sandbox.");
@@ -433,8 +434,7 @@ static char *image_contents(const codecell_result *res)
                         free(text);
                         return NULL;
                 }
-                fprintf(f, ",{\"type\":\"image\",\"data\":\"%s\",\"mimeType\":\"%s\"}", b64,
-                        mime);
+                fprintf(f, ",{\"type\":\"image\",\"data\":\"%s\",\"mimeType\":\"%s\"}", b64, mime);
                 free(b64);
         }
         if (fclose(f) != 0) {
@@ -476,9 +476,9 @@ static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, con
                 /* The session member goes first inside structuredContent: {"session":…,…}. */
                 size_t member_len = session_member && d > 2 ? strlen(session_member) + 1 : 0;
                 size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 +
-                              escape_json(lean, n, NULL) + sizeof(text_end) - 1 +
-                              strlen(images) + sizeof(structured_end) - 1 + d + member_len +
-                              strlen(tail) + strlen(fields) + 3;
+                              escape_json(lean, n, NULL) + sizeof(text_end) - 1 + strlen(images) +
+                              sizeof(structured_end) - 1 + d + member_len + strlen(tail) +
+                              strlen(fields) + 3;
                 if (note)
                         size += sizeof(more) - 1 + escape_json(note, note_len, NULL);
                 text = malloc(size);

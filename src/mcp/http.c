@@ -240,7 +240,7 @@ static struct mcp_client *find_session(struct http *h, const char *id, size_t wh
 /* 404 for a session id not open here. One that names another instance came here because the
  * proxy could not reach that instance: the session, and its code sessions, died with it. */
 static enum MHD_Result refuse_unknown_session(struct http *h, struct MHD_Connection *conn,
-                                             const char *sid)
+                                              const char *sid)
 {
         const char *dot = strchr(sid, '.');
         const char *mine = mcp_server_instance(h->server);
@@ -538,8 +538,9 @@ static bool header_mismatch(struct mcp_server *server, struct MHD_Connection *co
         const json_t *session = json_object_get(json_object_get(params, "arguments"), "session");
         const char *raw = header(conn, "Mcp-Param-" MCP_SESSION_PARAM);
         if (!session && raw) {
-                snprintf(why, n, "Mcp-Param-" MCP_SESSION_PARAM " header sent, but "
-                                 "params.arguments has no session");
+                snprintf(why, n,
+                         "Mcp-Param-" MCP_SESSION_PARAM " header sent, but "
+                         "params.arguments has no session");
                 return true;
         }
         return json_is_string(session) &&
@@ -673,8 +674,8 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         enum MHD_Result result;
         struct mcp_client *client = NULL;
         char new_id[SESSION_ID_MAX + 1] = "";
-        bool modern = mcp_message_modern(msg) ||
-                      (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0);
+        bool modern =
+                mcp_message_modern(msg) || (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0);
         if (closing && kind == JSONRPC_REQUEST && !answered_while_draining(msg, modern)) {
                 json_decref(msg);
                 return refuse_draining(conn);
@@ -1125,20 +1126,18 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         h.n_modern += !h.n_modern;
         h.modern = calloc(h.n_modern, sizeof(*h.modern));
         for (size_t i = 0; h.modern && r == 0 && i < h.n_modern; i++)
-                if (!(h.modern[i] = mcp_client_new_stateless(server,
-                                                             !o->tokens || !o->tokens[0])))
+                if (!(h.modern[i] = mcp_client_new_stateless(server, !o->tokens || !o->tokens[0])))
                         r = -ENOMEM;
         if (r == 0 && !h.modern)
                 r = -ENOMEM;
         struct MHD_Daemon *d = NULL;
         if (r == 0)
-                d = MHD_start_daemon(
-                        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                MHD_USE_ITC,
-                        0, NULL,
-                        NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-                        completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+                d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+                                             MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC,
+                                     0, NULL, NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd,
+                                     MHD_OPTION_NOTIFY_COMPLETED, completed, &h,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
         if (!d) {
                 close(fd);
                 r = r ?: -EIO;

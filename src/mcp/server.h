@@ -56,7 +56,7 @@ struct mcp_client {
          * tell apart: each handle is then the secret of the client it was given to, so the
          * sessions tool lists none and closes only the one named. */
         bool anonymous;
-        int log_level;  /* messages at or above are sent; -1 until the client sets one */
+        int log_level; /* messages at or above are sent; -1 until the client sets one */
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */
         char prefix[24];
@@ -81,7 +81,15 @@ struct mcp_call {
         const struct mcp_sink *origin;
 };
 
-/* tools/list entries of every cell (tools.c). NULL when out of memory. */
+/* The server's state without its tools/list (server.c); mcp_server_new() (dispatch.c) adds
+ * them. NULL when out of memory. */
+struct mcp_server *mcp_server_alloc(codecell_cellset *cells, const struct mcp_server_options *o);
+/* The MCP log level named (debug … emergency), or -1. */
+int mcp_log_level_named(const char *level);
+/* Cancels the client's calls in progress under this request id (notifications/cancelled). */
+void mcp_cancel_request(struct mcp_client *client, const json_t *id);
+
+/* tools/list entries of every cell (cell_tools.c). NULL when out of memory. */
 json_t *mcp_tools_build(struct mcp_server *server, bool modern);
 /* tools/call (cell_tools.c): answers through sink and returns true, or returns false without
  * an answer when the request was cancelled. */

@@ -13,7 +13,7 @@ int mcp_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, size_t max
                     int signal_fd);
 
 struct http_options {
-        const char *address;          /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
+        const char *address; /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
         /* > 0: a socket listening on address already (systemd's); else address is bound. */
         int listen_fd;
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
