@@ -159,11 +159,16 @@ export async function startCluster(bin, config, n = 3, options = {}) {
       const r = await fetch(`${byName[name].base}/healthz`);
       return { status: r.status, text: await r.text() };
     },
+    // Stops what still runs; throws when an instance stopped here did not exit 0 (under the
+    // sanitizers, a leak or an error found at exit).
     async stop() {
-      for (const i of instances) if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill("SIGINT");
+      const stopped = instances.filter((i) => i.child.exitCode === null && i.child.signalCode === null);
+      for (const i of stopped) i.child.kill("SIGINT");
       proxy.child.kill("SIGQUIT");
       await Promise.all([...instances.map((i) => i.exit), proxy.exit]);
       fs.rmSync(dir, { recursive: true, force: true });
+      for (const i of stopped)
+        if (i.child.exitCode !== 0) throw new Error(`instance ${i.name} exited ${i.child.exitCode ?? i.child.signalCode}: ${i.stderr.slice(-4000)}`);
     },
   };
 }
