@@ -4,8 +4,8 @@
 //
 //   1. The proxy hop: 2026-07-28 tools/call round trips of Ruby `1+1`, one at a time on a
 //      kept-alive connection (paced, so each is a pool hit), straight to one instance and
-//      through nginx to that instance, alternating in blocks in the same run; the medians and
-//      the difference.
+//      through nginx to that instance, alternating call by call in the same run; the medians
+//      and the median of the pairs' differences.
 //   2. Throughput: one-shot runs per second from --callers callers at once, straight to one
 //      instance, then through nginx to one, two and three instances; with nginx's CPU time per
 //      call beside it (this machine is CPU-bound: the figure to watch is that nginx stays a
@@ -133,18 +133,21 @@ async function throughput(url, n, width) {
     const agents = [new http.Agent({ keepAlive: true, maxSockets: 1 }), new http.Agent({ keepAlive: true, maxSockets: 1 })];
     await roundTrips(direct, agents[0], 50); // warm both paths
     await roundTrips(cluster.url, agents[1], 50);
-    const straight = [], proxied = [];
-    const block = 50;
-    for (let done = 0; done < calls; done += block) {
-      straight.push(...await roundTrips(direct, agents[0], block));
-      proxied.push(...await roundTrips(cluster.url, agents[1], block));
+    // Interleaved one by one, so that both paths see the same machine: the added time is the
+    // median of the differences of each pair, beside the two medians.
+    const straight = [], proxied = [], added = [];
+    for (let i = 0; i < calls; i++) {
+      const [a] = await roundTrips(direct, agents[0], 1);
+      const [b] = await roundTrips(cluster.url, agents[1], 1);
+      straight.push(a);
+      proxied.push(b);
+      added.push(b - a);
     }
     agents.forEach((a) => a.destroy());
-    const a = median(straight), b = median(proxied);
-    console.log(`tools/call round trip, Ruby 1+1 (pool hits), one at a time, ${straight.length} calls each (medians):`);
-    console.log(`  straight to one instance   ${a.toFixed(3)} ms`);
-    console.log(`  through nginx              ${b.toFixed(3)} ms`);
-    console.log(`  added by the proxy hop     ${(b - a).toFixed(3)} ms`);
+    console.log(`tools/call round trip, Ruby 1+1 (pool hits), one at a time, ${calls} pairs (medians):`);
+    console.log(`  straight to one instance   ${median(straight).toFixed(3)} ms`);
+    console.log(`  through nginx              ${median(proxied).toFixed(3)} ms`);
+    console.log(`  added by the proxy hop     ${median(added).toFixed(3)} ms (median of the pairs' differences)`);
   } finally {
     await cluster.stop();
   }
