@@ -1012,11 +1012,13 @@ static int signal_read(int signal_fd)
  * connection was refused on to another instance whatever its method, since nothing of it was
  * sent (nginx sends a POST that reached an instance nowhere else, lest it run twice). The
  * socket stays open, as libmicrohttpd asks until it stops, but shut down: Linux then stops
- * listening on it and refuses. Connections open already are served on (docs/scaling.md). */
-static void stop_listening(struct MHD_Daemon *d)
+ * listening on it and refuses. Connections open already are served on (docs/scaling.md).
+ * A socket systemd passed is only no longer accepted from: it is systemd's too, and its new
+ * connections wait there for the next start of the service. */
+static void stop_listening(struct MHD_Daemon *d, bool ours)
 {
         MHD_socket fd = MHD_quiesce_daemon(d);
-        if (fd != MHD_INVALID_SOCKET)
+        if (fd != MHD_INVALID_SOCKET && ours)
                 (void)shutdown(fd, SHUT_RDWR);
 }
 
@@ -1037,7 +1039,7 @@ static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
                                 return;
                         drain_until = monotonic_ms() + (double)h->o->drain_ms;
                         mcp_server_drain(h->server);
-                        stop_listening(d);
+                        stop_listening(d, h->o->listen_fd <= 0);
                         oplog_event(OPLOG_INFO, "drain",
                                     json_pack("{s:I}", "deadline_ms", (json_int_t)h->o->drain_ms));
                 } else if (n < 0 && errno != EINTR) {
