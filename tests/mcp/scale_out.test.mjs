@@ -3,7 +3,7 @@
 // driven through the proxy by the official SDK clients (2026-07-28 and 2025-11-25) and the
 // Inspector CLI in the 2026-07-28 era (docs/scaling.md):
 //   - 300 one-shot calls, each checked for its own value, served by all three instances (by
-//     each instance's /metrics);
+//     each instance's /metrics); progress notifications streamed through while a call runs;
 //   - code sessions that keep their state across 20 calls each, from several clients at once;
 //   - one instance SIGKILLed with a call in flight: its sessions answer that they were lost,
 //     the others are untouched, new sessions work;
@@ -143,6 +143,20 @@ describe("scale out: three instances behind nginx", { skip }, () => {
     // Each Inspector run is a new process and connection: only the handle, mirrored into
     // Mcp-Param-Session, brings the next call to the instance that holds the session.
     for (let i = 1; i <= 3; i++) assert.equal(call({ code: "y += 1", session: handle }).structuredContent.value, 20 + i);
+  });
+
+  test("progress streams through the proxy while the call runs", async () => {
+    const client = await modernClient(cluster.url);
+    clients.push(client);
+    // The call can end only once the test has seen its progress: nginx must pass the event
+    // stream on as it comes, not hold it until the answer.
+    const seen = [];
+    const r = await client.callTool(
+      { name: "ruby", arguments: { code: `puts "waiting"; ${gated("progress", 7)}` } },
+      { onprogress: (p) => { seen.push(p.message); if (p.message === "waiting") openGate("progress"); } },
+    );
+    assert.equal(value(r), 7);
+    assert.ok(seen.includes("waiting"), JSON.stringify(seen));
   });
 
   // Sessions shared by the tests below: modern ones by handle, legacy ones by MCP session.
