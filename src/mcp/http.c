@@ -1058,6 +1058,8 @@ static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
 
 #define ANSWER_IN_FLIGHT_MS 5000
 
+/* Waits, a little while at most, until the requests in flight have sent their answers (the
+ * cancelled ones answer -32800): stopping the daemon first would cut them off unanswered. */
 static void answer_in_flight(struct http *h)
 {
         struct timespec until;
