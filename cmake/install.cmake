@@ -34,7 +34,7 @@ codecell_path(CODECELL_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
 set(units \"\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")
 configure_file(\"${CMAKE_SOURCE_DIR}/cmake/codecell.pc.in\"
                \"${CMAKE_BINARY_DIR}/install/codecell.pc\" @ONLY)
-foreach(unit codecell.service codecell.socket)
+foreach(unit codecell.service codecell.socket codecell@.service)
   configure_file(\"${CMAKE_SOURCE_DIR}/packaging/systemd/\${unit}.in\"
                  \"${CMAKE_BINARY_DIR}/install/\${unit}\" @ONLY)
 endforeach()
@@ -42,6 +42,7 @@ file(INSTALL \"${CMAKE_BINARY_DIR}/install/codecell.pc\"
      DESTINATION \"\${LIBDIR}/pkgconfig\")
 file(INSTALL \"${CMAKE_BINARY_DIR}/install/codecell.service\"
              \"${CMAKE_BINARY_DIR}/install/codecell.socket\"
+             \"${CMAKE_BINARY_DIR}/install/codecell@.service\"
      DESTINATION \"\${units}\")
 ")
 install(SCRIPT ${CODECELL_INSTALL_SCRIPT})

@@ -23,8 +23,10 @@ static const char usage[] =
         "\n"
         "Serves the cells of FILE (docs/configuration.md) as MCP tools, one per cell: over\n"
         "stdin/stdout by default (one JSON-RPC message per line; logs go to stderr), or over\n"
-        "Streamable HTTP at http://ADDR:PORT/mcp. Ends at end of input (stdio) or on SIGTERM\n"
-        "or SIGINT, after cancelling what runs and closing every sandbox.\n"
+        "Streamable HTTP at http://ADDR:PORT/mcp. Ends at end of input (stdio) or on SIGINT,\n"
+        "after cancelling what runs and closing every sandbox; on SIGTERM too, but over\n"
+        "HTTP it drains first (--drain-timeout). Several instances behind nginx: see\n"
+        "docs/scaling.md.\n"
         "Started by systemd socket activation (LISTEN_FDS=1), it serves HTTP on that\n"
         "socket, without --http; with NOTIFY_SOCKET it reports READY=1 once it serves.\n"
         "\n"
@@ -44,6 +46,13 @@ static const char usage[] =
         "      --client-idle DURATION\n"
         "                           end an MCP session (HTTP) unused this long, with its\n"
         "                           code sessions (default 1h)\n"
+        "      --instance NAME      this server's name among several behind a proxy (1-16\n"
+        "                           of a-z 0-9 -): it leads every Mcp-Session-Id and\n"
+        "                           session handle, so the proxy routes them home\n"
+        "      --drain-timeout DURATION\n"
+        "                           on SIGTERM (HTTP), refuse new work with 503 and let\n"
+        "                           the requests in flight finish, this long at most, then\n"
+        "                           stop (default 30s; 0 stops at once)\n"
         "      --log FILE           the operator's log (one JSON object a line, per call\n"
         "                           and per event) goes to FILE, appended, not stderr\n"
         "      --log-level LEVEL    debug, info (default), warning, error or off\n"
@@ -68,6 +77,8 @@ enum {
         OPT_LOG,
         OPT_LOG_LEVEL,
         OPT_LOG_CONTENT,
+        OPT_INSTANCE,
+        OPT_DRAIN_TIMEOUT,
 };
 
 static const struct option options[] = {
@@ -84,6 +95,8 @@ static const struct option options[] = {
         {"log", required_argument, NULL, OPT_LOG},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"log-content", no_argument, NULL, OPT_LOG_CONTENT},
+        {"instance", required_argument, NULL, OPT_INSTANCE},
+        {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -180,15 +193,18 @@ struct serve_flags {
         struct mcp_server_options server;
         uint64_t max_body;
         uint64_t client_idle_ms;
+        uint64_t drain_ms;
+        bool drain_given;
 };
 
 /* The first lines of the operator's log: what runs, and with which cells. */
 static void log_start(const struct serve_flags *f)
 {
         oplog_event(OPLOG_INFO, "start",
-                    json_pack("{s:s, s:i, s:s, s:s?, s:b}", "version", codecell_version(), "pid",
-                              (int)getpid(), "transport", f->http ? "http" : "stdio", "address",
-                              f->http, "socket_activated", f->systemd.listen_fd >= 0));
+                    json_pack("{s:s, s:i, s:s, s:s?, s:b, s:s?}", "version", codecell_version(),
+                              "pid", (int)getpid(), "transport", f->http ? "http" : "stdio",
+                              "address", f->http, "socket_activated", f->systemd.listen_fd >= 0,
+                              "instance", f->server.instance));
 }
 
 static void log_config(const char *path, codecell_cellset *cells)
@@ -278,6 +294,28 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                 case OPT_LOG_CONTENT:
                         f->log_content = true;
                         break;
+                case OPT_INSTANCE:
+                        if (!mcp_instance_name_valid(optarg)) {
+                                fprintf(stderr,
+                                        WHO ": --instance %s: expected 1 to %d of a-z, 0-9 and "
+                                            "'-', not starting with '-' (like a, b2, web-1)\n",
+                                        optarg, MCP_INSTANCE_MAX);
+                                return EXIT_USAGE;
+                        }
+                        f->server.instance = optarg;
+                        break;
+                case OPT_DRAIN_TIMEOUT:
+                        f->drain_given = true;
+                        f->drain_ms = 0;
+                        if (strcmp(optarg, "0") != 0 &&
+                            parse_duration_ms(optarg, &f->drain_ms) < 0) {
+                                fprintf(stderr,
+                                        WHO ": --drain-timeout %s: expected a duration (like "
+                                            "30s or 2m), or 0\n",
+                                        optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
                 case 'h':
                         fputs(usage, stdout);
                         return -1;
@@ -298,10 +336,10 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
         }
         if (f->systemd.listen_fd >= 0)
                 f->http = f->systemd.address;
-        if (!f->http &&
-            (f->token_file || f->n_hosts || f->n_origins || f->n_cors || f->client_idle_ms)) {
-                fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin, --cors-origin "
-                                    "and --client-idle need --http\n");
+        if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->n_cors ||
+                         f->client_idle_ms || f->drain_given)) {
+                fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin, --cors-origin, "
+                                    "--client-idle and --drain-timeout need --http\n");
                 return EXIT_USAGE;
         }
         return 0;
@@ -324,7 +362,7 @@ static int signal_fd(void)
 
 int cmd_serve(int argc, char **argv)
 {
-        struct serve_flags f = {.max_body = 4 << 20, .log_level = OPLOG_INFO};
+        struct serve_flags f = {.max_body = 4 << 20, .log_level = OPLOG_INFO, .drain_ms = 30000};
         uint64_t client_idle_default_ms = 3600 * 1000;
         if (systemd_env_take(&f.systemd) < 0) {
                 fprintf(stderr, WHO ": systemd must pass exactly one listening TCP socket "
@@ -398,6 +436,7 @@ int cmd_serve(int argc, char **argv)
                                          .client_idle_ms = f.client_idle_ms
                                                                    ? f.client_idle_ms
                                                                    : client_idle_default_ms,
+                                         .drain_ms = f.drain_ms,
                                          .listen_fd = f.systemd.listen_fd,
                                          .listening = print_listening,
                                          .userdata = &listening};

@@ -19,9 +19,9 @@
 static int add_model_view_members(json_t *props)
 {
         int bad = 0;
-        bad |= json_object_set_new(props, "exit_status",
-                                   json_pack("{s:s, s:s}", "type", "integer", "description",
-                                             "the code called exit"));
+        bad |= json_object_set_new(
+                props, "exit_status",
+                json_pack("{s:s, s:s}", "type", "integer", "description", "the code called exit"));
         bad |= json_object_set_new(props, "value_truncated",
                                    json_pack("{s:s, s:s}", "type", "boolean", "description",
                                              "the value was over its share: it is a string, "
@@ -89,7 +89,27 @@ static json_t *result_schema(void)
         return schema;
 }
 
-static json_t *input_schema(bool sessions, bool modern)
+/* The pattern of a handle in the input schema: with an instance name, the handles of every
+ * instance pass it (a call may reach a survivor with the handle of an instance that is gone,
+ * and is told so). */
+static const char *handle_pattern(const struct mcp_server *s)
+{
+        return *mcp_server_instance(s) ? "^(new|cs_[a-z0-9][a-z0-9-]{0,15}\\.[0-9a-f]{32})$"
+                                       : "^(new|cs_[0-9a-f]{32})$";
+}
+
+json_t *mcp_session_argument(const struct mcp_server *s, const char *description)
+{
+        /* x-mcp-header (2026-07-28, SEP-2243): HTTP clients mirror the handle into the
+         * Mcp-Param-Session header, where a proxy reads the instance that holds the session
+         * without parsing the body. */
+        return json_pack("{s:s, s:s, s:s, s:i, s:i, s:s}", "type", "string", "description",
+                         description, "pattern", handle_pattern(s), "minLength", 3, "maxLength",
+                         *mcp_server_instance(s) ? MCP_HANDLE_LEN : 35, "x-mcp-header",
+                         MCP_SESSION_PARAM);
+}
+
+static json_t *input_schema(const struct mcp_server *s, bool sessions, bool modern)
 {
         json_t *schema =
                 json_pack("{s:s, s:{s:{s:s, s:s, s:i}}, s:[s], s:b}", "type", "object",
@@ -100,14 +120,11 @@ static json_t *input_schema(bool sessions, bool modern)
                 json_t *props = json_object_get(schema, "properties");
                 json_object_set_new(
                         props, "session",
-                        modern ? json_pack("{s:s, s:s, s:s, s:i, s:i}", "type", "string",
-                                           "description",
-                                           "\"new\" to start a persistent session, or the handle "
-                                           "(cs_…) a result gave you to run in that session: "
-                                           "variables, definitions and /work files stay between "
-                                           "calls with the same handle.",
-                                           "pattern", "^(new|cs_[0-9a-f]{32})$", "minLength", 3,
-                                           "maxLength", MCP_HANDLE_LEN)
+                        modern ? mcp_session_argument(
+                                         s, "\"new\" to start a persistent session, or the "
+                                            "handle (cs_…) a result gave you to run in that "
+                                            "session: variables, definitions and /work files "
+                                            "stay between calls with the same handle.")
                                : json_pack("{s:s, s:s, s:s, s:i, s:i}", "type", "string",
                                            "description",
                                            "Run in this persistent session instead of a fresh "
@@ -192,7 +209,7 @@ json_t *mcp_tools_build(struct mcp_server *s, bool modern)
                         json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
                                   codecell_cellset_name(s->cells, i), "title", title, "description",
                                   description, "inputSchema",
-                                  input_schema(codecell_cellset_sessions(s->cells, i), modern),
+                                  input_schema(s, codecell_cellset_sessions(s->cells, i), modern),
                                   "outputSchema", result_schema(), "annotations", "title", title,
                                   "readOnlyHint", !info.writes_host && !reaches_out,
                                   "destructiveHint", info.writes_host || reaches_out,
@@ -276,10 +293,10 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
                 const char *name = json_string_value(session);
                 bool ok;
                 if (modern) {
+                        const char *instance;
+                        size_t len;
                         ok = name &&
-                             (strcmp(name, "new") == 0 ||
-                              (strlen(name) == MCP_HANDLE_LEN && strncmp(name, "cs_", 3) == 0 &&
-                               strspn(name + 3, "0123456789abcdef") == 32));
+                             (strcmp(name, "new") == 0 || mcp_handle_parse(name, &instance, &len));
                 } else {
                         ok = name && *name && strlen(name) <= MCP_SESSION_NAME_MAX;
                         for (const char *p = name; ok && *p; p++)
@@ -288,7 +305,9 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
                 if (!ok && modern) {
                         snprintf(why, n,
                                  "\"session\" must be \"new\" (to start a session) or a handle "
-                                 "a result gave you (\"cs_\" and 32 hex digits, as in "
+                                 "a result gave you (\"cs_\", maybe an instance name and a dot, "
+                                 "and 32 hex "
+                                 "digits, as in "
                                  "structuredContent.session.id); leave it out to run in a "
                                  "fresh sandbox.");
                         return true;
@@ -415,8 +434,7 @@ static char *image_contents(const codecell_result *res)
                         free(text);
                         return NULL;
                 }
-                fprintf(f, ",{\"type\":\"image\",\"data\":\"%s\",\"mimeType\":\"%s\"}", b64,
-                        mime);
+                fprintf(f, ",{\"type\":\"image\",\"data\":\"%s\",\"mimeType\":\"%s\"}", b64, mime);
                 free(b64);
         }
         if (fclose(f) != 0) {
@@ -458,9 +476,9 @@ static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, con
                 /* The session member goes first inside structuredContent: {"session":…,…}. */
                 size_t member_len = session_member && d > 2 ? strlen(session_member) + 1 : 0;
                 size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 +
-                              escape_json(lean, n, NULL) + sizeof(text_end) - 1 +
-                              strlen(images) + sizeof(structured_end) - 1 + d + member_len +
-                              strlen(tail) + strlen(fields) + 3;
+                              escape_json(lean, n, NULL) + sizeof(text_end) - 1 + strlen(images) +
+                              sizeof(structured_end) - 1 + d + member_len + strlen(tail) +
+                              strlen(fields) + 3;
                 if (note)
                         size += sizeof(more) - 1 + escape_json(note, note_len, NULL);
                 text = malloc(size);
@@ -704,7 +722,20 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
                 return session;
         codecell_cell_info info;
         codecell_cell_info_get(cell, &info);
-        if (mcp_session_handle_known(c, session))
+        const char *mine = mcp_server_instance(s), *home;
+        size_t home_len;
+        (void)mcp_handle_parse(session, &home, &home_len);
+        if (home_len && (strlen(mine) != home_len || strncmp(mine, home, home_len) != 0))
+                /* The proxy sends a handle to the instance named in it, and elsewhere only
+                 * when that instance does not answer: it is gone, and so is the session. */
+                snprintf(why, n,
+                         "Session %s was lost: it lived on the codecell instance \"%.*s\", which "
+                         "no longer serves it (it stopped, crashed or was replaced), and what the "
+                         "session held (variables, definitions, /work files) is gone. Start a new "
+                         "one with \"session\": \"new\" and define again what you need, or "
+                         "leave out \"session\" to run in a fresh sandbox.",
+                         session, (int)home_len, home);
+        else if (mcp_session_handle_known(c, session))
                 snprintf(why, n,
                          "Session %s has expired: sessions end after %llu s unused, when a call "
                          "hits a limit, when closed, or to make room for another client when "
@@ -713,6 +744,13 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
                          "leave out \"session\" to run in a fresh sandbox.",
                          session,
                          (unsigned long long)(info.limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000));
+        else if (*mine)
+                snprintf(why, n,
+                         "Session %s is not one this server gave you, or it was lost when the "
+                         "codecell instance \"%s\" restarted (what it held is gone). Pass "
+                         "\"session\": \"new\" to start one and use the handle its result gives, "
+                         "or leave out \"session\" to run in a fresh sandbox.",
+                         session, mine);
         else
                 snprintf(why, n,
                          "Session %s is not one this server gave you (or it ended long ago). Pass "

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,8 +33,12 @@
 #define SSE_KEEPALIVE_MS 15000
 #define PEER_CHECK_MS 200
 
+/* An Mcp-Session-Id: the instance name and a dot, when the server has one (a proxy routes
+ * on it), then 32 hex digits. */
+#define SESSION_ID_MAX (MCP_INSTANCE_MAX + 1 + SESSION_ID_BYTES * 2)
+
 struct http_session {
-        char id[SESSION_ID_BYTES * 2 + 1];
+        char id[SESSION_ID_MAX + 1];
         size_t who; /* the token it was opened with: only that token reaches it */
         struct mcp_client *client;
         double last_used_ms; /* monotonic */
@@ -60,6 +66,9 @@ struct http {
         /* Event-stream handlers still running (they may outlive their connection). */
         unsigned streams;
         pthread_cond_t streams_done;
+        /* Requests between their first byte and their answer's last: a drain waits for
+         * them. */
+        unsigned in_flight;
 };
 
 /* One HTTP request as it arrives: the body, capped. */
@@ -75,6 +84,9 @@ struct request {
  * NULL. Set by handle() for the request it serves: libmicrohttpd gives each connection its
  * own thread, so every reply() of that request runs on it. */
 static __thread const char *cors_origin;
+/* Set while the server drains: every answer closes its connection, so that a proxy's
+ * keep-alive connections to this instance go away with their last request. */
+static __thread bool closing;
 
 static void add_cors_headers(struct MHD_Response *r)
 {
@@ -103,6 +115,8 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE, OPTIONS");
         add_cors_headers(r);
+        if (closing)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         if (status == MHD_HTTP_UNAUTHORIZED)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         enum MHD_Result ok = MHD_queue_response(conn, status, r);
@@ -184,8 +198,10 @@ static int new_session(struct http *h, struct mcp_client *client, size_t who, ch
         /* The id is the only thing that names a session over HTTP: unguessable. */
         if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
                 return -EIO;
+        const char *instance = mcp_server_instance(h->server);
+        int at = sprintf(ret_id, *instance ? "%s." : "%s", instance);
         for (size_t i = 0; i < sizeof(raw); i++)
-                sprintf(ret_id + 2 * i, "%02x", raw[i]);
+                sprintf(ret_id + at + 2 * i, "%02x", raw[i]);
         pthread_mutex_lock(&h->lock);
         struct http_session *grown = realloc(h->sessions, (h->n_sessions + 1) * sizeof(*grown));
         if (!grown) {
@@ -219,6 +235,29 @@ static struct mcp_client *find_session(struct http *h, const char *id, size_t wh
                 }
         pthread_mutex_unlock(&h->lock);
         return c;
+}
+
+/* 404 for a session id not open here. One that names another instance came here because the
+ * proxy could not reach that instance: the session, and its code sessions, died with it. */
+static enum MHD_Result refuse_unknown_session(struct http *h, struct MHD_Connection *conn,
+                                              const char *sid)
+{
+        const char *dot = strchr(sid, '.');
+        const char *mine = mcp_server_instance(h->server);
+        size_t n = dot ? (size_t)(dot - sid) : 0;
+        char home[MCP_INSTANCE_MAX + 1] = "";
+        if (n <= MCP_INSTANCE_MAX)
+                snprintf(home, sizeof(home), "%.*s", (int)n, sid);
+        if (!mcp_instance_name_valid(home) || strcmp(home, mine) == 0)
+                return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
+                              "unknown or ended MCP session: initialize again");
+        char why[256];
+        snprintf(why, sizeof(why),
+                 "MCP session lost: it lived on the codecell instance \"%s\", which no longer "
+                 "serves it (it stopped, crashed or was replaced), and its code sessions are "
+                 "gone with it: initialize again",
+                 home);
+        return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST, why);
 }
 
 /* ---- answers: one JSON body, or an event stream ------------------------------------ */
@@ -432,6 +471,8 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
         add_cors_headers(r);
+        if (closing)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
         MHD_destroy_response(r);
         return ok;
@@ -441,10 +482,28 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
 
 #define HEADER_MISMATCH (-32020)
 
+/* Whether a header that mirrors a value of the body (raw, NULL when absent) fails to match it;
+ * then writes why. */
+static bool mirror_mismatch(const char *raw, const char *body, const char *name, const char *what,
+                            char *why, size_t n)
+{
+        char *value = raw ? mcp_header_decode(raw) : NULL;
+        bool bad = !value || strcmp(value, body) != 0;
+        if (bad)
+                snprintf(why, n, "%s header %s %s", name,
+                         !raw    ? "missing: it must repeat"
+                         : value ? "does not match"
+                                 : "is not valid Base64 in =?base64?…?=, so cannot match",
+                         what);
+        free(value);
+        return bad;
+}
+
 /* Server validation of 2026-07-28: the headers that mirror the body must be there and match
  * it, so that a proxy routing on them and this server never disagree. False when they do;
  * else writes why. */
-static bool header_mismatch(struct MHD_Connection *conn, const json_t *msg, char *why, size_t n)
+static bool header_mismatch(struct mcp_server *server, struct MHD_Connection *conn,
+                            const json_t *msg, char *why, size_t n)
 {
         const json_t *params = json_object_get(msg, "params");
         const char *method = json_string_value(json_object_get(msg, "method"));
@@ -469,17 +528,24 @@ static bool header_mismatch(struct MHD_Connection *conn, const json_t *msg, char
         const char *body_name = key ? json_string_value(json_object_get(params, key)) : NULL;
         if (!key || !body_name)
                 return false;
-        const char *raw = header(conn, "Mcp-Name");
-        char *name = raw ? mcp_header_decode(raw) : NULL;
-        bool bad = !name || strcmp(name, body_name) != 0;
-        if (bad)
-                snprintf(why, n, "Mcp-Name header %s params.%s",
-                         !raw   ? "missing: it must repeat"
-                         : name ? "does not match"
-                                : "is not valid Base64 in =?base64?…?=, so cannot match",
-                         key);
-        free(name);
-        return bad;
+        if (mirror_mismatch(header(conn, "Mcp-Name"), body_name, "Mcp-Name",
+                            strcmp(key, "name") == 0 ? "params.name" : "params.uri", why, n))
+                return true;
+        /* The session argument, mirrored because its tool says x-mcp-header: a proxy routes on
+         * it, so it must be the body's. */
+        if (strcmp(method, "tools/call") != 0 || !mcp_tool_mirrors_session(server, body_name))
+                return false;
+        const json_t *session = json_object_get(json_object_get(params, "arguments"), "session");
+        const char *raw = header(conn, "Mcp-Param-" MCP_SESSION_PARAM);
+        if (!session && raw) {
+                snprintf(why, n,
+                         "Mcp-Param-" MCP_SESSION_PARAM " header sent, but "
+                         "params.arguments has no session");
+                return true;
+        }
+        return json_is_string(session) &&
+               mirror_mismatch(raw, json_string_value(session), "Mcp-Param-" MCP_SESSION_PARAM,
+                               "params.arguments.session", why, n);
 }
 
 /* The HTTP status of a 2026-07-28 answer: an unknown method is 404, a request the server
@@ -510,7 +576,7 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
         char why[192];
         const json_t *id = json_object_get(msg, "id");
         enum MHD_Result result;
-        if (kind == JSONRPC_REQUEST && header_mismatch(conn, msg, why, sizeof(why))) {
+        if (kind == JSONRPC_REQUEST && header_mismatch(h->server, conn, msg, why, sizeof(why))) {
                 result = reply_json(conn, MHD_HTTP_BAD_REQUEST,
                                     jsonrpc_error(id, HEADER_MISMATCH, "Header mismatch: %s", why),
                                     NULL);
@@ -552,6 +618,26 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
 
 /* ---- POST /mcp: the initialize era ------------------------------------------------------ */
 
+/* Whether a draining server still answers a request: one of an MCP session open here that
+ * starts no run (tools/list, ping; DELETE and notifications are answered too). Every run,
+ * new MCP session or 2026-07-28 request is turned away with 503, so that the drain ends once
+ * the runs in progress have: the proxy passes one-shot work on to another instance, and a call
+ * bound to this instance to one that says its session was lost (docs/scaling.md). */
+static bool answered_while_draining(const json_t *msg, bool modern)
+{
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        return !modern && strcmp(method, "initialize") != 0 && strcmp(method, "tools/call") != 0;
+}
+
+/* 503 to new work while draining: the proxy passes the request on to another instance (and
+ * counts this one as failed for a while). */
+static enum MHD_Result refuse_draining(struct MHD_Connection *conn)
+{
+        return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, JSONRPC_SERVER_BUSY,
+                      "this codecell instance is shutting down (draining): send the request "
+                      "again, to another instance");
+}
+
 /* Whether the text of an answer to initialize is a result (not an error). */
 static bool initialized(const char *answer)
 {
@@ -587,8 +673,14 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         const char *version = header(conn, "MCP-Protocol-Version");
         enum MHD_Result result;
         struct mcp_client *client = NULL;
-        char new_id[SESSION_ID_BYTES * 2 + 1] = "";
-        if (mcp_message_modern(msg) || (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0))
+        char new_id[SESSION_ID_MAX + 1] = "";
+        bool modern =
+                mcp_message_modern(msg) || (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0);
+        if (closing && kind == JSONRPC_REQUEST && !answered_while_draining(msg, modern)) {
+                json_decref(msg);
+                return refuse_draining(conn);
+        }
+        if (modern)
                 return post_modern(h, conn, msg, kind, accept, who);
 
         if (kind == JSONRPC_REQUEST && strcmp(method, "initialize") == 0) {
@@ -606,8 +698,7 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
                               "Mcp-Session-Id header required (send initialize first)");
         } else if (!(client = find_session(h, sid, who, false))) {
                 json_decref(msg);
-                return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
-                              "unknown or ended MCP session: initialize again");
+                return refuse_unknown_session(h, conn, sid);
         } else if (version && !mcp_protocol_supported(version)) {
                 mcp_client_unref(client);
                 json_decref(msg);
@@ -659,8 +750,7 @@ static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *con
                               "Mcp-Session-Id header required");
         struct mcp_client *c = find_session(h, sid, who, true);
         if (!c)
-                return refuse(conn, MHD_HTTP_NOT_FOUND, JSONRPC_INVALID_REQUEST,
-                              "unknown or ended MCP session");
+                return refuse_unknown_session(h, conn, sid);
         mcp_client_end(c); /* cancels its runs, closes its code sessions */
         mcp_client_unref(c);
         return reply(conn, MHD_HTTP_OK, NULL, NULL, NULL);
@@ -680,6 +770,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 if (!(req = calloc(1, sizeof(*req))))
                         return MHD_NO;
                 *state = req;
+                pthread_mutex_lock(&h->lock);
+                h->in_flight++;
+                pthread_mutex_unlock(&h->lock);
                 return MHD_YES;
         }
         if (*upload_size) {
@@ -698,8 +791,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 return MHD_YES;
         }
         cors_origin = NULL;
+        closing = mcp_server_draining(h->server);
         enum MHD_Result r = route(h, conn, url, method, req);
         cors_origin = NULL;
+        closing = false;
         return r;
 }
 
@@ -732,7 +827,7 @@ static enum MHD_Result preflight(struct MHD_Connection *conn)
                 MHD_add_response_header(r, "Access-Control-Allow-Headers",
                                         "Content-Type, Accept, Authorization, Mcp-Session-Id, "
                                         "MCP-Protocol-Version, Mcp-Method, Mcp-Name, "
-                                        "Last-Event-ID");
+                                        "Mcp-Param-" MCP_SESSION_PARAM ", Last-Event-ID");
                 MHD_add_response_header(r, "Access-Control-Max-Age", "600");
                 add_cors_headers(r);
         }
@@ -758,7 +853,11 @@ static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const 
         if (strcmp(method, "OPTIONS") == 0)
                 return preflight(conn);
         if (strcmp(url, "/healthz") == 0 && strcmp(method, "GET") == 0)
-                return reply(conn, MHD_HTTP_OK, "text/plain", strdup("ok\n"), NULL);
+                /* Ready once it listens (the configuration loaded, the upstream MCP servers
+                 * connected, every pool warmed); not while it drains. */
+                return closing ? reply(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+                                       strdup("draining\n"), NULL)
+                               : reply(conn, MHD_HTTP_OK, "text/plain", strdup("ok\n"), NULL);
         bool is_mcp = strcmp(url, "/mcp") == 0;
         bool is_metrics = strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0;
         if (!is_mcp && !is_metrics)
@@ -784,10 +883,16 @@ static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const 
 static void completed(void *cls, struct MHD_Connection *conn, void **state,
                       enum MHD_RequestTerminationCode why)
 {
-        (void)cls, (void)conn, (void)why;
+        (void)conn, (void)why;
+        struct http *h = cls;
         struct request *req = *state;
-        if (req)
+        if (req) {
                 free(req->body);
+                pthread_mutex_lock(&h->lock);
+                h->in_flight--;
+                pthread_cond_broadcast(&h->streams_done);
+                pthread_mutex_unlock(&h->lock);
+        }
         free(req);
         *state = NULL;
 }
@@ -896,6 +1001,76 @@ static void sweep_idle(struct http *h)
         }
 }
 
+/* The signal read from signal_fd (a signalfd), or 0. */
+static int signal_read(int signal_fd)
+{
+        struct signalfd_siginfo si;
+        return read(signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) ? (int)si.ssi_signo : 0;
+}
+
+/* From the start of a drain, new connections are refused: a proxy passes a request whose
+ * connection was refused on to another instance whatever its method, since nothing of it was
+ * sent (nginx sends a POST that reached an instance nowhere else, lest it run twice). The
+ * socket stays open, as libmicrohttpd asks until it stops, but shut down: Linux then stops
+ * listening on it and refuses. Connections open already are served on (docs/scaling.md).
+ * A socket systemd passed is only no longer accepted from: it is systemd's too, and its new
+ * connections wait there for the next start of the service. */
+static void stop_listening(struct MHD_Daemon *d, bool ours)
+{
+        MHD_socket fd = MHD_quiesce_daemon(d);
+        if (fd != MHD_INVALID_SOCKET && ours)
+                (void)shutdown(fd, SHUT_RDWR);
+}
+
+/* Serves until told to stop: SIGINT, or SIGTERM without a drain time, at once; SIGTERM with
+ * one after draining (no new connection; on those open, new work turned away with 503 and
+ * /healthz 503) until no request is in flight or the drain time is over, or a second signal.
+ * Ends idle MCP sessions meanwhile. */
+static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
+{
+        int sweep_every = h->o->client_idle_ms / 2 < 5000 ? (int)(h->o->client_idle_ms / 2) : 5000;
+        double drain_until = 0;
+        for (;;) {
+                struct pollfd p = {.fd = signal_fd, .events = POLLIN};
+                int n = poll(&p, 1, drain_until ? 20 : sweep_every > 50 ? sweep_every : 50);
+                if (n > 0) {
+                        int sig = signal_read(signal_fd);
+                        if (sig != SIGTERM || !h->o->drain_ms || drain_until)
+                                return;
+                        drain_until = monotonic_ms() + (double)h->o->drain_ms;
+                        mcp_server_drain(h->server);
+                        stop_listening(d, h->o->listen_fd <= 0);
+                        oplog_event(OPLOG_INFO, "drain",
+                                    json_pack("{s:I}", "deadline_ms", (json_int_t)h->o->drain_ms));
+                } else if (n < 0 && errno != EINTR) {
+                        return;
+                }
+                sweep_idle(h);
+                if (!drain_until)
+                        continue;
+                pthread_mutex_lock(&h->lock);
+                bool idle = h->in_flight == 0;
+                pthread_mutex_unlock(&h->lock);
+                if (idle || monotonic_ms() >= drain_until)
+                        return;
+        }
+}
+
+#define ANSWER_IN_FLIGHT_MS 5000
+
+/* Waits, a little while at most, until the requests in flight have sent their answers (the
+ * cancelled ones answer -32800): stopping the daemon first would cut them off unanswered. */
+static void answer_in_flight(struct http *h)
+{
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += ANSWER_IN_FLIGHT_MS / 1000;
+        pthread_mutex_lock(&h->lock);
+        while (h->in_flight && pthread_cond_timedwait(&h->streams_done, &h->lock, &until) == 0)
+                ;
+        pthread_mutex_unlock(&h->lock);
+}
+
 static void free_list(char **list)
 {
         for (size_t i = 0; list && list[i]; i++)
@@ -957,18 +1132,18 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         h.n_modern += !h.n_modern;
         h.modern = calloc(h.n_modern, sizeof(*h.modern));
         for (size_t i = 0; h.modern && r == 0 && i < h.n_modern; i++)
-                if (!(h.modern[i] = mcp_client_new_stateless(server,
-                                                             !o->tokens || !o->tokens[0])))
+                if (!(h.modern[i] = mcp_client_new_stateless(server, !o->tokens || !o->tokens[0])))
                         r = -ENOMEM;
         if (r == 0 && !h.modern)
                 r = -ENOMEM;
         struct MHD_Daemon *d = NULL;
         if (r == 0)
-                d = MHD_start_daemon(
-                        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-                        NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-                        completed, &h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+                d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+                                             MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC,
+                                     0, NULL, NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd,
+                                     MHD_OPTION_NOTIFY_COMPLETED, completed, &h,
+                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
         if (!d) {
                 close(fd);
                 r = r ?: -EIO;
@@ -976,18 +1151,12 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         }
         if (o->listening)
                 o->listening(port, o->userdata);
-        int sweep_every = o->client_idle_ms / 2 < 5000 ? (int)(o->client_idle_ms / 2) : 5000;
-        for (;;) {
-                struct pollfd p = {.fd = signal_fd, .events = POLLIN};
-                int n = poll(&p, 1, sweep_every > 50 ? sweep_every : 50);
-                if (n == 0 || (n < 0 && errno == EINTR)) {
-                        sweep_idle(&h);
-                        continue;
-                }
-                break;
-        }
-        /* Stop taking work, cancel what runs, then wait for the connections to finish. */
+        wait_for_stop(&h, d, signal_fd);
+        /* Stop taking work, cancel what runs, let the cancelled requests send their answers
+         * (a little while at most: a client may be slow to take them), then end the
+         * connections. */
         mcp_server_stop(server);
+        answer_in_flight(&h);
         MHD_stop_daemon(d);
         close(fd);
         pthread_mutex_lock(&h.lock);

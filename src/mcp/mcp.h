@@ -20,8 +20,14 @@ struct mcp_sink {
         int (*send)(struct mcp_sink *sink, char *text, bool answer);
 };
 
+/* An instance name (--instance): 1 to 16 of a-z, 0-9 and '-', starting with a letter or digit.
+ * It goes into every Mcp-Session-Id and session handle, where a proxy reads it. */
+#define MCP_INSTANCE_MAX 16
+bool mcp_instance_name_valid(const char *name);
+
 struct mcp_server_options {
         const char *transport; /* "stdio" or "http", for the tool descriptions */
+        const char *instance;  /* the instance name, or NULL for none */
         size_t max_runs;       /* runs at once across all clients; 0: 16 */
         size_t max_clients;    /* MCP sessions at once (HTTP); 0: 1024 */
 };
@@ -36,6 +42,12 @@ struct mcp_server *mcp_server_new(codecell_cellset *cells, const struct mcp_serv
 void mcp_server_free(struct mcp_server *server);
 /* Stops taking runs (new tools/call answer an error) and cancels every run in progress. */
 void mcp_server_stop(struct mcp_server *server);
+/* Marks the server as draining (SIGTERM over HTTP): shown in /metrics; the transport turns
+ * new work away and lets what is bound to this instance finish. */
+void mcp_server_drain(struct mcp_server *server);
+bool mcp_server_draining(struct mcp_server *server);
+/* The instance name, or "" for none. */
+const char *mcp_server_instance(const struct mcp_server *server);
 
 /* A new client, or NULL past max_clients (or out of memory). */
 struct mcp_client *mcp_client_new(struct mcp_server *server);
@@ -73,6 +85,12 @@ void mcp_cancel_answering(struct mcp_client *client, const struct mcp_sink *sink
 /* Parses text and handles it; a malformed text gets its JSON-RPC error through the sink. */
 void mcp_handle_text(struct mcp_server *server, struct mcp_client *client, const char *text,
                      size_t len, struct mcp_sink *sink);
+
+/* The name of the Mcp-Param-* header (2026-07-28 HTTP) that mirrors a session argument. */
+#define MCP_SESSION_PARAM "Session"
+/* Whether the tool's session argument is mirrored into that header (x-mcp-header): a cell
+ * with sessions, or the sessions tool. */
+bool mcp_tool_mirrors_session(struct mcp_server *server, const char *tool);
 
 /* The tools/list entries (borrowed: valid while the server lives). */
 json_t *mcp_server_tools(struct mcp_server *server);

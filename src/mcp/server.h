@@ -31,6 +31,7 @@ struct mcp_server {
         size_t runs;        /* tools/call running now */
         unsigned long long next_client;
         bool stopping;
+        bool draining;
 };
 
 /* Log levels of MCP (RFC 5424 names), least severe first. */
@@ -55,7 +56,7 @@ struct mcp_client {
          * tell apart: each handle is then the secret of the client it was given to, so the
          * sessions tool lists none and closes only the one named. */
         bool anonymous;
-        int log_level;  /* messages at or above are sent; -1 until the client sets one */
+        int log_level; /* messages at or above are sent; -1 until the client sets one */
         struct inflight *inflight;
         /* Code sessions of this client are named prefix + the name the client chose. */
         char prefix[24];
@@ -80,7 +81,15 @@ struct mcp_call {
         const struct mcp_sink *origin;
 };
 
-/* tools/list entries of every cell (tools.c). NULL when out of memory. */
+/* The server's state without its tools/list (server.c); mcp_server_new() (dispatch.c) adds
+ * them. NULL when out of memory. */
+struct mcp_server *mcp_server_alloc(codecell_cellset *cells, const struct mcp_server_options *o);
+/* The MCP log level named (debug … emergency), or -1. */
+int mcp_log_level_named(const char *level);
+/* Cancels the client's calls in progress under this request id (notifications/cancelled). */
+void mcp_cancel_request(struct mcp_client *client, const json_t *id);
+
+/* tools/list entries of every cell (cell_tools.c). NULL when out of memory. */
 json_t *mcp_tools_build(struct mcp_server *server, bool modern);
 /* tools/call (cell_tools.c): answers through sink and returns true, or returns false without
  * an answer when the request was cancelled. */
@@ -115,11 +124,20 @@ void mcp_log(struct mcp_client *client, const struct mcp_call *call, struct mcp_
 #define MCP_SESSION_NAME_MAX 40
 
 /* Session names and handles (sessions.c). A handle is "cs_" and 32 hex digits (128 bits from
- * getrandom): opaque, unguessable, minted by the server. */
-#define MCP_HANDLE_LEN 35
+ * getrandom): opaque, unguessable, minted by the server. A server with an instance name
+ * (--instance) puts it in every handle, "cs_NAME." then the digits, so that a proxy can route
+ * the calls that carry it (the Mcp-Param-Session header) to the instance that holds the
+ * session (docs/scaling.md). */
+#define MCP_HANDLE_LEN (3 + MCP_INSTANCE_MAX + 1 + 32)
 int mcp_session_handle_new(struct mcp_client *client, char ret[MCP_HANDLE_LEN + 1]);
+/* Whether text has the form of a handle, with or without an instance name; sets *ret_instance
+ * to the name ("" for none) and *ret_len to its length. */
+bool mcp_handle_parse(const char *text, const char **ret_instance, size_t *ret_len);
 /* Whether the handle was minted for this client (it may have expired since). */
 bool mcp_session_handle_known(struct mcp_client *client, const char *handle);
+/* The schema of a session argument of 2026-07-28 (cell_tools.c), mirrored into the
+ * MCP_SESSION_PARAM header. */
+json_t *mcp_session_argument(const struct mcp_server *server, const char *description);
 /* Whether the client has the session named (unscoped) open in cell. */
 bool mcp_session_open(struct mcp_client *client, codecell_cell *cell, const char *name);
 /* The client's open sessions of cell, unscoped (NULL-terminated, caller frees each and the

@@ -17,9 +17,10 @@ int mcp_session_handle_new(struct mcp_client *c, char ret[MCP_HANDLE_LEN + 1])
         /* For an unauthenticated server the handle is a bearer token: unguessable. */
         if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
                 return -EIO;
-        memcpy(ret, "cs_", 3);
+        const char *instance = mcp_server_instance(c->server);
+        int at = snprintf(ret, MCP_HANDLE_LEN + 1, *instance ? "cs_%s." : "cs_", instance);
         for (size_t i = 0; i < sizeof(raw); i++)
-                snprintf(ret + 3 + 2 * i, 3, "%02x", raw[i]);
+                snprintf(ret + at + 2 * i, 3, "%02x", raw[i]);
         char *copy = strdup(ret);
         if (!copy)
                 return -ENOMEM;
@@ -41,6 +42,36 @@ int mcp_session_handle_new(struct mcp_client *c, char ret[MCP_HANDLE_LEN + 1])
                 return -ENOMEM;
         }
         return 0;
+}
+
+bool mcp_instance_name_valid(const char *name)
+{
+        size_t n = name ? strlen(name) : 0;
+        return n >= 1 && n <= MCP_INSTANCE_MAX && name[0] != '-' &&
+               strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+bool mcp_handle_parse(const char *text, const char **ret_instance, size_t *ret_len)
+{
+        if (strncmp(text, "cs_", 3) != 0)
+                return false;
+        const char *digits = text + 3, *dot = strchr(digits, '.');
+        *ret_instance = "";
+        *ret_len = 0;
+        if (dot) {
+                char name[MCP_INSTANCE_MAX + 1];
+                size_t n = (size_t)(dot - digits);
+                if (n > MCP_INSTANCE_MAX)
+                        return false;
+                memcpy(name, digits, n);
+                name[n] = '\0';
+                if (!mcp_instance_name_valid(name))
+                        return false;
+                *ret_instance = digits;
+                *ret_len = n;
+                digits = dot + 1;
+        }
+        return strlen(digits) == 32 && strspn(digits, "0123456789abcdef") == 32;
 }
 
 bool mcp_session_handle_known(struct mcp_client *c, const char *handle)
@@ -112,7 +143,7 @@ json_t *mcp_sessions_tool(struct mcp_server *s, bool modern)
                  "sessions (of `tool` only, when given). A closed session's variables, "
                  "definitions and /work files are gone. You only ever see and close your own.",
                  modern ? "the handle a result gave you" : "the name you chose");
-        return json_pack(
+        json_t *tool = json_pack(
                 "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:[s,s], s:s}, s:{s:s, s:s}, s:{s:s, s:o, "
                 "s:s}}, s:[s], s:b}, s:{s:s, s:{s:o, s:o}}, s:{s:s, s:b, s:b, s:b, s:b}}",
                 "name", s->sessions_tool, "title", "Code sessions", "description", description,
@@ -126,6 +157,15 @@ json_t *mcp_sessions_tool(struct mcp_server *s, bool modern)
                 "outputSchema", "type", "object", "properties", "sessions", session_list_schema(),
                 "closed", session_list_schema(), "annotations", "title", "Code sessions",
                 "readOnlyHint", 0, "destructiveHint", 1, "idempotentHint", 1, "openWorldHint", 0);
+        /* Closing one handle goes, through a proxy, to the instance that holds it. */
+        json_t *session = json_object_get(
+                json_object_get(json_object_get(tool, "inputSchema"), "properties"), "session");
+        if (modern && session &&
+            json_object_set_new(session, "x-mcp-header", json_string(MCP_SESSION_PARAM)) < 0) {
+                json_decref(tool);
+                tool = NULL;
+        }
+        return tool;
 }
 
 /* What is wrong with the companion tool's arguments, written into why, or false; sets *ret_cell

@@ -13,7 +13,7 @@ int mcp_serve_stdio(struct mcp_server *server, int in_fd, int out_fd, size_t max
                     int signal_fd);
 
 struct http_options {
-        const char *address;          /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
+        const char *address; /* "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:8080" */
         /* > 0: a socket listening on address already (systemd's); else address is bound. */
         int listen_fd;
         const char **allowed_hosts;   /* extra Host values (host[:port]), NULL-terminated */
@@ -25,9 +25,11 @@ struct http_options {
         /* Origins whose pages may call the server from a browser (CORS; "*" for any),
          * NULL-terminated; NULL or empty: none. */
         const char **cors_origins;
-        size_t max_body;
-        uint64_t client_idle_ms;
-                /* an MCP session unused this long is ended */ /* request body cap in bytes */
+        size_t max_body;         /* request body cap in bytes */
+        uint64_t client_idle_ms; /* an MCP session unused this long is ended */
+        /* SIGTERM drains this long at most: new work is refused with 503 while the requests in
+         * flight finish (0: SIGTERM stops at once, cancelling them, as SIGINT does). */
+        uint64_t drain_ms;
         /* Called once the socket listens, with the port it got (for --http 127.0.0.1:0). */
         void (*listening)(unsigned port, void *userdata);
         void *userdata;

@@ -54,7 +54,8 @@ static void set_up(void)
         codecell_error err;
         codecell_cellset *cells = codecell_cellset_load(path, 0, &err);
         unlink(path);
-        struct mcp_server_options o = {.transport = "stdio"};
+        /* An instance name, so that handles of this and other instances are parsed too. */
+        struct mcp_server_options o = {.transport = "stdio", .instance = "a"};
         if (!cells || !(server = mcp_server_new(cells, &o)) || !(client = mcp_client_new(server)))
                 abort();
         mcp_server_stop(server);

@@ -38,6 +38,10 @@ def modern_headers(message):
     h = {"MCP-Protocol-Version": MODERN, "Mcp-Method": message["method"]}
     if message["method"] == "tools/call":
         h["Mcp-Name"] = message["params"]["name"]
+        # The tools' schemas mark "session" x-mcp-header: "Session", so clients mirror it.
+        session = (message["params"].get("arguments") or {}).get("session")
+        if isinstance(session, str):
+            h["Mcp-Param-Session"] = session
     return h
 
 

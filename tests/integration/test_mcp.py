@@ -414,9 +414,15 @@ class HttpListen(unittest.TestCase):
             (["--http", "example.com:80"], "expected [ADDR:]PORT"),
             (["--http", "127.0.0.1:99999"], "expected [ADDR:]PORT"),
             (["--http", "99999"], "expected [ADDR:]PORT"),
-            (["--token-file", "/nonexistent"], "--cors-origin and --client-idle need --http"),
-            (["--client-idle", "1h"], "--cors-origin and --client-idle need --http"),
-            (["--cors-origin", "https://app.example"], "--cors-origin and --client-idle need"),
+            (["--token-file", "/nonexistent"], "--client-idle and --drain-timeout need --http"),
+            (["--client-idle", "1h"], "--client-idle and --drain-timeout need --http"),
+            (["--cors-origin", "https://app.example"], "--client-idle and --drain-timeout need"),
+            (["--drain-timeout", "5s"], "--client-idle and --drain-timeout need --http"),
+            (["--http", "0", "--drain-timeout", "later"], "--drain-timeout later: expected a"),
+            (["--instance", "B"], "--instance B: expected 1 to 16 of a-z, 0-9"),
+            (["--instance", "a.b"], "--instance a.b: expected"),
+            (["--instance", "-a"], "--instance -a: expected"),
+            (["--instance", "a" * 17], "expected 1 to 16"),
             (["--http", "0", "--client-idle", "soon"], "--client-idle soon: expected a duration"),
             (["--http", "127.0.0.1:0", "--token-file", "/nonexistent/t"], "No such file"),
             (["--max-runs", "0"], "--max-runs 0: must be a whole number"),
@@ -1210,12 +1216,32 @@ class ModernHttp(unittest.TestCase):
             ({"Mcp-Name": "python"}, [], "Mcp-Name header does not match"),
             ({"Mcp-Name": "=?base64?cHl0aG9u?="}, [], "Mcp-Name header does not match"),
             ({"Mcp-Name": "=?base64?!!!?="}, [], "is not valid Base64"),
+            ({"Mcp-Param-Session": "new"}, [], "header sent, but params.arguments has no session"),
         ]
         for headers, drop, text in cases:
             with self.subTest(text=text):
                 status, _, m = self.send(message, headers, drop)
                 self.assertEqual((status, m["error"]["code"], m["id"]), (400, -32020, 1), m)
                 self.assertIn(text, m["error"]["message"])
+        # The session argument is mirrored (x-mcp-header): a proxy routes on the header, so it
+        # must be the body's.
+        with_session = modern(2, "tools/call",
+                              {"name": "ruby", "arguments": {"code": "1", "session": "new"}})
+        for headers, drop, text in [
+                ({}, ["Mcp-Param-Session"], "Mcp-Param-Session header missing: it must repeat"),
+                ({"Mcp-Param-Session": "cs_" + "0" * 32}, [], "Mcp-Param-Session header does not"),
+                ({"Mcp-Param-Session": "=?base64?bmV3?="}, [], None)]:
+            with self.subTest(text=text):
+                status, _, m = self.send(with_session, headers, drop)
+                if text is None:  # the Base64 form of "new" is "new"
+                    self.assertEqual(m["result"]["structuredContent"]["value"], 1, m)
+                    continue
+                self.assertEqual((status, m["error"]["code"]), (400, -32020), m)
+                self.assertIn(text, m["error"]["message"])
+        tools = self.send(modern(3, "tools/list"))[2]["result"]["tools"]
+        self.assertEqual([t["inputSchema"]["properties"]["session"]["x-mcp-header"]
+                          for t in tools if "session" in t["inputSchema"]["properties"]],
+                         ["Session", "Session"])
         # The Base64 sentinel form of the right name is the name.
         status, _, m = self.send(message, {"Mcp-Name": "=?base64?cnVieQ==?="})
         self.assertEqual((status, m["result"]["structuredContent"]["value"]), (200, 1), m)
@@ -1423,3 +1449,168 @@ class ModernHttpCancel(unittest.TestCase):
             time.sleep(0.05)
         self.assertTrue(os.path.exists(os.path.join(out, "kept")))
         self.assertFalse(os.path.exists(os.path.join(out, "dropped")), "the closed call ran on")
+
+
+# ---- issue 22: instances behind a proxy ----------------------------------------------------
+
+def gated_config(d, **limits):
+    """A Ruby cell with sessions and a read-write /gate: a run that waits for /gate/open runs
+    until the test opens it."""
+    gate = os.path.join(d, "gate")
+    os.makedirs(gate)
+    os.chmod(gate, 0o777)
+    lim = {"timeout_ms": 60000, "cpu_ms": 20000}
+    lim.update(limits)
+    cfg = write_config(d, [{"name": "ruby", "language": "ruby", "pool": 1, "limits": lim,
+                            "sessions": {"max": 4, "idle_ms": 60000},
+                            "mounts": [{"source": gate, "dest": "/gate", "mode": "rw"}]}])
+    return cfg, gate
+
+
+WAIT_FOR_GATE = 'until File.exist?("/gate/open"); sleep 0.05; end; 42'
+
+
+class Instances(unittest.TestCase):
+    """--instance NAME: the name leads every Mcp-Session-Id and handle, and what names another
+    instance is answered as lost (the proxy brings it here only when that one is gone)."""
+
+    def setUp(self):
+        d = tempdir(self)
+        self.server = Http(gated_config(d)[0], "--instance", "a")
+        self.addCleanup(self.server.stop)
+
+    def modern_call(self, i, args):
+        message = modern(i, "tools/call", {"name": "ruby", "arguments": args})
+        status, _, text = self.server.post(message, modern_headers(message))
+        self.assertEqual(status, 200, text)
+        return json.loads(text)["result"]
+
+    def test_names_and_what_is_lost(self):
+        sid = self.server.initialize()
+        self.assertRegex(sid, r"^a\.[0-9a-f]{32}$")
+        r = self.modern_call(1, {"code": "x = 41", "session": "new"})
+        handle = r["structuredContent"]["session"]["id"]
+        self.assertRegex(handle, r"^cs_a\.[0-9a-f]{32}$")
+        self.assertEqual(self.modern_call(2, {"code": "x + 1", "session": handle})
+                         ["structuredContent"]["value"], 42)
+        lost = self.modern_call(3, {"code": "x", "session": "cs_b." + "0" * 32})
+        self.assertTrue(lost["isError"])
+        self.assertIn('was lost: it lived on the codecell instance "b"', lost["content"][0]["text"])
+        unknown = self.modern_call(4, {"code": "x", "session": "cs_a." + "0" * 32})
+        self.assertIn('lost when the codecell instance "a" restarted', unknown["content"][0]["text"])
+        ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+        status, _, text = self.server.post(ping, {"Mcp-Session-Id": "b." + "0" * 32})
+        self.assertEqual(status, 404)
+        self.assertIn('MCP session lost: it lived on the codecell instance \\"b\\"', text)
+        status, _, text = self.server.post(ping, {"Mcp-Session-Id": "a." + "0" * 32})
+        self.assertEqual(status, 404)
+        self.assertIn("unknown or ended MCP session", text)
+        tools = self.server.post(modern(6, "tools/list"), modern_headers(modern(6, "tools/list")))
+        session = json.loads(tools[2])["result"]["tools"][0]["inputSchema"]["properties"]["session"]
+        self.assertEqual(session["pattern"], r"^(new|cs_[a-z0-9][a-z0-9-]{0,15}\.[0-9a-f]{32})$")
+        metrics = self.server.post("", {}, method="GET", path="/metrics")[2]
+        self.assertIn('codecell_instance_info{instance="a"} 1', metrics)
+        self.assertIn("codecell_draining 0", metrics)
+
+
+class Drain(unittest.TestCase):
+    """SIGTERM over HTTP drains: new work gets 503 (a proxy sends it elsewhere), /healthz says
+    draining, the requests in flight finish, then the server exits 0."""
+
+    def running(self, server, n):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            metrics = server.post("", {}, method="GET", path="/metrics")[2]
+            if f"codecell_runs_in_progress {n}" in metrics:
+                return
+            time.sleep(0.05)
+        self.fail("the run did not start")
+
+    def test_in_flight_calls_finish_and_new_work_is_turned_away(self):
+        import http.client
+        d = tempdir(self)
+        cfg, gate = gated_config(d)
+        server = Http(cfg, "--instance", "a", "--drain-timeout", "60s")
+        sid = server.initialize()
+        answers = {}
+
+        def post(key, message, headers):
+            answers[key] = server.post(message, headers)
+        threads = [threading.Thread(target=post, args=("legacy", call(1, WAIT_FOR_GATE),
+                                                       {"Mcp-Session-Id": sid}))]
+        modern_call = modern(2, "tools/call", {"name": "ruby", "arguments": {"code": WAIT_FOR_GATE}})
+        threads.append(threading.Thread(target=post, args=("modern", modern_call,
+                                                           modern_headers(modern_call))))
+        for t in threads:
+            t.start()
+        self.running(server, 2)
+        # Connections opened before the drain (as a proxy keeps them alive) are served on.
+        kept = []
+        for _ in range(6):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            conn.request("GET", "/healthz", headers={"Host": server.host})
+            self.assertEqual(conn.getresponse().read(), b"ok\n")
+            kept.append(conn)
+
+        def on(conn, method, path, body=None, headers=None):
+            h = {"Host": server.host, "Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream"}
+            h.update(headers or {})
+            conn.request(method, path, body=json.dumps(body) if body else None, headers=h)
+            r = conn.getresponse()
+            return r.status, r.getheader("Connection"), r.read().decode()
+        server.proc.send_signal(signal.SIGTERM)
+        # The drain begins by refusing new connections: a proxy passes those on.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                server.post("", {}, method="GET", path="/healthz")
+            except ConnectionRefusedError:
+                break
+            self.assertLess(time.monotonic(), deadline, "the drain did not begin")
+            time.sleep(0.05)
+        self.assertEqual(on(kept[0], "GET", "/healthz"), (503, "close", "draining\n"))
+        one_shot = modern(3, "tools/call", {"name": "ruby", "arguments": {"code": "1"}})
+        for conn, message, headers in [(kept[1], one_shot, modern_headers(one_shot)),
+                                       (kept[2], INIT, {}),
+                                       (kept[3], call(4, "1"), {"Mcp-Session-Id": sid})]:
+            status, _, text = on(conn, "POST", "/mcp", message, headers)
+            self.assertEqual(status, 503, text)
+            self.assertIn("draining", json.loads(text)["error"]["message"])
+        # What starts no run, in an MCP session open here, is still answered.
+        status, _, text = on(kept[4], "POST", "/mcp", {"jsonrpc": "2.0", "id": 5, "method": "ping"},
+                             {"Mcp-Session-Id": sid})
+        self.assertEqual(status, 200, text)
+        self.assertIn("codecell_draining 1", on(kept[5], "GET", "/metrics")[2])
+        self.assertIsNone(server.proc.poll(), "the server stopped with calls in flight")
+        open(os.path.join(gate, "open"), "w").close()
+        for t in threads:
+            t.join(60)
+        for key in ("legacy", "modern"):
+            status, _, text = answers[key]
+            self.assertEqual(status, 200, text)
+            self.assertEqual(json.loads(text)["result"]["structuredContent"]["value"], 42, text)
+        self.assertEqual(server.proc.wait(30), 0)
+        for conn in kept:
+            conn.close()
+        err = server.proc.stderr.read().decode()
+        server.proc.stderr.close()
+        self.assertIn('"event":"drain"', err)
+
+    def test_the_drain_deadline_cancels_what_still_runs(self):
+        d = tempdir(self)
+        cfg, _ = gated_config(d)
+        server = Http(cfg, "--drain-timeout", "1s")
+        message = modern(1, "tools/call", {"name": "ruby", "arguments": {"code": WAIT_FOR_GATE}})
+        answer = {}
+        t = threading.Thread(target=lambda: answer.update(
+            r=server.post(message, modern_headers(message))))
+        t.start()
+        self.running(server, 1)
+        server.proc.send_signal(signal.SIGTERM)
+        # The run would wait 60 s for its gate: the drain's deadline ends it long before.
+        self.assertEqual(server.proc.wait(40), 0)
+        server.proc.stderr.close()
+        t.join(30)
+        status, _, text = answer["r"]
+        self.assertEqual(json.loads(text)["error"]["code"], -32800, text)

@@ -111,7 +111,16 @@ class Package(unittest.TestCase):
                               "/usr/share/bash-completion/completions/codecell",
                               "/lib/systemd/system/codecell.service",
                               "/lib/systemd/system/codecell.socket",
+                              "/lib/systemd/system/codecell@.service",
                               "/etc/codecell/cells.json"}, self.contents("codecell"))
+
+    def test_scaling_files_are_shipped(self):
+        # docs/scaling.md (compressed, as dh_compress does to long documents) and the nginx
+        # configuration it explains, under /usr/share/doc.
+        doc = os.path.join(self.root, "usr/share/doc/codecell")
+        self.assertTrue(os.path.exists(os.path.join(doc, "examples", "codecell.conf")))
+        self.assertTrue(os.path.exists(os.path.join(doc, "scaling.md")) or
+                        os.path.exists(os.path.join(doc, "scaling.md.gz")))
 
     def test_unit_names_the_packaged_binary(self):
         with open(os.path.join(self.root, "lib/systemd/system/codecell.service")) as f:

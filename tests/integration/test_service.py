@@ -185,6 +185,56 @@ class InheritedVariables(unittest.TestCase):
         self.assertEqual(json.loads(r.stdout)["result"]["serverInfo"]["name"], "codecell")
 
 
+@unittest.skipUnless(ACTIVATE, "systemd-socket-activate is not installed (package systemd)")
+class ActivatedDrain(unittest.TestCase):
+    def test_a_drain_leaves_systemds_socket_listening(self):
+        """SIGTERM drains a socket-activated server too, but the socket is systemd's: it stops
+        accepting from it without shutting it down, so new connections wait there for the
+        service's next start instead of being refused."""
+        import http.client
+        import threading
+        d = tempdir(self)
+        gate = os.path.join(d, "gate")
+        os.makedirs(gate)
+        os.chmod(gate, 0o777)
+        config = write_config(d, [{"name": "ruby", "language": "ruby", "pool": 1,
+                                   "limits": {"timeout_ms": 60000, "cpu_ms": 20000},
+                                   "mounts": [{"source": gate, "dest": "/gate", "mode": "rw"}]}])
+        a = Activated(self, ["--config", config, "--drain-timeout", "60s"])
+        port = a.ports[0]
+        status, session, text = post(port, INIT)
+        self.assertEqual(status, 200, text)
+        kept = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+        def metrics():
+            kept.request("GET", "/metrics", headers={"Host": f"127.0.0.1:{port}"})
+            return kept.getresponse().read().decode()
+        answer = {}
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "ruby", "arguments": {
+                    "code": 'until File.exist?("/gate/open"); sleep 0.05; end; 42'}}}
+        t = threading.Thread(target=lambda: answer.update(r=post(port, call, session)))
+        t.start()
+        deadline = time.monotonic() + 60
+        while "codecell_runs_in_progress 1" not in metrics():
+            self.assertLess(time.monotonic(), deadline, "the call did not start")
+            time.sleep(0.05)
+        a.proc.send_signal(signal.SIGTERM)
+        while "codecell_draining 1" not in metrics():
+            self.assertLess(time.monotonic(), deadline, "the drain did not begin")
+            time.sleep(0.05)
+        # Still listening (the kernel completes the handshake), though not accepted from now.
+        socket.create_connection(("127.0.0.1", port), timeout=30).close()
+        kept.close()
+        open(os.path.join(gate, "open"), "w").close()
+        t.join(60)
+        status, _, text = answer["r"]
+        self.assertEqual((status, json.loads(text)["result"]["structuredContent"]["value"]),
+                         (200, 42), text)
+        code, err = a.wait()
+        self.assertEqual(code, 0, err)
+
+
 @unittest.skipUnless(shutil.which("systemd-analyze"), "systemd-analyze is not installed")
 class Units(unittest.TestCase):
     def test_units_verify(self):
@@ -201,6 +251,22 @@ class Units(unittest.TestCase):
         # Without a running systemd, verify still parses every line and names unknown keys.
         problems = [line for line in r.stderr.splitlines()
                     if re.search(r"codecell\.(service|socket)", line)]
+        self.assertEqual(problems, [], r.stderr)
+
+    def test_instance_template_verifies(self):
+        """codecell@.service, the unit of one instance of several (docs/scaling.md), verifies
+        as an instance (codecell@a.service) and names it and its address."""
+        d = tempdir(self)
+        with open(os.path.join(ROOT, "packaging", "systemd", "codecell@.service.in")) as f:
+            text = f.read().replace("@CODECELL_BINDIR@", os.path.dirname(os.path.abspath(BIN)))
+        with open(os.path.join(d, "codecell@.service"), "w") as f:
+            f.write(text)
+        self.assertIn("--instance %i", text)
+        self.assertIn("--http ${CODECELL_LISTEN}", text)
+        r = subprocess.run(["systemd-analyze", "verify", "--man=no",
+                            os.path.join(d, "codecell@a.service")],
+                           capture_output=True, text=True, timeout=120)
+        problems = [line for line in r.stderr.splitlines() if "codecell@" in line]
         self.assertEqual(problems, [], r.stderr)
 
 
