@@ -18,6 +18,7 @@ static void load(void)
 #define SYMBOL(field, name) DYNLIB_SYMBOL(struct mhd_api, field, name)
                 SYMBOL(start_daemon, "MHD_start_daemon"),
                 SYMBOL(stop_daemon, "MHD_stop_daemon"),
+                SYMBOL(quiesce_daemon, "MHD_quiesce_daemon"),
                 SYMBOL(add_response_header, "MHD_add_response_header"),
                 SYMBOL(create_response_from_buffer, "MHD_create_response_from_buffer"),
                 SYMBOL(create_response_from_callback, "MHD_create_response_from_callback"),

@@ -12,6 +12,7 @@ struct mhd_api {
                                            MHD_AcceptPolicyCallback apc, void *apc_cls,
                                            MHD_AccessHandlerCallback dh, void *dh_cls, ...);
         void (*stop_daemon)(struct MHD_Daemon *daemon);
+        MHD_socket (*quiesce_daemon)(struct MHD_Daemon *daemon);
         enum MHD_Result (*add_response_header)(struct MHD_Response *response, const char *header,
                                                const char *content);
         struct MHD_Response *(*create_response_from_buffer)(size_t size, void *buffer,
@@ -40,6 +41,7 @@ const struct mhd_api *mhd_api(void);
 #ifndef CODECELL_MHD_API_IMPL
 #define MHD_start_daemon mhd_api()->start_daemon
 #define MHD_stop_daemon mhd_api()->stop_daemon
+#define MHD_quiesce_daemon mhd_api()->quiesce_daemon
 #define MHD_add_response_header mhd_api()->add_response_header
 #define MHD_create_response_from_buffer mhd_api()->create_response_from_buffer
 #define MHD_create_response_from_callback mhd_api()->create_response_from_callback
