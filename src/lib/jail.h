@@ -1,0 +1,86 @@
+/* The jail (codecell_jail_* in codecell.h): a caller's function in a forked child behind the
+ * walls of a sandbox. Three processes take part:
+ *   parent  the caller; prepares everything (jail.c), then supervises (jail_wait.c);
+ *   keeper  what the caller's fork made: makes the namespaces, has the parent write the id
+ *           maps, forks the jailed process and stays outside as its reaper (jail_child.c);
+ *   jailed  PID 1 of the new pid namespace: builds the last walls and runs the function.
+ * The keeper and the jailed process report to the parent in fixed records on a pipe
+ * (struct jail_record); the function's answer travels on a second pipe. */
+#ifndef CODECELL_JAIL_H
+#define CODECELL_JAIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "codecell.h"
+#include "landlock.h"
+#include "seccomp_program.h"
+
+#define JAIL_MAX_PATHS 64
+#define JAIL_MAX_WARNINGS 4
+#define JAIL_RLIMITS 5
+
+enum jail_record_type {
+        JAIL_FAILED = 1, /* set-up failed in the keeper or the jailed process */
+        JAIL_UNSHARED,   /* the keeper has its namespaces: the parent writes the id maps */
+        JAIL_STARTED,    /* the jailed process's host pid */
+        JAIL_ENDED,      /* how the jailed process ended, from its reaper */
+};
+
+/* One record on the report pipe: smaller than PIPE_BUF, so written whole or not at all. */
+struct jail_record {
+        int type;
+        int errno_value;
+        int pid;
+        int wait_status;
+        bool unsupported; /* FAILED: the host lacks a required layer */
+        char what[160];
+};
+
+/* The head of the answer on the answer pipe, before len bytes. */
+struct jail_answer_head {
+        uint32_t magic;
+        uint32_t outcome;
+        uint64_t len;
+};
+#define JAIL_ANSWER_MAGIC 0x6c69616aU /* "jail" */
+
+struct codecell_jail {
+        codecell_jail_options options; /* the lists point into paths */
+        char *paths[JAIL_MAX_PATHS];   /* resolved, existing */
+        size_t n_paths;
+        pid_t parent;
+        uid_t host_uid; /* the child's uid on the host */
+        gid_t host_gid;
+        bool privileged;
+        struct landlock_plan landlock; /* abi 0: not applied */
+        const struct seccomp_program *seccomp;
+        struct rlimit rlimits[JAIL_RLIMITS];
+        int rlimit_ids[JAIL_RLIMITS];
+        size_t n_rlimits;
+        bool has_cgroup;
+        struct cgroup cgroup;
+        int netns_fd; /* a recycled empty network namespace to join, or -1 */
+        /* pipes: [0] read, [1] write */
+        int report[2]; /* keeper/jailed -> parent: jail_record */
+        int go[2];     /* parent -> keeper: one byte once the id maps are written */
+        int answer[2]; /* jailed -> parent: jail_answer_head + data */
+        int null_fd;   /* /dev/null, opened in the parent */
+        bool answered;
+        bool entered;
+        char layers[512];
+        char *warnings[JAIL_MAX_WARNINGS];
+        size_t n_warnings;
+};
+
+/* jail_child.c: never returns in the keeper; returns in the jailed process. */
+int jail_enter(struct codecell_jail *jail);
+
+/* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
+int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);
+int jail_cgroup_attach(const struct codecell_jail *jail, pid_t pid, codecell_error *err);
+
+#endif
