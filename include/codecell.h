@@ -536,8 +536,17 @@ CODECELL_API codecell_jail *codecell_jail_new(const codecell_jail_options *optio
 /* In the child, first thing after the fork; the child must be single-threaded. Builds the
  * walls and returns 0 in the jailed process. Never returns on failure, nor in the process
  * that was forked (it stays outside as the jailed process's reaper and reports to the
- * parent); the failure reaches the parent through codecell_jail_wait. */
+ * parent); the failure reaches the parent through codecell_jail_wait. The jailed process is
+ * a fork(2) of the child: for a runtime whose own state must see every fork (Ruby's timer,
+ * Python's at-fork handlers), the same in three steps, with the runtime's fork between:
+ *   child:       codecell_jail_enter_namespaces(jail); pid = fork();
+ *   its child:   codecell_jail_enter_walls(jail); … codecell_jail_answer(jail, …); _exit(0);
+ *   the child:   codecell_jail_keep(jail, pid);      (pid <= 0: the fork failed)
+ * None returns on failure; codecell_jail_keep never returns. */
 CODECELL_API int codecell_jail_enter(codecell_jail *jail);
+CODECELL_API int codecell_jail_enter_namespaces(codecell_jail *jail);
+CODECELL_API int codecell_jail_enter_walls(codecell_jail *jail);
+CODECELL_API void codecell_jail_keep(codecell_jail *jail, int pid);
 /* In the jailed process: hands back len bytes with an outcome (VALUE, RAISED, FILESYSTEM or
  * MEMORY). Once; 0 or -errno (-EALREADY the second time, -EINVAL for another outcome). */
 CODECELL_API int codecell_jail_answer(codecell_jail *jail, codecell_jail_outcome outcome,

@@ -218,7 +218,7 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
                 return NULL;
         }
         j->report[0] = j->report[1] = j->go[0] = j->go[1] = j->answer[0] = j->answer[1] = -1;
-        j->null_fd = j->netns_fd = -1;
+        j->null_fd = j->netns_fd = j->alive[0] = j->alive[1] = -1;
         if (options)
                 j->options = *options;
         j->options.fs_allow = j->options.fs_read_allow = NULL;
@@ -272,7 +272,7 @@ void codecell_jail_free(codecell_jail *j)
         if (!j)
                 return;
         int *fds[] = {&j->report[0], &j->report[1], &j->go[0], &j->go[1],
-                      &j->answer[0], &j->answer[1], &j->null_fd};
+                      &j->answer[0], &j->answer[1], &j->null_fd, &j->alive[0], &j->alive[1]};
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 close_fd(fds[i]);
         if (j->netns_fd >= 0)
@@ -296,17 +296,42 @@ const char *codecell_jail_layers(const codecell_jail *j)
         return j ? j->layers : "";
 }
 
+/* A misuse in a child has no caller to tell: the child ends, and the parent reports a child
+ * that ended before its walls were up. */
+#define MISUSED 125
+
 int codecell_jail_enter(codecell_jail *j)
 {
         if (!j || j->entered)
-                _exit(125);
+                _exit(MISUSED);
         return jail_enter(j);
+}
+
+int codecell_jail_enter_namespaces(codecell_jail *j)
+{
+        if (!j || j->entered)
+                _exit(MISUSED);
+        return jail_enter_namespaces(j);
+}
+
+int codecell_jail_enter_walls(codecell_jail *j)
+{
+        if (!j || !j->entered || j->jailed || j->alive[0] < 0)
+                _exit(MISUSED);
+        return jail_enter_walls(j);
+}
+
+void codecell_jail_keep(codecell_jail *j, int pid)
+{
+        if (!j || !j->entered || j->jailed)
+                _exit(MISUSED);
+        jail_keep(j, pid > 0 ? pid : -EAGAIN);
 }
 
 int codecell_jail_answer(codecell_jail *j, codecell_jail_outcome outcome, const void *data,
                          size_t len)
 {
-        if (!j || !j->entered)
+        if (!j || !j->jailed)
                 return -EINVAL;
         if (outcome != CODECELL_JAIL_VALUE && outcome != CODECELL_JAIL_RAISED &&
             outcome != CODECELL_JAIL_FILESYSTEM && outcome != CODECELL_JAIL_MEMORY)

@@ -68,16 +68,25 @@ struct codecell_jail {
         int report[2]; /* keeper/jailed -> parent: jail_record */
         int go[2];     /* parent -> keeper: one byte once the id maps are written */
         int answer[2]; /* jailed -> parent: jail_answer_head + data */
+        int alive[2];  /* keeper -> jailed: EOF when the keeper is gone */
         int null_fd;   /* /dev/null, opened in the parent */
         bool answered;
-        bool entered;
+        bool entered; /* in the keeper or the jailed process */
+        bool jailed;  /* in the jailed process */
         char layers[512];
         char *warnings[JAIL_MAX_WARNINGS];
         size_t n_warnings;
 };
 
-/* jail_child.c: never returns in the keeper; returns in the jailed process. */
-int jail_enter(struct codecell_jail *jail);
+/* jail_child.c. In the keeper: its namespaces and ids (returns 0, or never on failure). */
+int jail_enter_namespaces(struct codecell_jail *j);
+/* In the jailed process (forked by the keeper): the last walls; returns 0. */
+int jail_enter_walls(struct codecell_jail *j);
+/* In the keeper: reaps the jailed process (pid, or -errno when it could not be forked) and
+ * reports; never returns. */
+_Noreturn void jail_keep(struct codecell_jail *j, pid_t jailed);
+/* All three, with fork(2) between: returns 0 in the jailed process only. */
+int jail_enter(struct codecell_jail *j);
 
 /* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
 int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);

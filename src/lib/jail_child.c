@@ -175,7 +175,7 @@ static _Noreturn void keep(struct codecell_jail *j, pid_t jailed, int keeper_ali
         _exit(0);
 }
 
-int jail_enter(struct codecell_jail *j)
+int jail_enter_namespaces(struct codecell_jail *j)
 {
         close(j->report[0]);
         close(j->go[1]);
@@ -222,18 +222,37 @@ int jail_enter(struct codecell_jail *j)
         die_with_parent(j, j->report[1], POLLOUT);
         if (sethostname("codecell", 8) < 0)
                 fail(j, false, errno, "sethostname", NULL);
-        int alive[2];
-        if (pipe2(alive, O_CLOEXEC) < 0)
+        if (pipe2(j->alive, O_CLOEXEC) < 0)
                 fail(j, false, errno, "pipe", NULL);
+        j->entered = true;
+        return 0;
+}
+
+int jail_enter_walls(struct codecell_jail *j)
+{
+        close(j->alive[1]);
+        j->alive[1] = -1;
+        jailed_setup(j, j->alive[0]);
+        j->alive[0] = -1;
+        j->jailed = true;
+        return 0;
+}
+
+void jail_keep(struct codecell_jail *j, pid_t jailed)
+{
+        if (jailed <= 0)
+                fail(j, false, jailed < 0 ? -jailed : EIO, "fork the jailed process", NULL);
+        close(j->alive[0]);
+        keep(j, jailed, j->alive[1]);
+}
+
+int jail_enter(struct codecell_jail *j)
+{
+        jail_enter_namespaces(j);
+        /* The keeper is single-threaded: glibc's fork is a plain copy of it. */
         pid_t jailed = fork();
-        if (jailed < 0)
-                fail(j, false, errno, "fork the jailed process", NULL);
-        if (jailed == 0) {
-                close(alive[1]);
-                jailed_setup(j, alive[0]);
-                j->entered = true;
-                return 0;
-        }
-        close(alive[0]);
-        keep(j, jailed, alive[1]);
+        if (jailed == 0)
+                return jail_enter_walls(j);
+        jail_keep(j, jailed < 0 ? -errno : jailed);
+        _exit(KEEPER_FAILED);
 }
