@@ -101,8 +101,30 @@ static int check_options(codecell_jail_options *o, codecell_error *err)
         return 0;
 }
 
-/* Resolves one list into jail->paths: a path that does not exist is left out (as the seed
- * does); any other failure names the path. */
+/* Whether the child (uid, gid, no supplementary group) may search every folder down to path,
+ * by the mode bits. A root caller's child is nobody: a folder under /root is out of its reach
+ * whatever Landlock grants, and opening it for the rule would fail the set-up. */
+static bool reachable(const char *path, uid_t uid, gid_t gid)
+{
+        char dir[PATH_MAX];
+        size_t len = strlen(path);
+        if (len >= sizeof(dir))
+                return false;
+        memcpy(dir, path, len + 1);
+        for (char *slash = strrchr(dir, '/'); slash; slash = strrchr(dir, '/')) {
+                *slash = '\0';
+                struct stat st;
+                if (stat(dir[0] ? dir : "/", &st) < 0)
+                        return false;
+                mode_t x = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
+                if (!(st.st_mode & x))
+                        return false;
+        }
+        return true;
+}
+
+/* Resolves one list into jail->paths: a path that does not exist or that the child cannot
+ * reach is left out (as the seed does); any other failure names the path. */
 static int add_paths(struct codecell_jail *j, const char *const *list, const char *what,
                      codecell_error *err)
 {
@@ -116,6 +138,10 @@ static int add_paths(struct codecell_jail *j, const char *const *list, const cha
                 if (!real)
                         return err_sys(err, errno, "jail: %s %.*s", what,
                                        utf8_prefix(list[i], 200), list[i]);
+                if (!reachable(real, j->host_uid, j->host_gid)) {
+                        free(real);
+                        continue;
+                }
                 if (j->n_paths >= JAIL_MAX_PATHS) {
                         free(real);
                         return err_set(err, CODECELL_ERR_INVALID, E2BIG,
@@ -224,16 +250,16 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
         j->options.fs_allow = j->options.fs_read_allow = NULL;
         if (check_options(&j->options, err) < 0)
                 goto fail;
-        if (add_paths(j, options ? options->fs_allow : NULL, "fs_allow", err) < 0)
-                goto fail;
-        size_t n_read_write = j->n_paths;
-        if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", err) < 0)
-                goto fail;
         j->parent = getpid();
         j->privileged = geteuid() == 0;
         /* Never root on the host: a root caller's child runs as nobody. */
         j->host_uid = j->privileged ? 65534 : geteuid();
         j->host_gid = j->privileged ? 65534 : getegid();
+        if (add_paths(j, options ? options->fs_allow : NULL, "fs_allow", err) < 0)
+                goto fail;
+        size_t n_read_write = j->n_paths;
+        if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", err) < 0)
+                goto fail;
         add_layer(j, "user_namespace,mount_namespace,pid_namespace,ipc_namespace,uts_namespace");
         if (!j->options.network)
                 add_layer(j, "network_namespace");

@@ -56,9 +56,31 @@ module CodeCell
         end
         native = Native::Jail.new((limits[:timeout] * 1000).ceil, (limits[:cpu_timeout] * 1000).ceil,
                                   (limits[:memory_mb] * 1024 * 1024).ceil, paths(fs_allow, "fs_allow"),
-                                  paths(fs_read_allow, "fs_read_allow"), network ? true : false, policy)
+                                  paths(fs_read_allow, "fs_read_allow") + runtime_paths,
+                                  network ? true : false, policy)
         native.warnings.each { |w| warn_once(w) }
         native
+      end
+
+      # The seed's implicit read-only paths (the C library grants them).
+      SYSTEM = %w[/usr /lib /lib64 /proc /dev /etc /run/systemd].freeze
+
+      # Ruby's own libraries ($LOAD_PATH, the gem homes), read-only, so that a file the block
+      # requires late is found wherever this Ruby and its gems are installed, as the seed's
+      # system paths do for a Ruby under /usr.
+      def runtime_paths
+        dirs = ($LOAD_PATH.map(&:to_s) + Gem.path).filter_map do |d|
+          next unless File.directory?(d)
+
+          home = Gem.path.find { |g| d.start_with?("#{g}/") }
+          File.realpath(home || d)
+        end.uniq
+        kept = dirs.reject { |d| inside?(d, SYSTEM) }
+        kept.reject { |d| inside?(d, kept - [d]) }
+      end
+
+      def inside?(dir, roots)
+        roots.any? { |r| dir == r || dir.start_with?("#{r.chomp("/")}/") }
       end
 
       def paths(list, name)
