@@ -73,6 +73,7 @@ bench: bootstrap build
 	$(BUILD)/session
 	CODECELL_BIN=$(BUILD)/codecell bench/codemode
 	$(BUILD)/mcp
+	bench/jail.sh
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -3,6 +3,7 @@
  * as nobody (tests/CMakeLists.txt). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -400,11 +401,28 @@ static void test_bad_options(void)
         CHECK(codecell_jail_run(&o, NULL, NULL, &r, &err) == -EINVAL);
 }
 
+/* The bindings lay these structs out themselves (Python's ctypes): their layout is ABI. */
+static void test_layouts(void)
+{
+        CHECK(sizeof(codecell_jail_options) == 96);
+        CHECK(offsetof(codecell_jail_options, fs_allow) == 40);
+        CHECK(offsetof(codecell_jail_options, network) == 56);
+        CHECK(offsetof(codecell_jail_options, on_unsupported) == 60);
+        CHECK(offsetof(codecell_jail_options, reserved) == 64);
+        CHECK(sizeof(codecell_jail_result) == 88);
+        CHECK(offsetof(codecell_jail_result, data) == 16);
+        CHECK(offsetof(codecell_jail_result, memory_peak_bytes) == 48);
+        CHECK(CODECELL_JAIL_CRASHED == 5 && CODECELL_JAIL_UNSUPPORTED == 6);
+        CHECK_STR(codecell_jail_outcome_name(CODECELL_JAIL_FILESYSTEM), "filesystem");
+        CHECK_STR(codecell_jail_outcome_name((codecell_jail_outcome)99), "unknown");
+}
+
 int main(int argc, char **argv)
 {
         (void)argc;
         (void)argv;
         /* No process of a jail may outlive its run: each test ends with none left. */
+        test_layouts();
         test_value();
         test_raised();
         test_timeouts();
