@@ -500,8 +500,11 @@ typedef struct codecell_jail_options {
 typedef struct codecell_jail_result {
         codecell_jail_outcome outcome;
         bool cpu;       /* TIMEOUT: the CPU budget (else the wall clock) */
-        int signal;     /* the signal that ended the child, or 0 */
-        int exit_code;  /* its exit code when it exited, else -1 */
+        /* How the jailed process ended, when the outcome comes from the kernel's account
+         * (TIMEOUT, MEMORY, CRASHED): the signal that ended it or 0, its exit code or -1. Once
+         * an answer is complete the process is killed (docs/jail.md), and these say nothing. */
+        int signal;
+        int exit_code;
         char *data;     /* what the function handed back (malloc'd; NULL when nothing) */
         size_t len;
         double duration_ms;

@@ -258,6 +258,7 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
         if (add_paths(j, options ? options->fs_allow : NULL, "fs_allow", err) < 0)
                 goto fail;
         size_t n_read_write = j->n_paths;
+        j->n_read_write = n_read_write;
         if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", err) < 0)
                 goto fail;
         add_layer(j, "user_namespace,mount_namespace,pid_namespace,ipc_namespace,uts_namespace");
@@ -286,6 +287,12 @@ fail:
         return NULL;
 }
 
+void jail_netns_give_back(int fd)
+{
+        if (fd >= 0)
+                netns_stock_give_back(&netns_stock, fd);
+}
+
 static void close_fd(int *fd)
 {
         if (*fd >= 0)
@@ -301,8 +308,7 @@ void codecell_jail_free(codecell_jail *j)
                       &j->answer[0], &j->answer[1], &j->null_fd, &j->alive[0], &j->alive[1]};
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 close_fd(fds[i]);
-        if (j->netns_fd >= 0)
-                netns_stock_give_back(&netns_stock, j->netns_fd);
+        jail_netns_give_back(j->netns_fd);
         if (j->has_cgroup)
                 j->cgroup.backend->destroy(&j->cgroup);
         for (size_t i = 0; i < j->n_paths; i++)

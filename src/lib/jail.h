@@ -52,6 +52,7 @@ struct codecell_jail {
         codecell_jail_options options; /* the lists point into paths */
         char *paths[JAIL_MAX_PATHS];   /* resolved, existing */
         size_t n_paths;
+        size_t n_read_write;           /* the first n_paths of them */
         pid_t parent;
         uid_t host_uid; /* the child's uid on the host */
         gid_t host_gid;
@@ -87,6 +88,12 @@ int jail_enter_walls(struct codecell_jail *j);
 _Noreturn void jail_keep(struct codecell_jail *j, pid_t jailed);
 /* All three, with fork(2) between: returns 0 in the jailed process only. */
 int jail_enter(struct codecell_jail *j);
+
+/* jail_reaper.c: collects the keeper, the cgroup and the network namespace of a jail whose
+ * answer is in hand, on a thread of its own. False when it cannot (the caller then waits). */
+bool jail_reaper_add(struct codecell_jail *j, pid_t keeper);
+/* jail.c: a network namespace back to the stock (-1: nothing). */
+void jail_netns_give_back(int fd);
 
 /* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
 int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);

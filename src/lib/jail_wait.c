@@ -41,7 +41,26 @@ struct watch {
         /* kills */
         double killed_at; /* 0: not killed */
         bool wall, cpu;
+        /* The answer is complete and the jailed process killed: the rest is collected on the
+         * reaper's thread (jail_reaper.c). */
+        bool early;
 };
+
+static bool answer_complete(const struct watch *w)
+{
+        return w->head_got == sizeof(w->head) && w->head.magic == JAIL_ANSWER_MAGIC &&
+               w->head.len == w->data_got && !w->over;
+}
+
+/* Once the answer is complete nothing more is wanted of the jailed process; it is killed at
+ * once (with everything it started) and the caller need not wait for the kernel to tear it
+ * and the keeper down, unless the jail could write to the host or reach the network: then
+ * the caller returns only once nothing of it runs any more. */
+static bool may_leave_early(const struct watch *w)
+{
+        return answer_complete(w) && w->jailed > 0 && w->killed_at == 0 &&
+               w->j->n_read_write == 0 && !w->j->options.network;
+}
 
 static int write_id_maps(const struct codecell_jail *j, pid_t pid, codecell_error *err)
 {
@@ -209,6 +228,11 @@ static int supervise(struct watch *w, codecell_error *err)
                         read_answer(w);
                 if (w->killed_at == 0)
                         check_cpu(w);
+                if (may_leave_early(w)) {
+                        kill(w->jailed, SIGKILL);
+                        w->early = true;
+                        return 0;
+                }
         }
         return 0;
 }
@@ -232,8 +256,7 @@ static void classify(struct watch *w, codecell_jail_result *ret)
         int st = w->jailed_status;
         ret->signal = w->ended && WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         ret->exit_code = w->ended && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        bool complete = w->head_got == sizeof(w->head) && w->head.magic == JAIL_ANSWER_MAGIC &&
-                        w->head.len == w->data_got &&
+        bool complete = answer_complete(w) &&
                         (w->head.outcome == CODECELL_JAIL_VALUE ||
                          w->head.outcome == CODECELL_JAIL_RAISED ||
                          w->head.outcome == CODECELL_JAIL_FILESYSTEM ||
@@ -287,10 +310,17 @@ int codecell_jail_wait(codecell_jail *j, int pid, codecell_jail_result *ret, cod
                 /* The jailed process dies with the keeper (parent-death signal). */
         }
         int keeper_status = 0;
+        if (r == 0 && w.early) {
+                classify(&w, ret);
+                if (jail_reaper_add(j, pid)) {
+                        ret->duration_ms = now_ms() - start;
+                        goto out;
+                }
+        }
         while (waitpid(pid, &keeper_status, 0) < 0 && errno == EINTR)
                 ;
         ret->duration_ms = now_ms() - start;
-        if (r < 0)
+        if (r < 0 || w.early)
                 goto out;
         if (w.failed.type == JAIL_FAILED) {
                 r = err_set(err, w.failed.unsupported ? CODECELL_ERR_UNSUPPORTED : CODECELL_ERR_SYSTEM,

@@ -58,7 +58,10 @@ ruby)
 
         ;;
 python)
-        (cd "$copy" && python3 -m venv --system-site-packages "$work/v" &&
+        # nobody runs the system's Python: one under /root (pyenv) is out of its reach.
+        py=python3
+        [ "$mode" = unprivileged ] && [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+        (cd "$copy" && "$py" -m venv --system-site-packages "$work/v" &&
                 "$work/v/bin/pip" install -q --no-index --no-build-isolation bindings/python)
         rm -rf "$copy"
         cd "$work"

@@ -166,7 +166,9 @@ class Jail(unittest.TestCase):
         made, err = codecell.jail(bomb, timeout=60)
         self.assertEqual(err, 11)  # EAGAIN
         self.assertTrue(10 < made < 64, made)
-        self.assertEqual(descendants(), 0)
+        # Killed with the jail's PID 1 as the answer came; the kernel's teardown and the
+        # reaping are the library's, on a thread of its own (docs/jail.md).
+        wait_until(lambda: descendants() == 0)
 
     def test_the_parents_threads_keep_running(self):
         ticks = [0]
