@@ -116,6 +116,8 @@ module CodeCell
           nil
         end
         native.keep(pid)
+      ensure
+        exit!(1) # only on a Ruby exception: never the caller's at_exit handlers in a child
       end
 
       # The jailed process: never returns.
