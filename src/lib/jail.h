@@ -1,8 +1,9 @@
 /* The jail (codecell_jail_* in codecell.h): a caller's function in a forked child behind the
  * walls of a sandbox. Three processes take part:
  *   parent  the caller; prepares everything (jail.c), then supervises (jail_wait.c);
- *   keeper  what the caller's fork made: makes the namespaces, has the parent write the id
- *           maps, forks the jailed process and stays outside as its reaper (jail_child.c);
+ *   keeper  what the caller's fork made: makes the namespaces and maps its ids, waits for
+ *           the parent to move it into the cgroup, forks the jailed process and stays
+ *           outside as its reaper (jail_child.c);
  *   jailed  PID 1 of the new pid namespace: builds the last walls and runs the function.
  * The keeper and the jailed process report to the parent in fixed records on a pipe
  * (struct jail_record); the function's answer travels on a second pipe. */
@@ -25,7 +26,6 @@
 
 enum jail_record_type {
         JAIL_FAILED = 1, /* set-up failed in the keeper or the jailed process */
-        JAIL_UNSHARED,   /* the keeper has its namespaces: the parent writes the id maps */
         JAIL_STARTED,    /* the jailed process's host pid */
         JAIL_ENDED,      /* how the jailed process ended, from its reaper */
 };
@@ -67,7 +67,7 @@ struct codecell_jail {
         int netns_fd; /* a recycled empty network namespace to join, or -1 */
         /* pipes: [0] read, [1] write */
         int report[2]; /* keeper/jailed -> parent: jail_record */
-        int go[2];     /* parent -> keeper: one byte once the id maps are written */
+        int go[2];     /* parent -> keeper: one byte once it is in the cgroup */
         int answer[2]; /* jailed -> parent: jail_answer_head + data */
         int alive[2];  /* keeper -> jailed: EOF when the keeper is gone */
         int null_fd;   /* /dev/null, opened in the parent */

@@ -175,6 +175,37 @@ static _Noreturn void keep(struct codecell_jail *j, pid_t jailed, int keeper_ali
         _exit(0);
 }
 
+/* Writes text to one of the keeper's own /proc files. */
+static void write_own(const struct codecell_jail *j, const char *name, const char *text)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/%s", name);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+                fail(j, false, errno, "user namespace: write /proc/self/", name);
+        close(fd);
+}
+
+/* The keeper maps its own ids, one each, the same inside as on the host (the function sees its
+ * real uid): what any unprivileged process may do in the namespace it just made, so that the
+ * parent has no part in it. */
+static void map_own_ids(const struct codecell_jail *j)
+{
+        char map[64];
+        /* Who changed uid is not dumpable, and its /proc files are the host root's: dumpable
+         * for the writes, and not again after (another process of nobody's could otherwise
+         * ptrace a copy of a root caller's memory). */
+        if (j->privileged && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+                fail(j, false, errno, "dumpable", NULL);
+        write_own(j, "setgroups", "deny");
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)j->host_uid, (unsigned)j->host_uid);
+        write_own(j, "uid_map", map);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)j->host_gid, (unsigned)j->host_gid);
+        write_own(j, "gid_map", map);
+        if (j->privileged && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                fail(j, false, errno, "dumpable", NULL);
+}
+
 int jail_enter_namespaces(struct codecell_jail *j)
 {
         close(j->report[0]);
@@ -194,6 +225,18 @@ int jail_enter_namespaces(struct codecell_jail *j)
         } else if (!j->options.network) {
                 flags |= CLONE_NEWNET;
         }
+        if (j->privileged) {
+                /* A root caller's keeper becomes nobody before it makes its namespaces, with no
+                 * supplementary group. Raw system calls: glibc's set*id() would signal the
+                 * caller's other threads, which do not exist here. */
+                if (syscall(SYS_setgroups, 0, NULL) < 0)
+                        fail(j, false, errno, "clear supplementary groups", NULL);
+                if (syscall(SYS_setresgid, j->host_gid, j->host_gid, j->host_gid) < 0 ||
+                    syscall(SYS_setresuid, j->host_uid, j->host_uid, j->host_uid) < 0)
+                        fail(j, false, errno, "switch to the jail's uid", NULL);
+                /* The uid change cleared the parent-death signal. */
+                die_with_parent(j, j->report[1], POLLOUT);
+        }
         if (unshare(flags) < 0) {
                 int e = errno;
                 /* EINVAL: more than one thread; EPERM, ENOSPC, EUSERS: user namespaces are
@@ -203,23 +246,14 @@ int jail_enter_namespaces(struct codecell_jail *j)
                                  : "new namespaces (user namespaces unavailable?)",
                      NULL);
         }
-        report(j, JAIL_UNSHARED, 0, 0);
+        map_own_ids(j);
+        /* One byte once the parent has moved the keeper into the jail's cgroup (written at
+         * once when there is none): the jailed process must be born there. */
         char byte;
         if (read(j->go[0], &byte, 1) != 1)
                 _exit(KEEPER_FAILED);
         close(j->go[0]);
         j->go[0] = -1;
-        /* Raw system calls: glibc's set*id() would signal the caller's other threads, which do
-         * not exist here. The keeper's host uid is not mapped (or is the one mapped, when the
-         * caller is not root): either way it keeps the namespace's capabilities across the
-         * switch; they are dropped in the jailed process. */
-        if (j->privileged && syscall(SYS_setgroups, 0, NULL) < 0)
-                fail(j, false, errno, "clear supplementary groups", NULL);
-        if (syscall(SYS_setresgid, j->host_gid, j->host_gid, j->host_gid) < 0 ||
-            syscall(SYS_setresuid, j->host_uid, j->host_uid, j->host_uid) < 0)
-                fail(j, false, errno, "switch to the jail's uid", NULL);
-        /* The uid change cleared the parent-death signal. */
-        die_with_parent(j, j->report[1], POLLOUT);
         if (sethostname("codecell", 8) < 0)
                 fail(j, false, errno, "sethostname", NULL);
         if (pipe2(j->alive, O_CLOEXEC) < 0)

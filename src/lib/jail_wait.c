@@ -62,28 +62,6 @@ static bool may_leave_early(const struct watch *w)
                w->j->n_read_write == 0 && !w->j->options.network;
 }
 
-static int write_id_maps(const struct codecell_jail *j, pid_t pid, codecell_error *err)
-{
-        char path[64], map[64];
-        int r;
-        if (!j->privileged) {
-                /* An unprivileged writer of gid_map must first give up setgroups(). */
-                snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
-                if ((r = write_file(path, "deny")) < 0)
-                        return err_sys(err, -r, "jail: %s", path);
-        }
-        /* One id, the same inside as on the host: the function sees its real uid. */
-        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)j->host_uid, (unsigned)j->host_uid);
-        if ((r = write_file(path, map)) < 0)
-                return err_sys(err, -r, "jail: %s", path);
-        snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)j->host_gid, (unsigned)j->host_gid);
-        if ((r = write_file(path, map)) < 0)
-                return err_sys(err, -r, "jail: %s", path);
-        return 0;
-}
-
 static void kill_child(struct watch *w)
 {
         if (w->killed_at == 0)
@@ -93,12 +71,11 @@ static void kill_child(struct watch *w)
         kill(w->jailed > 0 ? w->jailed : w->keeper, SIGKILL);
 }
 
-/* The keeper is ready for its id maps and cgroup; then it may go on. */
+/* Into the jail's cgroup before it forks the jailed process, while it makes its namespaces;
+ * then it may go on. */
 static int release_keeper(struct watch *w, codecell_error *err)
 {
-        int r = write_id_maps(w->j, w->keeper, err);
-        if (r == 0)
-                r = jail_cgroup_attach(w->j, w->keeper, err);
+        int r = jail_cgroup_attach(w->j, w->keeper, err);
         if (r == 0 && pipe_write(w->j->go[1], "g", 1) != 1)
                 r = err_sys(err, errno, "jail: release the child");
         close(w->j->go[1]);
@@ -106,7 +83,7 @@ static int release_keeper(struct watch *w, codecell_error *err)
         return r;
 }
 
-static int read_report(struct watch *w, codecell_error *err)
+static int read_report(struct watch *w)
 {
         struct jail_record rec;
         ssize_t n = read(w->report_fd, &rec, sizeof(rec));
@@ -120,8 +97,6 @@ static int read_report(struct watch *w, codecell_error *err)
                 return 0; /* records are written whole; anything else is not ours */
         rec.what[sizeof(rec.what) - 1] = '\0';
         switch (rec.type) {
-        case JAIL_UNSHARED:
-                return release_keeper(w, err);
         case JAIL_FAILED:
                 if (w->failed.type == 0)
                         w->failed = rec;
@@ -220,7 +195,7 @@ static int supervise(struct watch *w, codecell_error *err)
                 if (n < 0 && errno != EINTR)
                         return err_sys(err, errno, "jail: poll");
                 if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
-                    read_report(w, err) < 0) {
+                    read_report(w) < 0) {
                         kill_child(w);
                         return -1;
                 }
@@ -304,7 +279,9 @@ int codecell_jail_wait(codecell_jail *j, int pid, codecell_jail_result *ret, cod
                           .report_fd = j->report[0],
                           .answer_fd = j->answer[0]};
         (void)fcntl(w.answer_fd, F_SETFL, O_NONBLOCK);
-        int r = supervise(&w, err);
+        int r = release_keeper(&w, err);
+        if (r == 0)
+                r = supervise(&w, err);
         if (r < 0) {
                 kill(pid, SIGKILL);
                 /* The jailed process dies with the keeper (parent-death signal). */
