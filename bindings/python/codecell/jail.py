@@ -11,7 +11,9 @@ import json
 import os
 import pickle
 import signal
+import site
 import sys
+import sysconfig
 import threading
 import traceback
 import warnings
@@ -178,13 +180,17 @@ _SYSTEM = ("/usr", "/lib", "/lib64", "/proc", "/dev", "/etc", "/run/systemd")
 
 
 def _runtime_paths():
-    """Python's own libraries (sys.path: the standard library, site-packages), read-only, so
-    that a module the function imports late is found wherever this Python is installed (a
-    pyenv, a virtualenv), as the seed's system paths do for an interpreter under /usr."""
+    """Python's own installation (its standard library, lib-dynload) and its site-packages,
+    read-only, so that a module the function imports late is found wherever this Python is
+    installed (a pyenv, a virtualenv), as the seed's system paths do for a Python under /usr.
+    Not the rest of sys.path: the script's folder (an application's root, with its secrets) is
+    granted only by fs_read_allow."""
     dirs = set()
-    for p in sys.path:
-        if p and os.path.exists(p):
-            dirs.add(os.path.realpath(p))
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        dirs.add(sysconfig.get_paths().get(key))
+    dirs.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    dirs.add(site.getusersitepackages() if hasattr(site, "getusersitepackages") else None)
+    dirs = {os.path.realpath(d) for d in dirs if d and os.path.isdir(d)}
     inside = lambda d, roots: any(d == r or d.startswith(r.rstrip("/") + "/") for r in roots)
     kept = [d for d in sorted(dirs) if not inside(d, _SYSTEM)]
     return [d for d in kept if not inside(d, [k for k in kept if k != d])]

@@ -106,6 +106,13 @@ class Jail(unittest.TestCase):
         with self.assertRaises(codecell.FilesystemError):  # world-readable, in no list
             codecell.jail(read, os.path.join(d, "data"))
         self.assertEqual(codecell.jail(read, os.path.join(d, "data"), fs_read_allow=[d]), "secret")
+        # a folder on sys.path (an application's root) is not granted by being there
+        sys.path.insert(0, d)
+        try:
+            with self.assertRaises(codecell.FilesystemError):
+                codecell.jail(read, os.path.join(d, "data"))
+        finally:
+            sys.path.remove(d)
 
     def test_writing_outside_fs_allow(self):
         def write(path):

@@ -97,6 +97,11 @@ class TestJail < Minitest::Test
       File.chmod(0o644, "#{dir}/data")
       assert_raises(CodeCell::FilesystemError) { CodeCell.jail { File.read("#{dir}/data") } }
       assert_equal "secret", CodeCell.jail(fs_read_allow: [dir]) { File.read("#{dir}/data") }
+      # a folder on $LOAD_PATH (an application's lib, its root) is not granted by being there
+      $LOAD_PATH.unshift(dir)
+      assert_raises(CodeCell::FilesystemError) { CodeCell.jail { File.read("#{dir}/data") } }
+    ensure
+      $LOAD_PATH.delete(dir)
     end
   end
 

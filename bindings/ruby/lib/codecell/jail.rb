@@ -65,16 +65,21 @@ module CodeCell
       # The seed's implicit read-only paths (the C library grants them).
       SYSTEM = %w[/usr /lib /lib64 /proc /dev /etc /run/systemd].freeze
 
-      # Ruby's own libraries ($LOAD_PATH, the gem homes), read-only, so that a file the block
-      # requires late is found wherever this Ruby and its gems are installed, as the seed's
-      # system paths do for a Ruby under /usr.
+      # Ruby's own installation (its library folders) and the gem homes, read-only, so that a
+      # file the block requires late is found wherever this Ruby and its gems are installed, as
+      # the seed's system paths do for a Ruby under /usr. Not the rest of $LOAD_PATH: a folder
+      # of the application's own (its root, with its secrets) is granted only by fs_read_allow.
       def runtime_paths
-        dirs = ($LOAD_PATH.map(&:to_s) + Gem.path).filter_map do |d|
-          next unless File.directory?(d)
+        key = Gem.path.hash
+        return @runtime_paths[1] if @runtime_paths&.first == key
 
-          home = Gem.path.find { |g| d.start_with?("#{g}/") }
-          File.realpath(home || d)
-        end.uniq
+        @runtime_paths = [key, find_runtime_paths]
+        @runtime_paths[1]
+      end
+
+      def find_runtime_paths
+        dirs = (%w[rubylibprefix rubyarchprefix sitedir vendordir].map { |k| RbConfig::CONFIG[k] } + Gem.path)
+               .compact.select { |d| File.directory?(d) }.map { |d| File.realpath(d) }.uniq
         kept = dirs.reject { |d| inside?(d, SYSTEM) }
         kept.reject { |d| inside?(d, kept - [d]) }
       end
