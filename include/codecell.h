@@ -492,20 +492,20 @@ typedef struct codecell_jail_options {
          * NULL. A path that does not exist is left out, as the seed does. At most 64 in all. */
         const char *const *fs_allow;      /* read and write beneath each */
         const char *const *fs_read_allow; /* read beneath each */
-        bool network;          /* true: the host's network (and inet sockets); false: none */
+        bool network; /* true: the host's network (and inet sockets); false: none */
         codecell_policy on_unsupported; /* a host without Landlock or a cgroup */
         void *reserved[4];              /* zero */
 } codecell_jail_options;
 
 typedef struct codecell_jail_result {
         codecell_jail_outcome outcome;
-        bool cpu;       /* TIMEOUT: the CPU budget (else the wall clock) */
+        bool cpu; /* TIMEOUT: the CPU budget (else the wall clock) */
         /* How the jailed process ended, when the outcome comes from the kernel's account
          * (TIMEOUT, MEMORY, CRASHED): the signal that ended it or 0, its exit code or -1. Once
          * an answer is complete the process is killed (docs/jail.md), and these say nothing. */
         int signal;
         int exit_code;
-        char *data;     /* what the function handed back (malloc'd; NULL when nothing) */
+        char *data; /* what the function handed back (malloc'd; NULL when nothing) */
         size_t len;
         double duration_ms;
         double cpu_ms;

@@ -26,11 +26,11 @@
 
 /* The seed's implicit read-only paths (agent_jail's SYSTEM_READ_PATHS), so that an
  * interpreter keeps working in the child. */
-static const char *const system_read_paths[] = {"/usr", "/lib",  "/lib64",       "/proc",
+static const char *const system_read_paths[] = {"/usr", "/lib", "/lib64",       "/proc",
                                                 "/dev", "/etc", "/run/systemd", NULL};
 /* Devices every program expects to write to. */
-static const char *const devices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
-                                      "/dev/urandom", NULL};
+static const char *const devices[] = {"/dev/null",   "/dev/zero",    "/dev/full",
+                                      "/dev/random", "/dev/urandom", NULL};
 
 /* The filters, compiled once per process (without and with the network). */
 static pthread_once_t seccomp_once = PTHREAD_ONCE_INIT;
@@ -136,8 +136,8 @@ static int add_paths(struct codecell_jail *j, const char *const *list, const cha
                 if (!real && (errno == ENOENT || errno == ENOTDIR))
                         continue;
                 if (!real)
-                        return err_sys(err, errno, "jail: %s %.*s", what,
-                                       utf8_prefix(list[i], 200), list[i]);
+                        return err_sys(err, errno, "jail: %s %.*s", what, utf8_prefix(list[i], 200),
+                                       list[i]);
                 if (!reachable(real, j->host_uid, j->host_gid)) {
                         free(real);
                         continue;
@@ -304,8 +304,8 @@ void codecell_jail_free(codecell_jail *j)
 {
         if (!j)
                 return;
-        int *fds[] = {&j->report[0], &j->report[1], &j->go[0], &j->go[1],
-                      &j->answer[0], &j->answer[1], &j->null_fd, &j->alive[0], &j->alive[1]};
+        int *fds[] = {&j->report[0], &j->report[1], &j->go[0],    &j->go[1],   &j->answer[0],
+                      &j->answer[1], &j->null_fd,   &j->alive[0], &j->alive[1]};
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 close_fd(fds[i]);
         jail_netns_give_back(j->netns_fd);
@@ -371,9 +371,8 @@ int codecell_jail_answer(codecell_jail *j, codecell_jail_outcome outcome, const 
         if (j->answered)
                 return -EALREADY;
         j->answered = true;
-        struct jail_answer_head head = {.magic = JAIL_ANSWER_MAGIC,
-                                        .outcome = (uint32_t)outcome,
-                                        .len = data ? len : 0};
+        struct jail_answer_head head = {
+                .magic = JAIL_ANSWER_MAGIC, .outcome = (uint32_t)outcome, .len = data ? len : 0};
         /* The parent may have gone (or stopped reading past answer_bytes): EPIPE, not
          * SIGPIPE. */
         if (pipe_write(j->answer[1], &head, sizeof(head)) != (ssize_t)sizeof(head))

@@ -52,7 +52,7 @@ struct codecell_jail {
         codecell_jail_options options; /* the lists point into paths */
         char *paths[JAIL_MAX_PATHS];   /* resolved, existing */
         size_t n_paths;
-        size_t n_read_write;           /* the first n_paths of them */
+        size_t n_read_write; /* the first n_paths of them */
         pid_t parent;
         uid_t host_uid; /* the child's uid on the host */
         gid_t host_gid;

@@ -31,8 +31,8 @@
 static _Noreturn void fail(const struct codecell_jail *j, bool unsupported, int errno_value,
                            const char *what, const char *path)
 {
-        struct jail_record rec = {.type = JAIL_FAILED, .errno_value = errno_value,
-                                  .unsupported = unsupported};
+        struct jail_record rec = {
+                .type = JAIL_FAILED, .errno_value = errno_value, .unsupported = unsupported};
         size_t n = strlen(what);
         if (n > sizeof(rec.what) - 1)
                 n = sizeof(rec.what) - 1;

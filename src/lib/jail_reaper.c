@@ -83,8 +83,10 @@ bool jail_reaper_add(struct codecell_jail *j, pid_t keeper)
         struct leftover *l = malloc(sizeof(*l));
         if (!l)
                 return false;
-        *l = (struct leftover){.keeper = keeper, .has_cgroup = j->has_cgroup,
-                               .cgroup = j->cgroup, .netns_fd = j->netns_fd};
+        *l = (struct leftover){.keeper = keeper,
+                               .has_cgroup = j->has_cgroup,
+                               .cgroup = j->cgroup,
+                               .netns_fd = j->netns_fd};
         pthread_once(&atfork_once, register_atfork);
         pthread_mutex_lock(&lock);
         if (!started) {

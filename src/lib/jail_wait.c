@@ -83,18 +83,18 @@ static int release_keeper(struct watch *w, codecell_error *err)
         return r;
 }
 
-static int read_report(struct watch *w)
+static void read_report(struct watch *w)
 {
         struct jail_record rec;
         ssize_t n = read(w->report_fd, &rec, sizeof(rec));
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
-                return 0;
+                return;
         if (n <= 0) {
                 w->report_fd = -1;
-                return 0;
+                return;
         }
         if (n != (ssize_t)sizeof(rec))
-                return 0; /* records are written whole; anything else is not ours */
+                return; /* records are written whole; anything else is not ours */
         rec.what[sizeof(rec.what) - 1] = '\0';
         switch (rec.type) {
         case JAIL_FAILED:
@@ -113,7 +113,6 @@ static int read_report(struct watch *w)
                 w->jailed_status = rec.wait_status;
                 break;
         }
-        return 0;
 }
 
 static void read_answer(struct watch *w)
@@ -194,11 +193,8 @@ static int supervise(struct watch *w, codecell_error *err)
                 int n = poll(p, 2, wait_ms);
                 if (n < 0 && errno != EINTR)
                         return err_sys(err, errno, "jail: poll");
-                if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
-                    read_report(w) < 0) {
-                        kill_child(w);
-                        return -1;
-                }
+                if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+                        read_report(w);
                 if (n > 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
                         read_answer(w);
                 if (w->killed_at == 0)
@@ -231,11 +227,10 @@ static void classify(struct watch *w, codecell_jail_result *ret)
         int st = w->jailed_status;
         ret->signal = w->ended && WIFSIGNALED(st) ? WTERMSIG(st) : 0;
         ret->exit_code = w->ended && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        bool complete = answer_complete(w) &&
-                        (w->head.outcome == CODECELL_JAIL_VALUE ||
-                         w->head.outcome == CODECELL_JAIL_RAISED ||
-                         w->head.outcome == CODECELL_JAIL_FILESYSTEM ||
-                         w->head.outcome == CODECELL_JAIL_MEMORY);
+        bool complete = answer_complete(w) && (w->head.outcome == CODECELL_JAIL_VALUE ||
+                                               w->head.outcome == CODECELL_JAIL_RAISED ||
+                                               w->head.outcome == CODECELL_JAIL_FILESYSTEM ||
+                                               w->head.outcome == CODECELL_JAIL_MEMORY);
         if (complete) {
                 ret->outcome = (codecell_jail_outcome)w->head.outcome;
                 ret->data = steal_data(w);
@@ -246,8 +241,7 @@ static void classify(struct watch *w, codecell_jail_result *ret)
         } else if (stats.oom_kills > 0) {
                 ret->outcome = CODECELL_JAIL_MEMORY;
         } else if (ret->signal == SIGXCPU ||
-                   (ret->signal == SIGKILL &&
-                    w->cpu_ms + 1000 >= (double)w->j->options.cpu_ms)) {
+                   (ret->signal == SIGKILL && w->cpu_ms + 1000 >= (double)w->j->options.cpu_ms)) {
                 /* RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one. */
                 ret->outcome = CODECELL_JAIL_TIMEOUT;
                 ret->cpu = true;
@@ -300,10 +294,10 @@ int codecell_jail_wait(codecell_jail *j, int pid, codecell_jail_result *ret, cod
         if (r < 0 || w.early)
                 goto out;
         if (w.failed.type == JAIL_FAILED) {
-                r = err_set(err, w.failed.unsupported ? CODECELL_ERR_UNSUPPORTED : CODECELL_ERR_SYSTEM,
-                            w.failed.errno_value ? w.failed.errno_value : EIO,
-                            "jail set-up: %s: %s", w.failed.what,
-                            strerror(w.failed.errno_value ? w.failed.errno_value : EIO));
+                r = err_set(
+                        err, w.failed.unsupported ? CODECELL_ERR_UNSUPPORTED : CODECELL_ERR_SYSTEM,
+                        w.failed.errno_value ? w.failed.errno_value : EIO, "jail set-up: %s: %s",
+                        w.failed.what, strerror(w.failed.errno_value ? w.failed.errno_value : EIO));
                 goto out;
         }
         if (w.over) {

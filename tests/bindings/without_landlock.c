@@ -18,7 +18,8 @@ int main(int argc, char **argv)
                                "landlock_restrict_self"};
         for (size_t i = 0; ctx && i < sizeof(calls) / sizeof(calls[0]); i++) {
                 int nr = seccomp_syscall_resolve_name(calls[i]);
-                if (nr == __NR_SCMP_ERROR || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0) < 0) {
+                if (nr == __NR_SCMP_ERROR ||
+                    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0) < 0) {
                         fprintf(stderr, "without_landlock: cannot filter %s\n", calls[i]);
                         return 1;
                 }
