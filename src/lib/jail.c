@@ -101,9 +101,9 @@ static int check_options(codecell_jail_options *o, codecell_error *err)
         return 0;
 }
 
-/* Whether the child (uid, gid, no supplementary group) may search every folder down to path,
- * by the mode bits. A root caller's child is nobody: a folder under /root is out of its reach
- * whatever Landlock grants, and opening it for the rule would fail the set-up. */
+/* Whether the child of a root caller (nobody, no supplementary group) may search every folder
+ * down to path, by the mode bits: a folder under /root is out of its reach whatever Landlock
+ * grants, and opening it for the rule would fail the set-up. */
 static bool reachable(const char *path, uid_t uid, gid_t gid)
 {
         char dir[PATH_MAX];
@@ -138,7 +138,9 @@ static int add_paths(struct codecell_jail *j, const char *const *list, const cha
                 if (!real)
                         return err_sys(err, errno, "jail: %s %.*s", what, utf8_prefix(list[i], 200),
                                        list[i]);
-                if (!reachable(real, j->host_uid, j->host_gid)) {
+                /* A caller that is not root has the child's own ids and groups: realpath
+                 * reaching the path is the answer. */
+                if (j->privileged && !reachable(real, j->host_uid, j->host_gid)) {
                         free(real);
                         continue;
                 }
