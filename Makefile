@@ -74,6 +74,7 @@ bench: bootstrap build
 	CODECELL_BIN=$(BUILD)/codecell bench/codemode
 	$(BUILD)/mcp
 	CODECELL_BIN=$(BUILD)/codecell bench/proxy
+	bench/jail.sh
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz

@@ -470,6 +470,125 @@ typedef struct codecell_layer_report {
  * filled (< 0 on failure). */
 CODECELL_API int codecell_host_check(codecell_layer_report *reports, size_t max);
 
+
+/* ---- jail: a caller's own function in a forked child ----------------------------------- */
+
+/* The seed agent_jail's run(), in C: the caller's function runs in a forked child of the
+ * calling process (a snapshot of its memory: loaded libraries, open objects, closures) behind
+ * codecell's walls, and the caller gets back the bytes the function handed over, or a typed
+ * outcome. docs/jail.md has the walls and what the child shares with its parent.
+ *
+ * Walls, applied in the child before the function's first instruction: new user, pid, mount,
+ * IPC, UTS and (unless network) network namespaces; the child runs as the caller's uid, or as
+ * nobody (65534) when the caller is root, with no capability anywhere; no_new_privs; the
+ * seccomp filter of a cell that allows subprocesses (no new namespaces, mounts, ptrace, bpf …;
+ * without network, no socket but AF_UNIX); Landlock granting only fs_allow (read-write),
+ * fs_read_allow and the seed's system paths (read-only), at their own host paths; a fresh
+ * /proc; memory and process limits in a cgroup (v2, or v1 on hybrid hosts) or by rlimits; a
+ * wall clock and a CPU budget enforced from the parent; every fd but the answer's pointing at
+ * /dev/null. Thread-safe; see "Threads" in docs/jail.md for what only the calling thread
+ * existing in the child means for the function. */
+
+typedef enum codecell_jail_outcome {
+        CODECELL_JAIL_VALUE = 0,   /* the function handed back its value (data) */
+        CODECELL_JAIL_RAISED,      /* the function reported an error of its own (data) */
+        CODECELL_JAIL_TIMEOUT,     /* killed at the wall clock, or (cpu) at the CPU budget */
+        CODECELL_JAIL_MEMORY,      /* the memory limit: killed by it, or reported by the function */
+        CODECELL_JAIL_FILESYSTEM,  /* the function reported a path its lists do not grant (data) */
+        CODECELL_JAIL_CRASHED,     /* ended by a signal, or exited without handing anything back */
+        CODECELL_JAIL_UNSUPPORTED, /* never returned by a run: a missing layer is an error */
+} codecell_jail_outcome;
+
+typedef struct codecell_jail_options {
+        uint64_t timeout_ms;   /* wall clock from the fork; 0: 30000 */
+        uint64_t cpu_ms;       /* CPU budget of every process of the jail; 0: timeout_ms */
+        uint64_t memory_bytes; /* memory the child may add to what it shares; 0: 512 MiB */
+        uint64_t pids;         /* processes and threads; 0: 64 */
+        uint64_t answer_bytes; /* largest answer; 0: 64 MiB */
+        /* NULL-terminated lists of host paths (relative ones against the current directory), or
+         * NULL. A path that does not exist is left out, as the seed does. At most 64 in all. */
+        const char *const *fs_allow;      /* read and write beneath each */
+        const char *const *fs_read_allow; /* read beneath each */
+        bool network; /* true: the host's network (and inet sockets); false: none */
+        codecell_policy on_unsupported; /* a host without Landlock or a cgroup */
+        void *reserved[4];              /* zero */
+} codecell_jail_options;
+
+typedef struct codecell_jail_result {
+        codecell_jail_outcome outcome;
+        bool cpu; /* TIMEOUT: the CPU budget (else the wall clock) */
+        /* How the jailed process ended, when the outcome comes from the kernel's account
+         * (TIMEOUT, MEMORY, CRASHED): the signal that ended it or 0, its exit code or -1. Once
+         * an answer is complete the process is killed (docs/jail.md), and these say nothing. */
+        int signal;
+        int exit_code;
+        char *data; /* what the function handed back (malloc'd; NULL when nothing) */
+        size_t len;
+        double duration_ms;
+        double cpu_ms;
+        int64_t memory_peak_bytes; /* -1 when unknown */
+        uint64_t reserved[4];
+} codecell_jail_result;
+
+typedef struct codecell_jail codecell_jail;
+
+/* The function run in the child. It hands back its answer with codecell_jail_answer() (at most
+ * once) and returns; returning without an answer is VALUE with no data. */
+typedef void (*codecell_jail_fn)(codecell_jail *jail, void *arg);
+
+/* Runs fn(jail, arg) in a jailed child and waits for it: fork, codecell_jail_enter, fn,
+ * _exit in the child; codecell_jail_wait in the caller. Returns 0 with *ret filled (release
+ * it with codecell_jail_result_clear), or < 0: bad options (CODECELL_ERR_INVALID), a missing
+ * layer under the "raise" policy or no user namespaces (CODECELL_ERR_UNSUPPORTED), an answer
+ * over answer_bytes or a failed set-up (CODECELL_ERR_SYSTEM). */
+CODECELL_API int codecell_jail_run(const codecell_jail_options *options, codecell_jail_fn fn,
+                                   void *arg, codecell_jail_result *ret, codecell_error *err);
+
+/* The same in three steps, for a language runtime that must fork with its own fork (Ruby's,
+ * Python's os.fork) so that its after-fork handlers run:
+ *   jail = codecell_jail_new(&options, &err);   in the parent: checks, cgroup, filters
+ *   pid = fork();                                the runtime's
+ *   child:  codecell_jail_enter(jail); … codecell_jail_answer(jail, …); _exit(0);
+ *   parent: codecell_jail_wait(jail, pid, &result, &err); codecell_jail_free(jail);
+ * A jail is used for one child. */
+CODECELL_API codecell_jail *codecell_jail_new(const codecell_jail_options *options,
+                                              codecell_error *err);
+/* In the child, first thing after the fork; the child must be single-threaded. Builds the
+ * walls and returns 0 in the jailed process. Never returns on failure, nor in the process
+ * that was forked (it stays outside as the jailed process's reaper and reports to the
+ * parent); the failure reaches the parent through codecell_jail_wait. The jailed process is
+ * a fork(2) of the child: for a runtime whose own state must see every fork (Ruby's timer,
+ * Python's at-fork handlers), the same in three steps, with the runtime's fork between:
+ *   child:       codecell_jail_enter_namespaces(jail); pid = fork();
+ *   its child:   codecell_jail_enter_walls(jail); … codecell_jail_answer(jail, …); _exit(0);
+ *   the child:   codecell_jail_keep(jail, pid);      (pid <= 0: the fork failed)
+ * None returns on failure; codecell_jail_keep never returns. */
+CODECELL_API int codecell_jail_enter(codecell_jail *jail);
+CODECELL_API int codecell_jail_enter_namespaces(codecell_jail *jail);
+CODECELL_API int codecell_jail_enter_walls(codecell_jail *jail);
+CODECELL_API void codecell_jail_keep(codecell_jail *jail, int pid);
+/* In the jailed process: hands back len bytes with an outcome (VALUE, RAISED, FILESYSTEM or
+ * MEMORY). Once; 0 or -errno (-EALREADY the second time, -EINVAL for another outcome). */
+CODECELL_API int codecell_jail_answer(codecell_jail *jail, codecell_jail_outcome outcome,
+                                      const void *data, size_t len);
+/* In the parent: waits for the child forked after codecell_jail_new (pid) and everything it
+ * started, killing it at its limits, and fills *ret. Returns like codecell_jail_run. Blocks
+ * only the calling thread. */
+CODECELL_API int codecell_jail_wait(codecell_jail *jail, int pid, codecell_jail_result *ret,
+                                    codecell_error *err);
+/* In the parent. Removes the jail's cgroup; the child must have been waited for. */
+CODECELL_API void codecell_jail_free(codecell_jail *jail);
+/* The i-th layer this host lacks, under the "warn" policy ("landlock: …"), or NULL past the
+ * last. Owned by the jail. */
+CODECELL_API const char *codecell_jail_warning(const codecell_jail *jail, size_t i);
+/* The walls in force, comma-separated ("user_namespace,…,landlock_abi_6,cgroup_v1"). Owned by
+ * the jail. */
+CODECELL_API const char *codecell_jail_layers(const codecell_jail *jail);
+/* "value", "raised", "timeout", "memory", "filesystem", "crashed", "unsupported". Static. */
+CODECELL_API const char *codecell_jail_outcome_name(codecell_jail_outcome outcome);
+/* Frees result->data and zeroes the result. */
+CODECELL_API void codecell_jail_result_clear(codecell_jail_result *result);
+
 #ifdef __cplusplus
 }
 #endif

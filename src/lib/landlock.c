@@ -129,7 +129,7 @@ int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_pat
                 return -EOPNOTSUPP;
         struct ll_ruleset_attr attr = {.handled_access_fs = handled_fs(plan->abi)};
         size_t attr_size = sizeof(uint64_t);
-        if (plan->abi >= 4) {
+        if (plan->abi >= 4 && !plan->network) {
                 /* No TCP rule is ever added: every bind and connect is refused (the empty
                  * network namespace refuses them too; this holds if it were ever shared). */
                 attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;

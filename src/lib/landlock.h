@@ -26,6 +26,7 @@ struct landlock_rule {
 
 struct landlock_plan {
         int abi; /* 0 when the kernel has no Landlock */
+        bool network; /* TCP bind and connect left to the network namespace (the jail's option) */
         struct landlock_rule rules[LANDLOCK_PLAN_MAX_RULES];
         size_t n_rules;
         char storage[LANDLOCK_PLAN_STORAGE]; /* paths copied by landlock_plan_add_copy */

@@ -234,7 +234,7 @@ static int deny_processes(scmp_filter_ctx ctx, codecell_error *err)
         return r < 0 ? err_sys(err, -r, "seccomp rule fork") : 0;
 }
 
-static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
+static int add_rules(scmp_filter_ctx ctx, bool network, codecell_error *err)
 {
         int r;
         for (size_t i = 0; i < sizeof(denied_calls) / sizeof(denied_calls[0]); i++) {
@@ -259,6 +259,8 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
                 return err_sys(err, -r, "seccomp rule clone3");
         for (size_t i = 0; i < sizeof(arg_rules) / sizeof(arg_rules[0]); i++) {
                 const struct arg_rule *rule = &arg_rules[i];
+                if (network && (rule->nr == SCMP_SYS(socket) || rule->nr == SCMP_SYS(socketpair)))
+                        continue;
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(rule->errno_value), rule->nr, 1,
                                      SCMP_CMP(rule->arg, rule->op, rule->a, rule->b));
                 if (r < 0)
@@ -269,6 +271,8 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
          * may hold a host service's socket (an agent's, a database's). So the guest connects
          * nowhere, and has no datagram sockets (SOCK_RAW is a datagram socket in AF_UNIX);
          * socketpair and sockets it binds and accepts on itself still work. */
+        if (network)
+                return 0;
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(connect), 0);
         for (int type = SOCK_DGRAM; r >= 0 && type <= SOCK_RAW; type++) {
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
@@ -286,6 +290,12 @@ static int add_rules(scmp_filter_ctx ctx, codecell_error *err)
 
 int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, codecell_error *err)
 {
+        return seccomp_program_compile_network(ret, subprocesses, false, err);
+}
+
+int seccomp_program_compile_network(struct seccomp_program *ret, bool subprocesses, bool network,
+                                    codecell_error *err)
+{
         memset(ret, 0, sizeof(*ret));
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
         if (!ctx)
@@ -299,7 +309,7 @@ int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, code
                 err_sys(err, -r, "seccomp: bad-arch action");
                 goto out;
         }
-        r = add_rules(ctx, err);
+        r = add_rules(ctx, network, err);
         if (r == 0 && !subprocesses)
                 r = deny_processes(ctx, err);
         if (r < 0)

@@ -14,6 +14,9 @@ struct seccomp_program {
 
 /* subprocesses: allow fork, vfork and clone of processes (else only threads). */
 int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, codecell_error *err);
+/* The same; network also allows sockets of every family and connect (the jail's option). */
+int seccomp_program_compile_network(struct seccomp_program *ret, bool subprocesses, bool network,
+                                    codecell_error *err);
 void seccomp_program_free(struct seccomp_program *p);
 /* Installs the filter on the calling thread. No allocation. 0 or -errno. */
 int seccomp_program_load(const struct seccomp_program *p);

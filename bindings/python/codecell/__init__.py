@@ -2,9 +2,14 @@
 tools written as Python callables. See the package's README.md."""
 from ._native import CodeCellError
 from .cell import Cancel, Cell, Session
+from .jail import (FilesystemError, JailError, MemoryError, SandboxError, TimeoutError,
+                   UnsupportedPlatformError, configure, jail)
 from .result import Result
 from .tool import Tool, mount, mount_rw, tool_name
 
 __version__ = "0.1.0"
-__all__ = ["Cancel", "Cell", "CodeCellError", "Result", "Session", "Tool", "mount", "mount_rw",
-           "tool_name"]
+# TimeoutError and MemoryError (the jail's, as the seed names them) stay out of __all__: a star
+# import would hide Python's own.
+__all__ = ["Cancel", "Cell", "CodeCellError", "FilesystemError", "JailError", "Result",
+           "SandboxError", "Session", "Tool", "UnsupportedPlatformError", "configure", "jail",
+           "mount", "mount_rw", "tool_name"]

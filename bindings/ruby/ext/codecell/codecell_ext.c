@@ -535,4 +535,5 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
 
         rbcc_define_result(mNative);
         rbcc_define_tool_calls(mNative);
+        rbcc_define_jail(mNative);
 }

@@ -28,4 +28,7 @@ struct rbcc_tool {
 int rbcc_tool_handler(const char *args_json, char **ret_json, char **ret_error, void *userdata);
 void rbcc_define_tool_calls(VALUE mNative);
 
+/* jail_object.c: CodeCell::Native::Jail, for CodeCell.jail. */
+void rbcc_define_jail(VALUE mNative);
+
 #endif

@@ -1,0 +1,435 @@
+/* The jail's parent side before the fork: options checked, walls prepared (the child only
+ * applies them), and the one-call codecell_jail_run. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "jail.h"
+#include "netns.h"
+#include "pipe_write.h"
+#include "util.h"
+
+#define DEFAULT_TIMEOUT_MS 30000
+#define DEFAULT_MEMORY_BYTES (512ULL << 20)
+#define DEFAULT_PIDS 64
+#define DEFAULT_ANSWER_BYTES (64ULL << 20)
+#define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
+#define MIN_MEMORY_BYTES (1ULL << 20)
+
+/* The seed's implicit read-only paths (agent_jail's SYSTEM_READ_PATHS), so that an
+ * interpreter keeps working in the child. */
+static const char *const system_read_paths[] = {"/usr", "/lib", "/lib64",       "/proc",
+                                                "/dev", "/etc", "/run/systemd", NULL};
+/* Devices every program expects to write to. */
+static const char *const devices[] = {"/dev/null",   "/dev/zero",    "/dev/full",
+                                      "/dev/random", "/dev/urandom", NULL};
+
+/* The filters, compiled once per process (without and with the network). */
+static pthread_once_t seccomp_once = PTHREAD_ONCE_INIT;
+static struct seccomp_program seccomp_programs[2];
+static int seccomp_status;
+static codecell_error seccomp_error;
+
+static void compile_filters(void)
+{
+        for (int network = 0; network < 2 && seccomp_status == 0; network++)
+                seccomp_status = seccomp_program_compile_network(&seccomp_programs[network], true,
+                                                                 network, &seccomp_error);
+}
+
+/* Recycled empty network namespaces for a root caller (netns.h). */
+static pthread_once_t netns_once = PTHREAD_ONCE_INIT;
+static struct netns_stock netns_stock;
+
+static void init_netns_stock(void)
+{
+        netns_stock_init(&netns_stock);
+}
+
+static void add_layer(struct codecell_jail *j, const char *name)
+{
+        size_t used = strlen(j->layers);
+        snprintf(j->layers + used, sizeof(j->layers) - used, "%s%s", used ? "," : "", name);
+}
+
+static int missing_layer(struct codecell_jail *j, const char *what, codecell_error *err)
+{
+        if (j->options.on_unsupported == CODECELL_POLICY_RAISE)
+                return err_set(err, CODECELL_ERR_UNSUPPORTED, ENOTSUP,
+                               "%s (on_unsupported is \"raise\")", what);
+        if (j->options.on_unsupported == CODECELL_POLICY_WARN &&
+            j->n_warnings < JAIL_MAX_WARNINGS) {
+                j->warnings[j->n_warnings] = strdup(what);
+                if (!j->warnings[j->n_warnings])
+                        return err_sys(err, ENOMEM, "jail");
+                j->n_warnings++;
+        }
+        return 0;
+}
+
+static int check_options(codecell_jail_options *o, codecell_error *err)
+{
+        if (o->timeout_ms == 0)
+                o->timeout_ms = DEFAULT_TIMEOUT_MS;
+        if (o->cpu_ms == 0)
+                o->cpu_ms = o->timeout_ms;
+        if (o->memory_bytes == 0)
+                o->memory_bytes = DEFAULT_MEMORY_BYTES;
+        if (o->pids == 0)
+                o->pids = DEFAULT_PIDS;
+        if (o->answer_bytes == 0)
+                o->answer_bytes = DEFAULT_ANSWER_BYTES;
+        if (o->timeout_ms > MAX_TIMEOUT_MS || o->cpu_ms > MAX_TIMEOUT_MS)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "jail: timeout over the %llu-ms maximum",
+                               (unsigned long long)MAX_TIMEOUT_MS);
+        if (o->memory_bytes < MIN_MEMORY_BYTES)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "jail: memory of %llu bytes is below the 1 MiB minimum",
+                               (unsigned long long)o->memory_bytes);
+        if ((unsigned)o->on_unsupported > CODECELL_POLICY_IGNORE)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                               "jail: on_unsupported must be warn, raise or ignore");
+        return 0;
+}
+
+/* Whether the child of a root caller (nobody, no supplementary group) may search every folder
+ * down to path, by the mode bits: a folder under /root is out of its reach whatever Landlock
+ * grants, and opening it for the rule would fail the set-up. */
+static bool reachable(const char *path, uid_t uid, gid_t gid)
+{
+        char dir[PATH_MAX];
+        size_t len = strlen(path);
+        if (len >= sizeof(dir))
+                return false;
+        memcpy(dir, path, len + 1);
+        for (char *slash = strrchr(dir, '/'); slash; slash = strrchr(dir, '/')) {
+                *slash = '\0';
+                struct stat st;
+                if (stat(dir[0] ? dir : "/", &st) < 0)
+                        return false;
+                mode_t x = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
+                if (!(st.st_mode & x))
+                        return false;
+        }
+        return true;
+}
+
+/* Resolves one list into jail->paths: a path that does not exist or that the child cannot
+ * reach is left out (as the seed does); any other failure names the path. */
+static int add_paths(struct codecell_jail *j, const char *const *list, const char *what,
+                     codecell_error *err)
+{
+        for (size_t i = 0; list && list[i]; i++) {
+                if (!list[i][0])
+                        return err_set(err, CODECELL_ERR_INVALID, EINVAL, "jail: %s[%zu] is empty",
+                                       what, i);
+                char *real = realpath(list[i], NULL);
+                if (!real && (errno == ENOENT || errno == ENOTDIR))
+                        continue;
+                if (!real)
+                        return err_sys(err, errno, "jail: %s %.*s", what, utf8_prefix(list[i], 200),
+                                       list[i]);
+                /* A caller that is not root has the child's own ids and groups: realpath
+                 * reaching the path is the answer. */
+                if (j->privileged && !reachable(real, j->host_uid, j->host_gid)) {
+                        free(real);
+                        continue;
+                }
+                if (j->n_paths >= JAIL_MAX_PATHS) {
+                        free(real);
+                        return err_set(err, CODECELL_ERR_INVALID, E2BIG,
+                                       "jail: more than %d paths in fs_allow and fs_read_allow",
+                                       JAIL_MAX_PATHS);
+                }
+                j->paths[j->n_paths++] = real;
+        }
+        return 0;
+}
+
+static int plan_landlock(struct codecell_jail *j, size_t n_read_write, codecell_error *err)
+{
+        struct landlock_plan *ll = &j->landlock;
+        ll->abi = landlock_abi();
+        ll->network = j->options.network;
+        if (ll->abi <= 0) {
+                ll->abi = 0;
+                return missing_layer(j, "landlock: not available in this kernel", err);
+        }
+        int r = 0;
+        struct stat st;
+        for (size_t i = 0; r == 0 && system_read_paths[i]; i++)
+                if (stat(system_read_paths[i], &st) == 0)
+                        r = landlock_plan_add(ll, system_read_paths[i], GRANT_READ);
+        for (size_t i = 0; r == 0 && devices[i]; i++)
+                if (stat(devices[i], &st) == 0)
+                        r = landlock_plan_add(ll, devices[i], GRANT_DEVICE);
+        for (size_t i = 0; r == 0 && i < j->n_paths; i++)
+                r = landlock_plan_add(ll, j->paths[i], i < n_read_write ? GRANT_WRITE : GRANT_READ);
+        if (r < 0)
+                return err_set(err, CODECELL_ERR_INVALID, -r, "jail: too many Landlock rules");
+        char name[32];
+        snprintf(name, sizeof(name), "landlock_abi_%d", ll->abi);
+        add_layer(j, name);
+        return 0;
+}
+
+/* Virtual memory of this process now, in bytes (0 when unknown). */
+static uint64_t address_space_now(void)
+{
+        char text[128];
+        if (read_file("/proc/self/statm", text, sizeof(text)) <= 0)
+                return 0;
+        return strtoull(text, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void add_rlimit(struct codecell_jail *j, int id, rlim_t soft, rlim_t hard)
+{
+        j->rlimit_ids[j->n_rlimits] = id;
+        j->rlimits[j->n_rlimits++] = (struct rlimit){.rlim_cur = soft, .rlim_max = hard};
+}
+
+static int plan_limits(struct codecell_jail *j, codecell_error *err)
+{
+        codecell_error why = {0};
+        if (jail_cgroup_create(j, &why) == 0) {
+                add_layer(j, j->cgroup.backend->name);
+        } else {
+                char what[sizeof(why.message) + 96];
+                snprintf(what, sizeof(what),
+                         "cgroup: %s; memory is limited by RLIMIT_AS (on top of what the child "
+                         "shares) and processes by RLIMIT_NPROC instead",
+                         why.message);
+                int r = missing_layer(j, what, err);
+                if (r < 0)
+                        return r;
+                /* The snapshot's own mappings count against RLIMIT_AS: the budget comes on top. */
+                uint64_t as = address_space_now() + j->options.memory_bytes;
+                add_rlimit(j, RLIMIT_AS, as, as);
+                add_layer(j, "rlimit_as");
+        }
+        /* The parent reads the CPU time every few ms; RLIMIT_CPU is the wall behind it for
+         * each process (whole seconds: SIGXCPU at the first past the budget, SIGKILL one
+         * later). */
+        rlim_t cpu_s = (rlim_t)((j->options.cpu_ms + 999) / 1000);
+        add_rlimit(j, RLIMIT_CPU, cpu_s, cpu_s + 1);
+        add_rlimit(j, RLIMIT_NPROC, j->options.pids, j->options.pids);
+        /* A core dump would write the caller's memory (its secrets among it) to disk. */
+        add_rlimit(j, RLIMIT_CORE, 0, 0);
+        return 0;
+}
+
+static int open_pipes(struct codecell_jail *j, codecell_error *err)
+{
+        if (pipe2(j->report, O_CLOEXEC) < 0 || pipe2(j->go, O_CLOEXEC) < 0 ||
+            pipe2(j->answer, O_CLOEXEC) < 0)
+                return err_sys(err, errno, "jail: pipes");
+        j->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (j->null_fd < 0)
+                return err_sys(err, errno, "jail: /dev/null");
+        return 0;
+}
+
+codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_error *err)
+{
+        struct codecell_jail *j = calloc(1, sizeof(*j));
+        if (!j) {
+                err_sys(err, ENOMEM, "jail");
+                return NULL;
+        }
+        j->report[0] = j->report[1] = j->go[0] = j->go[1] = j->answer[0] = j->answer[1] = -1;
+        j->null_fd = j->netns_fd = j->alive[0] = j->alive[1] = -1;
+        if (options)
+                j->options = *options;
+        j->options.fs_allow = j->options.fs_read_allow = NULL;
+        if (check_options(&j->options, err) < 0)
+                goto fail;
+        j->parent = getpid();
+        j->privileged = geteuid() == 0;
+        /* Never root on the host: a root caller's child runs as nobody. */
+        j->host_uid = j->privileged ? 65534 : geteuid();
+        j->host_gid = j->privileged ? 65534 : getegid();
+        if (add_paths(j, options ? options->fs_allow : NULL, "fs_allow", err) < 0)
+                goto fail;
+        size_t n_read_write = j->n_paths;
+        j->n_read_write = n_read_write;
+        if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", err) < 0)
+                goto fail;
+        add_layer(j, "user_namespace,mount_namespace,pid_namespace,ipc_namespace,uts_namespace");
+        if (!j->options.network)
+                add_layer(j, "network_namespace");
+        add_layer(j, "seccomp,no_new_privs,capabilities_dropped,rlimits");
+        pthread_once(&seccomp_once, compile_filters);
+        if (seccomp_status < 0) {
+                if (err)
+                        *err = seccomp_error;
+                goto fail;
+        }
+        j->seccomp = &seccomp_programs[j->options.network ? 1 : 0];
+        if (plan_landlock(j, n_read_write, err) < 0 || plan_limits(j, err) < 0 ||
+            open_pipes(j, err) < 0)
+                goto fail;
+        if (j->privileged && !j->options.network) {
+                pthread_once(&netns_once, init_netns_stock);
+                codecell_error ignored = {0};
+                int fd = netns_stock_take(&netns_stock, &ignored);
+                j->netns_fd = fd >= 0 ? fd : -1; /* else a new one at unshare */
+        }
+        return j;
+fail:
+        codecell_jail_free(j);
+        return NULL;
+}
+
+void jail_netns_give_back(int fd)
+{
+        if (fd >= 0)
+                netns_stock_give_back(&netns_stock, fd);
+}
+
+static void close_fd(int *fd)
+{
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+void codecell_jail_free(codecell_jail *j)
+{
+        if (!j)
+                return;
+        int *fds[] = {&j->report[0], &j->report[1], &j->go[0],    &j->go[1],   &j->answer[0],
+                      &j->answer[1], &j->null_fd,   &j->alive[0], &j->alive[1]};
+        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+                close_fd(fds[i]);
+        jail_netns_give_back(j->netns_fd);
+        if (j->has_cgroup)
+                j->cgroup.backend->destroy(&j->cgroup);
+        for (size_t i = 0; i < j->n_paths; i++)
+                free(j->paths[i]);
+        for (size_t i = 0; i < j->n_warnings; i++)
+                free(j->warnings[i]);
+        free(j);
+}
+
+const char *codecell_jail_warning(const codecell_jail *j, size_t i)
+{
+        return j && i < j->n_warnings ? j->warnings[i] : NULL;
+}
+
+const char *codecell_jail_layers(const codecell_jail *j)
+{
+        return j ? j->layers : "";
+}
+
+/* A misuse in a child has no caller to tell: the child ends, and the parent reports a child
+ * that ended before its walls were up. */
+#define MISUSED 125
+
+int codecell_jail_enter(codecell_jail *j)
+{
+        if (!j || j->entered)
+                _exit(MISUSED);
+        return jail_enter(j);
+}
+
+int codecell_jail_enter_namespaces(codecell_jail *j)
+{
+        if (!j || j->entered)
+                _exit(MISUSED);
+        return jail_enter_namespaces(j);
+}
+
+int codecell_jail_enter_walls(codecell_jail *j)
+{
+        if (!j || !j->entered || j->jailed || j->alive[0] < 0)
+                _exit(MISUSED);
+        return jail_enter_walls(j);
+}
+
+void codecell_jail_keep(codecell_jail *j, int pid)
+{
+        if (!j || !j->entered || j->jailed)
+                _exit(MISUSED);
+        jail_keep(j, pid > 0 ? pid : -EAGAIN);
+}
+
+int codecell_jail_answer(codecell_jail *j, codecell_jail_outcome outcome, const void *data,
+                         size_t len)
+{
+        if (!j || !j->jailed)
+                return -EINVAL;
+        if (outcome != CODECELL_JAIL_VALUE && outcome != CODECELL_JAIL_RAISED &&
+            outcome != CODECELL_JAIL_FILESYSTEM && outcome != CODECELL_JAIL_MEMORY)
+                return -EINVAL;
+        if (j->answered)
+                return -EALREADY;
+        j->answered = true;
+        struct jail_answer_head head = {
+                .magic = JAIL_ANSWER_MAGIC, .outcome = (uint32_t)outcome, .len = data ? len : 0};
+        /* The parent may have gone (or stopped reading past answer_bytes): EPIPE, not
+         * SIGPIPE. */
+        if (pipe_write(j->answer[1], &head, sizeof(head)) != (ssize_t)sizeof(head))
+                return -errno;
+        for (size_t done = 0; data && done < len;) {
+                ssize_t n = pipe_write(j->answer[1], (const char *)data + done, len - done);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                done += (size_t)n;
+        }
+        return 0;
+}
+
+const char *codecell_jail_outcome_name(codecell_jail_outcome outcome)
+{
+        static const char *const names[] = {"value",      "raised",  "timeout",    "memory",
+                                            "filesystem", "crashed", "unsupported"};
+        return (unsigned)outcome < sizeof(names) / sizeof(names[0]) ? names[outcome] : "unknown";
+}
+
+void codecell_jail_result_clear(codecell_jail_result *result)
+{
+        if (!result)
+                return;
+        free(result->data);
+        memset(result, 0, sizeof(*result));
+}
+
+int codecell_jail_run(const codecell_jail_options *options, codecell_jail_fn fn, void *arg,
+                      codecell_jail_result *ret, codecell_error *err)
+{
+        if (!fn || !ret)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "jail: no function or result");
+        memset(ret, 0, sizeof(*ret));
+        codecell_jail *j = codecell_jail_new(options, err);
+        if (!j)
+                return -(err && err->errno_value ? err->errno_value : EINVAL);
+        /* glibc's fork: its handlers leave malloc and stdio usable in the child even when
+         * another thread held their locks. */
+        pid_t pid = fork();
+        if (pid < 0) {
+                int r = err_sys(err, errno, "jail: fork");
+                codecell_jail_free(j);
+                return r;
+        }
+        if (pid == 0) {
+                codecell_jail_enter(j);
+                fn(j, arg);
+                if (!j->answered)
+                        codecell_jail_answer(j, CODECELL_JAIL_VALUE, NULL, 0);
+                _exit(0);
+        }
+        int r = codecell_jail_wait(j, pid, ret, err);
+        codecell_jail_free(j);
+        return r;
+}

@@ -1,0 +1,102 @@
+/* The jail (codecell_jail_* in codecell.h): a caller's function in a forked child behind the
+ * walls of a sandbox. Three processes take part:
+ *   parent  the caller; prepares everything (jail.c), then supervises (jail_wait.c);
+ *   keeper  what the caller's fork made: makes the namespaces and maps its ids, waits for
+ *           the parent to move it into the cgroup, forks the jailed process and stays
+ *           outside as its reaper (jail_child.c);
+ *   jailed  PID 1 of the new pid namespace: builds the last walls and runs the function.
+ * The keeper and the jailed process report to the parent in fixed records on a pipe
+ * (struct jail_record); the function's answer travels on a second pipe. */
+#ifndef CODECELL_JAIL_H
+#define CODECELL_JAIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "codecell.h"
+#include "landlock.h"
+#include "seccomp_program.h"
+
+#define JAIL_MAX_PATHS 64
+#define JAIL_MAX_WARNINGS 4
+#define JAIL_RLIMITS 5
+
+enum jail_record_type {
+        JAIL_FAILED = 1, /* set-up failed in the keeper or the jailed process */
+        JAIL_STARTED,    /* the jailed process's host pid */
+        JAIL_ENDED,      /* how the jailed process ended, from its reaper */
+};
+
+/* One record on the report pipe: smaller than PIPE_BUF, so written whole or not at all. */
+struct jail_record {
+        int type;
+        int errno_value;
+        int pid;
+        int wait_status;
+        bool unsupported; /* FAILED: the host lacks a required layer */
+        char what[160];
+};
+
+/* The head of the answer on the answer pipe, before len bytes. */
+struct jail_answer_head {
+        uint32_t magic;
+        uint32_t outcome;
+        uint64_t len;
+};
+#define JAIL_ANSWER_MAGIC 0x6c69616aU /* "jail" */
+
+struct codecell_jail {
+        codecell_jail_options options; /* the lists point into paths */
+        char *paths[JAIL_MAX_PATHS];   /* resolved, existing */
+        size_t n_paths;
+        size_t n_read_write; /* the first n_paths of them */
+        pid_t parent;
+        uid_t host_uid; /* the child's uid on the host */
+        gid_t host_gid;
+        bool privileged;
+        struct landlock_plan landlock; /* abi 0: not applied */
+        const struct seccomp_program *seccomp;
+        struct rlimit rlimits[JAIL_RLIMITS];
+        int rlimit_ids[JAIL_RLIMITS];
+        size_t n_rlimits;
+        bool has_cgroup;
+        struct cgroup cgroup;
+        int netns_fd; /* a recycled empty network namespace to join, or -1 */
+        /* pipes: [0] read, [1] write */
+        int report[2]; /* keeper/jailed -> parent: jail_record */
+        int go[2];     /* parent -> keeper: one byte once it is in the cgroup */
+        int answer[2]; /* jailed -> parent: jail_answer_head + data */
+        int alive[2];  /* keeper -> jailed: EOF when the keeper is gone */
+        int null_fd;   /* /dev/null, opened in the parent */
+        bool answered;
+        bool entered; /* in the keeper or the jailed process */
+        bool jailed;  /* in the jailed process */
+        char layers[512];
+        char *warnings[JAIL_MAX_WARNINGS];
+        size_t n_warnings;
+};
+
+/* jail_child.c. In the keeper: its namespaces and ids (returns 0, or never on failure). */
+int jail_enter_namespaces(struct codecell_jail *j);
+/* In the jailed process (forked by the keeper): the last walls; returns 0. */
+int jail_enter_walls(struct codecell_jail *j);
+/* In the keeper: reaps the jailed process (pid, or -errno when it could not be forked) and
+ * reports; never returns. */
+_Noreturn void jail_keep(struct codecell_jail *j, pid_t jailed);
+/* All three, with fork(2) between: returns 0 in the jailed process only. */
+int jail_enter(struct codecell_jail *j);
+
+/* jail_reaper.c: collects the keeper, the cgroup and the network namespace of a jail whose
+ * answer is in hand, on a thread of its own. False when it cannot (the caller then waits). */
+bool jail_reaper_add(struct codecell_jail *j, pid_t keeper);
+/* jail.c: a network namespace back to the stock (-1: nothing). */
+void jail_netns_give_back(int fd);
+
+/* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
+int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);
+int jail_cgroup_attach(const struct codecell_jail *jail, pid_t pid, codecell_error *err);
+
+#endif

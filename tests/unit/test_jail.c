@@ -1,0 +1,509 @@
+/* The jail's C API against the real kernel: each wall is checked by what a function inside it
+ * gets back from the kernel, each outcome by a function that earns it. Run as root and again
+ * as nobody (tests/CMakeLists.txt). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "codecell.h"
+
+static void answer_text(codecell_jail *jail, codecell_jail_outcome outcome, const char *text)
+{
+        codecell_jail_answer(jail, outcome, text, strlen(text));
+}
+
+/* Runs fn and returns the result; a failed run fails the test. */
+static codecell_jail_result run(const codecell_jail_options *o, codecell_jail_fn fn, void *arg)
+{
+        codecell_jail_result r;
+        codecell_error err = {0};
+        if (codecell_jail_run(o, fn, arg, &r, &err) < 0) {
+                fprintf(stderr, "jail run failed: %s\n", err.message);
+                check_failures++;
+                memset(&r, 0, sizeof(r));
+                r.outcome = CODECELL_JAIL_UNSUPPORTED;
+        }
+        return r;
+}
+
+static int counter = 41; /* the parent's memory, seen by the child */
+
+static void value_fn(codecell_jail *jail, void *arg)
+{
+        char text[64];
+        snprintf(text, sizeof(text), "%d %s pid=%d", counter + 1, (const char *)arg, (int)getpid());
+        counter = 0; /* the child's copy only */
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static void test_value(void)
+{
+        codecell_jail_result r = run(NULL, value_fn, "closure");
+        CHECK(r.outcome == CODECELL_JAIL_VALUE);
+        /* PID 1 of its own pid namespace */
+        CHECK(r.data && r.len == strlen("42 closure pid=1") &&
+              memcmp(r.data, "42 closure pid=1", r.len) == 0);
+        CHECK(counter == 41);
+        codecell_jail_result_clear(&r);
+        CHECK(r.data == NULL);
+}
+
+static void dumpable_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        char text[8];
+        snprintf(text, sizeof(text), "%d", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0));
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+/* A root caller's jail runs as nobody, and no other process of nobody's may ptrace it (it holds
+ * a copy of root's memory): not dumpable. */
+static void test_not_dumpable_for_root(void)
+{
+        codecell_jail_result r = run(NULL, dumpable_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.len == 1);
+        if (r.len == 1)
+                CHECK(r.data[0] == (geteuid() == 0 ? '0' : '1'));
+        codecell_jail_result_clear(&r);
+}
+
+static void raise_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        answer_text(jail, CODECELL_JAIL_RAISED, "boom");
+        CHECK(codecell_jail_answer(jail, CODECELL_JAIL_VALUE, "x", 1) == -EALREADY);
+}
+
+static void test_raised(void)
+{
+        codecell_jail_result r = run(NULL, raise_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_RAISED);
+        CHECK(r.len == 4 && memcmp(r.data, "boom", 4) == 0);
+        CHECK_STR(codecell_jail_outcome_name(r.outcome), "raised");
+        codecell_jail_result_clear(&r);
+}
+
+static void sleep_fn(codecell_jail *jail, void *arg)
+{
+        (void)jail;
+        (void)arg;
+        for (;;)
+                pause();
+}
+
+static void spin_fn(codecell_jail *jail, void *arg)
+{
+        (void)jail;
+        (void)arg;
+        for (volatile unsigned long i = 0;; i++)
+                ;
+}
+
+static void test_timeouts(void)
+{
+        codecell_jail_options o = {.timeout_ms = 300};
+        codecell_jail_result r = run(&o, sleep_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_TIMEOUT && !r.cpu);
+        CHECK(r.signal == SIGKILL);
+        codecell_jail_result_clear(&r);
+        /* A CPU budget far below the wall clock: a loaded machine cannot make it a wall-clock
+         * timeout. */
+        o = (codecell_jail_options){.timeout_ms = 60000, .cpu_ms = 200};
+        r = run(&o, spin_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_TIMEOUT && r.cpu);
+        CHECK(r.cpu_ms >= 200);
+        CHECK(r.duration_ms < 60000);
+        codecell_jail_result_clear(&r);
+}
+
+static void memory_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        /* 256 MiB touched page by page, against a 64 MiB limit. */
+        size_t size = 256u << 20;
+        char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+                answer_text(jail, CODECELL_JAIL_MEMORY, "mmap refused");
+                return;
+        }
+        for (size_t i = 0; i < size; i += 4096)
+                p[i] = 1;
+        answer_text(jail, CODECELL_JAIL_VALUE, "all touched");
+}
+
+static void test_memory(void)
+{
+        codecell_jail_options o = {.memory_bytes = 64u << 20};
+        codecell_jail_result r = run(&o, memory_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_MEMORY);
+        codecell_jail_result_clear(&r);
+}
+
+/* Answers "errno-name" of opening path (flags in arg's first char: r or w). */
+static void open_fn(codecell_jail *jail, void *arg)
+{
+        const char *spec = arg;
+        int fd = open(spec + 1, spec[0] == 'w' ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644);
+        char text[64];
+        snprintf(text, sizeof(text), "%s", fd >= 0 ? "ok" : strerror(errno));
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static char *open_in_jail(const codecell_jail_options *o, const char *spec)
+{
+        codecell_jail_result r = run(o, open_fn, (void *)spec);
+        char *text = strndup(r.data ? r.data : "", r.len);
+        codecell_jail_result_clear(&r);
+        return text;
+}
+
+static void test_filesystem(void)
+{
+        char dir[] = "/tmp/codecell-jail-XXXXXX", other[] = "/var/tmp/codecell-jail-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL && mkdtemp(other) != NULL);
+        chmod(dir, 0777); /* the child of a root caller is nobody */
+        chmod(other, 0777);
+        char path[128], spec[160];
+        snprintf(path, sizeof(path), "%s/secret", other);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (f) {
+                fputs("secret", f);
+                fclose(f);
+        }
+        chmod(path, 0644);
+        const char *allow[] = {dir, NULL};
+        codecell_jail_options o = {.fs_allow = allow};
+        char *t;
+        snprintf(spec, sizeof(spec), "w%s/out", dir);
+        CHECK_STR(t = open_in_jail(&o, spec), "ok");
+        free(t);
+        /* world-readable, but outside the lists: Landlock */
+        snprintf(spec, sizeof(spec), "r%s", path);
+        CHECK_STR(t = open_in_jail(&o, spec), strerror(EACCES));
+        free(t);
+        snprintf(spec, sizeof(spec), "w%s/new", other);
+        CHECK_STR(t = open_in_jail(&o, spec), strerror(EACCES));
+        free(t);
+        /* inside /etc, which is read-only for the interpreter's sake: the uid keeps it out */
+        CHECK_STR(t = open_in_jail(&o, "r/etc/shadow"), strerror(EACCES));
+        free(t);
+        CHECK_STR(t = open_in_jail(&o, "w/etc/codecell-jail-test"), strerror(EACCES));
+        free(t);
+        CHECK_STR(t = open_in_jail(&o, "r/etc/hostname"), "ok");
+        free(t);
+        /* read-only grant */
+        const char *read_only[] = {other, NULL};
+        codecell_jail_options ro = {.fs_read_allow = read_only};
+        snprintf(spec, sizeof(spec), "r%s", path);
+        CHECK_STR(t = open_in_jail(&ro, spec), "ok");
+        free(t);
+        snprintf(spec, sizeof(spec), "w%s/new", other);
+        CHECK_STR(t = open_in_jail(&ro, spec), strerror(EACCES));
+        free(t);
+        /* a path that does not exist is left out, as the seed does */
+        const char *missing[] = {"/app/tmp/does-not-exist", NULL};
+        codecell_jail_options m = {.fs_allow = missing};
+        CHECK_STR(t = open_in_jail(&m, "r/etc/hostname"), "ok");
+        free(t);
+        snprintf(path, sizeof(path), "rm -rf %s %s", dir, other);
+        CHECK(system(path) == 0);
+}
+
+static int listener_port;
+
+static void connect_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        char text[96];
+        if (s < 0) {
+                snprintf(text, sizeof(text), "socket: %s", strerror(errno));
+        } else {
+                struct sockaddr_in a = {.sin_family = AF_INET,
+                                        .sin_port = htons((uint16_t)listener_port),
+                                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                int c = connect(s, (struct sockaddr *)&a, sizeof(a));
+                snprintf(text, sizeof(text), "connect: %s", c == 0 ? "ok" : strerror(errno));
+        }
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static void test_network(void)
+{
+        int l = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(a);
+        CHECK(bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 4) == 0 &&
+              getsockname(l, (struct sockaddr *)&a, &len) == 0);
+        listener_port = ntohs(a.sin_port);
+        codecell_jail_result r = run(NULL, connect_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE);
+        CHECK(r.len > 0 && strstr(r.data, "ok") == NULL);
+        codecell_jail_result_clear(&r);
+        /* nothing reached the listener */
+        fcntl(l, F_SETFL, O_NONBLOCK);
+        CHECK(accept(l, NULL, NULL) < 0 && errno == EAGAIN);
+        /* with the network, the same connection is made */
+        codecell_jail_options o = {.network = true};
+        r = run(&o, connect_fn, NULL);
+        CHECK(r.len > 0 && strncmp(r.data, "connect: ok", r.len) == 0);
+        codecell_jail_result_clear(&r);
+        close(l);
+}
+
+static void bomb_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        int made = 0, refused = 0;
+        for (int i = 0; i < 400; i++) {
+                pid_t p = fork();
+                if (p == 0) {
+                        pause();
+                        _exit(0);
+                }
+                if (p > 0)
+                        made++;
+                else
+                        refused++;
+        }
+        char text[64];
+        snprintf(text, sizeof(text), "%d %d", made, refused);
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static void test_fork_bomb(void)
+{
+        codecell_jail_options o = {.pids = 16};
+        codecell_jail_result r = run(&o, bomb_fn, NULL);
+        int made = -1, refused = -1;
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data &&
+              sscanf(r.data, "%d %d", &made, &refused) == 2);
+        CHECK(made >= 1 && made < 16 && refused > 0);
+        codecell_jail_result_clear(&r);
+}
+
+static atomic_long ticks;
+static atomic_bool stop;
+
+static void *ticker(void *arg)
+{
+        (void)arg;
+        while (!atomic_load(&stop)) {
+                atomic_fetch_add(&ticks, 1);
+                usleep(1000);
+        }
+        return NULL;
+}
+
+static void threads_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        /* only this thread exists here: the ticker does not tick in the child */
+        long before = atomic_load(&ticks);
+        usleep(200000);
+        char text[32];
+        snprintf(text, sizeof(text), "%ld", atomic_load(&ticks) - before);
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static void test_threads(void)
+{
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, ticker, NULL) == 0);
+        long before = atomic_load(&ticks);
+        codecell_jail_result r = run(NULL, threads_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.len == 1 && r.data[0] == '0');
+        /* the parent's thread went on meanwhile */
+        CHECK(atomic_load(&ticks) > before);
+        atomic_store(&stop, true);
+        pthread_join(t, NULL);
+        codecell_jail_result_clear(&r);
+}
+
+static int inherited[2];
+
+static void fds_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        ssize_t n = write(inherited[1], "leak", 4);
+        char text[32];
+        snprintf(text, sizeof(text), "%zd", n);
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static void test_fds(void)
+{
+        CHECK(pipe(inherited) == 0);
+        codecell_jail_result r = run(NULL, fds_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE); /* the write "worked": into /dev/null */
+        fcntl(inherited[0], F_SETFL, O_NONBLOCK);
+        char buf[8];
+        CHECK(read(inherited[0], buf, sizeof(buf)) < 0 && errno == EAGAIN);
+        codecell_jail_result_clear(&r);
+        close(inherited[0]);
+        close(inherited[1]);
+}
+
+static void crash_fn(codecell_jail *jail, void *arg)
+{
+        (void)jail;
+        (void)arg;
+        /* A real fault: raise() would be ignored, as any signal PID 1 of a pid namespace
+         * sends itself with no handler. */
+        volatile char *guard = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        *guard = 1;
+}
+
+static void silent_fn(codecell_jail *jail, void *arg)
+{
+        (void)jail;
+        (void)arg;
+        _exit(3);
+}
+
+static void big_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        size_t n = 1u << 20;
+        char *p = calloc(1, n);
+        codecell_jail_answer(jail, CODECELL_JAIL_VALUE, p, n);
+        free(p);
+}
+
+static void test_other_outcomes(void)
+{
+        codecell_jail_result r = run(NULL, crash_fn, NULL);
+        /* (Under AddressSanitizer its handler reports the fault and exits non-zero.) */
+        CHECK(r.outcome == CODECELL_JAIL_CRASHED && (r.signal == SIGSEGV || r.exit_code > 0));
+        codecell_jail_result_clear(&r);
+        r = run(NULL, silent_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_CRASHED && r.signal == 0 && r.exit_code == 3);
+        codecell_jail_result_clear(&r);
+        r = run(NULL, big_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.len == (1u << 20));
+        codecell_jail_result_clear(&r);
+        codecell_jail_options o = {.answer_bytes = 1000};
+        codecell_error err = {0};
+        CHECK(codecell_jail_run(&o, big_fn, NULL, &r, &err) == -EFBIG);
+        CHECK(strstr(err.message, "1000-byte limit") != NULL);
+}
+
+static void test_bad_options(void)
+{
+        codecell_error err = {0};
+        codecell_jail_options o = {.memory_bytes = 1000};
+        CHECK(codecell_jail_new(&o, &err) == NULL && err.kind == CODECELL_ERR_INVALID);
+        CHECK(strstr(err.message, "1 MiB minimum") != NULL);
+        const char *empty[] = {"", NULL};
+        o = (codecell_jail_options){.fs_allow = empty};
+        CHECK(codecell_jail_new(&o, &err) == NULL && strstr(err.message, "fs_allow[0] is empty"));
+        o = (codecell_jail_options){.on_unsupported = (codecell_policy)7};
+        CHECK(codecell_jail_new(&o, &err) == NULL && strstr(err.message, "on_unsupported"));
+        o = (codecell_jail_options){0};
+        codecell_jail_result r;
+        CHECK(codecell_jail_run(&o, NULL, NULL, &r, &err) == -EINVAL);
+}
+
+/* Whether this process has no child left (the reaper thread collected the keepers), polled
+ * with a generous deadline. */
+static bool no_children_within(int seconds)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+        for (int i = 0; i < seconds * 100; i++) {
+                char buf[64] = "";
+                FILE *f = fopen(path, "r");
+                if (f) {
+                        if (!fgets(buf, sizeof(buf), f))
+                                buf[0] = '\0';
+                        fclose(f);
+                }
+                if (buf[0] == '\0')
+                        return true;
+                usleep(10000);
+        }
+        return false;
+}
+
+/* A jail whose answer is in hand returns before the kernel's teardown; the library collects
+ * the rest on a thread of its own. A process forked afterwards (a server's worker) has a copy
+ * of that thread's list but not the thread: its own jails must be collected all the same. */
+static void test_collected_after_a_fork(void)
+{
+        codecell_jail_result r = run(NULL, value_fn, "x");
+        CHECK(r.outcome == CODECELL_JAIL_VALUE);
+        codecell_jail_result_clear(&r);
+        CHECK(no_children_within(60));
+        pid_t p = fork();
+        if (p == 0) {
+                bool ok = true;
+                for (int i = 0; i < 3 && ok; i++) {
+                        codecell_jail_result c;
+                        codecell_error err;
+                        ok = codecell_jail_run(NULL, value_fn, "y", &c, &err) == 0 &&
+                             c.outcome == CODECELL_JAIL_VALUE;
+                        codecell_jail_result_clear(&c);
+                }
+                _exit(ok && no_children_within(60) ? 0 : 1);
+        }
+        int status = -1;
+        CHECK(p > 0 && waitpid(p, &status, 0) == p && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0);
+}
+
+/* The bindings lay these structs out themselves (Python's ctypes): their layout is ABI. */
+static void test_layouts(void)
+{
+        CHECK(sizeof(codecell_jail_options) == 96);
+        CHECK(offsetof(codecell_jail_options, fs_allow) == 40);
+        CHECK(offsetof(codecell_jail_options, network) == 56);
+        CHECK(offsetof(codecell_jail_options, on_unsupported) == 60);
+        CHECK(offsetof(codecell_jail_options, reserved) == 64);
+        CHECK(sizeof(codecell_jail_result) == 88);
+        CHECK(offsetof(codecell_jail_result, data) == 16);
+        CHECK(offsetof(codecell_jail_result, memory_peak_bytes) == 48);
+        CHECK(CODECELL_JAIL_CRASHED == 5 && CODECELL_JAIL_UNSUPPORTED == 6);
+        CHECK_STR(codecell_jail_outcome_name(CODECELL_JAIL_FILESYSTEM), "filesystem");
+        CHECK_STR(codecell_jail_outcome_name((codecell_jail_outcome)99), "unknown");
+}
+
+int main(int argc, char **argv)
+{
+        (void)argc;
+        (void)argv;
+        /* No process of a jail may outlive its run: each test ends with none left. */
+        test_layouts();
+        test_value();
+        test_not_dumpable_for_root();
+        test_raised();
+        test_timeouts();
+        test_memory();
+        test_filesystem();
+        test_network();
+        test_fork_bomb();
+        test_threads();
+        test_fds();
+        test_other_outcomes();
+        test_bad_options();
+        test_collected_after_a_fork();
+        CHECK(no_children_within(60));
+        CHECK_DONE();
+}
