@@ -52,8 +52,9 @@ set(zygote ${DEST}/zygote.so)
 file(WRITE ${zygote} "")
 find_program(VENDOR_CC NAMES cc gcc clang)
 if(VENDOR_CC)
-  execute_process(COMMAND ${VENDOR_CC} -std=gnu11 -D_GNU_SOURCE -O2 -shared -fPIC -o ${zygote}
+  execute_process(COMMAND ${VENDOR_CC} -std=gnu11 -D_GNU_SOURCE -O2 -shared -fPIC -fvisibility=hidden -o ${zygote}
                           ${ROOT}/src/zygote/zygote.c ${ROOT}/src/lib/landlock.c
+                          ${ROOT}/src/lib/capabilities.c
                   RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
   if(NOT status EQUAL 0)
     file(WRITE ${zygote} "")

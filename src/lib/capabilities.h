@@ -1,9 +1,16 @@
-/* Giving up every capability for good. */
+/* Giving up capabilities for good: the exec'd sandbox's interpreter, a forked one's init and
+ * interpreter (src/zygote/zygote.c, which compiles this file too), the jail's child. */
 #ifndef CODECELL_CAPABILITIES_H
 #define CODECELL_CAPABILITIES_H
 
 /* Empties the bounding, ambient, permitted, effective and inheritable sets of the calling
  * thread. No allocation. 0, or -1 with errno. */
 int capabilities_drop_all(void);
+/* The same but for keep, which stays permitted, effective, inheritable and ambient (it
+ * survives exec; a cell's zygote keeps CAP_SYS_ADMIN in its user namespace). */
+int capabilities_keep_only(int keep);
+/* Empties the ambient, permitted, effective and inheritable sets, leaving the bounding set
+ * (whose changes need CAP_SETPCAP): what any process may do. */
+int capabilities_drop_held(void);
 
 #endif

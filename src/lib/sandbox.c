@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "capabilities.h"
 #include "cleanup.h"
 #include "error.h"
 #include "init_exit.h"
@@ -81,24 +82,6 @@ static _Noreturn void child_fail_errno(int fd, const char *what)
         child_fail(fd, &fail);
 }
 
-/* Drops every capability but keep (-1: none), which stays through exec as an ambient one. */
-static int drop_capabilities(int keep)
-{
-        for (int cap = 0; cap <= 63; cap++)
-                if (cap != keep && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        return -1;
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
-                return -1;
-        struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
-        struct __user_cap_data_struct data[2] = {0};
-        if (keep >= 0)
-                data[keep / 32].effective = data[keep / 32].permitted =
-                        data[keep / 32].inheritable = 1u << (keep % 32);
-        if (syscall(SYS_capset, &hdr, data) < 0)
-                return -1;
-        return keep >= 0 ? prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, keep, 0, 0) : 0;
-}
-
 /* Moves fd to at least 10 so the dup2s into 0..3 cannot clobber one another. */
 static int lift(int fd)
 {
@@ -153,7 +136,7 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
         /* Security invariant: from here the guest holds no capability in any namespace, and
          * no_new_privs keeps exec from granting one back. A cell's zygote keeps one in its own
          * user namespace, to make its children's pid namespaces (zygote.h). */
-        if (drop_capabilities(spec->zygote ? CAP_SYS_ADMIN : -1) < 0)
+        if (capabilities_keep_only(spec->zygote ? CAP_SYS_ADMIN : -1) < 0)
                 child_fail_errno(fail_fd, "drop capabilities");
         int r = spec->zygote ? 0 : seccomp_program_load(spec->seccomp);
         if (r < 0) {

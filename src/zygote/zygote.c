@@ -44,9 +44,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../lib/capabilities.h"
 #include "../lib/init_exit.h"
 #include "../lib/landlock.h"
 #include "../lib/zygote_protocol.h"
+
+/* The entry points the preludes call; everything else stays inside the library (it is loaded
+ * into the interpreter, beside whatever else the runtime loads). */
+#define ZYGOTE_API __attribute__((visibility("default")))
 
 #define ORDERS_FD 3
 #define MAX_CHILDREN 1024
@@ -224,31 +229,11 @@ static void pin_proc_files(pid_t guest)
         }
 }
 
-/* Empties the ambient, permitted, effective and inheritable sets (what any process may do). */
-static int drop_held_capabilities(void)
-{
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
-                return -1;
-        struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
-        struct __user_cap_data_struct data[2] = {0};
-        return (int)syscall(SYS_capset, &hdr, data);
-}
-
-/* The bounding set too (which takes CAP_SETPCAP, held by the interpreter in its own user
- * namespace), then the rest. */
-static int drop_capabilities(void)
-{
-        for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        return -1;
-        return drop_held_capabilities();
-}
-
 /* In the interpreter, PID 2, after the fork: a user namespace of its own (its processes are
  * counted against RLIMIT_NPROC apart from every other sandbox's; the namespaces init made
  * belong to the zygote's, where it is about to give up every capability), its limits, then
  * Landlock, no capability, the filter. */
-void codecell_zygote_guest(void)
+ZYGOTE_API void codecell_zygote_guest(void)
 {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail("set the parent-death signal");
@@ -290,7 +275,7 @@ void codecell_zygote_guest(void)
                 }
         }
         /* Security invariant: from here the guest holds no capability in any namespace. */
-        if (drop_capabilities() < 0)
+        if (capabilities_drop_all() < 0)
                 child_fail("drop capabilities");
         struct sock_fprog prog = {.len = (unsigned short)walls.filter_len,
                                   .filter = walls.filter};
@@ -313,7 +298,7 @@ static void forget_the_zygote(void)
  * /tmp, /work and /proc; then the engine's word (one byte on the control socket) that it is in
  * the sandbox's cgroup, so that the interpreter is born there and every page it touches counts
  * in the sandbox's limit. 0, and init forks the interpreter. */
-int codecell_zygote_init(void)
+ZYGOTE_API int codecell_zygote_init(void)
 {
         /* Dies with the zygote, which dies with the engine; a zygote that died before this
          * took its pid namespace, and this child, with it. */
@@ -335,7 +320,7 @@ int codecell_zygote_init(void)
         mount_own_folders();
         /* init needs no capability from here on (the zygote's CAP_SYS_ADMIN made its
          * namespaces and mounts), and the interpreter it forks starts with none. */
-        if (drop_held_capabilities() < 0)
+        if (capabilities_drop_held() < 0)
                 child_fail("drop capabilities");
         char byte;
         if (read(3, &byte, 1) != 1)
@@ -349,7 +334,7 @@ int codecell_zygote_init(void)
  * /proc files, waits for it, and ends with an exit code that says how it ended (128 + its
  * signal, or its exit code; 254 for its 255, which means a failed set-up). Its pid namespace
  * dies with it. */
-void codecell_zygote_init_loop(int guest)
+ZYGOTE_API void codecell_zygote_init_loop(int guest)
 {
         if (guest <= 0)
                 child_fail("fork the interpreter");
@@ -395,7 +380,7 @@ static int load_walls(void)
         return 0;
 }
 
-int codecell_zygote_start(void)
+ZYGOTE_API int codecell_zygote_start(void)
 {
         int r = load_walls();
         if (r == 0 && (own_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC)) < 0)
@@ -556,7 +541,7 @@ static int new_pid_namespace(void)
         return 0;
 }
 
-int codecell_zygote_next(void)
+ZYGOTE_API int codecell_zygote_next(void)
 {
         static struct pollfd polled[1 + MAX_CHILDREN];
         for (;;) {
@@ -599,7 +584,7 @@ static void end_child(pid_t pid)
         next_netns = -1;
 }
 
-void codecell_zygote_parent(int pid)
+ZYGOTE_API void codecell_zygote_parent(int pid)
 {
         int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
         if (pidfd < 0) {
