@@ -9,7 +9,7 @@ bin=${CODECELL_BIN:-build/codecell}
 [ -x "$bin" ] || { echo "build first: make build" >&2; exit 2; }
 
 declare -A cmds
-order=(bare bare_json bwrap codecell)
+order=(bare bare_json bwrap codecell codecell_fork)
 cmds[bare]="ruby --disable-gems -e 1+1"
 # The prelude loads json before it is ready: this is the interpreter work codecell cannot skip.
 cmds[bare_json]="ruby --disable-gems -e require('json');1+1"
@@ -18,10 +18,11 @@ cmds[bwrap]="bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL 
  --proc /proc --dev /dev --tmpfs /tmp --tmpfs /work --chdir /work \
  ruby --disable-gems -e require('json');1+1"
 cmds[codecell]="$bin run -e 1+1"
+cmds[codecell_fork]="$bin run --start fork -e 1+1"
 
 if ! command -v bwrap >/dev/null; then
         echo "bwrap not installed: skipping that column" >&2
-        order=(bare bare_json codecell)
+        order=(bare bare_json codecell codecell_fork)
 fi
 
 declare -A samples
