@@ -568,7 +568,9 @@ CODECELL_API int codecell_jail_enter_namespaces(codecell_jail *jail);
 CODECELL_API int codecell_jail_enter_walls(codecell_jail *jail);
 CODECELL_API void codecell_jail_keep(codecell_jail *jail, int pid);
 /* In the jailed process: hands back len bytes with an outcome (VALUE, RAISED, FILESYSTEM or
- * MEMORY). Once; 0 or -errno (-EALREADY the second time, -EINVAL for another outcome). */
+ * MEMORY). Once; 0 or -errno (-EALREADY the second time, -EINVAL for another outcome, -EPERM
+ * from a process the function forked). The outcome and the bytes are what the jailed side
+ * claims: code inside the jail can answer anything; treat both as untrusted data. */
 CODECELL_API int codecell_jail_answer(codecell_jail *jail, codecell_jail_outcome outcome,
                                       const void *data, size_t len);
 /* In the parent: waits for the child forked after codecell_jail_new (pid) and everything it

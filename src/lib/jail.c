@@ -173,7 +173,10 @@ static int plan_landlock(struct codecell_jail *j, size_t n_read_write, codecell_
                 if (stat(devices[i], &st) == 0)
                         r = landlock_plan_add(ll, devices[i], GRANT_DEVICE);
         for (size_t i = 0; r == 0 && i < j->n_paths; i++)
-                r = landlock_plan_add(ll, j->paths[i], i < n_read_write ? GRANT_WRITE : GRANT_READ);
+                /* What the function leaves in fs_allow is read by the caller afterwards: files
+                 * and folders only, never a link to follow or a FIFO to block on. */
+                r = landlock_plan_add(ll, j->paths[i],
+                                      i < n_read_write ? GRANT_WRITE_FILES : GRANT_READ);
         if (r < 0)
                 return err_set(err, CODECELL_ERR_INVALID, -r, "jail: too many Landlock rules");
         char name[32];
@@ -367,6 +370,10 @@ int codecell_jail_answer(codecell_jail *j, codecell_jail_outcome outcome, const 
 {
         if (!j || !j->jailed)
                 return -EINVAL;
+        /* A process the function forked holds a copy of the jail: its answers would be
+         * interleaved with the function's own. */
+        if (getpid() != j->jailed_pid)
+                return -EPERM;
         if (outcome != CODECELL_JAIL_VALUE && outcome != CODECELL_JAIL_RAISED &&
             outcome != CODECELL_JAIL_FILESYSTEM && outcome != CODECELL_JAIL_MEMORY)
                 return -EINVAL;

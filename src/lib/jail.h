@@ -74,6 +74,7 @@ struct codecell_jail {
         bool answered;
         bool entered; /* in the keeper or the jailed process */
         bool jailed;  /* in the jailed process */
+        pid_t jailed_pid; /* in it: its pid, the only one that answers (not its children) */
         char layers[512];
         char *warnings[JAIL_MAX_WARNINGS];
         size_t n_warnings;

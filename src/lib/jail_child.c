@@ -269,6 +269,7 @@ int jail_enter_walls(struct codecell_jail *j)
         jailed_setup(j, j->alive[0]);
         j->alive[0] = -1;
         j->jailed = true;
+        j->jailed_pid = getpid();
         return 0;
 }
 

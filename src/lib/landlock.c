@@ -109,6 +109,11 @@ static uint64_t grant_access(enum landlock_grant grant, uint64_t handled)
                          LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
                          LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LL_FS_REFER;
                 break;
+        case GRANT_WRITE_FILES:
+                access = read | file_write | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                         LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                         LANDLOCK_ACCESS_FS_MAKE_REG | LL_FS_REFER;
+                break;
         case GRANT_DEVICE:
                 access = LANDLOCK_ACCESS_FS_READ_FILE | file_write | LL_FS_IOCTL_DEV;
                 break;

@@ -14,6 +14,9 @@ enum landlock_grant {
         GRANT_READ,         /* read files, list directories */
         GRANT_LIST,         /* list directories only */
         GRANT_WRITE,        /* everything a scratch folder needs (no device nodes) */
+        /* files and folders only: no symbolic link, FIFO or socket that a caller reading the
+         * folder afterwards could trip on (the jail's fs_allow) */
+        GRANT_WRITE_FILES,
         GRANT_DEVICE,       /* read, write and ioctl one device file */
         GRANT_EXECUTE,      /* read and execute one program file */
         GRANT_EXECUTE_TREE, /* read, list and execute beneath a directory */

@@ -174,6 +174,73 @@ static char *open_in_jail(const codecell_jail_options *o, const char *spec)
         return text;
 }
 
+/* What the function may leave in fs_allow: a file yes; a symbolic link (to /etc/shadow) or a
+ * FIFO, which a caller reading the folder afterwards would follow or block on, no. */
+static void plant_fn(codecell_jail *jail, void *arg)
+{
+        char path[160], text[160];
+        snprintf(path, sizeof(path), "%s/link", (const char *)arg);
+        int sym = symlink("/etc/shadow", path);
+        const char *sym_why = sym == 0 ? "made" : strerror(errno);
+        snprintf(path, sizeof(path), "%s/fifo", (const char *)arg);
+        int fifo = mkfifo(path, 0666);
+        snprintf(text, sizeof(text), "%s|%s", sym_why, fifo == 0 ? "made" : strerror(errno));
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static void test_nothing_to_trip_on_in_fs_allow(void)
+{
+        char dir[] = "/tmp/codecell-jail-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        chmod(dir, 0777);
+        const char *allow[] = {dir, NULL};
+        codecell_jail_options o = {.fs_allow = allow};
+        codecell_jail_result r = run(&o, plant_fn, dir);
+        char want[160];
+        snprintf(want, sizeof(want), "%s|%s", strerror(EACCES), strerror(EACCES));
+        bool as_wanted = r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(want) &&
+                         memcmp(r.data, want, r.len) == 0;
+        CHECK(as_wanted);
+        if (!as_wanted && r.data)
+                fprintf(stderr, "planted: %.*s\n", (int)r.len, r.data);
+        codecell_jail_result_clear(&r);
+        char cmd[96];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        CHECK(system(cmd) == 0);
+}
+
+/* A process the function forks holds a copy of the jail but cannot answer for it. */
+static void forked_answer_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        int p[2];
+        if (pipe(p) < 0)
+                return;
+        pid_t child = fork();
+        if (child == 0) {
+                int r = codecell_jail_answer(jail, CODECELL_JAIL_FILESYSTEM, "forged", 6);
+                (void)!write(p[1], &r, sizeof(r));
+                _exit(0);
+        }
+        int r = 0;
+        (void)!read(p[0], &r, sizeof(r));
+        waitpid(child, NULL, 0);
+        char text[32];
+        snprintf(text, sizeof(text), "child answer %d", r);
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static void test_only_the_function_answers(void)
+{
+        codecell_jail_options o = {0};
+        codecell_jail_result r = run(&o, forked_answer_fn, NULL);
+        char want[32];
+        snprintf(want, sizeof(want), "child answer %d", -EPERM);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(want) &&
+              memcmp(r.data, want, r.len) == 0);
+        codecell_jail_result_clear(&r);
+}
+
 static void test_filesystem(void)
 {
         char dir[] = "/tmp/codecell-jail-XXXXXX", other[] = "/var/tmp/codecell-jail-XXXXXX";
@@ -497,6 +564,8 @@ int main(int argc, char **argv)
         test_timeouts();
         test_memory();
         test_filesystem();
+        test_nothing_to_trip_on_in_fs_allow();
+        test_only_the_function_answers();
         test_network();
         test_fork_bomb();
         test_threads();
