@@ -1,15 +1,13 @@
 """codecell.jail: a function run in a forked child behind codecell's walls (docs/jail.md), the
 seed agent_jail's AgentJail.run for Python. The value comes back pickled; the child ran code
-the caller does not trust, and pickle.loads of chosen bytes runs code, so only plain data and
-the classes named in configure(trusted_classes=[...]) are loaded."""
+the caller does not trust, and pickle.loads of chosen bytes runs code, so only a tree of plain
+data and the classes named in configure(trusted_classes=[...]) are loaded (_answer.py)."""
 import builtins
 import ctypes
 import errno
 import functools
-import io
 import json
 import os
-import pickle
 import signal
 import site
 import sys
@@ -18,6 +16,7 @@ import threading
 import traceback
 import warnings
 
+from . import _answer
 from ._native import E, Error as _CError, P, CodeCellError, POLICIES, cstr, lib, libc
 
 __all__ = ["jail", "configure", "reset", "JailError", "FilesystemError", "SandboxError",
@@ -288,7 +287,7 @@ def _call(fn, args, kwargs):
     except BaseException as e:  # noqa: B902 - the child reports everything
         return (FILESYSTEM if _filesystem(e) else RAISED), _dump_error(e)
     try:
-        return VALUE, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        return VALUE, _answer.dumps(value)
     except Exception as e:  # noqa: B902 - whatever pickle raises
         return RAISED, json.dumps({"class": "codecell.Unpicklable", "backtrace": [],
                                    "message": "the function's value cannot be passed back: "
@@ -315,31 +314,10 @@ def _dump_error(e):
     return json.dumps({"class": name, "message": message, "backtrace": backtrace}).encode()
 
 
-class _Unpickler(pickle.Unpickler):
-    SAFE = {("builtins", n) for n in ("set", "frozenset", "complex", "bytearray", "range",
-                                       "slice")} | \
-        {("datetime", n) for n in ("date", "datetime", "time", "timedelta", "timezone")} | \
-        {("decimal", "Decimal"), ("fractions", "Fraction"), ("uuid", "UUID"),
-         ("collections", "OrderedDict"), ("collections", "deque")}
-
-    def __init__(self, data, trusted):
-        super().__init__(io.BytesIO(data))
-        self.trusted = {(c.__module__, c.__qualname__): c for c in trusted}
-
-    def find_class(self, module, name):
-        if (module, name) in self.trusted:
-            return self.trusted[(module, name)]
-        if (module, name) in self.SAFE:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(
-            "it holds a %s.%s, which is not loaded unless trusted "
-            "(codecell.configure(trusted_classes=[...]))" % (module, name))
-
-
 def _interpret(r, data, limits, trusted):
     if r.outcome == VALUE:
         try:
-            return _Unpickler(data, trusted).load()
+            return _answer.loads(data, trusted)
         except Exception as e:  # noqa: B902 - whatever the bytes make pickle raise
             raise JailError("the function's value cannot be loaded here: %s" % e) from None
     if r.outcome == MEMORY:
