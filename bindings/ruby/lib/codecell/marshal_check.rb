@@ -40,6 +40,8 @@ module CodeCell
       rescue Refused
         raise
       rescue StandardError, SystemStackError, NoMemoryError => e
+        raise if defined?(Timeout::Error) && e.is_a?(Timeout::Error) # the caller's own, from outside
+
         raise Refused, "#{e.class}: #{e.message}"
       end
     end
