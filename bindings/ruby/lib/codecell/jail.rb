@@ -184,19 +184,17 @@ module CodeCell
       end
 
       def load_value(data, trusted)
-        MarshalCheck.check!(data, trusted)
-        Marshal.load(data)
-      rescue MarshalCheck::Refused, ArgumentError, TypeError => e
+        MarshalCheck.load(data, trusted)
+      rescue MarshalCheck::Refused => e
         raise Error, "the block's value cannot be loaded here: #{e.message}"
       end
 
       def load_error(data)
-        MarshalCheck.check!(data)
-        h = Marshal.load(data)
+        h = MarshalCheck.load(data)
         raise Error, "the block's error came back malformed" unless h.is_a?(Hash) && h.keys.sort == ERROR_KEYS.sort
 
         h
-      rescue MarshalCheck::Refused, ArgumentError, TypeError => e
+      rescue MarshalCheck::Refused => e
         raise Error, "the block's error came back malformed: #{e.message}"
       end
 
