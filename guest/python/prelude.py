@@ -495,7 +495,7 @@ def _apply_input(frame):
 
 def _become_a_sandbox_of_the_zygote():
     """A cell's zygote (docs/security.md, "Forked sandboxes"): takes the engine's orders and
-    forks a sandbox for each, as /codecell/zygote.so directs (the forks are Python's own, so
+    forks a sandbox for each, as /codecell/zygote.so directs (the fork is Python's own, so
     that it renews its locks in a child); comes back only in each sandbox's interpreter, behind
     its walls, which then goes on as any sandbox's."""
     import ctypes
@@ -505,16 +505,14 @@ def _become_a_sandbox_of_the_zygote():
         os._exit(3)
     while True:
         lib.codecell_zygote_next()
-        init = os.fork()
-        if init:
-            lib.codecell_zygote_parent(init)
-            continue
-        lib.codecell_zygote_init()
-        guest = os.fork()
-        if guest:
-            lib.codecell_zygote_init_loop(guest)  # never returns
-        lib.codecell_zygote_guest()
-        break
+        try:
+            guest = os.fork()
+        except OSError:
+            guest = -1  # said to the engine; the zygote goes on
+        if not guest:
+            break
+        lib.codecell_zygote_parent(guest)
+    lib.codecell_zygote_guest()
     del os.environ["CODECELL_ZYGOTE"]
     # random seeds itself from the kernel when first imported; reseed it if it already is.
     if "random" in sys.modules:

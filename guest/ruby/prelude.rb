@@ -238,31 +238,30 @@ module CodecellGuest
     end
 
     # A cell's zygote (docs/security.md, "Forked sandboxes"): takes the engine's orders and
-    # forks a sandbox for each, as /codecell/zygote.so directs (the forks are Ruby's own, so
+    # forks a sandbox for each, as /codecell/zygote.so directs (the fork is Ruby's own, so
     # that Ruby renews what it must in a child); comes back only in each sandbox's interpreter,
     # behind its walls, which then goes on as any sandbox's.
     def become_a_sandbox_of_the_zygote
       require "fiddle"
       lib = Fiddle.dlopen("/codecell/zygote.so")
       # Made once: nothing the loop allocates makes pages the next fork has to copy.
-      z = %w[start next parent init init_loop guest].to_h do |name|
-        args = %w[parent init_loop].include?(name) ? [Fiddle::TYPE_INT] : []
+      z = %w[start next parent guest].to_h do |name|
+        args = name == "parent" ? [Fiddle::TYPE_INT] : []
         [name, Fiddle::Function.new(lib["codecell_zygote_#{name}"], args, Fiddle::TYPE_INT)]
       end
       exit!(3) unless z["start"].call.zero?
       loop do
         z["next"].call
-        init = fork
-        if init
-          z["parent"].call(init)
-          next
+        guest = begin
+          fork
+        rescue SystemCallError
+          -1 # said to the engine; the zygote goes on
         end
-        z["init"].call
-        guest = fork
-        z["init_loop"].call(guest) if guest # never returns
-        z["guest"].call
-        break
+        break unless guest
+
+        z["parent"].call(guest)
       end
+      z["guest"].call
       ENV.delete("CODECELL_ZYGOTE")
       Random.srand
     end

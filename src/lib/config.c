@@ -340,13 +340,15 @@ void codecell_config_set_policy(codecell_config *c, codecell_policy policy)
         c->policy = policy;
 }
 
-/* The fork server (src/zygote/zygote.c), embedded at build time; size 0 where it could not be
- * built. */
+/* The fork server (src/zygote/zygote.c) and the forked sandboxes' init (src/zygote/init.c),
+ * embedded at build time; size 0 where they could not be built. */
 extern const size_t codecell_zygote_so_size;
+extern const size_t codecell_init_bin_size;
 
 bool config_forks(const codecell_config *c)
 {
-        return c->start == CODECELL_START_FORK && codecell_zygote_so_size > 0;
+        return c->start == CODECELL_START_FORK && codecell_zygote_so_size > 0 &&
+               codecell_init_bin_size > 0;
 }
 
 int codecell_config_set_start(codecell_config *c, codecell_start start, codecell_error *err)

@@ -56,6 +56,10 @@ double cpu_meter_read(const struct cpu_meter *m)
         pid_t list[MAX_PROCESSES];
         size_t n = 0;
         list[n++] = m->init;
+        /* A forked sandbox's interpreter is its zygote's child, not init's: listed once,
+         * whoever its parent. */
+        if (m->guest > 0 && m->guest != m->init)
+                list[n++] = m->guest;
         unsigned long long ticks = 0;
         for (size_t i = 0; i < n; i++) {
                 unsigned long long t[4];
@@ -63,7 +67,11 @@ double cpu_meter_read(const struct cpu_meter *m)
                         /* The interpreter's own time comes from its clock, exactly. */
                         ticks += (list[i] == m->guest ? 0 : t[0] + t[1]) + t[2] + t[3];
                 }
+                size_t before = n;
                 n = proc_children(list[i], list, n, MAX_PROCESSES);
+                for (size_t j = before; j < n; j++)
+                        if (list[j] == m->guest)
+                                list[j--] = list[--n];
         }
         return guest_ms + (double)ticks * 1000.0 / (double)ticks_per_s;
 }

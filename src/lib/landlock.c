@@ -1,4 +1,5 @@
 #include "landlock.h"
+#include "landlock_proc_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,10 +55,7 @@ int landlock_abi(void)
         return abi < 0 ? 0 : (int)abi;
 }
 
-const char *const landlock_proc_self_files[] = {
-        "status", "stat",   "statm",   "maps",  "smaps",   "smaps_rollup", "limits", "cmdline",
-        "comm",   "environ", "io",     "uid_map", "gid_map", "cgroup",     "oom_score", NULL,
-};
+const char *const landlock_proc_self_files[] = {LANDLOCK_PROC_SELF_FILES, NULL};
 
 int landlock_plan_add_copy(struct landlock_plan *plan, const char *path, size_t len,
                            enum landlock_grant grant)

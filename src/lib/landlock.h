@@ -36,8 +36,7 @@ struct landlock_plan {
         size_t storage_used;
 };
 
-/* The files of /proc/self the guest may read (the interpreter's own status, maps, limits …);
- * the rest of /proc/self, mountinfo among them, is not granted. NULL-terminated. */
+/* LANDLOCK_PROC_SELF_FILES, NULL-terminated. */
 extern const char *const landlock_proc_self_files[];
 
 /* The Landlock ABI version of this kernel, or 0 when Landlock is unavailable. */

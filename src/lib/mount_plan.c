@@ -20,6 +20,9 @@
  * its size is 0 where it could not be built. */
 extern const char codecell_zygote_so[];
 extern const size_t codecell_zygote_so_size;
+/* A forked sandbox's init (src/zygote/init.c), embedded the same way. */
+extern const char codecell_init_bin[];
+extern const size_t codecell_init_bin_size;
 
 /* Where the new root is assembled before pivot_root. Every host path the plan needs has been
  * opened (open_tree) before this is covered, so sources under /tmp still work. */
@@ -288,11 +291,15 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
         if (r == 0 && config_forks(config))
                 r = add_bytes(plan, ZYGOTE_SO_PATH, codecell_zygote_so, codecell_zygote_so_size,
                               err);
+        if (r == 0 && config_forks(config) &&
+            (r = add_bytes(plan, ZYGOTE_INIT_PATH, codecell_init_bin, codecell_init_bin_size,
+                           err)) == 0)
+                plan->ops[plan->n_ops - 1].program = true;
         if (r == 0 && config_forks(config))
                 r = add_bytes(plan, ZYGOTE_WALLS_PATH, "", 0, err);
         /* The user's mounts get what the sandbox's own file system and the interpreter's
          * folders leave. */
-        size_t zygote_ops = config_forks(config) ? 2 : 0;
+        size_t zygote_ops = config_forks(config) ? 3 : 0;
         size_t room = (MOUNT_PLAN_MAX_OPS - 2) - (plan->n_ops - zygote_ops) -
                       config->n_libraries - 1;
         if (r == 0 && config->n_mounts > room)
@@ -447,7 +454,8 @@ static int apply_op(const struct mount_op *op, int tree_fd, struct child_failure
         case OP_DIR:
                 return 0;
         case OP_FILE: {
-                int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                              op->program ? 0755 : 0644);
                 if (fd < 0)
                         return fail_with(fail, "create", op->dest);
                 int r = write_all(fd, op->source, op->size);

@@ -29,6 +29,7 @@ struct mount_op {
         char *dest;     /* inside the sandbox, absolute */
         char *source;   /* BIND: host path; SYMLINK: target; FILE: contents */
         size_t size;    /* FILE: bytes of contents (which may hold NULs) */
+        bool program;   /* FILE: executable (0755) */
         char *options;  /* TMPFS: mount data */
         bool writable;  /* BIND: read-write */
         bool devices;   /* BIND: a device node (no nodev) */

@@ -134,9 +134,11 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
                 }
         }
         /* Security invariant: from here the guest holds no capability in any namespace, and
-         * no_new_privs keeps exec from granting one back. A cell's zygote keeps one in its own
-         * user namespace, to make its children's pid namespaces (zygote.h). */
-        if (capabilities_keep_only(spec->zygote ? CAP_SYS_ADMIN : -1) < 0)
+         * no_new_privs keeps exec from granting one back. A cell's zygote keeps two in its own
+         * user namespace, to make its sandboxes' namespaces and have their interpreters enter
+         * them (zygote.h). */
+        const uint64_t zygote_caps = 1ull << CAP_SYS_ADMIN | 1ull << CAP_SYS_CHROOT;
+        if (capabilities_keep_only(spec->zygote ? zygote_caps : 0) < 0)
                 child_fail_errno(fail_fd, "drop capabilities");
         int r = spec->zygote ? 0 : seccomp_program_load(spec->seccomp);
         if (r < 0) {
@@ -450,6 +452,8 @@ static size_t guest_pids(const struct sandbox *sb, pid_t *pids, size_t max)
 
 pid_t sandbox_guest_pid(const struct sandbox *sb)
 {
+        if (sb->forked)
+                return sb->guest;
         pid_t pid = -1;
         return guest_pids(sb, &pid, 1) == 1 ? pid : -1;
 }
@@ -458,6 +462,11 @@ void sandbox_kill_guest(const struct sandbox *sb)
 {
         if (sb->pid <= 0)
                 return;
+        /* A forked sandbox's interpreter is the zygote's child, reaped by it. */
+        if (sb->forked && sb->guest_pidfd >= 0) {
+                (void)syscall(SYS_pidfd_send_signal, sb->guest_pidfd, SIGKILL, NULL, 0);
+                return;
+        }
         /* Killing init's children rather than init lets init reap them, so their CPU time
          * reaches us through init's rusage. */
         pid_t pids[8];
@@ -468,8 +477,9 @@ void sandbox_kill_guest(const struct sandbox *sb)
                 kill(sb->pid, SIGKILL);
 }
 
-/* How a forked sandbox ended, from its zygote, which waited for its init: init's exit code, as
- * sandbox_destroy returns it, or -1 when init had to be killed or the zygote died first. */
+/* How a forked sandbox ended, from its zygote, which waited for its init and interpreter: an
+ * exit code as init's in sandbox_destroy, or -1 when init had to be killed or the zygote died
+ * first. */
 static int forked_end(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
 {
         if (grace_ms > 0) {
@@ -509,7 +519,7 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
         int status = -1;
         if (sb->forked && sb->pid > 0) {
                 status = forked_end(sb, grace_ms, ret_usage);
-                sb->pid = -1;
+                sb->pid = sb->guest = -1;
         }
         if (sb->pid > 0) {
                 wait_exit(sb->pid, grace_ms);
@@ -524,7 +534,8 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
                         *ret_usage = usage;
                 sb->pid = -1;
         }
-        int *fds[] = {&sb->ctl_fd, &sb->out_fd, &sb->err_fd, &sb->pidfd, &sb->exit_fd};
+        int *fds[] = {&sb->ctl_fd, &sb->out_fd, &sb->err_fd, &sb->pidfd, &sb->exit_fd,
+                      &sb->guest_pidfd};
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);

@@ -43,7 +43,7 @@ struct sandbox_spec {
 };
 
 struct sandbox {
-        pid_t pid;  /* the sandbox's init (PID 1 inside); forked: the interpreter, PID 1 */
+        pid_t pid;  /* the sandbox's init (PID 1 inside) */
         int ctl_fd; /* control socket, the guest's fd 3 */
         int out_fd; /* the guest's stdout */
         int err_fd; /* the guest's stderr */
@@ -52,17 +52,21 @@ struct sandbox {
         bool forked;
         int pidfd;
         int exit_fd;
+        /* Forked: the interpreter, PID 2 of init's pid namespace but the zygote's child (a
+         * pidfd: the zygote may reap it at any time). -1 otherwise. */
+        pid_t guest;
+        int guest_pidfd;
 };
 
 /* A sandbox that is not there (pid -1, every fd -1). */
 #define SANDBOX_NONE                                                                             \
         ((struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1, .pidfd = -1,      \
-                          .exit_fd = -1})
+                          .exit_fd = -1, .guest = -1, .guest_pidfd = -1})
 
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
  * failure nothing is left: no process, no fd. */
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
-/* The interpreter's host pid (init's child), or -1. */
+/* The interpreter's host pid (init's child, or a forked sandbox's guest), or -1. */
 pid_t sandbox_guest_pid(const struct sandbox *sb);
 /* Kills the interpreter (not init, which then reaps it and exits by itself). */
 void sandbox_kill_guest(const struct sandbox *sb);

@@ -169,9 +169,10 @@ static void release_zygote_spec(void *ctx)
         close_trees(((struct zygote_start *)ctx)->tree_fds);
 }
 
-/* A copy of the cell's zygote, moved into its cgroup before it runs anything of the guest's:
- * what it touches from then on counts in its own limit and peak. (The pages it shares with the
- * zygote stay charged where the zygote's are.) */
+/* A copy of the cell's zygote, moved into its cgroup with its init before it runs anything
+ * of the guest's: what it touches from then on counts in its own limit and peak. (The pages
+ * it shares with the zygote, and the few its set-up wrote before the move, stay charged where
+ * the zygote's are.) */
 static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
                         codecell_error *err)
 {
@@ -181,9 +182,10 @@ static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
         struct zygote_starter starter = {
                 .make_spec = make_zygote_spec, .release = release_zygote_spec, .ctx = &ctx};
         int r = zygote_fork(plan->zygote, &starter, session, &s->sb, err);
-        if (r == 0 && s->have_cg)
-                r = s->cg.backend->attach(&s->cg, s->sb.pid, err);
-        /* init forks the interpreter once told it is in its cgroup. */
+        /* The second move follows the first at once: on cgroup v1 only the first waits. */
+        if (r == 0 && s->have_cg && (r = s->cg.backend->attach(&s->cg, s->sb.pid, err)) == 0)
+                r = s->cg.backend->attach(&s->cg, s->sb.guest, err);
+        /* The interpreter puts up its walls once told it is in its cgroup. */
         if (r == 0 && pipe_write(s->sb.ctl_fd, "g", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the forked child");
         return r;

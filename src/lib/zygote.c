@@ -199,9 +199,10 @@ static int send_order(struct zygote *z, bool session, const int *fds, uint64_t i
         return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
 }
 
-/* The zygote's answer to order id: 0 and *ret_pid (the child in the zygote's pid namespace), a
- * positive errno it sent (with what), or -EPIPE when it is gone or did not answer in time. */
-static int read_reply(struct zygote *z, uint64_t id, pid_t *ret_pid, char *what, size_t size)
+/* The zygote's answer to order id: 0 and the sandbox's interpreter and init (in the zygote's
+ * pid namespace), a positive errno it sent (with what), or -EPIPE when it is gone or did not
+ * answer in time. */
+static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], char *what, size_t size)
 {
         struct zygote_reply reply;
         struct pollfd p = {.fd = z->sb.ctl_fd, .events = POLLIN};
@@ -219,11 +220,12 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t *ret_pid, char *what,
         while ((n = recv(z->sb.ctl_fd, &reply, sizeof(reply), MSG_WAITALL)) < 0 && errno == EINTR)
                 ;
         if (n != (ssize_t)sizeof(reply) || reply.magic != ZYGOTE_MAGIC || reply.id != id ||
-            (reply.error == 0 && reply.pid <= 0))
+            (reply.error == 0 && (reply.pid <= 0 || reply.init <= 0)))
                 return -EPIPE;
         reply.what[sizeof(reply.what) - 1] = '\0';
         snprintf(what, size, "%s", reply.what);
-        *ret_pid = reply.pid;
+        ret_pids[0] = reply.pid;
+        ret_pids[1] = reply.init;
         return reply.error;
 }
 
@@ -319,24 +321,27 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         close(errp[1]);
         close(ended[1]);
         ctl[1] = out[1] = errp[1] = ended[1] = -1;
-        pid_t ns_pid = 0, pid = -1;
+        pid_t ns_pids[2] = {0, 0}, guest = -1, init = -1;
         char what[128] = "";
-        r = read_reply(z, id, &ns_pid, what, sizeof(what));
+        r = read_reply(z, id, ns_pids, what, sizeof(what));
         if (r > 0) {
                 r = err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
                 goto out;
         }
         if (r < 0)
                 goto out;
-        int pidfd = open_child(z, ns_pid, &pid);
-        *ret = (struct sandbox){.pid = pid,
+        int guest_pidfd = open_child(z, ns_pids[0], &guest);
+        int pidfd = open_child(z, ns_pids[1], &init);
+        *ret = (struct sandbox){.pid = init,
                                 .ctl_fd = ctl[0],
                                 .out_fd = out[0],
                                 .err_fd = errp[0],
                                 .pidfd = pidfd,
                                 .exit_fd = ended[0],
-                                .forked = true};
-        if (pidfd < 0) {
+                                .forked = true,
+                                .guest = guest,
+                                .guest_pidfd = guest_pidfd};
+        if (pidfd < 0 || guest_pidfd < 0) {
                 r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the forked child is gone");
                 (void)sandbox_destroy(ret, 0, NULL);
                 return r;

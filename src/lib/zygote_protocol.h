@@ -8,10 +8,11 @@
  *   engine -> zygote  struct zygote_order, with ZYGOTE_ORDER_FDS descriptors (SCM_RIGHTS): the
  *                     child's control socket, stdout and stderr, and the write end of a pipe
  *                     that will carry its end;
- *   zygote -> engine  struct zygote_reply: the child's pid in the zygote's pid namespace, or
- *                     what failed (no descriptor: a guest that fills its user's quota of
+ *   zygote -> engine  struct zygote_reply: the sandbox's interpreter and init, by their pids in
+ *                     the zygote's pid namespace (both are its children), or what failed (no descriptor: a guest that fills its user's quota of
  *                     descriptors in flight must not stop the zygote's answers);
- *   zygote -> pipe    struct zygote_exit once the child is gone (its wait status and rusage).
+ *   zygote -> pipe    struct zygote_exit once both are gone: how the interpreter ended, as an
+ *                     exec'd sandbox's init reports it (init_exit.h), and their rusage.
  * The zygote exits when the engine closes the socket; its children die with it. */
 #ifndef CODECELL_ZYGOTE_PROTOCOL_H
 #define CODECELL_ZYGOTE_PROTOCOL_H
@@ -24,6 +25,8 @@
 
 #define ZYGOTE_WALLS_PATH "/codecell/walls"
 #define ZYGOTE_SO_PATH "/codecell/zygote.so"
+/* A forked sandbox's init (src/zygote/init.c), which the zygote execs in each. */
+#define ZYGOTE_INIT_PATH "/codecell/codecell-init"
 /* The variable that starts the prelude as a zygote (removed before guest code runs). */
 #define ZYGOTE_ENV "CODECELL_ZYGOTE"
 
@@ -68,13 +71,13 @@ struct zygote_reply {
         uint32_t magic;
         int32_t error; /* 0, or the errno of what failed */
         uint64_t id;
-        int32_t pid; /* the child, as the zygote sees it */
-        int32_t reserved;
+        int32_t pid;  /* the interpreter, as the zygote sees it */
+        int32_t init; /* the sandbox's init, as the zygote sees it */
         char what[112]; /* which step failed */
 };
 
 struct zygote_exit {
-        int32_t status; /* as waitpid gives it */
+        int32_t status; /* as waitpid gives it (init_exit.h: the interpreter's end as init reports it) */
         int32_t reserved;
         struct rusage usage;
 };

@@ -3,25 +3,31 @@
  * cell as a copy of it. The protocol is in src/lib/zygote_protocol.h; the reasoning in
  * docs/security.md ("Forked sandboxes").
  *
- * The forks themselves are the language's (Ruby's fork, Python's os.fork), so that the runtime
- * does everything it does around a fork (Ruby renews its timer and wake-up descriptors, Python
- * its locks); this file does everything else, in this order:
+ * The fork of the interpreter is the language's (Ruby's fork, Python's os.fork), so that the
+ * runtime does everything it does around a fork (Ruby renews its timer and wake-up
+ * descriptors, Python its locks); it is the only copy of the interpreter a run costs. This
+ * file does everything else, in this order:
  *
  *   zygote   codecell_zygote_start()   once: reads the walls
- *            codecell_zygote_next()    waits for an order (reporting children's ends); makes
- *                                      a new pid namespace for the next child
- *            fork                      -> the sandbox's init, PID 1
- *            codecell_zygote_parent()  answers the engine with the child's pidfd
- *   init     codecell_zygote_init()    its descriptors, namespaces, /tmp, /work and /proc;
- *                                      waits for the engine's word that it is in its cgroup
- *            fork                      -> the interpreter, PID 2
- *            codecell_zygote_init_loop()  holds the interpreter's /proc files, waits for it
- *   guest    codecell_zygote_guest()   a user namespace of its own, rlimits, Landlock, no
+ *            codecell_zygote_next()    waits for an order (reporting sandboxes' ends); makes
+ *                                      the sandbox's init (below) and points its own next
+ *                                      child into init's pid namespace
+ *            fork                      -> the interpreter, PID 2 of that namespace
+ *            codecell_zygote_parent()  answers the engine with both pids
+ *   init     a vfork-like clone of the zygote into a new pid namespace (PID 1): its network
+ *            namespace, a session of its own, new mount, ipc, uts and cgroup namespaces, fresh
+ *            /tmp, /work and /proc; no capability; then it execs /codecell/codecell-init
+ *            (src/zygote/init.c), a few kilobytes that hold the interpreter's /proc files,
+ *            reap orphans and end the namespace when the interpreter ends
+ *   guest    codecell_zygote_guest()   init's namespaces, its own descriptors and session,
+ *                                      the engine's word that it is in its cgroup, a user
+ *                                      namespace of its own, rlimits, Landlock, no
  *                                      capability, seccomp; then the prelude goes on as in any
  *                                      sandbox: "ready", and the code.
  *
- * The zygote holds CAP_SYS_ADMIN in its own user namespace (it makes each child's pid
- * namespace), and nothing else; it never runs guest code. */
+ * The zygote holds CAP_SYS_ADMIN and CAP_SYS_CHROOT in its own user namespace (it makes each
+ * sandbox's namespaces, and its interpreter enters them), and nothing else; it never runs
+ * guest code. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -41,6 +47,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,17 +63,25 @@
 #define ORDERS_FD 3
 #define MAX_CHILDREN 1024
 
-/* What init unshares (the pid and network namespaces are the zygote's doing, before the fork).
- * The user namespace comes last, in the interpreter: see codecell_zygote_guest. */
+/* What init unshares (the pid namespace is its clone's, the network one is joined). */
 #define INIT_NAMESPACES (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+/* What the interpreter enters of init's. Its user namespace comes last, its own: see
+ * codecell_zygote_guest. */
+#define GUEST_JOINS (INIT_NAMESPACES | CLONE_NEWNET)
 /* Empty network namespaces kept for the next children (see take_netns). */
 #define MAX_IDLE_NETNS 64
+/* init's stack while it sets up, before its exec; the zygote waits meanwhile (CLONE_VFORK). */
+#define INIT_STACK (64 * 1024)
 
+/* A sandbox: its init and interpreter, both the zygote's children, reported to the engine
+ * once both are reaped. */
 struct child {
-        pid_t pid;
-        int pidfd;
-        int exit_fd; /* the engine's pipe for its zygote_exit */
-        int netns;   /* its network namespace, to be given back */
+        pid_t init, guest;
+        int init_pidfd, guest_pidfd; /* -1 once reaped */
+        int init_status, guest_status;
+        struct rusage usage; /* both's, summed */
+        int exit_fd;         /* the engine's pipe for its zygote_exit */
+        int netns;           /* its network namespace, to be given back */
 };
 
 static struct zygote_walls walls;
@@ -78,12 +93,18 @@ static int own_pidns = -1; /* the zygote's pid namespace, to make the next one f
 static int own_netns = -1; /* the zygote's network namespace, to come back to */
 static int idle_netns[MAX_IDLE_NETNS];
 static size_t n_idle_netns;
-static int next_netns = -1; /* the network namespace of the child being made */
-/* The order being served: in the zygote until the fork, then in the child. */
+/* The sandbox being made: in the zygote until the fork, then in the interpreter. */
 static struct zygote_order order;
 static int order_fds[ZYGOTE_ORDER_FDS];
-static int pinned[2] = {-1, -1}; /* init -> guest: one byte once init holds its /proc files */
-static char runtime_comm[16];    /* the interpreter's name, given back to each guest */
+static int next_netns = -1;
+static pid_t next_init = -1;
+static int next_init_pidfd = -1;
+static int handshake[2] = {-1, -1}; /* [0] init's fd 0, [1] the interpreter's end */
+static char runtime_comm[16];       /* the interpreter's name, given back to each guest */
+/* Written by init's clone before it execs (shared memory): the step that failed. */
+static const char *init_failed;
+static int init_errno;
+static char init_stack[INIT_STACK] __attribute__((aligned(16)));
 
 /* ---- in a child ------------------------------------------------------------------------- */
 
@@ -121,18 +142,19 @@ static void map_ids(void)
 }
 
 /* Fresh /tmp and /work (what the previous run wrote is in its own, gone with it) and a /proc
- * of the child's pid namespace, over the zygote's. */
-static void mount_own_folders(void)
+ * of the sandbox's pid namespace, over the zygote's. NULL, or the step that failed. */
+static const char *mount_own_folders(void)
 {
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                child_fail("make / private");
+                return "make / private";
         const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
         if (mount("tmpfs", "/tmp", "tmpfs", flags, walls.tmp_options) < 0)
-                child_fail("mount /tmp");
+                return "mount /tmp";
         if (mount("tmpfs", "/work", "tmpfs", flags, walls.work_options) < 0)
-                child_fail("mount /work");
+                return "mount /work";
         if (mount("proc", "/proc", "proc", flags, NULL) < 0)
-                child_fail("mount /proc");
+                return "mount /proc";
+        return NULL;
 }
 
 /* A new eventfd at the number of old, with its flags: the runtime's own (Ruby wakes its
@@ -163,7 +185,8 @@ static void own_descriptors(const int *fds)
         /* The zygote's own first, by its tables (cheaper than asking /proc about each); the
          * listing below catches whatever else there is. */
         for (size_t i = 0; i < n_children; i++) {
-                close(children[i].pidfd);
+                close(children[i].init_pidfd);
+                close(children[i].guest_pidfd);
                 close(children[i].exit_fd);
                 close(children[i].netns);
         }
@@ -216,31 +239,47 @@ static void own_descriptors(const int *fds)
                 child_fail("close the zygote's descriptors");
 }
 
-/* Landlock grants the interpreter its own /proc files by inode, and a /proc/<pid> inode lives
- * only as long as its dentry: init holds each open (O_PATH) for the interpreter's lifetime, as
- * an exec'd sandbox's init does. Failures are harmless: that file is then unreadable. */
-static void pin_proc_files(pid_t guest)
+/* What the zygote knew of its other children (how many, their pids) is not this sandbox's to
+ * read in its copy of the zygote's memory. */
+static void forget_the_zygote(void)
 {
-        char path[64];
-        for (size_t i = 0; landlock_proc_self_files[i]; i++) {
-                snprintf(path, sizeof(path), "/proc/%d/%s", (int)guest,
-                         landlock_proc_self_files[i]);
-                (void)open(path, O_PATH | O_CLOEXEC);
-        }
+        memset(children, 0, sizeof(children));
+        n_children = 0;
+        memset(idle_netns, 0, sizeof(idle_netns));
+        n_idle_netns = 0;
+        memset(&order.id, 0, sizeof(order.id));
 }
 
-/* In the interpreter, PID 2, after the fork: a user namespace of its own (its processes are
- * counted against RLIMIT_NPROC apart from every other sandbox's; the namespaces init made
- * belong to the zygote's, where it is about to give up every capability), its limits, then
- * Landlock, no capability, the filter. */
+/* In the interpreter, PID 2 of init's pid namespace, after the fork: init holds its /proc
+ * files; it enters init's namespaces, takes its own descriptors and session, waits for the
+ * engine's word (one byte on the control socket) that it is in the sandbox's cgroup; then a
+ * user namespace of its own (its processes are counted against RLIMIT_NPROC apart from every
+ * other sandbox's; the namespaces init made belong to the zygote's, where it is about to give
+ * up every capability), its limits, Landlock, no capability, the filter. */
 ZYGOTE_API void codecell_zygote_guest(void)
 {
+        /* Dies with the zygote, which dies with the engine. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail("set the parent-death signal");
-        close(pinned[1]);
+        if (setns(next_init_pidfd, GUEST_JOINS) < 0)
+                child_fail("enter the sandbox's namespaces");
+        /* Then init may become undumpable (entering took ptrace access to it), and holds the
+         * interpreter's /proc files: Landlock grants them by inode, and a /proc/<pid> inode
+         * lives only as long as something holds it. */
+        char byte = 'h';
+        if (write(handshake[1], &byte, 1) != 1 || read(handshake[1], &byte, 1) != 1)
+                child_fail("wait for init");
+        own_descriptors(order_fds);
+        forget_the_zygote();
+        /* A session and process group of the sandbox's own: kill(0, ...) from the guest
+         * reaches only this sandbox, whatever Landlock's signal scoping says. */
+        if (setsid() < 0)
+                child_fail("setsid");
+        if (read(3, &byte, 1) != 1)
+                _exit(255);
         (void)prctl(PR_SET_NAME, runtime_comm, 0, 0, 0);
-        /* Dumpable again, as an exec'd interpreter is (init is not): its own /proc files are
-         * its own, its id maps among them. */
+        /* Dumpable again, as an exec'd interpreter is (the zygote is not): its own /proc
+         * files are its own, its id maps among them. */
         (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
         if (unshare(CLONE_NEWUSER) < 0)
                 child_fail("unshare the user namespace");
@@ -262,10 +301,6 @@ ZYGOTE_API void codecell_zygote_guest(void)
         umask(022);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail("no_new_privs");
-        char byte;
-        if (read(pinned[0], &byte, 1) != 1)
-                child_fail("wait for init");
-        close(pinned[0]);
         if (landlock.abi > 0) {
                 const char *where = NULL;
                 int r = landlock_apply(&landlock, &where);
@@ -283,73 +318,39 @@ ZYGOTE_API void codecell_zygote_guest(void)
                 child_fail("seccomp");
 }
 
-/* What the zygote knew of its other children (how many, their pids) is not this sandbox's to
- * read in its copy of the zygote's memory. */
-static void forget_the_zygote(void)
+/* init, from its clone to its exec, on init_stack in the zygote's memory while the zygote
+ * waits (CLONE_VFORK): system calls only, a failure noted in init_failed for the zygote. */
+static int init_setup(void *unused)
 {
-        memset(children, 0, sizeof(children));
-        n_children = 0;
-        memset(idle_netns, 0, sizeof(idle_netns));
-        n_idle_netns = 0;
-        memset(&order.id, 0, sizeof(order.id));
-}
-
-/* In init, PID 1 of the new pid namespace, after the fork: its own descriptors, namespaces,
- * /tmp, /work and /proc; then the engine's word (one byte on the control socket) that it is in
- * the sandbox's cgroup, so that the interpreter is born there and every page it touches counts
- * in the sandbox's limit. 0, and init forks the interpreter. */
-ZYGOTE_API int codecell_zygote_init(void)
-{
-        /* Dies with the zygote, which dies with the engine; a zygote that died before this
-         * took its pid namespace, and this child, with it. */
+        (void)unused;
+        const char *failed = NULL;
+        /* Dies with the zygote, which dies with the engine. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                child_fail("set the parent-death signal");
-        (void)prctl(PR_SET_NAME, "codecell-init", 0, 0, 0);
-        /* Not to be read or traced by anything of its sandbox's. */
-        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-        if (setns(next_netns, CLONE_NEWNET) < 0)
-                child_fail("enter the network namespace");
-        own_descriptors(order_fds);
-        forget_the_zygote();
-        /* A session and process group of the sandbox's own: kill(0, ...) from the guest
-         * reaches only this sandbox, whatever Landlock's signal scoping says. */
-        if (setsid() < 0)
-                child_fail("setsid");
-        if (unshare(INIT_NAMESPACES) < 0)
-                child_fail("unshare namespaces");
-        mount_own_folders();
-        /* init needs no capability from here on (the zygote's CAP_SYS_ADMIN made its
-         * namespaces and mounts), and the interpreter it forks starts with none. */
-        if (capabilities_drop_held() < 0)
-                child_fail("drop capabilities");
-        char byte;
-        if (read(3, &byte, 1) != 1)
-                _exit(255);
-        if (pipe2(pinned, O_CLOEXEC) < 0)
-                child_fail("pipe");
-        return 0;
+                failed = "set the parent-death signal";
+        else if (setns(next_netns, CLONE_NEWNET) < 0)
+                failed = "enter the network namespace";
+        else if (setsid() < 0)
+                failed = "setsid";
+        else if (unshare(INIT_NAMESPACES) < 0)
+                failed = "unshare namespaces";
+        else if ((failed = mount_own_folders()) != NULL)
+                ;
+        else if (dup2(handshake[0], 0) < 0 || syscall(SYS_close_range, 1, ~0U, 0) < 0)
+                failed = "its descriptors";
+        /* Nothing survives the exec: init needs no capability (the zygote's made its
+         * namespaces and mounts), and /codecell/codecell-init is no program with file capabilities. */
+        else if (capabilities_drop_held() < 0)
+                failed = "drop capabilities";
+        else {
+                static char *const argv[] = {"codecell-init", NULL};
+                static char *const envp[] = {NULL};
+                execve(ZYGOTE_INIT_PATH, argv, envp);
+                failed = "exec " ZYGOTE_INIT_PATH;
+        }
+        init_errno = errno;
+        init_failed = failed;
+        _exit(255);
 }
-
-/* init from the interpreter's fork on, as an exec'd sandbox's init: holds the interpreter's
- * /proc files, waits for it, and ends with an exit code that says how it ended (128 + its
- * signal, or its exit code; 254 for its 255, which means a failed set-up). Its pid namespace
- * dies with it. */
-ZYGOTE_API void codecell_zygote_init_loop(int guest)
-{
-        if (guest <= 0)
-                child_fail("fork the interpreter");
-        close(pinned[0]);
-        int keep = pinned[1];
-        if (keep > 0)
-                syscall(SYS_close_range, 0, keep - 1, 0);
-        syscall(SYS_close_range, keep + 1, ~0U, 0);
-        signal(SIGCHLD, SIG_DFL);
-        pin_proc_files(guest);
-        (void)!write(keep, "x", 1);
-        close(keep);
-        init_wait_and_exit(guest);
-}
-
 
 /* ---- in the zygote ---------------------------------------------------------------------- */
 
@@ -405,13 +406,18 @@ ZYGOTE_API int codecell_zygote_start(void)
         /* Named for what it is in ps and for the tests; each guest gets the runtime's back. */
         (void)prctl(PR_GET_NAME, runtime_comm, 0, 0, 0);
         (void)prctl(PR_SET_NAME, "codecell-zygote", 0, 0, 0);
+        /* Nothing of a sandbox may read or trace it, should it ever learn its pid. */
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         return 0;
 }
 
-static bool send_reply(int error, const char *what, pid_t pid)
+static bool send_reply(int error, const char *what, pid_t guest, pid_t init)
 {
-        struct zygote_reply reply = {
-                .magic = ZYGOTE_MAGIC, .error = error, .id = order.id, .pid = pid};
+        struct zygote_reply reply = {.magic = ZYGOTE_MAGIC,
+                                     .error = error,
+                                     .id = order.id,
+                                     .pid = guest,
+                                     .init = init};
         snprintf(reply.what, sizeof(reply.what), "%s", what);
         ssize_t n;
         while ((n = send(ORDERS_FD, &reply, sizeof(reply), MSG_NOSIGNAL)) < 0 && errno == EINTR)
@@ -516,94 +522,178 @@ static void give_back_netns(int fd)
                 close(fd);
 }
 
-/* Reports a child's end to the engine and forgets it. */
-static void reap(size_t i)
+static void close_fd(int *fd)
 {
-        struct zygote_exit end = {.status = -1};
-        int status = 0;
-        pid_t p;
-        while ((p = wait4(children[i].pid, &status, 0, &end.usage)) < 0 && errno == EINTR)
-                ;
-        if (p == children[i].pid)
-                end.status = status;
-        (void)!write(children[i].exit_fd, &end, sizeof(end));
-        close(children[i].exit_fd);
-        close(children[i].pidfd);
-        give_back_netns(children[i].netns);
-        children[i] = children[--n_children];
+        if (*fd >= 0) {
+                close(*fd);
+                *fd = -1;
+        }
 }
 
-/* The next child's pid namespace: the zygote's own again, then a new one below it. */
-static int new_pid_namespace(void)
+/* Waits for one of a sandbox's two processes, which has ended (its pidfd said so). */
+static void reap_one(struct child *c, pid_t pid, int *pidfd, int *status)
 {
-        if (setns(own_pidns, CLONE_NEWPID) < 0 || unshare(CLONE_NEWPID) < 0)
+        struct rusage usage = {0};
+        pid_t p;
+        while ((p = wait4(pid, status, 0, &usage)) < 0 && errno == EINTR)
+                ;
+        if (p != pid)
+                *status = -1;
+        timeradd(&c->usage.ru_utime, &usage.ru_utime, &c->usage.ru_utime);
+        timeradd(&c->usage.ru_stime, &usage.ru_stime, &c->usage.ru_stime);
+        if (usage.ru_maxrss > c->usage.ru_maxrss)
+                c->usage.ru_maxrss = usage.ru_maxrss;
+        close_fd(pidfd);
+}
+
+/* How the sandbox ended, as an exec'd sandbox's init would say it: init's own status when it
+ * was killed (by the engine: how the interpreter ended is then unknown), otherwise the
+ * interpreter's, encoded in an exit code (init_exit.h). */
+static int end_status(const struct child *c)
+{
+        if (c->init_status < 0 || WIFSIGNALED(c->init_status) || c->guest_status < 0)
+                return c->init_status < 0 ? -1 : c->init_status;
+        return init_exit_code(c->guest_status) << 8;
+}
+
+/* Reaps whichever of child i's processes ended; once both have, reports the sandbox's end to
+ * the engine and forgets it (init's end ends its pid namespace: nothing of the sandbox lives
+ * any more, and its network namespace can serve again). */
+static void reap(size_t i, bool init_ended, bool guest_ended)
+{
+        struct child *c = &children[i];
+        if (guest_ended)
+                reap_one(c, c->guest, &c->guest_pidfd, &c->guest_status);
+        if (init_ended)
+                reap_one(c, c->init, &c->init_pidfd, &c->init_status);
+        if (c->init_pidfd >= 0 || c->guest_pidfd >= 0)
+                return;
+        struct zygote_exit end = {.status = end_status(c), .usage = c->usage};
+        (void)!write(c->exit_fd, &end, sizeof(end));
+        close(c->exit_fd);
+        give_back_netns(c->netns);
+        *c = children[--n_children];
+}
+
+/* Ends the sandbox being made when its interpreter could not be forked or announced. */
+static void abandon(pid_t guest)
+{
+        if (guest > 0) {
+                kill(guest, SIGKILL);
+                while (waitpid(guest, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        if (next_init > 0) {
+                kill(next_init, SIGKILL);
+                while (waitpid(next_init, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        next_init = -1;
+        close_fd(&next_init_pidfd);
+        give_back_netns(next_netns);
+        next_netns = -1;
+        close_order_fds();
+}
+
+/* The sandbox's init: a vfork-like clone into a new pid namespace that sets up and execs
+ * /codecell/codecell-init (init_setup). Afterwards the zygote's next child is born in init's pid
+ * namespace. 0, or -errno with *what. */
+static int make_init(const char **what)
+{
+        *what = "pid namespace";
+        /* A new pid namespace is made below the zygote's pid namespace for children, which
+         * must be its own. */
+        if (setns(own_pidns, CLONE_NEWPID) < 0)
                 return -errno;
-        return 0;
+        *what = "handshake";
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handshake) < 0)
+                return -errno;
+        init_failed = NULL;
+        pid_t pid = clone(init_setup, init_stack + sizeof(init_stack),
+                          CLONE_VM | CLONE_VFORK | CLONE_NEWPID | SIGCHLD, NULL);
+        close_fd(&handshake[0]);
+        int r = 0;
+        if (pid < 0) {
+                *what = "clone init";
+                r = -errno;
+        } else if (init_failed) {
+                *what = init_failed;
+                r = -(init_errno ? init_errno : EPROTO);
+        } else if ((next_init_pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+                *what = "pidfd of init";
+                r = -errno;
+        } else if (fcntl(next_init_pidfd, F_SETFD, FD_CLOEXEC) < 0 ||
+                   setns(next_init_pidfd, CLONE_NEWPID) < 0) {
+                *what = "enter init's pid namespace";
+                r = -errno;
+        }
+        if (pid > 0)
+                next_init = pid;
+        return r;
 }
 
 ZYGOTE_API int codecell_zygote_next(void)
 {
-        static struct pollfd polled[1 + MAX_CHILDREN];
+        static struct pollfd polled[1 + 2 * MAX_CHILDREN];
         for (;;) {
                 polled[0] = (struct pollfd){.fd = ORDERS_FD, .events = POLLIN};
-                for (size_t i = 0; i < n_children; i++)
-                        polled[1 + i] = (struct pollfd){.fd = children[i].pidfd, .events = POLLIN};
-                if (poll(polled, 1 + n_children, -1) < 0) {
+                for (size_t i = 0; i < n_children; i++) {
+                        polled[1 + 2 * i] =
+                                (struct pollfd){.fd = children[i].init_pidfd, .events = POLLIN};
+                        polled[2 + 2 * i] =
+                                (struct pollfd){.fd = children[i].guest_pidfd, .events = POLLIN};
+                }
+                if (poll(polled, 1 + 2 * n_children, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         _exit(2);
                 }
                 /* Ends first, from the last: reap() moves the last child into slot i. */
                 for (size_t i = n_children; i-- > 0;)
-                        if (polled[1 + i].revents)
-                                reap(i);
+                        if (polled[1 + 2 * i].revents || polled[2 + 2 * i].revents)
+                                reap(i, polled[1 + 2 * i].revents, polled[2 + 2 * i].revents);
                 if (!polled[0].revents)
                         continue;
                 if (read_order() < 0)
                         _exit(0); /* the engine is gone: children die with us */
-                int r = n_children == MAX_CHILDREN ? -EAGAIN : new_pid_namespace();
-                const char *what = r == -EAGAIN ? "too many sandboxes of this cell" : "pid namespace";
+                const char *what = "too many sandboxes of this cell";
+                int r = n_children == MAX_CHILDREN ? -EAGAIN : 0;
                 if (r == 0 && (r = next_netns = take_netns()) < 0)
                         what = "network namespace";
-                if (r >= 0)
+                if (r >= 0 && (r = make_init(&what)) == 0)
                         return 1;
-                send_reply(-r, what, 0);
-                close_order_fds();
+                send_reply(-r, what, 0, 0);
+                close_fd(&handshake[1]);
+                abandon(0);
         }
 }
 
-/* A child that cannot be followed or announced is ended at once. */
-static void end_child(pid_t pid)
+ZYGOTE_API void codecell_zygote_parent(int guest)
 {
-        if (pid > 0) {
-                kill(pid, SIGKILL);
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-        }
-        give_back_netns(next_netns);
-        next_netns = -1;
-}
-
-ZYGOTE_API void codecell_zygote_parent(int pid)
-{
-        int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+        /* Never serve from a sandbox's pid namespace. */
+        if (setns(own_pidns, CLONE_NEWPID) < 0)
+                _exit(2);
+        close_fd(&handshake[1]);
+        int pidfd = guest > 0 ? (int)syscall(SYS_pidfd_open, guest, 0) : -1;
         if (pidfd < 0) {
-                send_reply(pid > 0 ? errno : EAGAIN, "fork", 0);
-                close_order_fds();
-                end_child(pid);
+                send_reply(guest > 0 ? errno : EAGAIN, "fork", 0, 0);
+                abandon(guest);
                 return;
         }
         (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-        if (!send_reply(0, "", pid)) {
+        if (!send_reply(0, "", guest, next_init)) {
                 close(pidfd);
-                close_order_fds();
-                end_child(pid);
+                abandon(guest);
                 return;
         }
-        children[n_children++] = (struct child){.pid = pid,
-                                                .pidfd = pidfd,
+        children[n_children++] = (struct child){.init = next_init,
+                                                .guest = guest,
+                                                .init_pidfd = next_init_pidfd,
+                                                .guest_pidfd = pidfd,
                                                 .exit_fd = order_fds[ZYGOTE_FD_EXIT],
                                                 .netns = next_netns};
+        next_init = -1;
+        next_init_pidfd = -1;
         next_netns = -1;
         order_fds[ZYGOTE_FD_EXIT] = -1;
         close_order_fds();

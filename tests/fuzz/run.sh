@@ -27,9 +27,10 @@ embed "$out/empty" prelude_ruby_iseq
 embed "$out/empty" prelude_python_pyc
 # No fuzz target forks a sandbox: an empty fork server means "not built" (cells exec).
 embed "$out/empty" zygote_so
+embed "$out/empty" init_bin
 embedded="$out/prelude_ruby.c $out/prelude_python.c $out/boot_ruby.c $out/boot_python.c"
 embedded="$embedded $out/prelude_ruby_iseq.c $out/prelude_python_pyc.c"
-embedded="$embedded $out/probe_ruby.c $out/probe_python.c $out/zygote_so.c"
+embedded="$embedded $out/probe_ruby.c $out/probe_python.c $out/zygote_so.c $out/init_bin.c"
 for target in frame mount_rules tools_file units config_file mcp_message mcp_header upstream_result; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"

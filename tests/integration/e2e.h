@@ -73,10 +73,21 @@ static inline bool comm_is(pid_t pid, const char *name)
         return same;
 }
 
+/* A forked cell's zygote among this process's children's children (zygote.h), or 0. */
+static inline pid_t zygote_under(pid_t child)
+{
+        pid_t zygote;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", child, child);
+        return read_pids(path, &zygote, 1) == 1 && comm_is(zygote, "codecell-zygote") ? zygote
+                                                                                     : 0;
+}
+
 /* The sandboxes' inits: children of this process, of whichever thread started them -- or, for
- * a child that holds a cell's zygote (a forked cell, zygote.h), the zygote's children, which
- * are that cell's sandboxes. */
-static inline size_t children(pid_t *pids, size_t max)
+ * a child that holds a cell's zygote (a forked cell, zygote.h), the zygote's children named
+ * codecell-init (its other children are those sandboxes' interpreters). With guests, the
+ * interpreters instead. */
+static inline size_t sandbox_processes(pid_t *pids, size_t max, bool guests)
 {
         pid_t mine[64];
         size_t n_mine = 0;
@@ -91,31 +102,34 @@ static inline size_t children(pid_t *pids, size_t max)
                 closedir(d);
         size_t n = 0;
         for (size_t i = 0; i < n_mine && n < max; i++) {
-                pid_t zygote;
+                pid_t zygote = zygote_under(mine[i]), found[128];
                 char path[64];
-                snprintf(path, sizeof(path), "/proc/%d/task/%d/children", mine[i], mine[i]);
-                if (read_pids(path, &zygote, 1) == 1 && comm_is(zygote, "codecell-zygote")) {
-                        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", zygote, zygote);
-                        n += read_pids(path, pids + n, max - n);
-                } else {
-                        pids[n++] = mine[i];
+                if (!zygote) {
+                        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", mine[i], mine[i]);
+                        n += guests ? read_pids(path, pids + n, max - n) : (pids[n] = mine[i], 1);
+                        continue;
                 }
+                snprintf(path, sizeof(path), "/proc/%d/task/%d/children", zygote, zygote);
+                size_t k = read_pids(path, found, 128);
+                for (size_t j = 0; j < k && n < max; j++)
+                        if (comm_is(found[j], "codecell-init") != guests)
+                                pids[n++] = found[j];
         }
         return n;
+}
+
+static inline size_t children(pid_t *pids, size_t max)
+{
+        return sandbox_processes(pids, max, false);
 }
 
 /* Kills the interpreters of every sandbox, leaving their inits. */
 static inline void kill_guests(void)
 {
-        pid_t inits[64], guests[8];
-        size_t n = children(inits, 64);
-        for (size_t i = 0; i < n; i++) {
-                char path[64];
-                snprintf(path, sizeof(path), "/proc/%d/task/%d/children", inits[i], inits[i]);
-                size_t k = read_pids(path, guests, 8);
-                for (size_t g = 0; g < k; g++)
-                        kill(guests[g], SIGKILL);
-        }
+        pid_t guests[64];
+        size_t n = sandbox_processes(guests, 64, true);
+        for (size_t i = 0; i < n; i++)
+                kill(guests[i], SIGKILL);
 }
 
 /* cgroups this process made (codecell-<pid>-<n>) that still exist. */

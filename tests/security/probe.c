@@ -158,10 +158,11 @@ static long try_pidfd_getfd(void)
         return e;
 }
 
-static long try_kill_parent_of_init(void)
+static long try_kill_init(void)
 {
-        /* Outside the pid namespace nothing has a pid here; the engine is pid 0 to us. */
-        return outcome(kill(getppid(), 0));
+        /* init, PID 1 (the exec'd interpreter's parent; a forked one's parent, its zygote, has
+         * no pid here: getppid() is 0). Outside the pid namespace nothing has a pid here. */
+        return outcome(kill(1, 0));
 }
 
 static long try_socket_tcp(void)
@@ -552,7 +553,7 @@ static const struct probe probes[] = {
         {"pidfd_getfd_init", try_pidfd_getfd},
         {"kcmp", try_kcmp},
         {"move_pages_init", try_move_pages_init},
-        {"kill_engine", try_kill_parent_of_init},
+        {"kill_init", try_kill_init},
         {"setuid_root", try_setuid_root},
         {"setgid_root", try_setgid_root},
         {"raise_rlimit_nofile", try_raise_nofile},

@@ -61,7 +61,7 @@ EXPECTED = {
     "pidfd_getfd_init": "EPERM",           # seccomp
     "kcmp": "EPERM",                       # seccomp
     "move_pages_init": "EPERM",            # seccomp
-    "kill_engine": "EPERM",                # init is the only other process, and it is not ours
+    "kill_init": "EPERM",                  # init is the only other process, and it is not ours
     "setuid_root": "EINVAL",               # uid 0 is not mapped in the user namespace
     "setgid_root": "EINVAL",               # nor gid 0
     "raise_rlimit_nofile": "EPERM",        # no CAP_SYS_RESOURCE
