@@ -278,9 +278,6 @@ ZYGOTE_API void codecell_zygote_guest(void)
         if (read(3, &byte, 1) != 1)
                 _exit(255);
         (void)prctl(PR_SET_NAME, runtime_comm, 0, 0, 0);
-        /* Dumpable again, as an exec'd interpreter is (the zygote is not): its own /proc
-         * files are its own, its id maps among them. */
-        (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
         if (unshare(CLONE_NEWUSER) < 0)
                 child_fail("unshare the user namespace");
         map_ids();
@@ -406,8 +403,10 @@ ZYGOTE_API int codecell_zygote_start(void)
         /* Named for what it is in ps and for the tests; each guest gets the runtime's back. */
         (void)prctl(PR_GET_NAME, runtime_comm, 0, 0, 0);
         (void)prctl(PR_SET_NAME, "codecell-zygote", 0, 0, 0);
-        /* Nothing of a sandbox may read or trace it, should it ever learn its pid. */
-        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        /* It stays dumpable (no sandbox can name it: it is outside their pid namespaces, and
+         * their filter refuses ptrace): an exec'd init's new memory takes the zygote's
+         * dumpability until the exec sets its own, and the zygote enters init's pid namespace
+         * by its pidfd, which takes ptrace access to init, in that window. */
         return 0;
 }
 
