@@ -62,3 +62,18 @@ if(VENDOR_CC)
 endif()
 vendor_embed(zygote_so ${zygote})
 file(REMOVE ${zygote})
+# The forked sandboxes' init (src/zygote/init.c), static and without libc, as CMakeLists.txt
+# builds it; empty without it (the cells exec, as without the fork server).
+set(init ${DEST}/codecell-init)
+file(WRITE ${init} "")
+if(VENDOR_CC)
+  execute_process(COMMAND ${VENDOR_CC} -std=gnu11 -O2 -ffreestanding -fno-stack-protector -fno-pie
+                          -fno-asynchronous-unwind-tables -fcf-protection=none -static -nostdlib
+                          -no-pie -Wl,-s -o ${init} ${ROOT}/src/zygote/init.c
+                  RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+  if(NOT status EQUAL 0)
+    file(WRITE ${init} "")
+  endif()
+endif()
+vendor_embed(init_bin ${init})
+file(REMOVE ${init})

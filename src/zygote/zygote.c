@@ -89,6 +89,7 @@ static struct landlock_plan landlock;
 static struct child children[MAX_CHILDREN];
 static void (*runtime_sigchld)(int); /* the interpreter's, given back to each child */
 static size_t n_children;
+static size_t children_seen; /* the most slots ever used: beyond it the table was never written */
 static int own_pidns = -1; /* the zygote's pid namespace, to make the next one from */
 static int own_netns = -1; /* the zygote's network namespace, to come back to */
 static int idle_netns[MAX_IDLE_NETNS];
@@ -243,8 +244,9 @@ static void own_descriptors(const int *fds)
  * read in its copy of the zygote's memory. */
 static void forget_the_zygote(void)
 {
-        memset(children, 0, sizeof(children));
-        n_children = 0;
+        /* The slots ever used only: clearing the whole table would copy every page of it. */
+        memset(children, 0, children_seen * sizeof(children[0]));
+        n_children = children_seen = 0;
         memset(idle_netns, 0, sizeof(idle_netns));
         n_idle_netns = 0;
         memset(&order.id, 0, sizeof(order.id));
@@ -685,6 +687,8 @@ ZYGOTE_API void codecell_zygote_parent(int guest)
                 abandon(guest);
                 return;
         }
+        if (n_children == children_seen)
+                children_seen++;
         children[n_children++] = (struct child){.init = next_init,
                                                 .guest = guest,
                                                 .init_pidfd = next_init_pidfd,
