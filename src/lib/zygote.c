@@ -230,54 +230,57 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], char *wh
 }
 
 /* The pids of a process as each pid namespace from this one down sees it (NSpid), from a
- * /proc status or fdinfo file; how many. */
-static size_t ns_pids(const char *path, pid_t *pids, size_t max)
+ * pidfd's fdinfo; how many. */
+static size_t ns_pids(int pidfd, pid_t *pids, size_t max)
 {
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return 0;
-        char line[256];
+        char path[64], text[512];
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+        ssize_t len = read_file(path, text, sizeof(text));
+        char *at = len > 0 ? strstr(text, "NSpid:") : NULL;
         size_t n = 0;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, "NSpid:", 6) == 0) {
-                        char *at = line + 6, *end;
-                        for (long v; n < max && (v = strtol(at, &end, 10), end != at); at = end)
-                                pids[n++] = (pid_t)v;
-                        break;
-                }
-        fclose(f);
+        if (!at)
+                return 0;
+        at += 6;
+        for (long v; n < max && (v = strtol(at, &at, 10)) > 0;)
+                pids[n++] = (pid_t)v;
         return n;
 }
 
-/* A pidfd of the zygote's child that the zygote calls ns_pid: among the zygote's children, the
- * one whose pid in the zygote's namespace is ns_pid, checked again through the pidfd (a pid
- * reused in between would not match). < 0 when it is gone. */
+/* The zygote's children, oldest first (the order the kernel lists them in); how many. */
+static size_t zygote_children(const struct zygote *z, pid_t *kids, size_t max)
+{
+        char path[96], text[ZYGOTE_MAX_CHILDREN * 2 * 8];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)z->pid, (int)z->pid);
+        if (read_file(path, text, sizeof(text)) <= 0)
+                return 0;
+        size_t n = 0;
+        char *at = text, *end;
+        for (long v; n < max && (v = strtol(at, &end, 10)) > 0; at = end)
+                kids[n++] = (pid_t)v;
+        return n;
+}
+
+/* A pidfd of the zygote's child that the zygote calls ns_pid, and its host pid: among the
+ * zygote's children, newest first (the one asked for is among the last two), the one whose
+ * pidfd names ns_pid in the zygote's namespace (a pid reused in between would not match).
+ * < 0 when it is gone. */
 static int open_child(const struct zygote *z, pid_t ns_pid, pid_t *ret_pid)
 {
-        char path[96];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)z->pid, (int)z->pid);
-        FILE *f = fopen(path, "re");
-        int child, pidfd = -1;
-        while (f && pidfd < 0 && fscanf(f, "%d", &child) == 1) {
-                pid_t seen[4];
-                snprintf(path, sizeof(path), "/proc/%d/status", child);
-                if (ns_pids(path, seen, 4) < 2 || seen[1] != ns_pid)
-                        continue;
-                pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+        pid_t kids[2 * ZYGOTE_MAX_CHILDREN];
+        size_t n = zygote_children(z, kids, sizeof(kids) / sizeof(kids[0]));
+        while (n-- > 0) {
+                int pidfd = (int)syscall(SYS_pidfd_open, kids[n], 0);
                 if (pidfd < 0)
                         continue;
-                snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-                if (ns_pids(path, seen, 4) < 2 || seen[0] != child || seen[1] != ns_pid) {
-                        close(pidfd);
-                        pidfd = -1;
-                        continue;
+                pid_t seen[4];
+                if (ns_pids(pidfd, seen, 4) >= 2 && seen[0] == kids[n] && seen[1] == ns_pid) {
+                        (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+                        *ret_pid = kids[n];
+                        return pidfd;
                 }
-                (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-                *ret_pid = child;
+                close(pidfd);
         }
-        if (f)
-                fclose(f);
-        return pidfd;
+        return -1;
 }
 
 static void close_pair(int *fds)

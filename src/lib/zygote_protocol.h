@@ -31,6 +31,8 @@
 #define ZYGOTE_ENV "CODECELL_ZYGOTE"
 
 #define ZYGOTE_MAGIC 0x5a434331u /* "1CCZ" */
+/* Sandboxes a zygote keeps alive at once (each is two of its children: init, interpreter). */
+#define ZYGOTE_MAX_CHILDREN 1024
 #define ZYGOTE_MAX_FILTER 4096   /* BPF instructions */
 #define ZYGOTE_MAX_RLIMITS 8
 #define ZYGOTE_PATHS 8192 /* bytes of Landlock rule paths */

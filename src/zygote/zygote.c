@@ -61,7 +61,6 @@
 #define ZYGOTE_API __attribute__((visibility("default")))
 
 #define ORDERS_FD 3
-#define MAX_CHILDREN 1024
 
 /* What init unshares (the pid namespace is its clone's, the network one is joined). */
 #define INIT_NAMESPACES (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
@@ -86,7 +85,7 @@ struct child {
 
 static struct zygote_walls walls;
 static struct landlock_plan landlock;
-static struct child children[MAX_CHILDREN];
+static struct child children[ZYGOTE_MAX_CHILDREN];
 static void (*runtime_sigchld)(int); /* the interpreter's, given back to each child */
 static size_t n_children;
 static size_t children_seen; /* the most slots ever used: beyond it the table was never written */
@@ -635,7 +634,7 @@ static int make_init(const char **what)
 
 ZYGOTE_API int codecell_zygote_next(void)
 {
-        static struct pollfd polled[1 + 2 * MAX_CHILDREN];
+        static struct pollfd polled[1 + 2 * ZYGOTE_MAX_CHILDREN];
         for (;;) {
                 polled[0] = (struct pollfd){.fd = ORDERS_FD, .events = POLLIN};
                 for (size_t i = 0; i < n_children; i++) {
@@ -658,7 +657,7 @@ ZYGOTE_API int codecell_zygote_next(void)
                 if (read_order() < 0)
                         _exit(0); /* the engine is gone: children die with us */
                 const char *what = "too many sandboxes of this cell";
-                int r = n_children == MAX_CHILDREN ? -EAGAIN : 0;
+                int r = n_children == ZYGOTE_MAX_CHILDREN ? -EAGAIN : 0;
                 if (r == 0 && (r = next_netns = take_netns()) < 0)
                         what = "network namespace";
                 if (r >= 0 && (r = make_init(&what)) == 0)
