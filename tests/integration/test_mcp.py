@@ -746,8 +746,9 @@ class MemoryPeak(unittest.TestCase):
 
     def test_a_forked_peak_covers_what_the_run_made(self):
         """A forked sandbox shares the booted interpreter's pages with its zygote until it
-        writes them; those are charged once, to the zygote, and are not this run's. Every page
-        the run itself made (its private dirty memory, from the fork on) is in its peak."""
+        writes them; those are charged once, to the zygote, and are not this run's (nor the few
+        its set-up writes before its cgroup move, which comes before any guest code). Every
+        page the run itself made (its private dirty memory) is in its peak."""
         for peak, own, r in self.peaks("fork"):
             self.assertGreaterEqual(peak, own["Private_Dirty"], r)
             self.assertLessEqual(peak, own["VmHWM"] + (64 << 20), r)
