@@ -19,9 +19,10 @@
  *            /tmp, /work and /proc; no capability; then it execs /codecell/codecell-init
  *            (src/zygote/init.c), a few kilobytes that hold the interpreter's /proc files,
  *            reap orphans and end the namespace when the interpreter ends
- *   guest    codecell_zygote_guest()   init's namespaces, its own descriptors and session,
- *                                      the engine's word that it is in its cgroup, a user
- *                                      namespace of its own, rlimits, Landlock, no
+ *   guest    await_cgroup()            inside fork(): the engine's word that it is in its
+ *                                      cgroup, before the runtime's after-fork work
+ *            codecell_zygote_guest()   init's namespaces, its own descriptors and session, a
+ *                                      user namespace of its own, rlimits, Landlock, no
  *                                      capability, seccomp; then the prelude goes on as in any
  *                                      sandbox: "ready", and the code.
  *
@@ -34,6 +35,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -105,6 +107,7 @@ static char runtime_comm[16];       /* the interpreter's name, given back to eac
 static const char *init_failed;
 static int init_errno;
 static char init_stack[INIT_STACK] __attribute__((aligned(16)));
+static bool forking_guest; /* from an order's init to its interpreter's fork */
 
 /* ---- in a child ------------------------------------------------------------------------- */
 
@@ -251,9 +254,23 @@ static void forget_the_zygote(void)
         memset(&order.id, 0, sizeof(order.id));
 }
 
-/* In the interpreter, PID 2 of init's pid namespace, after the fork: init holds its /proc
- * files; it enters init's namespaces, takes its own descriptors and session, waits for the
- * engine's word (one byte on the control socket) that it is in the sandbox's cgroup; then a
+/* The interpreter's first act after its fork, before the runtime's own after-fork work (a
+ * pthread_atfork handler runs inside fork()): the engine's word (one byte on its control
+ * socket) that init and it are in the sandbox's cgroup. From there every page it writes counts
+ * in the run's limit and peak; before, it wrote nothing of its own. */
+static void await_cgroup(void)
+{
+        if (!forking_guest)
+                return;
+        forking_guest = false; /* the guest's own forks are none of this */
+        char byte;
+        if (read(order_fds[ZYGOTE_FD_CTL], &byte, 1) != 1)
+                _exit(255);
+}
+
+/* In the interpreter, PID 2 of init's pid namespace, after the fork and await_cgroup: it
+ * enters init's namespaces (init then holds its /proc files), takes its own descriptors and
+ * session; then a
  * user namespace of its own (its processes are counted against RLIMIT_NPROC apart from every
  * other sandbox's; the namespaces init made belong to the zygote's, where it is about to give
  * up every capability), its limits, Landlock, no capability, the filter. */
@@ -276,8 +293,6 @@ ZYGOTE_API void codecell_zygote_guest(void)
          * reaches only this sandbox, whatever Landlock's signal scoping says. */
         if (setsid() < 0)
                 child_fail("setsid");
-        if (read(3, &byte, 1) != 1)
-                _exit(255);
         (void)prctl(PR_SET_NAME, runtime_comm, 0, 0, 0);
         if (unshare(CLONE_NEWUSER) < 0)
                 child_fail("unshare the user namespace");
@@ -386,6 +401,8 @@ ZYGOTE_API int codecell_zygote_start(void)
                 r = -errno;
         if (r == 0 && (own_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
                 r = -errno;
+        if (r == 0)
+                r = -pthread_atfork(NULL, NULL, await_cgroup);
         if (r < 0) {
                 errno = -r;
                 perror("codecell zygote: start");
@@ -660,8 +677,10 @@ ZYGOTE_API int codecell_zygote_next(void)
                 int r = n_children == ZYGOTE_MAX_CHILDREN ? -EAGAIN : 0;
                 if (r == 0 && (r = next_netns = take_netns()) < 0)
                         what = "network namespace";
-                if (r >= 0 && (r = make_init(&what)) == 0)
+                if (r >= 0 && (r = make_init(&what)) == 0) {
+                        forking_guest = true;
                         return 1;
+                }
                 send_reply(-r, what, 0, 0);
                 close_fd(&handshake[1]);
                 abandon(0);
@@ -670,6 +689,7 @@ ZYGOTE_API int codecell_zygote_next(void)
 
 ZYGOTE_API void codecell_zygote_parent(int guest)
 {
+        forking_guest = false;
         /* Never serve from a sandbox's pid namespace. */
         if (setns(own_pidns, CLONE_NEWPID) < 0)
                 _exit(2);

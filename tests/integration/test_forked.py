@@ -55,6 +55,19 @@ KILL_ALL = {"ruby": "system('/bin/kill', '-KILL', '-1'); sleep 1; :survived",
             "python": "import subprocess, time\nsubprocess.run(['/bin/kill', '-KILL', '-1'])\n"
                       "time.sleep(1)\n'survived'"}
 
+# The guest forks a child (exit 7), whose own fork exits 9 (the child exits with it).
+FORK_TWICE_RUBY = ("a = fork { b = fork { exit!(9) }; Process.wait(b); exit!($?.exitstatus) }; "
+                   "Process.wait(a); first = $?.exitstatus; "
+                   "c = fork { exit!(7) }; Process.wait(c); [$?.exitstatus, first]")
+FORK_TWICE_PYTHON = ("import os\n"
+                     "def child(code):\n"
+                     "    p = os.fork()\n"
+                     "    if p == 0:\n"
+                     "        os._exit(code())\n"
+                     "    return os.waitpid(p, 0)[1] >> 8\n"
+                     "first = child(lambda: child(lambda: 9))\n"
+                     "[child(lambda: 7), first]")
+
 
 def call(i, lang, code, **args):
     return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -153,6 +166,14 @@ class Forked(unittest.TestCase):
                 self.assertNotEqual(m["result"]["structuredContent"]["status"], "ok", m)
                 self.assertEqual(self.run_code(lang, "x + 1", session="calm"), 42)
                 self.assertEqual(self.run_code(lang, "6 * 7"), 42)
+
+    def test_a_run_s_own_forks_are_its_own(self):
+        """The fork server hooks the interpreter's fork (to wait for the cgroup move before the
+        runtime's after-fork work): a fork the guest makes must not take that wait. Its child
+        runs and its exit status is its own; a grandchild's too."""
+        for lang, code in (("ruby", FORK_TWICE_RUBY), ("python", FORK_TWICE_PYTHON)):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.run_code(lang, code), [7, 9])
 
     def test_a_zygote_that_dies_is_replaced(self):
         self.assertEqual(self.run_code("ruby", "1 + 1"), 2)
