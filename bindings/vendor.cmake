@@ -45,35 +45,27 @@ endfunction()
 vendor_compiled(python prelude.py pyc ${PRELUDE_PYC_COMMAND})
 vendor_compiled(ruby prelude.rb iseq ${PRELUDE_ISEQ_COMMAND})
 
-# A forked cell's fork server (src/zygote/zygote.c), loaded into the guest's interpreter: built
-# here with the system's compiler; without one (or when it fails) an empty file, and the
-# binding's cells exec a fresh interpreter for every sandbox instead (codecell_start).
-set(zygote ${DEST}/zygote.so)
-file(WRITE ${zygote} "")
+# A program of the engine's built here with the system's compiler and embedded as name; without
+# a compiler (or when it fails) an empty file, and the binding's cells exec a fresh interpreter
+# for every sandbox instead (codecell_start).
 find_program(VENDOR_CC NAMES cc gcc clang)
-if(VENDOR_CC)
-  execute_process(COMMAND ${VENDOR_CC} -std=gnu11 -D_GNU_SOURCE -O2 -shared -fPIC -fvisibility=hidden -o ${zygote}
-                          ${ROOT}/src/zygote/zygote.c ${ROOT}/src/lib/landlock.c
-                          ${ROOT}/src/lib/capabilities.c
-                  RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
-  if(NOT status EQUAL 0)
-    file(WRITE ${zygote} "")
+function(vendor_program name)
+  set(out ${DEST}/${name}.bin)
+  file(WRITE ${out} "")
+  if(VENDOR_CC)
+    execute_process(COMMAND ${VENDOR_CC} -std=gnu11 -O2 ${ARGN} -o ${out}
+                    RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
+    if(NOT status EQUAL 0)
+      file(WRITE ${out} "")
+    endif()
   endif()
-endif()
-vendor_embed(zygote_so ${zygote})
-file(REMOVE ${zygote})
+  vendor_embed(${name} ${out})
+  file(REMOVE ${out})
+endfunction()
+# A forked cell's fork server (src/zygote/zygote.c), loaded into the guest's interpreter.
+vendor_program(zygote_so -D_GNU_SOURCE -shared -fPIC -fvisibility=hidden
+               ${ROOT}/src/zygote/zygote.c ${ROOT}/src/lib/landlock.c ${ROOT}/src/lib/capabilities.c)
 # The forked sandboxes' init (src/zygote/init.c), static and without libc, as CMakeLists.txt
-# builds it; empty without it (the cells exec, as without the fork server).
-set(init ${DEST}/codecell-init)
-file(WRITE ${init} "")
-if(VENDOR_CC)
-  execute_process(COMMAND ${VENDOR_CC} -std=gnu11 -O2 -ffreestanding -fno-stack-protector -fno-pie
-                          -fno-asynchronous-unwind-tables -fcf-protection=none -static -nostdlib
-                          -no-pie -Wl,-s -o ${init} ${ROOT}/src/zygote/init.c
-                  RESULT_VARIABLE status OUTPUT_QUIET ERROR_QUIET)
-  if(NOT status EQUAL 0)
-    file(WRITE ${init} "")
-  endif()
-endif()
-vendor_embed(init_bin ${init})
-file(REMOVE ${init})
+# builds it.
+vendor_program(init_bin -ffreestanding -fno-stack-protector -fno-pie -fno-asynchronous-unwind-tables
+               -fcf-protection=none -static -nostdlib -no-pie -Wl,-s ${ROOT}/src/zygote/init.c)

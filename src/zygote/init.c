@@ -17,6 +17,9 @@
  *
  * Static, without libc: an exec of a program that starts libc costs three times as much as
  * the whole of this one. So: raw system calls, nothing that needs thread-local storage. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* O_PATH, also where the build does not define it (bindings/vendor.cmake) */
+#endif
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <poll.h>
