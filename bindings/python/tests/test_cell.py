@@ -28,6 +28,13 @@ class CellTest(unittest.TestCase):
             self.assertEqual(r.stderr, "e\n")
             self.assertEqual(r.to_dict(), {"status": "ok", "value": {"a": 1}, "stderr": "e\n"})
 
+    def test_cells_fork_their_sandboxes(self):
+        """The package compiles the engine with its fork server and the forked sandboxes'
+        init: a cell forks its sandboxes (the interpreter's parent, the zygote, has no pid
+        inside), it does not quietly exec one per run because a part failed to build."""
+        with codecell.Cell("python", pool=0) as cell:
+            self.assertEqual(cell.run("import os\n[os.getppid(), os.getpid()]").value, [0, 2])
+
     def test_error_result_is_the_seeds_dict(self):
         with codecell.Cell("python", pool=0) as cell:
             r = cell.run("raise KeyError('k')")

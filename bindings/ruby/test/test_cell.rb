@@ -24,6 +24,15 @@ class TestCell < Minitest::Test
     end
   end
 
+  # The gem compiles the engine with its fork server and the forked sandboxes' init: a cell
+  # forks its sandboxes (the interpreter's parent, the zygote, has no pid inside), it does not
+  # quietly exec one per run because a part failed to build.
+  def test_cells_fork_their_sandboxes
+    CodeCell::Cell.open(language: :ruby, pool: 0) do |cell|
+      assert_equal [0, 2], cell.run("[Process.ppid, Process.pid]").value
+    end
+  end
+
   def test_error_result_is_the_seeds_hash
     CodeCell::Cell.open(language: :ruby, pool: 0) do |cell|
       r = cell.run("raise ArgumentError, 'bad'")
