@@ -96,6 +96,13 @@ FORK_SERVER_STATE = {
             "end\n"
             "out"}
 
+# A write to a pipe nobody reads: the runtime ignores SIGPIPE and makes it an error, as it does
+# in an exec'd sandbox; it must not kill the interpreter.
+BROKEN_PIPE = {"ruby": "r, w = IO.pipe; r.close\nbegin\n  w.syswrite('x')\n  :written\n"
+                       "rescue Errno::EPIPE\n  :epipe\nend",
+               "python": "import os\nr, w = os.pipe()\nos.close(r)\ntry:\n    os.write(w, b'x')\n"
+                         "    v = 'written'\nexcept BrokenPipeError:\n    v = 'epipe'\nv"}
+
 
 def call(i, lang, code, **args):
     return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -179,6 +186,13 @@ class Forked(unittest.TestCase):
                 differ = sorted(name for name in states[0]
                                 if len({state.get(name) for state in states}) > 1)
                 self.assertEqual(differ, [], "the fork server's variables differ between runs")
+
+    def test_a_write_to_a_closed_pipe_is_an_error_as_in_an_exec_d_sandbox(self):
+        # Review of the one-fork sandboxes: codecell_zygote_guest sets SIGPIPE back to SIG_DFL
+        # after the runtime has ignored it, so the forked interpreter dies of the signal.
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                self.assertEqual(self.run_code(lang, BROKEN_PIPE[lang]), "epipe")
 
     def test_a_sandbox_sees_only_its_own_processes_and_descriptors(self):
         for lang in LANGUAGES:
