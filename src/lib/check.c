@@ -51,13 +51,36 @@ static int probe_namespaces(void)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 0x80;
 }
 
+static bool write_text(const char *path, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+        close(fd);
+        return ok;
+}
+
 /* Whether a user namespace can be made inside a new one (a forked sandbox's, inside its
- * zygote's). */
+ * zygote's). The outer one maps the caller's ids first, as the zygote's does: without a
+ * mapping of its ids, no process may make a user namespace. */
 static bool probe_nested_user_namespace(void)
 {
+        uid_t uid = geteuid();
+        gid_t gid = getegid();
         pid_t pid = fork();
-        if (pid == 0)
-                _exit(unshare(CLONE_NEWUSER) == 0 && unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+        if (pid == 0) {
+                char map[64];
+                if (unshare(CLONE_NEWUSER) < 0 || !write_text("/proc/self/setgroups", "deny"))
+                        _exit(1);
+                snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+                if (!write_text("/proc/self/uid_map", map))
+                        _exit(1);
+                snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+                if (!write_text("/proc/self/gid_map", map))
+                        _exit(1);
+                _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+        }
         if (pid < 0)
                 return false;
         int st;
@@ -66,8 +89,10 @@ static bool probe_nested_user_namespace(void)
         return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/* The fork server, embedded at build time (size 0 where it could not be built). */
+/* The fork server and the forked sandboxes' init, embedded at build time (size 0 where they
+ * could not be built). */
 extern const size_t codecell_zygote_so_size;
+extern const size_t codecell_init_bin_size;
 
 static void report(codecell_layer_report *r, const char *name, bool ok, bool required,
                    const char *fmt, const char *arg)
@@ -165,10 +190,11 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
 
         /* Forked cells' sandboxes each take a user namespace inside their zygote's. */
         bool nested = !(ns & 0x80) && probe_nested_user_namespace();
-        bool forks = nested && codecell_zygote_so_size > 0;
+        bool forks = nested && codecell_zygote_so_size > 0 && codecell_init_bin_size > 0;
         report(&all[n++], "forked_sandboxes", forks, false,
                forks ? "cells fork their sandboxes from a booted interpreter (start \"fork\")%s"
-               : nested ? "the fork server was not built into this library: cells exec a fresh "
+               : nested ? "the fork server or its init was not built into this library: cells "
+                          "exec a fresh "
                           "interpreter for every sandbox%s"
                         : "nested user namespaces are refused: forked cells cannot start%s",
                "");

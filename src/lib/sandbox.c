@@ -458,6 +458,12 @@ pid_t sandbox_guest_pid(const struct sandbox *sb)
         return guest_pids(sb, &pid, 1) == 1 ? pid : -1;
 }
 
+bool sandbox_forked_alive(const struct sandbox *sb)
+{
+        return syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) == 0 &&
+               syscall(SYS_pidfd_send_signal, sb->guest_pidfd, 0, NULL, 0) == 0;
+}
+
 void sandbox_kill_guest(const struct sandbox *sb)
 {
         if (sb->pid <= 0)
@@ -488,6 +494,9 @@ static int forked_end(struct sandbox *sb, int grace_ms, struct rusage *ret_usage
                         ;
         }
         (void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+        /* init's death ends the interpreter; killed itself, it cannot wait for that. */
+        if (sb->guest_pidfd >= 0)
+                (void)syscall(SYS_pidfd_send_signal, sb->guest_pidfd, SIGKILL, NULL, 0);
         struct zygote_exit end;
         size_t got = 0;
         /* The zygote reports as soon as the kernel has reaped the child. */

@@ -185,6 +185,10 @@ static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
         /* The second move follows the first at once: on cgroup v1 only the first waits. */
         if (r == 0 && s->have_cg && (r = s->cg.backend->attach(&s->cg, s->sb.pid, err)) == 0)
                 r = s->cg.backend->attach(&s->cg, s->sb.guest, err);
+        /* Moved by pid: both must still be the processes their pidfds name (the zygote reaps
+         * them, and a pid can be reused, the moment they end). */
+        if (r == 0 && s->have_cg && !sandbox_forked_alive(&s->sb))
+                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the forked child is gone");
         /* The interpreter puts up its walls once told it is in its cgroup. */
         if (r == 0 && pipe_write(s->sb.ctl_fd, "g", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the forked child");

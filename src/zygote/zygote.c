@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -73,6 +74,10 @@
 #define MAX_IDLE_NETNS 64
 /* init's stack while it sets up, before its exec; the zygote waits meanwhile (CLONE_VFORK). */
 #define INIT_STACK (64 * 1024)
+/* Descriptors a live sandbox costs the zygote (init's and the interpreter's pidfds, the exit
+ * pipe, the network namespace), and what it needs besides them and the idle namespaces. */
+#define FDS_PER_CHILD 4
+#define FDS_OWN 64
 
 /* A sandbox: its init and interpreter, both the zygote's children, reported to the engine
  * once both are reaped. */
@@ -80,6 +85,7 @@ struct child {
         pid_t init, guest;
         int init_pidfd, guest_pidfd; /* -1 once reaped */
         int init_status, guest_status;
+        bool guest_ended_first; /* reaped while init still ran */
         struct rusage usage; /* both's, summed */
         int exit_fd;         /* the engine's pipe for its zygote_exit */
         int netns;           /* its network namespace, to be given back */
@@ -106,7 +112,8 @@ static char runtime_comm[16];       /* the interpreter's name, given back to eac
 /* Written by init's clone before it execs (shared memory): the step that failed. */
 static const char *init_failed;
 static int init_errno;
-static char init_stack[INIT_STACK] __attribute__((aligned(16)));
+static size_t max_children; /* ZYGOTE_MAX_CHILDREN, or fewer when descriptors run out first */
+static struct pollfd polled[1 + 2 * ZYGOTE_MAX_CHILDREN]; /* the orders, then each child's two */
 static bool forking_guest; /* from an order's init to its interpreter's fork */
 
 /* ---- in a child ------------------------------------------------------------------------- */
@@ -246,12 +253,21 @@ static void own_descriptors(const int *fds)
  * read in its copy of the zygote's memory. */
 static void forget_the_zygote(void)
 {
-        /* The slots ever used only: clearing the whole table would copy every page of it. */
+        /* The slots ever used only: clearing whole tables would copy every page of them. */
         memset(children, 0, children_seen * sizeof(children[0]));
+        memset(polled, 0, (1 + 2 * children_seen) * sizeof(polled[0]));
         n_children = children_seen = 0;
         memset(idle_netns, 0, sizeof(idle_netns));
         n_idle_netns = 0;
         memset(&order.id, 0, sizeof(order.id));
+        /* The descriptors and pids of this sandbox's making, which tell how many the zygote
+         * held and made (closed or moved by now). */
+        for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
+                order_fds[i] = -1;
+        next_netns = next_init_pidfd = handshake[0] = handshake[1] = -1;
+        next_init = -1;
+        init_failed = NULL;
+        init_errno = 0;
 }
 
 /* The interpreter's first act after its fork, before the runtime's own after-fork work (a
@@ -309,7 +325,8 @@ ZYGOTE_API void codecell_zygote_guest(void)
         }
         /* Past RLIMIT_FSIZE a write fails with EFBIG instead of killing with SIGXFSZ. */
         signal(SIGXFSZ, SIG_IGN);
-        signal(SIGPIPE, SIG_DFL);
+        /* SIGPIPE stays as the runtime set it at boot (ignored: a write to a closed pipe is an
+         * error), as in an exec'd interpreter. */
         signal(SIGCHLD, runtime_sigchld);
         umask(022);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -403,6 +420,16 @@ ZYGOTE_API int codecell_zygote_start(void)
                 r = -errno;
         if (r == 0)
                 r = -pthread_atfork(NULL, NULL, await_cgroup);
+        /* Refuse a sandbox while the descriptors for it and an order in flight are there:
+         * running out mid-order would read as the engine's end, and end every sandbox. */
+        struct rlimit files;
+        max_children = ZYGOTE_MAX_CHILDREN;
+        if (r == 0 && getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+            files.rlim_cur < FDS_OWN + MAX_IDLE_NETNS + FDS_PER_CHILD * (rlim_t)max_children)
+                max_children = files.rlim_cur > FDS_OWN + MAX_IDLE_NETNS + FDS_PER_CHILD
+                                       ? (files.rlim_cur - FDS_OWN - MAX_IDLE_NETNS) /
+                                                 FDS_PER_CHILD
+                                       : 1;
         if (r < 0) {
                 errno = -r;
                 perror("codecell zygote: start");
@@ -442,8 +469,9 @@ static bool send_reply(int error, const char *what, pid_t guest, pid_t init)
         return n == (ssize_t)sizeof(reply);
 }
 
-/* One order and its descriptors into order/order_fds, or < 0 (the engine is gone, or spoke
- * nonsense: either way the zygote ends). */
+/* One order and its descriptors into order/order_fds: 0, -EMFILE for an order without all its
+ * descriptors (to be answered), or -EPROTO (the engine is gone, or spoke nonsense: either way
+ * the zygote ends). */
 static int read_order(void)
 {
         struct iovec iov = {.iov_base = &order, .iov_len = sizeof(order)};
@@ -471,12 +499,17 @@ static int read_order(void)
                                         close(fd);
                         }
                 }
-        if (n == (ssize_t)sizeof(order) && order.magic == ZYGOTE_MAGIC &&
-            got == ZYGOTE_ORDER_FDS && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+        bool whole = n == (ssize_t)sizeof(order) && order.magic == ZYGOTE_MAGIC &&
+                     !(msg.msg_flags & MSG_TRUNC);
+        if (whole && got == ZYGOTE_ORDER_FDS && !(msg.msg_flags & MSG_CTRUNC))
                 return 0;
         for (size_t i = 0; i < got; i++)
                 close(order_fds[i]);
-        return -EPROTO;
+        for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
+                order_fds[i] = -1;
+        /* An order whose descriptors could not all be received (the zygote's are used up) is
+         * answered; anything else means the engine is gone, or spoke nonsense. */
+        return whole ? -EMFILE : -EPROTO;
 }
 
 static void close_order_fds(void)
@@ -563,14 +596,14 @@ static void reap_one(struct child *c, pid_t pid, int *pidfd, int *status)
         close_fd(pidfd);
 }
 
-/* How the sandbox ended, as an exec'd sandbox's init would say it: init's own status when it
- * was killed (by the engine: how the interpreter ended is then unknown), otherwise the
- * interpreter's, encoded in an exit code (init_exit.h). */
+/* How the sandbox ended, as an exec'd sandbox's init would say it: the interpreter's end,
+ * encoded in an exit code (init_exit.h), when it ended before init did; otherwise init's own
+ * status if it was killed (by the engine: the interpreter died of that). */
 static int end_status(const struct child *c)
 {
-        if (c->init_status < 0 || WIFSIGNALED(c->init_status) || c->guest_status < 0)
-                return c->init_status < 0 ? -1 : c->init_status;
-        return init_exit_code(c->guest_status) << 8;
+        if (c->guest_status >= 0 && (c->guest_ended_first || !WIFSIGNALED(c->init_status)))
+                return init_exit_code(c->guest_status) << 8;
+        return c->init_status;
 }
 
 /* Reaps whichever of child i's processes ended; once both have, reports the sandbox's end to
@@ -579,8 +612,10 @@ static int end_status(const struct child *c)
 static void reap(size_t i, bool init_ended, bool guest_ended)
 {
         struct child *c = &children[i];
-        if (guest_ended)
+        if (guest_ended) {
                 reap_one(c, c->guest, &c->guest_pidfd, &c->guest_status);
+                c->guest_ended_first = !init_ended && c->init_pidfd >= 0;
+        }
         if (init_ended)
                 reap_one(c, c->init, &c->init_pidfd, &c->init_status);
         if (c->init_pidfd >= 0 || c->guest_pidfd >= 0)
@@ -626,13 +661,24 @@ static int make_init(const char **what)
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, handshake) < 0)
                 return -errno;
         init_failed = NULL;
-        pid_t pid = clone(init_setup, init_stack + sizeof(init_stack),
+        /* Mapped for this init alone and gone before the interpreter's fork: nothing of one
+         * sandbox's making is left in the next one's copy of the zygote. */
+        char *stack = mmap(NULL, INIT_STACK, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED) {
+                *what = "init's stack";
+                close_fd(&handshake[0]);
+                return -errno;
+        }
+        pid_t pid = clone(init_setup, stack + INIT_STACK,
                           CLONE_VM | CLONE_VFORK | CLONE_NEWPID | SIGCHLD, NULL);
+        int clone_errno = errno;
+        munmap(stack, INIT_STACK);
         close_fd(&handshake[0]);
         int r = 0;
         if (pid < 0) {
                 *what = "clone init";
-                r = -errno;
+                r = -clone_errno;
         } else if (init_failed) {
                 *what = init_failed;
                 r = -(init_errno ? init_errno : EPROTO);
@@ -651,7 +697,6 @@ static int make_init(const char **what)
 
 ZYGOTE_API int codecell_zygote_next(void)
 {
-        static struct pollfd polled[1 + 2 * ZYGOTE_MAX_CHILDREN];
         for (;;) {
                 polled[0] = (struct pollfd){.fd = ORDERS_FD, .events = POLLIN};
                 for (size_t i = 0; i < n_children; i++) {
@@ -671,10 +716,14 @@ ZYGOTE_API int codecell_zygote_next(void)
                                 reap(i, polled[1 + 2 * i].revents, polled[2 + 2 * i].revents);
                 if (!polled[0].revents)
                         continue;
-                if (read_order() < 0)
+                int r = read_order();
+                if (r == -EPROTO)
                         _exit(0); /* the engine is gone: children die with us */
-                const char *what = "too many sandboxes of this cell";
-                int r = n_children == ZYGOTE_MAX_CHILDREN ? -EAGAIN : 0;
+                const char *what = "its descriptors did not all arrive (too many open)";
+                if (r == 0 && n_children >= max_children) {
+                        r = -EAGAIN;
+                        what = "too many sandboxes of this cell";
+                }
                 if (r == 0 && (r = next_netns = take_netns()) < 0)
                         what = "network namespace";
                 if (r >= 0 && (r = make_init(&what)) == 0) {

@@ -68,6 +68,54 @@ FORK_TWICE_PYTHON = ("import os\n"
                      "first = child(lambda: child(lambda: 9))\n"
                      "[child(lambda: 7), first]")
 
+# The fork server's own memory in a run's copy of it (/codecell/zygote.so, read through its
+# symbol table): a digest of each of its writable variables. What the zygote knew when it forked
+# this run (how many sandboxes it had made, how many live, their descriptors) must not be there.
+FORK_SERVER_STATE = {
+    "python": "import ctypes, hashlib, struct\n"
+              "d = open('/codecell/zygote.so', 'rb').read()\n"
+              "shoff, = struct.unpack_from('<Q', d, 0x28)\n"
+              "size, count = struct.unpack_from('<HH', d, 0x3a)\n"
+              "secs = [struct.unpack_from('<IIQQQQIIQQ', d, shoff + i * size) for i in range(count)]\n"
+              "base = min(int(l.split('-')[0], 16) for l in open('/proc/self/maps')\n"
+              "           if l.rstrip().endswith('/codecell/zygote.so'))\n"
+              "out = {}\n"
+              "for s in secs:\n"
+              "    if s[1] != 2:\n"
+              "        continue\n"
+              "    names = secs[s[6]][4]\n"
+              "    for i in range(s[5] // 24):\n"
+              "        n, _, _, _, value, length = struct.unpack_from('<IBBHQQ', d, s[4] + i * 24)\n"
+              "        if length and any(t[2] & 1 and t[3] <= value < t[3] + t[5] for t in secs):\n"
+              "            name = d[names + n:d.index(b'\\0', names + n)].decode()\n"
+              "            out[name] = hashlib.sha1(ctypes.string_at(base + value, length)).hexdigest()\n"
+              "out",
+    "ruby": "require 'fiddle'; require 'digest'\n"
+            "d = File.binread('/codecell/zygote.so')\n"
+            "shoff = d.unpack1('Q<', offset: 0x28)\n"
+            "size, count = d.unpack('S<S<', offset: 0x3a)\n"
+            "secs = (0...count).map { |i| d.unpack('L<L<Q<Q<Q<Q<L<L<Q<Q<', offset: shoff + i * size) }\n"
+            "base = File.readlines('/proc/self/maps').select { |l| "
+            "l.rstrip.end_with?('/codecell/zygote.so') }.map { |l| l.to_i(16) }.min\n"
+            "out = {}\n"
+            "secs.select { |s| s[1] == 2 }.each do |s|\n"
+            "  names = secs[s[6]][4]\n"
+            "  (s[5] / 24).times do |i|\n"
+            "    n, _, _, _, value, len = d.unpack('L<CCS<Q<Q<', offset: s[4] + i * 24)\n"
+            "    next if len.zero? || secs.none? { |t| t[2] & 1 == 1 && t[3] <= value && value < t[3] + t[5] }\n"
+            "    out[d[names + n...d.index(\"\\0\", names + n)]] = "
+            "Digest::SHA1.hexdigest(Fiddle::Pointer.new(base + value)[0, len])\n"
+            "  end\n"
+            "end\n"
+            "out"}
+
+# A write to a pipe nobody reads: the runtime ignores SIGPIPE and makes it an error, as it does
+# in an exec'd sandbox; it must not kill the interpreter.
+BROKEN_PIPE = {"ruby": "r, w = IO.pipe; r.close\nbegin\n  w.syswrite('x')\n  :written\n"
+                       "rescue Errno::EPIPE\n  :epipe\nend",
+               "python": "import os\nr, w = os.pipe()\nos.close(r)\ntry:\n    os.write(w, b'x')\n"
+                         "    v = 'written'\nexcept BrokenPipeError:\n    v = 'epipe'\nv"}
+
 
 def call(i, lang, code, **args):
     return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
@@ -139,6 +187,25 @@ class Forked(unittest.TestCase):
                 after = self.run_code(lang, FIND[lang])
                 self.assertEqual(after[:3], [None, False, False])
                 self.assertEqual(after, before)
+
+    def test_what_the_zygote_knew_of_other_runs_is_not_in_a_run_s_memory(self):
+        # Review of the one-fork sandboxes: next_init (init's pid in the zygote's namespace, a
+        # count of every sandbox the cell made), polled (the live sandboxes' pidfds), the
+        # descriptors of the sandbox being made and init's stack stayed in each run's copy.
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                states = [self.run_code(lang, FORK_SERVER_STATE[lang]) for _ in range(3)]
+                self.assertIn("walls", states[0])  # the symbol table was read
+                differ = sorted(name for name in states[0]
+                                if len({state.get(name) for state in states}) > 1)
+                self.assertEqual(differ, [], "the fork server's variables differ between runs")
+
+    def test_a_write_to_a_closed_pipe_is_an_error_as_in_an_exec_d_sandbox(self):
+        # Review of the one-fork sandboxes: codecell_zygote_guest sets SIGPIPE back to SIG_DFL
+        # after the runtime has ignored it, so the forked interpreter dies of the signal.
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                self.assertEqual(self.run_code(lang, BROKEN_PIPE[lang]), "epipe")
 
     def test_a_sandbox_sees_only_its_own_processes_and_descriptors(self):
         for lang in LANGUAGES:

@@ -849,6 +849,11 @@ class CommandLine(unittest.TestCase):
             self.assertIn(name, layers)
         self.assertTrue(layers["seccomp"]["available"])
         self.assertEqual(layers["cgroup"]["available"], host_has_cgroup())
+        # What check says of forked sandboxes is what a forked run finds (it used to say
+        # "refused" here, probing a nested user namespace without mapping the outer one).
+        forked = codecell("run", "--start", "fork", "--json", "-e", "1 + 1")
+        self.assertEqual(layers["forked_sandboxes"]["available"],
+                         forked.result.get("status") == "ok", (layers["forked_sandboxes"], forked))
 
     def test_raise_policy_refuses_a_host_without_a_cgroup(self):
         r = codecell("run", "--on-unsupported", "raise", "-e", "1")
