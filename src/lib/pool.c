@@ -15,7 +15,9 @@
  * threads slow down: one start at a time, one a second. */
 #define MAX_FAILURES_IN_ROW 3
 #define RETRY_DELAY_MS 1000
-#define REFILL_DELAY_MS 5
+/* A pool hit's run takes 0.3-0.5 ms: a replacement started later competes with it for neither
+ * the CPU nor the kernel's namespace locks. 5 ms (and 0) measured worse: docs/performance.md. */
+#define REFILL_DELAY_MS 1
 /* Threads that start sandboxes at once, at most: a start waits mostly on the kernel and on the
  * interpreter's boot, but beyond the CPUs more threads only compete with the runs. */
 #define MAX_THREADS 4
@@ -79,9 +81,9 @@ static bool should_start(struct pool *pool)
         if (pool->n_ready + pool->n_starting >= pool->size || (failing && pool->n_starting > 0)) {
                 pthread_cond_wait(&pool->changed, &pool->lock);
                 /* A run just took a sandbox: while others still stand by, let that run finish
-                 * before starting a replacement, which would compete with it for the CPU and
-                 * the kernel's namespace locks. */
-                if (REFILL_DELAY_MS > 0 && pool->n_ready > 0 &&
+                 * before starting a replacement. The next take (a client sending runs back to
+                 * back) or any other change ends the pause at once. */
+                if (pool->n_ready > 0 &&
                     pool->n_ready + pool->n_starting < pool->size && !pool->stopping &&
                     !pool->requests)
                         wait_until(pool, now_ms() + REFILL_DELAY_MS);
