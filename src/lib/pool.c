@@ -83,9 +83,8 @@ static bool should_start(struct pool *pool)
                 /* A run just took a sandbox: while others still stand by, let that run finish
                  * before starting a replacement. The next take (a client sending runs back to
                  * back) or any other change ends the pause at once. */
-                if (pool->n_ready > 0 &&
-                    pool->n_ready + pool->n_starting < pool->size && !pool->stopping &&
-                    !pool->requests)
+                if (pool->n_ready > 0 && pool->n_ready + pool->n_starting < pool->size &&
+                    !pool->stopping && !pool->requests)
                         wait_until(pool, now_ms() + REFILL_DELAY_MS);
                 return false;
         }
