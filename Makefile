@@ -54,7 +54,7 @@ sanitize: bootstrap
 tsan: bootstrap
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug \
 		-DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer -O1" >/dev/null
-	cmake --build $(BUILD)-tsan -j $(JOBS) --target test_sessions test_pool test_load
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target test_sessions test_pool test_pool_threads test_load
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 \
 		suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_OPTIONS)" \
 		ctest --output-on-failure -j 2 -R '^(sessions|pool|load)_'

@@ -31,7 +31,7 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
             disposal_start(&cell->disposal, err) < 0 ||
             pool_start(&cell->plan, cell->config->pool, &cell->pool, err) < 0)
                 goto fail;
-        /* Sessions' kernels are started on the pool's thread (pool_spawn). */
+        /* Sessions' kernels are started on the pool's threads (pool_spawn). */
         cell->sessions.pool = cell->pool;
         return cell;
 fail:
@@ -43,7 +43,7 @@ void codecell_cell_free(codecell_cell *cell)
 {
         if (!cell)
                 return;
-        /* First the sessions, then the pool whose thread started their kernels: both use
+        /* First the sessions, then the pool whose threads started their kernels: both use
          * everything below. */
         session_table_free(&cell->sessions);
         pool_stop(cell->pool);

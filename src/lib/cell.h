@@ -16,7 +16,7 @@ struct codecell_cell {
         codecell_config *config;
         struct cell_plan plan;
         char *description;
-        struct pool *pool;         /* its thread also starts sessions' kernels */
+        struct pool *pool;         /* its threads also start sessions' kernels */
         struct disposal *disposal; /* collects sandboxes killed after their result */
         struct tool_table tools;
         struct session_table sessions;

@@ -6,16 +6,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "util.h"
 
-/* After this many failed starts in a row, warmup gives up and the thread slows down. */
+/* After this many failed starts in a row (on any of the threads), warmup gives up and the
+ * threads slow down: one start at a time, one a second. */
 #define MAX_FAILURES_IN_ROW 3
 #define RETRY_DELAY_MS 1000
-#define REFILL_DELAY_MS 5
+/* A pool hit's run takes 0.3-0.5 ms: a replacement started later competes with it for neither
+ * the CPU nor the kernel's namespace locks. 5 ms (and 0) measured worse: docs/performance.md. */
+#define REFILL_DELAY_MS 1
+/* Threads that start sandboxes at once, at most: a start waits mostly on the kernel and on the
+ * interpreter's boot, but beyond the CPUs more threads only compete with the runs. */
+#define MAX_THREADS 4
 
-/* A sandbox someone needs now, started on the pool's thread so that it outlives the thread
- * that asked (a session's kernel must not die with a short-lived caller thread). */
+/* A sandbox someone needs now, started on one of the pool's threads so that it outlives the
+ * thread that asked (a session's kernel must not die with a short-lived caller thread). */
 struct spawn_request {
         struct spawn_request *next;
         struct standby *result;
@@ -28,66 +36,92 @@ struct pool {
         struct cell_plan *plan;
         struct spawn_request *requests;
         pthread_mutex_t lock;
-        pthread_cond_t changed; /* a sandbox was added or taken, or the pool stops */
+        pthread_cond_t changed; /* a sandbox was added or taken, a start ended, or the pool stops */
         struct standby **ready;
-        size_t n_ready, size;
+        /* n_ready + n_starting never exceeds size: the pool holds no more than it was given. */
+        size_t n_ready, n_starting, size;
+        size_t peak_starting;
         bool stopping;
-        pthread_t thread;
+        pthread_t threads[MAX_THREADS];
+        size_t n_threads;
         unsigned failures_in_row;
+        double retry_at; /* now_ms() clock: once failing, no start before this */
         codecell_error last_error;
 };
 
-static void wait_ms(struct pool *pool, int ms)
+/* Waits on pool->changed (lock held) until woken or deadline (now_ms() clock) passes. */
+static void wait_until(struct pool *pool, double deadline)
 {
+        double left = deadline - now_ms();
+        if (left <= 0)
+                return;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += ms / 1000;
-        ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        long long ns = (long long)ts.tv_nsec + (long long)(left * 1e6);
+        ts.tv_sec += (time_t)(ns / 1000000000LL);
+        ts.tv_nsec = (long)(ns % 1000000000LL);
         (void)pthread_cond_timedwait(&pool->changed, &pool->lock, &ts);
 }
 
-/* The one thread that starts sandboxes for the pool. The sandboxes' parent-death signal is
- * tied to it, so it must outlive them: it ends only in pool_stop. */
+/* Starts a session's kernel (lock held, released meanwhile). */
+static void serve(struct pool *pool, struct spawn_request *req)
+{
+        pool->requests = req->next;
+        pthread_mutex_unlock(&pool->lock);
+        req->status = standby_start(pool->plan, true, &req->result, &req->err);
+        pthread_mutex_lock(&pool->lock);
+        req->done = true;
+        pthread_cond_broadcast(&pool->changed);
+}
+
+/* Whether this thread should start a sandbox for the pool now (lock held); waits when not. */
+static bool should_start(struct pool *pool)
+{
+        bool failing = pool->failures_in_row >= MAX_FAILURES_IN_ROW;
+        if (pool->n_ready + pool->n_starting >= pool->size || (failing && pool->n_starting > 0)) {
+                pthread_cond_wait(&pool->changed, &pool->lock);
+                /* A run just took a sandbox: while others still stand by, let that run finish
+                 * before starting a replacement. The next take (a client sending runs back to
+                 * back) or any other change ends the pause at once. */
+                if (pool->n_ready > 0 && pool->n_ready + pool->n_starting < pool->size &&
+                    !pool->stopping && !pool->requests)
+                        wait_until(pool, now_ms() + REFILL_DELAY_MS);
+                return false;
+        }
+        if (failing && now_ms() < pool->retry_at) {
+                wait_until(pool, pool->retry_at);
+                return false;
+        }
+        return true;
+}
+
+/* One of the threads that start sandboxes for the pool, each running this loop. The exec'd
+ * sandboxes' parent-death signal is tied to the thread that cloned them, so it must outlive
+ * them: it ends only in pool_stop. */
 static void *fill(void *arg)
 {
         struct pool *pool = arg;
         pthread_mutex_lock(&pool->lock);
         while (!pool->stopping) {
-                struct spawn_request *req = pool->requests;
-                if (req) {
-                        pool->requests = req->next;
-                        pthread_mutex_unlock(&pool->lock);
-                        req->status = standby_start(pool->plan, true, &req->result, &req->err);
-                        pthread_mutex_lock(&pool->lock);
-                        req->done = true;
-                        pthread_cond_broadcast(&pool->changed);
+                if (pool->requests) {
+                        serve(pool, pool->requests);
                         continue;
                 }
-                if (pool->n_ready >= pool->size) {
-                        pthread_cond_wait(&pool->changed, &pool->lock);
-                        /* A run just took a sandbox: while others still stand by, let that run
-                         * finish before starting a replacement, which would compete with it for
-                         * the CPU and the kernel's namespace locks. */
-                        if (pool->n_ready > 0 && pool->n_ready < pool->size && !pool->stopping &&
-                            !pool->requests)
-                                wait_ms(pool, REFILL_DELAY_MS);
+                if (!should_start(pool))
                         continue;
-                }
+                if (++pool->n_starting > pool->peak_starting)
+                        pool->peak_starting = pool->n_starting;
                 pthread_mutex_unlock(&pool->lock);
                 struct standby *s = NULL;
                 codecell_error err = {0};
                 int r = standby_start(pool->plan, false, &s, &err);
                 pthread_mutex_lock(&pool->lock);
+                pool->n_starting--;
+                pthread_cond_broadcast(&pool->changed);
                 if (r < 0) {
-                        pool->failures_in_row++;
                         pool->last_error = err;
-                        pthread_cond_broadcast(&pool->changed);
-                        if (pool->failures_in_row >= MAX_FAILURES_IN_ROW && !pool->stopping)
-                                wait_ms(pool, RETRY_DELAY_MS);
+                        if (++pool->failures_in_row >= MAX_FAILURES_IN_ROW)
+                                pool->retry_at = now_ms() + RETRY_DELAY_MS;
                         continue;
                 }
                 pool->failures_in_row = 0;
@@ -96,9 +130,9 @@ static void *fill(void *arg)
                         break;
                 }
                 pool->ready[pool->n_ready++] = s;
-                pthread_cond_broadcast(&pool->changed);
         }
-        /* Nobody waits forever on a cell being freed. */
+        /* Nobody waits forever on a cell being freed (pool_spawn queues nothing once stopping
+         * is set, so the first thread out answers every request left). */
         for (struct spawn_request *req = pool->requests; req; req = req->next) {
                 req->status = err_set(&req->err, CODECELL_ERR_SYSTEM, ESHUTDOWN,
                                       "the cell is being freed");
@@ -108,6 +142,24 @@ static void *fill(void *arg)
         pthread_cond_broadcast(&pool->changed);
         pthread_mutex_unlock(&pool->lock);
         return NULL;
+}
+
+/* min(size, online CPUs, MAX_THREADS), at least one: a pool of 0 still starts sessions' kernels. */
+static size_t threads_for(size_t size)
+{
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t n = size < MAX_THREADS ? size : MAX_THREADS;
+        if (cpus > 0 && (size_t)cpus < n)
+                n = (size_t)cpus;
+        return n ? n : 1;
+}
+
+static void destroy(struct pool *pool)
+{
+        pthread_mutex_destroy(&pool->lock);
+        pthread_cond_destroy(&pool->changed);
+        free(pool->ready);
+        free(pool);
 }
 
 int pool_start(struct cell_plan *plan, size_t size, struct pool **ret, codecell_error *err)
@@ -120,11 +172,19 @@ int pool_start(struct cell_plan *plan, size_t size, struct pool **ret, codecell_
         pool->plan = plan;
         pool->size = size;
         pthread_mutex_init(&pool->lock, NULL);
-        pthread_cond_init(&pool->changed, NULL);
-        int r = pthread_create(&pool->thread, NULL, fill, pool);
-        if (r != 0) {
-                free(pool->ready);
-                free(pool);
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&pool->changed, &attr);
+        pthread_condattr_destroy(&attr);
+        size_t wanted = threads_for(size);
+        int r = 0;
+        /* Fewer threads than wanted still serve (more slowly); none cannot. */
+        while (pool->n_threads < wanted &&
+               (r = pthread_create(&pool->threads[pool->n_threads], NULL, fill, pool)) == 0)
+                pool->n_threads++;
+        if (pool->n_threads == 0) {
+                destroy(pool);
                 return err_sys(err, r, "pool: start its thread");
         }
         *ret = pool;
@@ -137,7 +197,7 @@ struct standby *pool_take(struct pool *pool)
         for (;;) {
                 pthread_mutex_lock(&pool->lock);
                 struct standby *s = pool->n_ready > 0 ? pool->ready[--pool->n_ready] : NULL;
-                pthread_cond_broadcast(&pool->changed); /* the thread replaces it */
+                pthread_cond_broadcast(&pool->changed); /* a thread replaces it */
                 pthread_mutex_unlock(&pool->lock);
                 if (!s || standby_alive(s)) {
                         found = s;
@@ -198,13 +258,11 @@ void pool_stop(struct pool *pool)
         pool->stopping = true;
         pthread_cond_broadcast(&pool->changed);
         pthread_mutex_unlock(&pool->lock);
-        pthread_join(pool->thread, NULL);
+        for (size_t i = 0; i < pool->n_threads; i++)
+                pthread_join(pool->threads[i], NULL);
         for (size_t i = 0; i < pool->n_ready; i++)
                 standby_free(pool->ready[i]);
-        pthread_mutex_destroy(&pool->lock);
-        pthread_cond_destroy(&pool->changed);
-        free(pool->ready);
-        free(pool);
+        destroy(pool);
 }
 
 size_t pool_ready_count(struct pool *pool)
@@ -213,6 +271,14 @@ size_t pool_ready_count(struct pool *pool)
                 return 0;
         pthread_mutex_lock(&pool->lock);
         size_t n = pool->n_ready;
+        pthread_mutex_unlock(&pool->lock);
+        return n;
+}
+
+size_t pool_peak_starting(struct pool *pool)
+{
+        pthread_mutex_lock(&pool->lock);
+        size_t n = pool->peak_starting;
         pthread_mutex_unlock(&pool->lock);
         return n;
 }
