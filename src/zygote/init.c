@@ -1,19 +1,23 @@
-/* A forked sandbox's init, PID 1 of its pid namespace (/codecell/codecell-init, docs/security.md
- * "Forked sandboxes"). The zygote makes it with a vfork-like clone that builds the sandbox's
- * namespaces and mounts, gives up every capability and execs this: the one fork of the booted
- * interpreter per run is then the interpreter's own (src/zygote/zygote.c), and init costs an
- * exec of a few kilobytes instead of a copy of the interpreter.
+/* A forked sandbox's init, PID 1 of its pid namespace (/codecell/codecell-init,
+ * docs/security.md "Forked sandboxes"). The zygote makes it with a vfork-like clone into a new
+ * pid namespace, which joins the sandbox's network namespace, takes a session of its own and
+ * execs this: the zygote waits only for the exec (a few kilobytes), and everything slower runs
+ * here, beside the zygote's next order. The one fork of the booted interpreter per run is then
+ * the interpreter's own (src/zygote/zygote.c), which the zygote forks into this pid namespace
+ * as PID 2 (its child, not init's).
  *
- * Its one descriptor, 0, is a socket to the interpreter, which the zygote forks into this pid
- * namespace as PID 2 (a child of the zygote, not of init). init
- *   - waits for the interpreter's first byte, sent once it has entered init's namespaces;
- *     then becomes undumpable and holds the interpreter's /proc files open: Landlock grants
- *     them by inode, and a /proc/<pid> inode lives only as long as something holds it;
- *   - answers one byte, after which the interpreter puts up its walls;
+ * argv: the tmpfs options of /tmp and /work. Descriptor 0: a socket to the interpreter. init
+ *   - unshares mount, ipc, uts and cgroup namespaces and mounts a fresh /tmp, /work and a /proc
+ *     of its pid namespace (with the zygote's CAP_SYS_ADMIN, kept through the exec), then gives
+ *     up every capability and says so ("m"): the interpreter enters these namespaces by init's
+ *     pidfd, and says so;
+ *   - becomes undumpable and holds the interpreter's /proc files open: Landlock grants them by
+ *     inode, and a /proc/<pid> inode lives only as long as something holds it; says so ("p"),
+ *     after which the interpreter puts up its walls;
  *   - reaps whatever is orphaned into it, and exits when the interpreter has ended: its pid
  *     namespace, and every process left in it, ends with it.
- * It holds no capability, and takes no signal from its sandbox (PID 1 of a
- * pid namespace gets only the signals it has handlers for: none).
+ * It takes no signal from its sandbox (PID 1 of a pid namespace gets only the signals it has
+ * handlers for: none). A step that fails ends it, and so the sandbox's start.
  *
  * Static, without libc: an exec of a program that starts libc costs three times as much as
  * the whole of this one. So: raw system calls, nothing that needs thread-local storage. */
@@ -25,6 +29,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -85,25 +91,55 @@ static void pin(const char *name)
         (void)sys(SYS_openat, AT_FDCWD, path, O_PATH | O_CLOEXEC, 0);
 }
 
-static void run(void)
+static void say(char what)
 {
-        /* None was left to it before the exec; none is gained by one. Checked all the same. */
+        if (sys(SYS_write, 0, &what, 1, 0) != 1)
+                end(2);
+}
+
+static void hear(void)
+{
+        char byte;
+        if (sys(SYS_read, 0, &byte, 1, 0) != 1)
+                end(0); /* the zygote could not fork the interpreter, or it is gone */
+}
+
+/* The sandbox's own namespaces and folders, over the zygote's. */
+static void set_up(const char *tmp_options, const char *work_options)
+{
+        const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+        if (sys(SYS_unshare, CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP, 0, 0,
+                0) < 0 ||
+            sys(SYS_mount, 0, "/", 0, MS_REC | MS_PRIVATE) < 0 ||
+            sys6(SYS_mount, (long)"tmpfs", (long)"/tmp", (long)"tmpfs", flags, (long)tmp_options,
+                 0) < 0 ||
+            sys6(SYS_mount, (long)"tmpfs", (long)"/work", (long)"tmpfs", flags,
+                 (long)work_options, 0) < 0 ||
+            sys6(SYS_mount, (long)"proc", (long)"/proc", (long)"proc", flags, 0, 0) < 0)
+                end(3);
+        /* Security invariant: from here init holds no capability (the bounding set keeps only
+         * what the zygote had; with none permitted and no_new_privs, nothing brings one back). */
         struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
         struct __user_cap_data_struct none[2] = {{0, 0, 0}, {0, 0, 0}};
-        if (sys(SYS_capset, &hdr, none, 0, 0) < 0)
-                end(0);
-        char byte = 0;
-        if (sys(SYS_read, 0, &byte, 1, 0) != 1)
-                end(0); /* the zygote could not fork the interpreter */
-        /* The zygote and the interpreter have entered this sandbox's namespaces by init's
-         * pidfd (which takes ptrace access to init); from now on nothing of the sandbox may
-         * read or trace it. */
+        if (sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0) < 0 ||
+            sys(SYS_capset, &hdr, none, 0, 0) < 0)
+                end(4);
+}
+
+static void run(long argc, char **argv)
+{
+        if (argc != 3)
+                end(5);
+        set_up(argv[1], argv[2]);
+        say('m');
+        hear(); /* the interpreter is in: init may become undumpable (entering takes ptrace
+                 * access to it) */
         (void)sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0);
         static const char *const files[] = {LANDLOCK_PROC_SELF_FILES, 0};
         for (unsigned i = 0; files[i]; i++)
                 pin(files[i]);
         long guest = sys(SYS_pidfd_open, GUEST_PID, 0, 0, 0);
-        (void)sys(SYS_write, 0, "x", 1, 0);
+        say('p');
         (void)sys(SYS_close, 0, 0, 0, 0);
         if (guest < 0)
                 end(0);
@@ -130,9 +166,16 @@ static void run(void)
         }
 }
 
-/* The stack is 16-byte aligned at the entry point, not as after a call. */
-__attribute__((force_align_arg_pointer, noreturn, used)) void _start(void)
+/* The entry point: argc and argv are on the stack the kernel made, which is 16-byte aligned
+ * here, not as after a call. */
+__attribute__((used, noreturn)) void start(long *stack)
 {
-        run();
+        run(stack[0], (char **)(stack + 1));
         end(0);
 }
+
+#if defined(__x86_64__)
+__asm__(".globl _start\n_start:\n\tmov %rsp, %rdi\n\tand $-16, %rsp\n\tcall start\n");
+#elif defined(__aarch64__)
+__asm__(".globl _start\n_start:\n\tmov x0, sp\n\tbl start\n");
+#endif

@@ -15,10 +15,11 @@
  *            fork                      -> the interpreter, PID 2 of that namespace
  *            codecell_zygote_parent()  answers the engine with both pids
  *   init     a vfork-like clone of the zygote into a new pid namespace (PID 1): its network
- *            namespace, a session of its own, new mount, ipc, uts and cgroup namespaces, fresh
- *            /tmp, /work and /proc; no capability; then it execs /codecell/codecell-init
- *            (src/zygote/init.c), a few kilobytes that hold the interpreter's /proc files,
- *            reap orphans and end the namespace when the interpreter ends
+ *            namespace, a session of its own; then it execs /codecell/codecell-init
+ *            (src/zygote/init.c), a few kilobytes that make new mount, ipc, uts and cgroup
+ *            namespaces, fresh /tmp, /work and /proc, give up every capability, hold the
+ *            interpreter's /proc files, reap orphans and end the namespace when the
+ *            interpreter ends
  *   guest    await_cgroup()            inside fork(): the engine's word that it is in its
  *                                      cgroup, before the runtime's after-fork work
  *            codecell_zygote_guest()   init's namespaces, its own descriptors and session, a
@@ -65,7 +66,8 @@
 
 #define ORDERS_FD 3
 
-/* What init unshares (the pid namespace is its clone's, the network one is joined). */
+/* What init unshares (src/zygote/init.c; the pid namespace is its clone's, the network one
+ * is joined before its exec). */
 #define INIT_NAMESPACES (CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 /* What the interpreter enters of init's. Its user namespace comes last, its own: see
  * codecell_zygote_guest. */
@@ -149,22 +151,6 @@ static void map_ids(void)
         write_file("/proc/self/uid_map", map);
         snprintf(map, sizeof(map), "%u %u 1\n", walls.inner_gid, walls.inner_gid);
         write_file("/proc/self/gid_map", map);
-}
-
-/* Fresh /tmp and /work (what the previous run wrote is in its own, gone with it) and a /proc
- * of the sandbox's pid namespace, over the zygote's. NULL, or the step that failed. */
-static const char *mount_own_folders(void)
-{
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                return "make / private";
-        const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-        if (mount("tmpfs", "/tmp", "tmpfs", flags, walls.tmp_options) < 0)
-                return "mount /tmp";
-        if (mount("tmpfs", "/work", "tmpfs", flags, walls.work_options) < 0)
-                return "mount /work";
-        if (mount("proc", "/proc", "proc", flags, NULL) < 0)
-                return "mount /proc";
-        return NULL;
 }
 
 /* A new eventfd at the number of old, with its flags: the runtime's own (Ruby wakes its
@@ -295,13 +281,17 @@ ZYGOTE_API void codecell_zygote_guest(void)
         /* Dies with the zygote, which dies with the engine. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail("set the parent-death signal");
+        /* init has made the sandbox's namespaces and mounts ("m"): enter them. Then init may
+         * become undumpable (entering took ptrace access to it), and holds the interpreter's
+         * /proc files ("p"): Landlock grants them by inode, and a /proc/<pid> inode lives only
+         * as long as something holds it. */
+        char byte = 'h';
+        if (read(handshake[1], &byte, 1) != 1 || byte != 'm')
+                child_fail("wait for init");
         if (setns(next_init_pidfd, GUEST_JOINS) < 0)
                 child_fail("enter the sandbox's namespaces");
-        /* Then init may become undumpable (entering took ptrace access to it), and holds the
-         * interpreter's /proc files: Landlock grants them by inode, and a /proc/<pid> inode
-         * lives only as long as something holds it. */
-        char byte = 'h';
-        if (write(handshake[1], &byte, 1) != 1 || read(handshake[1], &byte, 1) != 1)
+        if (write(handshake[1], &byte, 1) != 1 || read(handshake[1], &byte, 1) != 1 ||
+            byte != 'p')
                 child_fail("wait for init");
         own_descriptors(order_fds);
         forget_the_zygote();
@@ -348,8 +338,11 @@ ZYGOTE_API void codecell_zygote_guest(void)
                 child_fail("seccomp");
 }
 
-/* init, from its clone to its exec, on init_stack in the zygote's memory while the zygote
- * waits (CLONE_VFORK): system calls only, a failure noted in init_failed for the zygote. */
+/* init, from its clone to its exec, on a stack of its own in the zygote's memory while the
+ * zygote waits (CLONE_VFORK): system calls only, a failure noted in init_failed for the
+ * zygote. What takes time (its namespaces and mounts) it does after the exec, beside the
+ * zygote's next order (src/zygote/init.c); the zygote's capabilities go with it (ambient),
+ * and it gives them up once done. */
 static int init_setup(void *unused)
 {
         (void)unused;
@@ -361,18 +354,10 @@ static int init_setup(void *unused)
                 failed = "enter the network namespace";
         else if (setsid() < 0)
                 failed = "setsid";
-        else if (unshare(INIT_NAMESPACES) < 0)
-                failed = "unshare namespaces";
-        else if ((failed = mount_own_folders()) != NULL)
-                ;
         else if (dup2(handshake[0], 0) < 0 || syscall(SYS_close_range, 1, ~0U, 0) < 0)
                 failed = "its descriptors";
-        /* Nothing survives the exec: init needs no capability (the zygote's made its
-         * namespaces and mounts), and /codecell/codecell-init is no program with file capabilities. */
-        else if (capabilities_drop_held() < 0)
-                failed = "drop capabilities";
         else {
-                static char *const argv[] = {"codecell-init", NULL};
+                char *const argv[] = {"codecell-init", walls.tmp_options, walls.work_options, NULL};
                 static char *const envp[] = {NULL};
                 execve(ZYGOTE_INIT_PATH, argv, envp);
                 failed = "exec " ZYGOTE_INIT_PATH;
