@@ -18,6 +18,7 @@
 #include "codecell.h"
 #include "landlock.h"
 #include "runtime.h"
+#include "util.h"
 
 static const struct {
         const char *name;
@@ -51,16 +52,6 @@ static int probe_namespaces(void)
         return WIFEXITED(st) ? WEXITSTATUS(st) : 0x80;
 }
 
-static bool write_text(const char *path, const char *text)
-{
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-        close(fd);
-        return ok;
-}
-
 /* Whether a user namespace can be made inside a new one (a forked sandbox's, inside its
  * zygote's). The outer one maps the caller's ids first, as the zygote's does: without a
  * mapping of its ids, no process may make a user namespace. */
@@ -71,13 +62,13 @@ static bool probe_nested_user_namespace(void)
         pid_t pid = fork();
         if (pid == 0) {
                 char map[64];
-                if (unshare(CLONE_NEWUSER) < 0 || !write_text("/proc/self/setgroups", "deny"))
+                if (unshare(CLONE_NEWUSER) < 0 || write_file("/proc/self/setgroups", "deny") < 0)
                         _exit(1);
                 snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-                if (!write_text("/proc/self/uid_map", map))
+                if (write_file("/proc/self/uid_map", map) < 0)
                         _exit(1);
                 snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-                if (!write_text("/proc/self/gid_map", map))
+                if (write_file("/proc/self/gid_map", map) < 0)
                         _exit(1);
                 _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
         }

@@ -34,7 +34,8 @@ size_t proc_children(pid_t pid, pid_t *list, size_t n, size_t max)
         for (struct dirent *d; n < max && (d = readdir(tasks));) {
                 if (d->d_name[0] < '0' || d->d_name[0] > '9')
                         continue;
-                char file[96], text[4096];
+                /* A zygote's list: up to ZYGOTE_MAX_CHILDREN sandboxes of two processes. */
+                char file[96], text[16384];
                 snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid, d->d_name);
                 if (read_file(file, text, sizeof(text)) <= 0)
                         continue;

@@ -170,9 +170,9 @@ static void release_zygote_spec(void *ctx)
 }
 
 /* A copy of the cell's zygote, moved into its cgroup with its init before it runs anything
- * of the guest's: what it touches from then on counts in its own limit and peak. (The pages
- * it shares with the zygote, and the few its set-up wrote before the move, stay charged where
- * the zygote's are.) */
+ * of the guest's (it waits for the word inside fork(), before the runtime's after-fork work):
+ * what it touches from then on counts in its own limit and peak. (The pages it shares with the
+ * zygote stay charged where the zygote's are.) */
 static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
                         codecell_error *err)
 {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "proc_stat.h"
 #include "util.h"
 #include "zygote_protocol.h"
 
@@ -246,41 +247,34 @@ static size_t ns_pids(int pidfd, pid_t *pids, size_t max)
         return n;
 }
 
-/* The zygote's children, oldest first (the order the kernel lists them in); how many. */
-static size_t zygote_children(const struct zygote *z, pid_t *kids, size_t max)
-{
-        char path[96], text[ZYGOTE_MAX_CHILDREN * 2 * 8];
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)z->pid, (int)z->pid);
-        if (read_file(path, text, sizeof(text)) <= 0)
-                return 0;
-        size_t n = 0;
-        char *at = text, *end;
-        for (long v; n < max && (v = strtol(at, &end, 10)) > 0; at = end)
-                kids[n++] = (pid_t)v;
-        return n;
-}
-
-/* A pidfd of the zygote's child that the zygote calls ns_pid, and its host pid: among the
- * zygote's children, newest first (the one asked for is among the last two), the one whose
- * pidfd names ns_pid in the zygote's namespace (a pid reused in between would not match).
- * < 0 when it is gone. */
-static int open_child(const struct zygote *z, pid_t ns_pid, pid_t *ret_pid)
+/* Pidfds of the zygote's two children that the zygote calls ns_pid[0] and ns_pid[1], and
+ * their host pids: among its children, newest first (the two asked for are the last two), the
+ * ones whose pidfds name those pids in the zygote's namespace (a pid reused in between would
+ * not match). A pidfd stays -1 for one that is gone. */
+static void open_children(const struct zygote *z, const pid_t ns_pid[2], int pidfd[2],
+                          pid_t pid[2])
 {
         pid_t kids[2 * ZYGOTE_MAX_CHILDREN];
-        size_t n = zygote_children(z, kids, sizeof(kids) / sizeof(kids[0]));
-        while (n-- > 0) {
-                int pidfd = (int)syscall(SYS_pidfd_open, kids[n], 0);
-                if (pidfd < 0)
+        size_t n = proc_children(z->pid, kids, 0, sizeof(kids) / sizeof(kids[0]));
+        pidfd[0] = pidfd[1] = -1;
+        while (n-- > 0 && (pidfd[0] < 0 || pidfd[1] < 0)) {
+                int fd = (int)syscall(SYS_pidfd_open, kids[n], 0);
+                if (fd < 0)
                         continue;
                 pid_t seen[4];
-                if (ns_pids(pidfd, seen, 4) >= 2 && seen[0] == kids[n] && seen[1] == ns_pid) {
-                        (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-                        *ret_pid = kids[n];
-                        return pidfd;
+                int which = -1;
+                if (ns_pids(fd, seen, 4) >= 2 && seen[0] == kids[n])
+                        for (int i = 0; i < 2; i++)
+                                if (pidfd[i] < 0 && seen[1] == ns_pid[i])
+                                        which = i;
+                if (which < 0) {
+                        close(fd);
+                        continue;
                 }
-                close(pidfd);
+                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+                pidfd[which] = fd;
+                pid[which] = kids[n];
         }
-        return -1;
 }
 
 static void close_pair(int *fds)
@@ -324,7 +318,7 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         close(errp[1]);
         close(ended[1]);
         ctl[1] = out[1] = errp[1] = ended[1] = -1;
-        pid_t ns_pids[2] = {0, 0}, guest = -1, init = -1;
+        pid_t ns_pids[2] = {0, 0};
         char what[128] = "";
         r = read_reply(z, id, ns_pids, what, sizeof(what));
         if (r > 0) {
@@ -333,8 +327,11 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         }
         if (r < 0)
                 goto out;
-        int guest_pidfd = open_child(z, ns_pids[0], &guest);
-        int pidfd = open_child(z, ns_pids[1], &init);
+        int pidfds[2];
+        pid_t pids[2] = {-1, -1};
+        open_children(z, ns_pids, pidfds, pids);
+        int guest_pidfd = pidfds[0], pidfd = pidfds[1];
+        pid_t guest = pids[0], init = pids[1];
         *ret = (struct sandbox){.pid = init,
                                 .ctl_fd = ctl[0],
                                 .out_fd = out[0],

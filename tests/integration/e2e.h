@@ -104,9 +104,13 @@ static inline size_t sandbox_processes(pid_t *pids, size_t max, bool guests)
         for (size_t i = 0; i < n_mine && n < max; i++) {
                 pid_t zygote = zygote_under(mine[i]), found[128];
                 char path[64];
+                if (!zygote && !guests) {
+                        pids[n++] = mine[i];
+                        continue;
+                }
                 if (!zygote) {
                         snprintf(path, sizeof(path), "/proc/%d/task/%d/children", mine[i], mine[i]);
-                        n += guests ? read_pids(path, pids + n, max - n) : (pids[n] = mine[i], 1);
+                        n += read_pids(path, pids + n, max - n);
                         continue;
                 }
                 snprintf(path, sizeof(path), "/proc/%d/task/%d/children", zygote, zygote);
