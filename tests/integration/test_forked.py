@@ -262,3 +262,35 @@ class Forked(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExecCellsBesideManySandboxes(unittest.TestCase):
+    """Review of the forked sandboxes (found beside them, in exec'd ones): an exec'd sandbox's
+    set-up (src/lib/sandbox.c exec_guest) sets RLIMIT_NOFILE while the engine's descriptors are
+    still open (close_range only marks them close-on-exec), then needs a new one for Landlock's
+    ruleset. Once the engine holds more descriptors than the cell's open_files (every live
+    sandbox of every cell holds some), no exec'd sandbox can start: "landlock ruleset: Too many
+    open files". A forked cell is not affected. A small open_files shows it with a few
+    sessions; the default 256 shows it with about 60 live sandboxes in one server."""
+
+    def test_an_exec_d_cell_starts_sandboxes_while_the_engine_holds_many_descriptors(self):
+        directory = tempdir(self)
+        for start in ("fork", "exec"):
+            with self.subTest(start=start):
+                cell = {"name": "python", "language": "python", "pool": 1, "start": start,
+                        "sessions": {"max": 16, "idle_ms": 60000},
+                        "limits": {"timeout_ms": 20000, "cpu_ms": 10000, "open_files": 32}}
+                peer = Stdio(write_config(directory, [cell]))
+                try:
+                    self.assertEqual(peer.request(INIT)["result"]["protocolVersion"],
+                                     "2025-11-25")
+                    statuses = []
+                    for i in range(10):
+                        m = peer.request(call(i + 1, "python", "6 * 7", session=f"s{i}"))
+                        r = m["result"]["structuredContent"]
+                        statuses.append((r["status"], r.get("error")))
+                    self.assertEqual(statuses, [("ok", None)] * 10)
+                finally:
+                    code, err = peer.close()
+                self.assertEqual(code, 0, err)
+        self.assertEqual(stray_children(), [], "a sandbox outlived the server")
