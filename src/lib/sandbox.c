@@ -107,9 +107,6 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
                 child_fail_errno(fail_fd, "chdir /work");
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
                 child_fail_errno(fail_fd, "set the parent-death signal");
-        for (size_t i = 0; i < spec->n_rlimits; i++)
-                if (setrlimit(spec->rlimits[i].resource, &spec->rlimits[i].value) < 0)
-                        child_fail_errno(fail_fd, "setrlimit");
         /* Past RLIMIT_FSIZE a write fails with EFBIG, which the guest can read, instead of
          * killing it with SIGXFSZ. An ignored signal stays ignored across exec. */
         signal(SIGXFSZ, SIG_IGN);
@@ -133,6 +130,12 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
                         child_fail(fail_fd, &fail);
                 }
         }
+        /* The limits once Landlock's ruleset is made: until the exec the engine's descriptors
+         * are still open (close-on-exec), and with more of them than the cell's open_files
+         * allows, the ruleset could not get one. */
+        for (size_t i = 0; i < spec->n_rlimits; i++)
+                if (setrlimit(spec->rlimits[i].resource, &spec->rlimits[i].value) < 0)
+                        child_fail_errno(fail_fd, "setrlimit");
         /* Security invariant: from here the guest holds no capability in any namespace, and
          * no_new_privs keeps exec from granting one back. A cell's zygote keeps two in its own
          * user namespace, to make its sandboxes' namespaces and have their interpreters enter

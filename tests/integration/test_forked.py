@@ -134,6 +134,15 @@ def children_of(pid):
     return found
 
 
+def alive(pid):
+    """Whether pid is a process that has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def zygotes_of(pid):
     """The cells' zygotes under a server: its children's children named codecell-zygote."""
     found = []
@@ -246,10 +255,15 @@ class Forked(unittest.TestCase):
         self.assertEqual(self.run_code("ruby", "1 + 1"), 2)
         zygotes = zygotes_of(self.peer.proc.pid)
         self.assertEqual(len(zygotes), 2, zygotes)
+        # Their sandboxes (init and interpreter, each the zygote's child) die with them, by
+        # their parent-death signal, a moment later; a run handed one still dying would fail
+        # as any run whose sandbox dies does. The test waits for them as for the zygotes.
+        standing = [int(p) for z in zygotes for p in children_of(z)]
         for z in zygotes:
             os.kill(z, signal.SIGKILL)
         deadline = time.monotonic() + 60
-        while set(zygotes) & set(zygotes_of(self.peer.proc.pid)):
+        while (set(zygotes) & set(zygotes_of(self.peer.proc.pid))
+               or any(alive(p) for p in standing)):
             self.assertLess(time.monotonic(), deadline)
             time.sleep(0.05)
         for lang in LANGUAGES:
