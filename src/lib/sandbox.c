@@ -461,10 +461,13 @@ pid_t sandbox_guest_pid(const struct sandbox *sb)
         return guest_pids(sb, &pid, 1) == 1 ? pid : -1;
 }
 
-bool sandbox_forked_alive(const struct sandbox *sb)
+const char *sandbox_forked_gone(const struct sandbox *sb)
 {
-        return syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) == 0 &&
-               syscall(SYS_pidfd_send_signal, sb->guest_pidfd, 0, NULL, 0) == 0;
+        if (syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0)
+                return "init";
+        if (syscall(SYS_pidfd_send_signal, sb->guest_pidfd, 0, NULL, 0) < 0)
+                return "its interpreter";
+        return NULL;
 }
 
 void sandbox_kill_guest(const struct sandbox *sb)

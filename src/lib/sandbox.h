@@ -68,8 +68,9 @@ struct sandbox {
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err);
 /* The interpreter's host pid (init's child, or a forked sandbox's guest), or -1. */
 pid_t sandbox_guest_pid(const struct sandbox *sb);
-/* A forked sandbox's init and interpreter, by their pidfds: both still alive. */
-bool sandbox_forked_alive(const struct sandbox *sb);
+/* Which of a forked sandbox's init and interpreter has ended, by their pidfds: "init", "its
+ * interpreter", or NULL while both live. */
+const char *sandbox_forked_gone(const struct sandbox *sb);
 /* Kills the interpreter (not init, which then reaps it and exits by itself). */
 void sandbox_kill_guest(const struct sandbox *sb);
 /* Kills the whole sandbox (its pid namespace dies with its init) after giving it grace_ms to

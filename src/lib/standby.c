@@ -187,8 +187,15 @@ static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
                 r = s->cg.backend->attach(&s->cg, s->sb.guest, err);
         /* Moved by pid: both must still be the processes their pidfds name (the zygote reaps
          * them, and a pid can be reused, the moment they end). */
-        if (r == 0 && s->have_cg && !sandbox_forked_alive(&s->sb))
-                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the forked child is gone");
+        const char *gone = r == 0 && s->have_cg ? sandbox_forked_gone(&s->sb) : NULL;
+        if (gone) {
+                /* How it ended, from the zygote, for whoever has to find out why. */
+                int status = sandbox_destroy(&s->sb, 0, NULL);
+                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH,
+                            "sandbox: the forked sandbox's %s ended before its set-up was done "
+                            "(its end as the zygote reported it: %d)",
+                            gone, status);
+        }
         /* The interpreter puts up its walls once told it is in its cgroup. */
         if (r == 0 && pipe_write(s->sb.ctl_fd, "g", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the forked child");

@@ -342,7 +342,9 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
                                 .guest = guest,
                                 .guest_pidfd = guest_pidfd};
         if (pidfd < 0 || guest_pidfd < 0) {
-                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the forked child is gone");
+                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH,
+                            "sandbox: the zygote's new %s is not among its children",
+                            pidfd < 0 ? "init" : "interpreter");
                 (void)sandbox_destroy(ret, 0, NULL);
                 return r;
         }

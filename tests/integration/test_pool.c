@@ -56,7 +56,7 @@ static codecell_cell *new_cell(size_t pool, const char *rw_dir)
         if (rw_dir)
                 CHECK(codecell_config_add_mount(config, rw_dir, "/out", true, NULL, &err) == 0);
         CHECK(codecell_config_set_pool(config, pool, &err) == 0);
-        CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 1000, &err) == 0);
+        CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 2500, &err) == 0);
         codecell_cell *cell = codecell_cell_new(config, &err);
         if (!cell)
                 fprintf(stderr, "cell: %s\n", err.message);
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 
         /* The wall clock starts at exec, not at the sandbox's birth. */
         CHECK(codecell_cell_warmup(cell, &err) == 0);
-        sleep(2);
+        sleep(3);
         CHECK(run_gives(cell, L("sleep 0.5; :awake", "import time\ntime.sleep(0.5)\n'awake'"),
                         "{\"status\":\"ok\",\"value\":\"awake\","));
 
