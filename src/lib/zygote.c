@@ -247,16 +247,12 @@ static size_t ns_pids(int pidfd, pid_t *pids, size_t max)
         return n;
 }
 
-/* Pidfds of the zygote's two children that the zygote calls ns_pid[0] and ns_pid[1], and
- * their host pids: among its children, newest first (the two asked for are the last two), the
- * ones whose pidfds name those pids in the zygote's namespace (a pid reused in between would
- * not match). A pidfd stays -1 for one that is gone. */
-static void open_children(const struct zygote *z, const pid_t ns_pid[2], int pidfd[2],
-                          pid_t pid[2])
+/* One reading of the zygote's list of children for open_children. */
+static void open_listed_children(const struct zygote *z, const pid_t ns_pid[2], int pidfd[2],
+                                 pid_t pid[2])
 {
         pid_t kids[2 * ZYGOTE_MAX_CHILDREN];
         size_t n = proc_children(z->pid, kids, 0, sizeof(kids) / sizeof(kids[0]));
-        pidfd[0] = pidfd[1] = -1;
         while (n-- > 0 && (pidfd[0] < 0 || pidfd[1] < 0)) {
                 int fd = (int)syscall(SYS_pidfd_open, kids[n], 0);
                 if (fd < 0)
@@ -275,6 +271,19 @@ static void open_children(const struct zygote *z, const pid_t ns_pid[2], int pid
                 pidfd[which] = fd;
                 pid[which] = kids[n];
         }
+}
+
+/* Pidfds of the zygote's two children that the zygote calls ns_pid[0] and ns_pid[1], and
+ * their host pids: among its children, newest first (the two asked for are the last two), the
+ * ones whose pidfds name those pids in the zygote's namespace (a pid reused in between would
+ * not match). A pidfd stays -1 for one that is gone. The kernel's list may skip a child when
+ * another ends while it is read (proc(5)): it is read again before one is called gone. */
+static void open_children(const struct zygote *z, const pid_t ns_pid[2], int pidfd[2],
+                          pid_t pid[2])
+{
+        pidfd[0] = pidfd[1] = -1;
+        for (int look = 0; look < 3 && (pidfd[0] < 0 || pidfd[1] < 0); look++)
+                open_listed_children(z, ns_pid, pidfd, pid);
 }
 
 static void close_pair(int *fds)
