@@ -162,7 +162,7 @@ class StalledStderr(unittest.TestCase):
         for i in range(1, 701):
             m = peer.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",
                               "params": {"name": "ruby", "arguments": {"code": str(i)}}})
-            self.assertEqual(m["result"]["structuredContent"]["value"], i)
+            self.assertEqual(m["result"]["structuredContent"].get("value"), i, m)
         # Once the client reads again, the next line is preceded by the count of those lost.
         os.set_blocking(peer.proc.stderr.fileno(), False)
         drained = b""

@@ -268,8 +268,10 @@ class Failures(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="codecell-upstream-")
         os.chmod(self.dir, 0o755)
+        # tool_call_ms also bounds starting the server again after a crash or a hang: node
+        # under a sanitizer build on a loaded machine can take seconds to answer initialize.
         self.serve = Serve(self.dir, {"fixture": {"command": SERVERS["fixture"]}}, ["fixture.*"],
-                           limits={"timeout_ms": 4000, "tool_call_ms": 3000})
+                           limits={"timeout_ms": 12000, "tool_call_ms": 8000})
 
     def tearDown(self):
         code, err = self.serve.close()
@@ -296,7 +298,7 @@ class Failures(unittest.TestCase):
                 before = self.pid(lang)
                 started = time.monotonic()
                 result = self.serve.run(lang, rescue(lang, CALL[lang].format(name="fixture.hang", args="")))
-                # tool_call_ms (3 s) ends the call before the run's 4 s; never a hang of the run.
+                # tool_call_ms (8 s) ends the call before the run's 12 s; never a hang of the run.
                 self.assertEqual(result["status"], "ok", result)
                 self.assertIn("did not answer in time", result["value"])
                 self.assertLess(time.monotonic() - started, 60)
@@ -310,7 +312,7 @@ class Failures(unittest.TestCase):
                 count = CALL[lang].format(name="fixture.cancelled", args="")
                 before = self.serve.value(lang, count)["cancelled"]
                 pid = self.pid(lang)
-                # The run's timeout (4 s) comes first when the tool's own limit is later.
+                # The run's timeout (12 s) comes first when the tool's own limit is later.
                 code = {"ruby": 'Thread.new { SB.call("fixture.slow", ms: 60000) }.join(0.1); sleep',
                         "python": 'import time\nsb.call("fixture.slow", ms=2500)\ntime.sleep(60)'}[lang]
                 result = self.serve.run(lang, code)
