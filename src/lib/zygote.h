@@ -25,8 +25,10 @@ struct zygote_starter {
         void *ctx;
 };
 
-/* A new sandbox, forked: ret's pid is its first process (the interpreter, PID 1 of its pid
- * namespace), by host pid. < 0 with err. */
+/* A new sandbox, forked: ret's pid is its init (PID 1 of its pid namespace) and ret's guest
+ * the interpreter (PID 2), by host pids, each with its pidfd. The interpreter waits for one
+ * byte on ret's control socket (the word that both are in the run's cgroup) before anything
+ * else. < 0 with err. */
 int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool session,
                 struct sandbox *ret, codecell_error *err);
 /* Ends the zygote; its children die with it. Accepts NULL. */
