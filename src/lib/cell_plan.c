@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "config.h"
 #include "error.h"
 #include "guest_user.h"
 #include "runtime.h"
@@ -287,6 +289,48 @@ size_t cell_plan_rlimits(const struct cell_plan *plan, bool session, struct sand
         return n;
 }
 
+/* A sandbox cannot raise a hard limit above the engine's (it has no CAP_SYS_RESOURCE where
+ * that counts): a cell whose limit is over it would fail every sandbox's set-up, so it is
+ * refused here, naming the limit and how to raise the engine's. */
+static int plan_rlimits(const struct cell_plan *plan, codecell_error *err)
+{
+        static const struct {
+                int resource;
+                codecell_limit limit;
+                const char *raise;
+        } checked[] = {
+                {RLIMIT_NOFILE, CODECELL_LIMIT_OPEN_FILES, "ulimit -Hn"},
+                {RLIMIT_FSIZE, CODECELL_LIMIT_FILE_BYTES, "ulimit -Hf"},
+                {RLIMIT_NPROC, CODECELL_LIMIT_PIDS, "ulimit -Hu"},
+                {RLIMIT_AS, CODECELL_LIMIT_MEMORY_BYTES, "ulimit -Hv"},
+        };
+        struct sandbox_rlimit rl[8];
+        size_t n = cell_plan_rlimits(plan, false, rl);
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < sizeof(checked) / sizeof(checked[0]); k++) {
+                        struct rlimit engine;
+                        if (rl[i].resource != checked[k].resource ||
+                            getrlimit(rl[i].resource, &engine) < 0 ||
+                            engine.rlim_max == RLIM_INFINITY ||
+                            rl[i].value.rlim_max <= engine.rlim_max)
+                                continue;
+                        return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                                       "limit %s: %llu is more than this process may give its "
+                                       "sandboxes (its hard limit is %llu%s); lower %s, or "
+                                       "raise the hard limit (%s) before starting codecell",
+                                       config_limit_name(checked[k].limit),
+                                       (unsigned long long)plan->config->limits[checked[k].limit],
+                                       (unsigned long long)engine.rlim_max,
+                                       rl[i].resource == RLIMIT_AS
+                                               ? " bytes of address space, and the sandbox "
+                                                 "needs 128 MiB over the limit without a "
+                                                 "memory cgroup"
+                                               : "",
+                                       config_limit_name(checked[k].limit), checked[k].raise);
+                }
+        return 0;
+}
+
 /* While a zygote boots, the lock its first child's cgroup move takes is made ready. */
 static void warm_cgroups(void *place)
 {
@@ -340,6 +384,7 @@ int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codec
         r = r ?: seccomp_program_compile(&plan->seccomp, config->subprocesses, err);
         r = r ?: plan_landlock(plan, err);
         r = r ?: plan_cgroup(plan, err);
+        r = r ?: plan_rlimits(plan, err);
         r = r ?: plan_idmaps(plan, err);
         r = r ?: mount_roots_open(&plan->mount_roots, config, err);
         r = r ?: plan_zygote(plan, err);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,9 +114,47 @@ static void run_options(codecell_cell *cell)
         codecell_cancel_free(NULL);
 }
 
+/* A limit over the engine's own hard limit is refused when the cell is made, by name, in both
+ * ways of making sandboxes: no sandbox could set it. At the hard limit, runs work. */
+static void test_limits_over_the_engines(void)
+{
+        struct rlimit files;
+        CHECK(getrlimit(RLIMIT_NOFILE, &files) == 0);
+        if (files.rlim_max == RLIM_INFINITY || files.rlim_max > 1000000)
+                return;
+        for (int start = CODECELL_START_FORK; start <= CODECELL_START_EXEC; start++) {
+                for (int over = 1; over >= 0; over--) {
+                        codecell_error err = {0};
+                        codecell_config *config = codecell_config_new(language, &err);
+                        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+                        CHECK(codecell_config_set_start(config, (codecell_start)start, &err) == 0);
+                        CHECK(codecell_config_set_limit(config, CODECELL_LIMIT_OPEN_FILES,
+                                                        files.rlim_max + (rlim_t)over, &err) == 0);
+                        codecell_cell *cell = codecell_cell_new(config, &err);
+                        codecell_config_free(config);
+                        if (over) {
+                                CHECK(!cell && err.kind == CODECELL_ERR_INVALID &&
+                                      strstr(err.message, "limit open_files") &&
+                                      strstr(err.message, "hard limit") &&
+                                      strstr(err.message, "ulimit -Hn"));
+                                codecell_cell_free(cell);
+                                continue;
+                        }
+                        CHECK(cell != NULL);
+                        if (!cell)
+                                continue;
+                        char *json = run_code(cell, L("1 + 1", "1 + 1"));
+                        CHECK(json && strstr(json, "\"status\":\"ok\",\"value\":2"));
+                        free(json);
+                        codecell_cell_free(cell);
+                }
+        }
+}
+
 int main(int argc, char **argv)
 {
         pick_language(argc, argv);
+        test_limits_over_the_engines();
         char dir[] = "/tmp/codecell-api-XXXXXX";
         CHECK(mkdtemp(dir) != NULL);
         chmod(dir, 0755);
