@@ -250,8 +250,8 @@ int standby_start(struct cell_plan *plan, bool session, struct standby **ret, co
                             clean ? clean : "");
                 goto fail;
         }
-        /* The interpreter said it is ready: it exists (a forked sandbox's init forks it only
-         * once the engine has moved init into its cgroup). */
+        /* The interpreter said it is ready: it exists (a forked one is its zygote's child, and
+         * was told to go on only once in its cgroup). */
         s->guest = sandbox_guest_pid(&s->sb);
         *ret = s;
         return 0;
