@@ -28,8 +28,8 @@
 #include "zygote_protocol.h"
 
 /* The cgroup namespace, made at clone while the child is still in the engine's cgroup, hides
- * the host's cgroup tree above it: the guest sees its own cgroup (see sandbox_spawn) as a child
- * of its root. */
+ * the host's cgroup tree above it; once in its own cgroup, init makes another rooted there
+ * (sandbox_init), so the guest sees its cgroup as the root. */
 #define NAMESPACES                                                                                 \
         (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | \
          CLONE_NEWCGROUP)
@@ -251,6 +251,10 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
         if (read(fds->sync, &byte, 1) != 1)
                 _exit(INIT_EXEC_FAILED);
         close(fds->sync);
+        /* A cgroup namespace rooted there: /proc/self/cgroup reads "/", not the cgroup's name
+         * (the engine's pid and how many sandboxes it has made). */
+        if (spec->cgroup && unshare(CLONE_NEWCGROUP) < 0)
+                child_fail_errno(fds->failure, "cgroup namespace");
         if (pipe2(fds->pinned, O_CLOEXEC) < 0)
                 child_fail_errno(fds->failure, "pipe");
         /* A zygote's interpreter must not have the pid its forked sandboxes' interpreters

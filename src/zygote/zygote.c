@@ -290,6 +290,10 @@ ZYGOTE_API void codecell_zygote_guest(void)
                 child_fail("wait for init");
         if (setns(next_init_pidfd, GUEST_JOINS) < 0)
                 child_fail("enter the sandbox's namespaces");
+        /* Rooted where it is now, in the run's cgroup: /proc/self/cgroup reads "/", not the
+         * cgroup's name (the engine's pid and how many sandboxes it has made). */
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                child_fail("a cgroup namespace of its own");
         if (write(handshake[1], &byte, 1) != 1 || read(handshake[1], &byte, 1) != 1 ||
             byte != 'p')
                 child_fail("wait for init");

@@ -211,6 +211,14 @@ class Processes(HostUnchanged, unittest.TestCase):
                      "python": "import os\n[os.getpgrp(), os.getsid(0)]"}, [leader, leader])
 
 
+    def test_its_cgroup_is_the_root_of_what_it_sees(self):
+        """/proc/self/cgroup names no cgroup: the run's cgroup is the root of its cgroup
+        namespace. The cgroup's name (codecell-<pid>-<n>) would tell the guest the engine's
+        pid and how many sandboxes it has made, other clients' runs included."""
+        self.expect({"ruby": 'File.read("/proc/self/cgroup").lines.map { |l| l.chomp.split(":", 3)[2] }.uniq',
+                     "python": "sorted(set(l.split(':', 2)[2] for l in open('/proc/self/cgroup').read().splitlines()))"},
+                    ["/"])
+
 class Resources(HostUnchanged, unittest.TestCase):
     def test_deep_recursion_is_an_error(self):
         def check(r, lang):
