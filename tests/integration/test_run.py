@@ -3,6 +3,7 @@
 Run as root and, by tests/integration/as_unprivileged.sh, as a normal user."""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,6 +16,34 @@ from harness import (BIN, LANGUAGES, LAUNCHED, EachLanguage, PRELUDE, probe, bec
 ROOT = os.geteuid() == 0
 # guest/ of the source tree (as_unprivileged.sh runs a copy of this file elsewhere).
 GUEST = os.environ.get("CODECELL_GUEST") or os.path.join(os.path.dirname(__file__), "../../guest")
+
+
+def descendants(pid):
+    """Every process under pid, of whichever thread started it."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def comm_of(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def host_has_cgroup():
@@ -117,21 +146,41 @@ class Statuses(EachLanguage, unittest.TestCase):
                            "--memory", "128M")
 
     def test_init_and_interpreter_are_in_the_sandboxs_own_cgroup(self):
-        # Both moved before any code runs (init at once, the interpreter after exec if init
-        # forked it first); the cgroup namespace, made at clone, shows that cgroup under /.
+        # Both moved before any code runs. The guest sees its cgroup as "/" (its cgroup
+        # namespace is rooted there: tests/security), so this is read from the host while the
+        # code waits, after it has said it runs. init's move is the engine's, which fails the
+        # run if it fails.
         if not host_has_cgroup():
             self.skipTest("no cgroup for runs on this host as this user")
-        # init's own /proc files are not the guest's to read (Landlock): the interpreter's
-        # cgroup is checked here, init's by the engine's move, which fails the run if it fails.
-        def check(r, lang):
-            own = r.result["value"]
-            # v1: the memory and pids hierarchies; v2: the one unified line.
-            ours = [l for l in own.splitlines() if {"memory", "pids"} & set(l.split(":")[1].split(","))]
-            ours = ours or [l for l in own.splitlines() if l.startswith("0::")]
-            self.assertTrue(ours and all(l.split(":", 2)[2].startswith("/codecell-") for l in ours), own)
-        self.each_language({"ruby": 'File.read("/proc/self/cgroup")',
-                            "python": "open('/proc/self/cgroup').read()"},
-                           check)
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                out = tempdir(self)
+                os.chmod(out, 0o777)  # the guest is nobody on the host
+                code = {"ruby": 'File.write("/out/ready", "1"); sleep 60',
+                        "python": "import time\nopen('/out/ready', 'w').write('1')\ntime.sleep(60)"}[lang]
+                proc = subprocess.Popen([BIN, "run", "--json", "--lang", lang, "--timeout", "90s",
+                                         "--mount", f"{out}:/out:rw", "-e", code],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                LAUNCHED.append(proc.pid)
+                try:
+                    deadline = time.monotonic() + 60
+                    while not os.path.exists(os.path.join(out, "ready")):
+                        self.assertLess(time.monotonic(), deadline)
+                        self.assertIsNone(proc.poll())
+                        time.sleep(0.05)
+                    guests = [p for p in descendants(proc.pid) if comm_of(p) in ("ruby", "python3")]
+                    self.assertTrue(guests)
+                    for pid in guests:
+                        with open(f"/proc/{pid}/cgroup") as f:
+                            own = f.read()
+                        # v1: the memory and pids hierarchies; v2: the one unified line.
+                        ours = [l for l in own.splitlines()
+                                if {"memory", "pids"} & set(l.split(":")[1].split(","))]
+                        ours = ours or [l for l in own.splitlines() if l.startswith("0::")]
+                        self.assertTrue(ours and all(re.search(r"/codecell-\d+-\d+$", l) for l in ours), own)
+                finally:
+                    proc.kill()
+                    proc.wait(60)
 
     def test_guest_raising_out_of_memory_by_hand(self):
         # With a cgroup the kernel's word decides; under the RLIMIT_AS fallback it cannot.
