@@ -302,32 +302,35 @@ static int plan_rlimits(const struct cell_plan *plan, codecell_error *err)
                 {RLIMIT_NOFILE, CODECELL_LIMIT_OPEN_FILES, "ulimit -Hn"},
                 {RLIMIT_FSIZE, CODECELL_LIMIT_FILE_BYTES, "ulimit -Hf"},
                 {RLIMIT_NPROC, CODECELL_LIMIT_PIDS, "ulimit -Hu"},
+                /* Set only without a memory cgroup, at the limit plus headroom. */
                 {RLIMIT_AS, CODECELL_LIMIT_MEMORY_BYTES, "ulimit -Hv"},
         };
         struct sandbox_rlimit rl[8];
         size_t n = cell_plan_rlimits(plan, false, rl);
-        for (size_t i = 0; i < n; i++)
-                for (size_t k = 0; k < sizeof(checked) / sizeof(checked[0]); k++) {
-                        struct rlimit engine;
+        for (size_t k = 0; k < sizeof(checked) / sizeof(checked[0]); k++) {
+                struct rlimit engine;
+                if (getrlimit(checked[k].resource, &engine) < 0)
+                        continue;
+                for (size_t i = 0; i < n; i++) {
                         if (rl[i].resource != checked[k].resource ||
-                            getrlimit(rl[i].resource, &engine) < 0 ||
-                            engine.rlim_max == RLIM_INFINITY ||
                             rl[i].value.rlim_max <= engine.rlim_max)
                                 continue;
+                        const char *name = config_limit_name(checked[k].limit);
                         return err_set(err, CODECELL_ERR_INVALID, EINVAL,
                                        "limit %s: %llu is more than this process may give its "
                                        "sandboxes (its hard limit is %llu%s); lower %s, or "
                                        "raise the hard limit (%s) before starting codecell",
-                                       config_limit_name(checked[k].limit),
+                                       name,
                                        (unsigned long long)plan->config->limits[checked[k].limit],
                                        (unsigned long long)engine.rlim_max,
-                                       rl[i].resource == RLIMIT_AS
+                                       checked[k].resource == RLIMIT_AS
                                                ? " bytes of address space, and the sandbox "
                                                  "needs 128 MiB over the limit without a "
                                                  "memory cgroup"
                                                : "",
-                                       config_limit_name(checked[k].limit), checked[k].raise);
+                                       name, checked[k].raise);
                 }
+        }
         return 0;
 }
 

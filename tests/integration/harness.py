@@ -57,6 +57,41 @@ class EachLanguage:
                 check(r, lang)
 
 
+def children_of(pid):
+    """Every child of pid, of whichever of its threads started it."""
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(k) for k in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def descendants(pid):
+    """Every process under pid."""
+    found, todo = [], [pid]
+    while todo:
+        kids = children_of(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+def comm_of(pid):
+    """pid's name (comm), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def become_subreaper():
     """Orphans of the codecell processes we start are re-parented to us, so a sandbox that
     outlived its engine shows up among our children."""

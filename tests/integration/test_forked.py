@@ -8,7 +8,7 @@ import signal
 import time
 import unittest
 
-from harness import LAUNCHED, stray_children, tempdir
+from harness import LAUNCHED, children_of, comm_of, stray_children, tempdir
 from mcp_peer import INIT, Stdio, write_config
 
 LANGUAGES = ("ruby", "python")
@@ -122,18 +122,6 @@ def call(i, lang, code, **args):
             "params": {"name": lang, "arguments": dict(args, code=code)}}
 
 
-def children_of(pid):
-    """Every child of pid, of whichever of its threads started it."""
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                found += f.read().split()
-        except OSError:
-            pass
-    return found
-
-
 def alive(pid):
     """Whether pid is a process that has not exited (a zombie has)."""
     try:
@@ -145,16 +133,8 @@ def alive(pid):
 
 def zygotes_of(pid):
     """The cells' zygotes under a server: its children's children named codecell-zygote."""
-    found = []
-    for child in children_of(pid):
-        for grandchild in children_of(child):
-            try:
-                with open(f"/proc/{grandchild}/comm") as f:
-                    if f.read().strip() == "codecell-zygote":
-                        found.append(int(grandchild))
-            except OSError:
-                pass
-    return found
+    return [grandchild for child in children_of(pid) for grandchild in children_of(child)
+            if comm_of(grandchild) == "codecell-zygote"]
 
 
 class Forked(unittest.TestCase):
@@ -258,7 +238,7 @@ class Forked(unittest.TestCase):
         # Their sandboxes (init and interpreter, each the zygote's child) die with them, by
         # their parent-death signal, a moment later; a run handed one still dying would fail
         # as any run whose sandbox dies does. The test waits for them as for the zygotes.
-        standing = [int(p) for z in zygotes for p in children_of(z)]
+        standing = [p for z in zygotes for p in children_of(z)]
         for z in zygotes:
             os.kill(z, signal.SIGKILL)
         deadline = time.monotonic() + 60

@@ -10,40 +10,12 @@ import sys
 import time
 import unittest
 
-from harness import (BIN, LANGUAGES, LAUNCHED, EachLanguage, PRELUDE, probe, become_subreaper, codecell, leftover_cgroups, run_json, stray_children,
-                     tempdir)
+from harness import (BIN, LANGUAGES, LAUNCHED, EachLanguage, PRELUDE, probe, become_subreaper, codecell, comm_of,
+                     descendants, leftover_cgroups, run_json, stray_children, tempdir)
 
 ROOT = os.geteuid() == 0
 # guest/ of the source tree (as_unprivileged.sh runs a copy of this file elsewhere).
 GUEST = os.environ.get("CODECELL_GUEST") or os.path.join(os.path.dirname(__file__), "../../guest")
-
-
-def descendants(pid):
-    """Every process under pid, of whichever thread started it."""
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    kids = [int(k) for k in f.read().split()]
-            except OSError:
-                continue
-            found += kids
-            todo += kids
-    return found
-
-
-def comm_of(pid):
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def host_has_cgroup():
