@@ -26,6 +26,14 @@ base.cells[0].mounts = [
   { source: path.join(here, "data"), dest: "/data", description: "a small CSV" },
   { source: scratch, dest: "/out", mode: "rw" },
 ];
+// The memory limit alone: a CPU budget and a wall clock it cannot reach first, however slow
+// page faults are on a loaded machine (the ruby cell's 500 ms of CPU is for fuel_exhausted).
+base.cells.push({
+  name: "memory",
+  language: "ruby",
+  limits: { timeout_ms: 600000, cpu_ms: 600000, memory_bytes: 134217728 },
+  sessions: { enabled: false },
+});
 fs.writeFileSync(config, JSON.stringify(base));
 process.on("exit", () => fs.rmSync(scratch, { recursive: true, force: true }));
 
@@ -78,8 +86,8 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.equal(client.getServerVersion().name, "codecell");
       const { tools } = await client.listTools();
       // One tool per cell, and the companion tool that lists and closes sessions.
-      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "sessions"]);
-      const [ruby, python, sessions] = tools;
+      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "memory", "sessions"]);
+      const [ruby, python, , sessions] = tools;
       assert.deepEqual(sessions.inputSchema.properties.tool.enum, ["ruby"]);
       assert.deepEqual(sessions.inputSchema.required, ["action"]);
       assert.deepEqual(ruby.inputSchema.required, ["code"]);
@@ -137,17 +145,18 @@ for (const [kind, make] of Object.entries(transports)) {
     });
 
     test("every status, each an isError result the model can read", async () => {
+      // Each case on a cell where only its own limit can be reached.
       const cases = [
         ["error", "raise ArgumentError, 'bad'"],
         // A wall clock far above the CPU budget: on a loaded machine, loop {} still spends its
         // 500 ms of CPU before 12 s have passed.
         ["timeout", "sleep 60"],
         ["fuel_exhausted", "loop { }"],
-        ["memory_limit", "'x' * (512 * 1024 * 1024)"],
+        ["memory_limit", "'x' * (512 * 1024 * 1024)", "memory"],
         ["sandbox_error", "Process.kill(:KILL, Process.pid)"],
       ];
-      for (const [status, code] of cases) {
-        const r = await run(client, "ruby", { code });
+      for (const [status, code, cell = "ruby"] of cases) {
+        const r = await run(client, cell, { code });
         assert.equal(r.structuredContent.status, status, `${code}: ${r.content[0].text}`);
         assert.equal(r.isError, true);
       }
@@ -311,7 +320,7 @@ for (const [kind, make] of Object.entries(modern)) {
     test("discovered without initialize; the same tools", async () => {
       assert.equal(client.getServerVersion()?.name, "codecell");
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "sessions"]);
+      assert.deepEqual(tools.map((t) => t.name), ["ruby", "python", "memory", "sessions"]);
       assert.equal(tools[0].inputSchema.properties.session.pattern, "^(new|cs_[0-9a-f]{32})$");
     });
 
