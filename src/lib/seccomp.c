@@ -120,13 +120,17 @@ static const int denied_numbers[] = {
         469, /* file_setattr (6.17): inode flags, as FS_IOC_SETFLAGS */
 };
 
-/* Every CLONE_NEW* flag clone() takes: a nested user namespace would hand the guest every
- * capability over the new namespaces, and the kernel surface behind them. Checked whether or
- * not subprocesses are allowed (unshare and setns are refused outright; clone3 answers
- * ENOSYS). */
-static const unsigned long namespace_flags[] = {
+/* clone flags refused whether or not subprocesses are allowed (unshare and setns are refused
+ * outright; clone3 answers ENOSYS):
+ * - every CLONE_NEW*: a nested user namespace would hand the guest every capability over the
+ *   new namespaces, and the kernel surface behind them;
+ * - CLONE_PARENT, whose child's parent is the caller's parent. A forked sandbox's interpreter
+ *   is its zygote's child, so such children would be the zygote's: outside the sandbox, never
+ *   reaped by its init, holding its pid namespace open and host pids. No runtime asks for it
+ *   (fork, posix_spawn and threads do not). */
+static const unsigned long refused_clone_flags[] = {
         CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-        CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET,
+        CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET, CLONE_PARENT,
 };
 
 /* A call and the argument that holds a file mode. */
@@ -177,14 +181,14 @@ static int deny_privileged_modes(scmp_filter_ctx ctx, codecell_error *err)
         return r < 0 ? err_sys(err, -r, "seccomp rule openat2") : 0;
 }
 
-static int deny_namespaces(scmp_filter_ctx ctx, codecell_error *err)
+static int deny_clone_flags(scmp_filter_ctx ctx, codecell_error *err)
 {
-        for (size_t i = 0; i < sizeof(namespace_flags) / sizeof(namespace_flags[0]); i++) {
+        for (size_t i = 0; i < sizeof(refused_clone_flags) / sizeof(refused_clone_flags[0]); i++) {
+                unsigned long flag = refused_clone_flags[i];
                 int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                                         SCMP_A0(SCMP_CMP_MASKED_EQ, namespace_flags[i],
-                                                 namespace_flags[i]));
+                                         SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag));
                 if (r < 0)
-                        return err_sys(err, -r, "seccomp rule clone namespaces");
+                        return err_sys(err, -r, "seccomp rule clone flags");
         }
         return 0;
 }
@@ -250,7 +254,7 @@ static int add_rules(scmp_filter_ctx ctx, bool network, codecell_error *err)
                 if (r < 0)
                         return err_sys(err, -r, "seccomp rule %d", denied_numbers[i]);
         }
-        if ((r = deny_namespaces(ctx, err)) < 0 || (r = deny_privileged_modes(ctx, err)) < 0)
+        if ((r = deny_clone_flags(ctx, err)) < 0 || (r = deny_privileged_modes(ctx, err)) < 0)
                 return r;
         /* clone3 passes its flags in memory, which BPF cannot read: ENOSYS makes glibc fall
          * back to clone, which the rule above can check. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,11 +201,43 @@ static int send_order(struct zygote *z, bool session, const int *fds, uint64_t i
         return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
 }
 
-/* The zygote's answer to order id: 0 and the sandbox's interpreter and init (in the zygote's
- * pid namespace), a positive errno it sent (with what), or -EPIPE when it is gone or did not
- * answer in time. */
-static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], char *what, size_t size)
+static void close_pair(int *fds)
 {
+        for (int i = 0; i < 2; i++)
+                if (fds[i] >= 0) {
+                        close(fds[i]);
+                        fds[i] = -1;
+                }
+}
+
+/* The pidfds an answer carried (SCM_RIGHTS), at most two, into fds (the rest -1); any
+ * other descriptor is closed. */
+static void received_pidfds(struct msghdr *msg, int fds[2])
+{
+        fds[0] = fds[1] = -1;
+        size_t got = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k; i++) {
+                        int fd;
+                        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        if (got < 2)
+                                fds[got++] = fd;
+                        else
+                                close(fd);
+                }
+        }
+}
+
+/* The zygote's answer to order id: 0, the sandbox's interpreter and init by their pids in the
+ * zygote's pid namespace, and their pidfds (which the caller then owns); a positive errno it
+ * sent (with what); or -EPIPE when it is gone or did not answer in time. */
+static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_pidfds[2],
+                      char *what, size_t size)
+{
+        ret_pidfds[0] = ret_pidfds[1] = -1;
         struct zygote_reply reply;
         struct pollfd p = {.fd = z->sb.ctl_fd, .events = POLLIN};
         double deadline = now_ms() + REPLY_TIMEOUT_MS;
@@ -217,17 +250,38 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], char *wh
                         return -EPIPE;
                 break;
         }
+        struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 2)];
+                struct cmsghdr align;
+        } control;
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = control.buf,
+                             .msg_controllen = sizeof(control.buf)};
         ssize_t n;
-        while ((n = recv(z->sb.ctl_fd, &reply, sizeof(reply), MSG_WAITALL)) < 0 && errno == EINTR)
+        while ((n = recvmsg(z->sb.ctl_fd, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC)) < 0 &&
+               errno == EINTR)
                 ;
+        int fds[2] = {-1, -1};
+        if (n > 0)
+                received_pidfds(&msg, fds);
         if (n != (ssize_t)sizeof(reply) || reply.magic != ZYGOTE_MAGIC || reply.id != id ||
-            (reply.error == 0 && (reply.pid <= 0 || reply.init <= 0)))
+            (reply.error == 0 && (reply.pid <= 0 || reply.init <= 0))) {
+                close_pair(fds);
                 return -EPIPE;
+        }
         reply.what[sizeof(reply.what) - 1] = '\0';
         snprintf(what, size, "%s", reply.what);
+        if (reply.error != 0) {
+                close_pair(fds);
+                return reply.error;
+        }
         ret_pids[0] = reply.pid;
         ret_pids[1] = reply.init;
-        return reply.error;
+        ret_pidfds[0] = fds[0];
+        ret_pidfds[1] = fds[1];
+        return 0;
 }
 
 /* The pids of a process as each pid namespace from this one down sees it (NSpid), from a
@@ -247,52 +301,15 @@ static size_t ns_pids(int pidfd, pid_t *pids, size_t max)
         return n;
 }
 
-/* One reading of the zygote's list of children for open_children. */
-static void open_listed_children(const struct zygote *z, const pid_t ns_pid[2], int pidfd[2],
-                                 pid_t pid[2])
+/* The host pid of the process a pidfd the zygote sent names, checked against the pid the
+ * zygote gave it in its own namespace (the level below ours); -1 when it has ended (a pidfd
+ * of a reaped process shows no pid) or is not that process. */
+static pid_t host_pid(int pidfd, pid_t ns_pid)
 {
-        pid_t kids[2 * ZYGOTE_MAX_CHILDREN];
-        size_t n = proc_children(z->pid, kids, 0, sizeof(kids) / sizeof(kids[0]));
-        while (n-- > 0 && (pidfd[0] < 0 || pidfd[1] < 0)) {
-                int fd = (int)syscall(SYS_pidfd_open, kids[n], 0);
-                if (fd < 0)
-                        continue;
-                pid_t seen[4];
-                int which = -1;
-                if (ns_pids(fd, seen, 4) >= 2 && seen[0] == kids[n])
-                        for (int i = 0; i < 2; i++)
-                                if (pidfd[i] < 0 && seen[1] == ns_pid[i])
-                                        which = i;
-                if (which < 0) {
-                        close(fd);
-                        continue;
-                }
-                (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-                pidfd[which] = fd;
-                pid[which] = kids[n];
-        }
-}
-
-/* Pidfds of the zygote's two children that the zygote calls ns_pid[0] and ns_pid[1], and
- * their host pids: among its children, newest first (the two asked for are the last two), the
- * ones whose pidfds name those pids in the zygote's namespace (a pid reused in between would
- * not match). A pidfd stays -1 for one that is gone. The kernel's list may skip a child when
- * another ends while it is read (proc(5)): it is read again before one is called gone. */
-static void open_children(const struct zygote *z, const pid_t ns_pid[2], int pidfd[2],
-                          pid_t pid[2])
-{
-        pidfd[0] = pidfd[1] = -1;
-        for (int look = 0; look < 3 && (pidfd[0] < 0 || pidfd[1] < 0); look++)
-                open_listed_children(z, ns_pid, pidfd, pid);
-}
-
-static void close_pair(int *fds)
-{
-        for (int i = 0; i < 2; i++)
-                if (fds[i] >= 0) {
-                        close(fds[i]);
-                        fds[i] = -1;
-                }
+        pid_t seen[4];
+        if (pidfd < 0 || ns_pids(pidfd, seen, 4) < 2 || seen[1] != ns_pid)
+                return -1;
+        return seen[0];
 }
 
 /* One fork. -EPIPE when the zygote is gone (the caller starts another). */
@@ -327,20 +344,18 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         close(errp[1]);
         close(ended[1]);
         ctl[1] = out[1] = errp[1] = ended[1] = -1;
-        pid_t ns_pids[2] = {0, 0};
+        pid_t ns_pid[2] = {0, 0};
+        int pidfds[2];
         char what[128] = "";
-        r = read_reply(z, id, ns_pids, what, sizeof(what));
+        r = read_reply(z, id, ns_pid, pidfds, what, sizeof(what));
         if (r > 0) {
                 r = err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
                 goto out;
         }
         if (r < 0)
                 goto out;
-        int pidfds[2];
-        pid_t pids[2] = {-1, -1};
-        open_children(z, ns_pids, pidfds, pids);
         int guest_pidfd = pidfds[0], pidfd = pidfds[1];
-        pid_t guest = pids[0], init = pids[1];
+        pid_t guest = host_pid(guest_pidfd, ns_pid[0]), init = host_pid(pidfd, ns_pid[1]);
         *ret = (struct sandbox){.pid = init,
                                 .ctl_fd = ctl[0],
                                 .out_fd = out[0],
@@ -350,10 +365,17 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
                                 .forked = true,
                                 .guest = guest,
                                 .guest_pidfd = guest_pidfd};
-        if (pidfd < 0 || guest_pidfd < 0) {
+        if (init < 0 || guest < 0) {
                 r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH,
-                            "sandbox: the zygote's new %s is not among its children",
-                            pidfd < 0 ? "init" : "interpreter");
+                            "sandbox: the zygote's new %s %s",
+                            init < 0 ? "init" : "interpreter",
+                            (init < 0 ? pidfd : guest_pidfd) < 0
+                                    ? "came without its pidfd"
+                                    : "ended before its set-up was done");
+                /* The other one goes too (the zygote reaps both). */
+                for (int i = 0; i < 2; i++)
+                        if (pidfds[i] >= 0)
+                                (void)syscall(SYS_pidfd_send_signal, pidfds[i], SIGKILL, NULL, 0);
                 (void)sandbox_destroy(ret, 0, NULL);
                 return r;
         }

@@ -8,7 +8,8 @@
  *
  * argv: the tmpfs options of /tmp and /work. Descriptor 0: a socket to the interpreter. init
  *   - unshares mount, ipc, uts and cgroup namespaces and mounts a fresh /tmp, /work and a /proc
- *     of its pid namespace (with the zygote's CAP_SYS_ADMIN, kept through the exec), then gives
+ *     of its pid namespace, and /dev/null over /codecell/walls (the zygote's copy of the walls
+ *     is not the guest's to read), with the zygote's CAP_SYS_ADMIN, kept through the exec; gives
  *     up every capability and says so ("m"): the interpreter enters these namespaces by init's
  *     pidfd, and says so;
  *   - becomes undumpable and holds the interpreter's /proc files open: Landlock grants them by
@@ -37,6 +38,7 @@
 #include <sys/wait.h>
 
 #include "../lib/landlock_proc_files.h"
+#include "../lib/zygote_protocol.h"
 
 /* The interpreter's pid, here: the zygote forks it as the second process of this namespace. */
 #define GUEST_PID 2
@@ -115,7 +117,8 @@ static void set_up(const char *tmp_options, const char *work_options)
                  0) < 0 ||
             sys6(SYS_mount, (long)"tmpfs", (long)"/work", (long)"tmpfs", flags,
                  (long)work_options, 0) < 0 ||
-            sys6(SYS_mount, (long)"proc", (long)"/proc", (long)"proc", flags, 0, 0) < 0)
+            sys6(SYS_mount, (long)"proc", (long)"/proc", (long)"proc", flags, 0, 0) < 0 ||
+            sys6(SYS_mount, (long)"/dev/null", (long)ZYGOTE_WALLS_PATH, 0, MS_BIND, 0, 0) < 0)
                 end(3);
         /* Security invariant: from here init holds no capability (the bounding set keeps only
          * what the zygote had; with none permitted and no_new_privs, nothing brings one back). */

@@ -96,7 +96,7 @@ struct child {
 static struct zygote_walls walls;
 static struct landlock_plan landlock;
 static struct child children[ZYGOTE_MAX_CHILDREN];
-static void (*runtime_sigchld)(int); /* the interpreter's, given back to each child */
+static struct sigaction runtime_sigchld; /* the interpreter's, given back to each child */
 static size_t n_children;
 static size_t children_seen; /* the most slots ever used: beyond it the table was never written */
 static int own_pidns = -1; /* the zygote's pid namespace, to make the next one from */
@@ -115,7 +115,14 @@ static char runtime_comm[16];       /* the interpreter's name, given back to eac
 static const char *init_failed;
 static int init_errno;
 static size_t max_children; /* ZYGOTE_MAX_CHILDREN, or fewer when descriptors run out first */
-static struct pollfd polled[1 + 2 * ZYGOTE_MAX_CHILDREN]; /* the orders, then each child's two */
+/* Polled: the orders, the wake-up of a child's end, then each sandbox's two pidfds. */
+#define POLL_ORDERS 0
+#define POLL_WAKE 1
+#define POLL_CHILD(i) (2 + 2 * (i))
+static struct pollfd polled[POLL_CHILD(ZYGOTE_MAX_CHILDREN)];
+/* Written by the SIGCHLD handler: a child ended, maybe one no pidfd of ours watches. */
+static int wake_fd = -1;
+static pid_t zygote_pid;
 static bool forking_guest; /* from an order's init to its interpreter's fork */
 
 /* ---- in a child ------------------------------------------------------------------------- */
@@ -190,6 +197,7 @@ static void own_descriptors(const int *fds)
                 close(idle_netns[i]);
         close(own_pidns);
         close(own_netns);
+        close(wake_fd);
         int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0)
                 child_fail("list descriptors");
@@ -241,7 +249,7 @@ static void forget_the_zygote(void)
 {
         /* The slots ever used only: clearing whole tables would copy every page of them. */
         memset(children, 0, children_seen * sizeof(children[0]));
-        memset(polled, 0, (1 + 2 * children_seen) * sizeof(polled[0]));
+        memset(polled, 0, POLL_CHILD(children_seen) * sizeof(polled[0]));
         n_children = children_seen = 0;
         memset(idle_netns, 0, sizeof(idle_netns));
         n_idle_netns = 0;
@@ -250,10 +258,66 @@ static void forget_the_zygote(void)
          * held and made (closed or moved by now). */
         for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
                 order_fds[i] = -1;
-        next_netns = next_init_pidfd = handshake[0] = handshake[1] = -1;
+        next_netns = next_init_pidfd = handshake[0] = handshake[1] = wake_fd = -1;
         next_init = -1;
         init_failed = NULL;
         init_errno = 0;
+}
+
+/* The environment block the kernel shows as /proc/self/environ, from /proc/self/stat (its
+ * 50th and 51st fields); false if unreadable. */
+static bool environment_block(char **ret_start, char **ret_end)
+{
+        char text[1024];
+        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+        if (fd >= 0)
+                close(fd);
+        if (n <= 0)
+                return false;
+        text[n] = '\0';
+        char *at = strrchr(text, ')'); /* the name may hold spaces and parentheses */
+        unsigned long start = 0, end = 0;
+        for (int field = 2; at && field <= 51; field++) {
+                at = strchr(at + 1, ' ');
+                if (at && field == 49)
+                        start = strtoul(at + 1, NULL, 10);
+                if (at && field == 50)
+                        end = strtoul(at + 1, NULL, 10);
+        }
+        if (start == 0 || end <= start)
+                return false;
+        *ret_start = (char *)start;
+        *ret_end = (char *)end;
+        return true;
+}
+
+/* The zygote was started with CODECELL_ZYGOTE=1, which the prelude removed from the runtime's
+ * environment, but the kernel still shows the block it was exec'd with: the variable is cut
+ * out of it, the rest moved up over it (and the runtime's pointers into the block with it),
+ * so that a forked guest's /proc/self/environ reads as an exec'd one's, but for NULs at its
+ * end. */
+static void forget_the_zygote_variable(void)
+{
+        extern char **environ;
+        char *start, *end;
+        if (!environment_block(&start, &end))
+                return;
+        const char name[] = ZYGOTE_ENV "=";
+        for (char *entry = start; entry < end; entry += strnlen(entry, (size_t)(end - entry)) + 1) {
+                if ((size_t)(end - entry) < sizeof(name) - 1 ||
+                    memcmp(entry, name, sizeof(name) - 1) != 0)
+                        continue;
+                size_t len = strnlen(entry, (size_t)(end - entry)) + 1;
+                if (len > (size_t)(end - entry))
+                        len = (size_t)(end - entry);
+                memmove(entry, entry + len, (size_t)(end - entry) - len);
+                memset(end - len, 0, len);
+                for (char **e = environ; e && *e; e++)
+                        if (*e > entry && *e < end)
+                                *e -= len;
+                return;
+        }
 }
 
 /* The interpreter's first act after its fork, before the runtime's own after-fork work (a
@@ -299,6 +363,7 @@ ZYGOTE_API void codecell_zygote_guest(void)
                 child_fail("wait for init");
         own_descriptors(order_fds);
         forget_the_zygote();
+        forget_the_zygote_variable();
         /* A session and process group of the sandbox's own: kill(0, ...) from the guest
          * reaches only this sandbox, whatever Landlock's signal scoping says. */
         if (setsid() < 0)
@@ -321,7 +386,7 @@ ZYGOTE_API void codecell_zygote_guest(void)
         signal(SIGXFSZ, SIG_IGN);
         /* SIGPIPE stays as the runtime set it at boot (ignored: a write to a closed pipe is an
          * error), as in an exec'd interpreter. */
-        signal(SIGCHLD, runtime_sigchld);
+        sigaction(SIGCHLD, &runtime_sigchld, NULL);
         umask(022);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail("no_new_privs");
@@ -400,6 +465,19 @@ static int load_walls(void)
         return 0;
 }
 
+/* SIGCHLD, in whichever of the interpreter's threads takes it: wakes the fork server, which
+ * reaps what ended. Only in the zygote itself (a child inherits the handler until its guest
+ * set-up gives the runtime's back). */
+static void child_ended(int sig)
+{
+        (void)sig;
+        int saved = errno;
+        uint64_t one = 1;
+        if (getpid() == zygote_pid)
+                (void)!write(wake_fd, &one, sizeof(one));
+        errno = saved;
+}
+
 ZYGOTE_API int codecell_zygote_start(void)
 {
         int r = load_walls();
@@ -424,8 +502,18 @@ ZYGOTE_API int codecell_zygote_start(void)
                 perror("codecell zygote: start");
                 return -1;
         }
-        /* Children are waited for through their pidfds, never by the runtime. */
-        runtime_sigchld = signal(SIGCHLD, SIG_DFL);
+        /* Children are waited for by the fork server (a sandbox's by its pidfds, any other
+         * when SIGCHLD wakes it), never by the runtime. */
+        sigaction(SIGCHLD, NULL, &runtime_sigchld);
+        zygote_pid = getpid();
+        wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        struct sigaction on_child = {.sa_handler = child_ended,
+                                     .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+        sigemptyset(&on_child.sa_mask);
+        if (wake_fd < 0 || sigaction(SIGCHLD, &on_child, NULL) < 0) {
+                perror("codecell zygote: its SIGCHLD handler");
+                return -1;
+        }
         /* From here the zygote has nothing to say: the engine does not read its output, and a
          * full pipe must never stop the forks. (Each child's own output is its run's.) */
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -444,7 +532,12 @@ ZYGOTE_API int codecell_zygote_start(void)
         return 0;
 }
 
-static bool send_reply(int error, const char *what, pid_t guest, pid_t init)
+/* The answer to the order in hand. With pidfds (the interpreter's, then init's), they go
+ * with it: the engine holds its sandbox's processes by them, and never has to look for them
+ * among the zygote's children, a list a guest could lengthen. A reply whose descriptors cannot
+ * be sent (this user's descriptors in flight are used up: a sandbox holds them in a socket's
+ * queue) goes without them, as a refusal of this order. */
+static bool send_reply(int error, const char *what, pid_t guest, pid_t init, const int *pidfds)
 {
         struct zygote_reply reply = {.magic = ZYGOTE_MAGIC,
                                      .error = error,
@@ -452,9 +545,30 @@ static bool send_reply(int error, const char *what, pid_t guest, pid_t init)
                                      .pid = guest,
                                      .init = init};
         snprintf(reply.what, sizeof(reply.what), "%s", what);
+        struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 2)];
+                struct cmsghdr align;
+        } control;
+        memset(&control, 0, sizeof(control));
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (pidfds) {
+                msg.msg_control = control.buf;
+                msg.msg_controllen = sizeof(control.buf);
+                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int) * 2);
+                memcpy(CMSG_DATA(c), pidfds, sizeof(int) * 2);
+        }
         ssize_t n;
-        while ((n = send(ORDERS_FD, &reply, sizeof(reply), MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        while ((n = sendmsg(ORDERS_FD, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
                 ;
+        if (n < 0 && pidfds && errno == ETOOMANYREFS) {
+                (void)send_reply(ETOOMANYREFS, "its pidfds (too many descriptors in flight)", 0, 0,
+                                 NULL);
+                return false;
+        }
         return n == (ssize_t)sizeof(reply);
 }
 
@@ -684,26 +798,59 @@ static int make_init(const char **what)
         return r;
 }
 
+/* Whether pid is one of the sandboxes' processes the zygote holds by pidfd. */
+static bool watched(pid_t pid)
+{
+        for (size_t i = 0; i < n_children; i++)
+                if (children[i].init == pid || children[i].guest == pid)
+                        return true;
+        return false;
+}
+
+/* Reaps every ended child the zygote does not watch. None should exist (a sandbox's filter
+ * refuses CLONE_PARENT, the one way its interpreter could give the zygote a child), but a
+ * zombie here would keep a sandbox's pid namespace, its init and a host pid alive for as long
+ * as the zygote lives. A watched child that ended stops the look (its pidfd reports it, and
+ * reap() waits for it by pid); the next pass goes on past it. */
+static void reap_strays(void)
+{
+        for (;;) {
+                siginfo_t info = {0};
+                if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 ||
+                    info.si_pid == 0 || watched(info.si_pid))
+                        return;
+                while (waitpid(info.si_pid, NULL, WNOHANG | __WALL) < 0 && errno == EINTR)
+                        ;
+        }
+}
+
 ZYGOTE_API int codecell_zygote_next(void)
 {
         for (;;) {
-                polled[0] = (struct pollfd){.fd = ORDERS_FD, .events = POLLIN};
+                polled[POLL_ORDERS] = (struct pollfd){.fd = ORDERS_FD, .events = POLLIN};
+                polled[POLL_WAKE] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
                 for (size_t i = 0; i < n_children; i++) {
-                        polled[1 + 2 * i] =
+                        polled[POLL_CHILD(i)] =
                                 (struct pollfd){.fd = children[i].init_pidfd, .events = POLLIN};
-                        polled[2 + 2 * i] =
+                        polled[POLL_CHILD(i) + 1] =
                                 (struct pollfd){.fd = children[i].guest_pidfd, .events = POLLIN};
                 }
-                if (poll(polled, 1 + 2 * n_children, -1) < 0) {
+                if (poll(polled, POLL_CHILD(n_children), -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         _exit(2);
                 }
+                if (polled[POLL_WAKE].revents) {
+                        uint64_t count;
+                        (void)!read(wake_fd, &count, sizeof(count));
+                }
                 /* Ends first, from the last: reap() moves the last child into slot i. */
                 for (size_t i = n_children; i-- > 0;)
-                        if (polled[1 + 2 * i].revents || polled[2 + 2 * i].revents)
-                                reap(i, polled[1 + 2 * i].revents, polled[2 + 2 * i].revents);
-                if (!polled[0].revents)
+                        if (polled[POLL_CHILD(i)].revents || polled[POLL_CHILD(i) + 1].revents)
+                                reap(i, polled[POLL_CHILD(i)].revents,
+                                     polled[POLL_CHILD(i) + 1].revents);
+                reap_strays();
+                if (!polled[POLL_ORDERS].revents)
                         continue;
                 int r = read_order();
                 if (r == -EPROTO)
@@ -719,7 +866,7 @@ ZYGOTE_API int codecell_zygote_next(void)
                         forking_guest = true;
                         return 1;
                 }
-                send_reply(-r, what, 0, 0);
+                send_reply(-r, what, 0, 0, NULL);
                 close_fd(&handshake[1]);
                 abandon(0);
         }
@@ -734,12 +881,13 @@ ZYGOTE_API void codecell_zygote_parent(int guest)
         close_fd(&handshake[1]);
         int pidfd = guest > 0 ? (int)syscall(SYS_pidfd_open, guest, 0) : -1;
         if (pidfd < 0) {
-                send_reply(guest > 0 ? errno : EAGAIN, "fork", 0, 0);
+                send_reply(guest > 0 ? errno : EAGAIN, "fork", 0, 0, NULL);
                 abandon(guest);
                 return;
         }
         (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-        if (!send_reply(0, "", guest, next_init)) {
+        const int pidfds[2] = {pidfd, next_init_pidfd};
+        if (!send_reply(0, "", guest, next_init, pidfds)) {
                 close(pidfd);
                 abandon(guest);
                 return;

@@ -231,6 +231,36 @@ class Forked(unittest.TestCase):
             with self.subTest(lang=lang):
                 self.assertEqual(self.run_code(lang, code), [7, 9])
 
+    def test_a_run_cannot_give_the_zygote_children(self):
+        """clone(CLONE_PARENT) from a forked interpreter would make children of the zygote:
+        zombies it never reaped, each holding its sandbox's pid namespace (and its init) open,
+        and enough of them hid later sandboxes from the engine. Refused; afterwards the
+        zygotes' children are only the sandboxes standing by (init and interpreter each)."""
+        code = {"ruby": "(1..50).map { begin; pid = syscall(56, 0x8011, 0, 0, 0, 0); exit!(0) if pid.zero?; "
+                        "'made'; rescue SystemCallError => e; e.class.name; end }.uniq",
+                "python": "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                          "def once():\n"
+                          "    pid = libc.syscall(56, ctypes.c_long(0x8011), 0, 0, 0, 0)\n"
+                          "    if pid == 0:\n        os._exit(0)\n"
+                          "    return 'Errno::EPERM' if pid < 0 and ctypes.get_errno() == 1 else 'made'\n"
+                          "sorted(set(once() for _ in range(50)))"}
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                for _ in range(3):
+                    self.assertEqual(self.run_code(lang, code[lang]), ["Errno::EPERM"])
+        # Two cells, a pool of two each: at most three sandboxes per zygote (one being
+        # replaced), two children each. The count settles once the runs' sandboxes are gone.
+        deadline = time.monotonic() + 60
+        while True:
+            kids = {z: children_of(z) for z in zygotes_of(self.peer.proc.pid)}
+            if all(len(k) <= 6 for k in kids.values()):
+                break
+            self.assertLess(time.monotonic(), deadline, kids)
+            time.sleep(0.05)
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                self.assertEqual(self.run_code(lang, "6 * 7"), 42)
+
     def test_a_zygote_that_dies_is_replaced(self):
         self.assertEqual(self.run_code("ruby", "1 + 1"), 2)
         zygotes = zygotes_of(self.peer.proc.pid)

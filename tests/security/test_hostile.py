@@ -219,6 +219,105 @@ class Processes(HostUnchanged, unittest.TestCase):
                      "python": "sorted(set(l.split(':', 2)[2] for l in open('/proc/self/cgroup').read().splitlines()))"},
                     ["/"])
 
+# clone(flags) as a raw system call: the errno name, or "made" once the child (which exits at
+# once) has been born. CLONE_PARENT = 0x8000; SIGCHLD = 17.
+RAW_CLONE = {
+    "ruby": "def clone_raw(flags)\n"
+            "  pid = syscall(56, flags, 0, 0, 0, 0)\n"
+            "  exit!(0) if pid.zero?\n"
+            "  'made'\n"
+            "rescue SystemCallError => e\n"
+            "  e.class.name.sub('Errno::', '')\n"
+            "end\n",
+    "python": "import ctypes, errno, os\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "libc.syscall.restype = ctypes.c_long\n"
+              "def clone_raw(flags):\n"
+              "    pid = libc.syscall(ctypes.c_long(56), ctypes.c_long(flags), ctypes.c_long(0),\n"
+              "                       ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))\n"
+              "    if pid == 0:\n"
+              "        os._exit(0)\n"
+              "    return errno.errorcode[ctypes.get_errno()] if pid < 0 else 'made'\n",
+}
+
+
+class ChildrenOutsideTheSandbox(HostUnchanged, unittest.TestCase):
+    """A process whose parent is outside its sandbox: with CLONE_PARENT the child's parent is
+    the caller's parent, which for a forked sandbox's interpreter is the cell's zygote (and for
+    an exec'd one, init). The zygote would hold it as a zombie that keeps the sandbox's pid
+    namespace from ending, and enough of them would hide the next sandboxes' processes from
+    the engine. Refused by the filter in both start modes, with subprocesses allowed or not."""
+
+    EXTRA = SUBPROCESSES
+
+    def test_clone_parent_is_refused(self):
+        calls = ", ".join(f"clone_raw({flags})" for flags in (0x8000 | 17, 0x8000, 0x8000 | 0x200 | 17))
+        self.expect({lang: RAW_CLONE[lang] + f"[{calls}]" for lang in ("ruby", "python")},
+                    ["EPERM"] * 3)
+
+    def test_clone_parent_is_refused_without_subprocesses(self):
+        self.EXTRA = ()
+        self.expect({lang: RAW_CLONE[lang] + "clone_raw(0x8000 | 17)" for lang in ("ruby", "python")},
+                    "EPERM")
+
+    def test_clone3_cannot_carry_the_flag_instead(self):
+        # clone3 takes its flags in memory the filter cannot read: it answers ENOSYS outright.
+        self.expect(probe("t { syscall(435, 0, 0) }",
+                          "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                          "r = libc.syscall(435, 0, 0)\n"
+                          "errno.errorcode[ctypes.get_errno()] if r < 0 else r"), "ENOSYS")
+
+    def test_a_subreaper_guest_keeps_its_orphans_inside(self):
+        # The guest makes itself a subreaper, then orphans a grandchild: it is reparented to
+        # the guest (inside the sandbox), reaped there, and the run ends as usual.
+        self.expect({"ruby": 'require "fiddle"\n'
+                             'prctl = Fiddle::Function.new(Fiddle.dlopen(nil)["prctl"], '
+                             '[Fiddle::TYPE_INT] * 5, Fiddle::TYPE_INT)\n'
+                             "prctl.call(36, 1, 0, 0, 0)\n"
+                             "Process.wait(fork { fork { sleep 0.2; exit!(0) }; exit!(0) })\n"
+                             "Process.wait\n:reaped",
+                     "python": "import ctypes, os\n"
+                               "ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)\n"
+                               "pid = os.fork()\n"
+                               "if pid == 0:\n"
+                               "    if os.fork() == 0:\n"
+                               "        import time; time.sleep(0.2); os._exit(0)\n"
+                               "    os._exit(0)\n"
+                               "os.waitpid(pid, 0)\nos.wait()\n'reaped'"},
+                    "reaped")
+
+
+class WhatTheGuestCanLearn(HostUnchanged, unittest.TestCase):
+    """What a guest can read of how it was made: nothing of the zygote's (its start variable,
+    the walls it hands every child), in both start modes; the environment the runtime shows
+    and the one the kernel shows agree."""
+
+    def test_the_environment_holds_no_trace_of_the_zygote(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            block, runtime = r.result["value"]
+            self.assertFalse([e for e in block if "ZYGOTE" in e], block)
+            self.assertFalse([k for k in runtime if "ZYGOTE" in k], runtime)
+            # Every variable of the block is the runtime's, with the same value (the prelude may
+            # add its own: MPLBACKEND).
+            shown = dict(e.split("=", 1) for e in block if e)
+            self.assertTrue(shown, block)
+            self.assertEqual({k: runtime.get(k) for k in shown}, shown)
+        self.each_language(
+            {"ruby": 'block = File.binread("/proc/self/environ").split("\\0")\n[block, ENV.to_h]',
+             "python": "import os\nblock = open('/proc/self/environ', 'rb').read().decode().split('\\0')\n"
+                       "[block, dict(os.environ)]"},
+            check, *self.mounts())
+
+    def test_the_walls_say_nothing(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertIn(r.result["value"], (0, "ENOENT", "EACCES"), r)
+        self.each_language(probe('t { File.binread("/codecell/walls").bytesize }',
+                                 "t(lambda: len(open('/codecell/walls', 'rb').read()))"),
+                           check, *self.mounts())
+
+
 class Resources(HostUnchanged, unittest.TestCase):
     def test_deep_recursion_is_an_error(self):
         def check(r, lang):
