@@ -267,6 +267,23 @@ class ChildrenOutsideTheSandbox(HostUnchanged, unittest.TestCase):
                           "r = libc.syscall(435, 0, 0)\n"
                           "errno.errorcode[ctypes.get_errno()] if r < 0 else r"), "ENOSYS")
 
+    def test_a_main_thread_that_exits_alone_ends_the_run_with_its_process(self):
+        # exit (not exit_group) from the group leader: the process lives on in its other
+        # thread. Python's ends the process itself; Ruby's cannot run without the lock the
+        # leader took with it, and the wall clock ends it. Either way nothing is left.
+        def check(r, lang):
+            if lang == "python":
+                self.assertEqual(r.status, "sandbox_error", r)
+                self.assertIn("code 7", r.result["error"], r)
+            else:
+                self.assertEqual(r.status, "timeout", r)
+        self.each_language({"ruby": "Thread.new { sleep 1; exit!(7) }; syscall(60, 0)",
+                            "python": "import ctypes, os, threading, time\n"
+                                      "def later():\n    time.sleep(1)\n    os._exit(7)\n"
+                                      "threading.Thread(target=later).start()\n"
+                                      "ctypes.CDLL(None).syscall(60, 0)"},
+                           check, *self.mounts(), "--timeout", "5s")
+
     def test_a_subreaper_guest_keeps_its_orphans_inside(self):
         # The guest makes itself a subreaper, then orphans a grandchild: it is reparented to
         # the guest (inside the sandbox), reaped there, and the run ends as usual.
