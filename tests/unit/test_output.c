@@ -95,6 +95,29 @@ static void never_inside_a_character(void)
         output_free(&b);
 }
 
+/* The head is the first half of the cap, which can fall inside a character: the head gives
+ * it up, whatever the cap and however the text was written (one write or many). */
+static void head_ends_between_characters(void)
+{
+        char euros[3 * 1000 + 1] = "";
+        for (int i = 0; i < 1000; i++)
+                strcat(euros, "\xe2\x82\xac");
+        for (size_t cap = 8; cap < 40; cap++) {
+                for (size_t piece = 1; piece <= 7; piece += 3) {
+                        struct output_buffer b;
+                        output_init(&b, cap);
+                        for (size_t at = 0; at < sizeof(euros) - 1; at += piece) {
+                                size_t n = sizeof(euros) - 1 - at;
+                                CHECK(output_append(&b, euros + at, n < piece ? n : piece) == 0);
+                        }
+                        CHECK(output_finish(&b) == 0);
+                        CHECK(b.truncated && b.head % 3 == 0 && b.tail % 3 == 0);
+                        CHECK(utf8_valid(b.data, b.len));
+                        output_free(&b);
+                }
+        }
+}
+
 /* One write far over the cap still leaves a head. */
 static void one_big_write(void)
 {
@@ -287,6 +310,7 @@ int main(void)
 {
         head_and_tail_of_many_lines();
         never_inside_a_character();
+        head_ends_between_characters();
         fits_whole();
         one_big_write();
         model_view();
