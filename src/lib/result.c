@@ -330,7 +330,7 @@ static int set_output(json_t *obj, const char *key, const char *flag, const stru
         /* An unfinished buffer that went over its cap ends where the cap fell, maybe inside a
          * character: that one goes. */
         size_t kept = b->truncated && !b->finished ? utf8_complete_len(data, b->len) : b->len;
-        _cleanup_free_ char *clean = utf8_sanitize(data, kept, &len);
+        _cleanup_free_ char *clean = utf8_sanitize_keep_nul(data, kept, &len);
         if (!clean || json_object_set_new(obj, key, json_stringn(clean, len)) < 0)
                 return -ENOMEM;
         if (b->truncated && json_object_set_new(obj, flag, json_true()) < 0)
