@@ -3,9 +3,12 @@ integers exact, one nesting limit, tool calls from signal handlers, a guest's de
 mask. Each case in both languages and both start modes (exec'd and forked)."""
 import json
 import os
+import signal
+import subprocess
 import unittest
 
-from harness import LANGUAGES, codecell, run_json, tempdir
+from harness import BIN, LANGUAGES, LAUNCHED, codecell, run_json, tempdir
+from mcp_peer import INIT, Stdio, write_config
 
 STARTS = ("exec", "fork")
 EURO = "\u20ac"
@@ -64,6 +67,64 @@ class NulBytes(EachMode, unittest.TestCase):
                 r = codecell("run", "--lang", lang, "-e", code)
                 self.assertEqual(r.code, 1, r)
                 self.assertIn("Error: e\0f\n", r.stderr)
+
+
+# The guest's SigBlk and SigIgn lines of /proc/self/status, as the value.
+SIGNAL_STATE = {
+    "ruby": 'File.read("/proc/self/status").lines.grep(/^Sig(Blk|Ign):/).map(&:split).to_h',
+    "python": "dict(l.split()[:2] for l in open('/proc/self/status') if l.startswith(('SigBlk:', "
+              "'SigIgn:')))",
+}
+# What a guest may find ignored: SIGXFSZ (the engine's, so that a write past the file size limit
+# fails with EFBIG) and SIGPIPE (Python's own, at start-up).
+MAY_BE_IGNORED = 1 << (signal.SIGXFSZ - 1) | 1 << (signal.SIGPIPE - 1)
+
+
+def engine_with_odd_signals():
+    """An engine started with SIGINT and SIGUSR2 blocked and SIGHUP and SIGUSR1 ignored."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR2})
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+class DefaultSignals(unittest.TestCase):
+    def check_state(self, state):
+        self.assertEqual(int(state["SigBlk:"], 16), 0, state)
+        self.assertEqual(int(state["SigIgn:"], 16) & ~MAY_BE_IGNORED, 0, state)
+
+    def test_under_run_whatever_the_engine_inherited(self):
+        for lang in LANGUAGES:
+            for start in STARTS:
+                with self.subTest(lang=lang, start=start):
+                    with subprocess.Popen([BIN, "run", "--json", "--lang", lang, "--start", start,
+                                           "-e", SIGNAL_STATE[lang]], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True,
+                                          preexec_fn=engine_with_odd_signals) as proc:
+                        LAUNCHED.append(proc.pid)
+                        out, err = proc.communicate(timeout=120)
+                    r = json.loads(out)
+                    self.assertEqual(r["status"], "ok", (out, err))
+                    self.check_state(r["value"])
+
+    def test_under_serve(self):
+        # serve blocks SIGINT and SIGTERM in its threads (it waits for them with sigwait).
+        d = tempdir(self)
+        cells = [{"name": f"{lang}_{start}", "language": lang, "start": start, "pool": 1,
+                  "limits": {"timeout_ms": 20000}}
+                 for lang in LANGUAGES for start in STARTS]
+        peer = Stdio(write_config(d, cells))
+        self.addCleanup(lambda: peer.proc.poll() is None and peer.close())
+        peer.request(INIT)
+        for i, cell in enumerate(cells, 1):
+            with self.subTest(cell=cell["name"]):
+                m = peer.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                  "params": {"name": cell["name"],
+                                             "arguments": {"code": SIGNAL_STATE[cell["language"]]}}})
+                result = m["result"]["structuredContent"]
+                self.assertEqual(result["status"], "ok", m)
+                self.check_state(result["value"])
+        code, err = peer.close()
+        self.assertEqual(code, 0, err)
 
 
 if __name__ == "__main__":
