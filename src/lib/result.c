@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "frame.h"
 #include "util.h"
 
 static const char *const status_names[] = {
@@ -42,8 +43,7 @@ codecell_status outcome_classify(const struct run_outcome *o)
         /* The interpreter's own out-of-memory error counts as memory_limit only when the
          * kernel confirms the limit was reached (or RLIMIT_AS, which makes allocations fail
          * without telling anyone, was the limit). A guest raising it by hand gets "error". */
-        const char *cls = json_string_value(
-                json_object_get(json_object_get(o->result_frame, "error"), "class"));
+        const char *cls = frame_string(json_object_get(o->result_frame, "error"), "class");
         if (cls && o->out_of_memory_class && strcmp(cls, o->out_of_memory_class) == 0 &&
             (o->memory_refused || o->memory_by_rlimit))
                 return CODECELL_STATUS_MEMORY_LIMIT;

@@ -11,6 +11,12 @@ from harness import BIN, LANGUAGES, LAUNCHED, codecell, run_json, tempdir
 from mcp_peer import INIT, Stdio, write_config
 
 STARTS = ("exec", "fork")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.join(HERE, "tools", "tools.json")
+
+
+def setUpModule():
+    os.environ["CODECELL_TOOL_SECRET"] = "named-so-passed"  # tools.json names it
 EURO = "\u20ac"
 
 
@@ -67,6 +73,49 @@ class NulBytes(EachMode, unittest.TestCase):
                 r = codecell("run", "--lang", lang, "-e", code)
                 self.assertEqual(r.code, 1, r)
                 self.assertIn("Error: e\0f\n", r.stderr)
+
+
+class NamesAreWhole(EachMode, unittest.TestCase):
+    def test_a_tool_name_with_a_nul_is_unknown(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            for answer in r.result["value"]:
+                self.assertEqual(answer[0], "UnknownTool", r)
+                self.assertIn("NUL", answer[1])
+        self.each_mode(
+            {"ruby": 'def c; yield; rescue SB::UnknownTool => e; ["UnknownTool", e.message]; end\n'
+                     '[c { SB.call("echo\\0x", q: "a") }, c { SB.describe("echo\\0x") }]',
+             "python": "def c(f):\n    try:\n        return f()\n"
+                       "    except sb.UnknownTool as e:\n        return ['UnknownTool', str(e)]\n"
+                       "[c(lambda: sb.call('echo\\0x', q='a')), c(lambda: sb.describe('echo\\0x'))]"},
+            check, "--tools", TOOLS)
+
+    def test_a_frame_type_with_a_nul_is_a_protocol_error(self):
+        # A hand-written "call\u0000x" frame was taken for a call, and answered.
+        frame = '{"t":"call\\u0000x","id":99,"name":"echo","args":{}}'
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("NUL", r.result["error"])
+        self.each_mode(
+            {"ruby": f"io = IO.for_fd(3, autoclose: false); f = '{frame}'\n"
+                     "io.write([f.bytesize].pack('N') + f); n = io.read(4).unpack1('N'); io.read(n)",
+             "python": f"import os, struct\nf = b'{frame}'\n"
+                       "os.write(3, struct.pack('>I', len(f)) + f)\n"
+                       "n = struct.unpack('>I', os.read(3, 4))[0]\nos.read(3, n)"},
+            check, "--tools", TOOLS)
+
+    def test_an_mcp_tool_name_with_a_nul_is_refused(self):
+        d = tempdir(self)
+        peer = Stdio(write_config(d, [{"name": "ruby", "language": "ruby", "pool": 1}]))
+        self.addCleanup(lambda: peer.proc.poll() is None and peer.close())
+        peer.request(INIT)
+        peer.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":'
+                      b'"ruby\\u0000x","arguments":{"code":"1"}}}\n')
+        m = peer.read()
+        self.assertIn("error", m, m)
+        self.assertNotIn("result", m)
+        code, err = peer.close()
+        self.assertEqual(code, 0, err)
 
 
 # The guest's SigBlk and SigIgn lines of /proc/self/status, as the value.
