@@ -118,6 +118,48 @@ class NamesAreWhole(EachMode, unittest.TestCase):
         self.assertEqual(code, 0, err)
 
 
+class CallsFromSignalHandlers(EachMode, unittest.TestCase):
+    """A handler's call while no call is in flight runs; one that interrupted a call of its own
+    thread is refused at once (the host answers one call at a time), never a deadlock."""
+
+    def test_a_handler_calls_a_tool_while_none_is_in_flight(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], {"got": {"q": "in handler"}}, r)
+        # The handler runs at the latest when the signal is unblocked... or by the next
+        # instruction after kill; the loop waits for it with a generous deadline.
+        self.each_mode(
+            {"ruby": 'got = nil; trap("USR1") { got = SB.call("echo", q: "in handler") }\n'
+                     'Process.kill("USR1", $$); t = Time.now\n'
+                     'sleep 0.01 while got.nil? && Time.now - t < 60; got',
+             "python": "import os, signal, time\ngot = []\n"
+                       "signal.signal(signal.SIGUSR1, lambda *a: got.append(sb.call('echo', "
+                       "q='in handler')))\nos.kill(os.getpid(), signal.SIGUSR1)\nt = time.time()\n"
+                       "while not got and time.time() - t < 60:\n    time.sleep(0.01)\n"
+                       "got[0] if got else None"},
+            check, "--tools", TOOLS, "--timeout", "90s")
+
+    def test_a_handler_that_interrupted_a_call_gets_a_tool_error_at_once(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            cls, message = r.result["value"]
+            self.assertEqual(cls, "ToolError", r)
+            self.assertIn("signal handler", message)
+        # The outer call never ends on its own (hang_long): the run's answer comes only from
+        # the handler's error, which interrupts it; the wall clock is far off.
+        self.each_mode(
+            {"ruby": 'trap("ALRM") { SB.call("echo", q: "in handler") }\n'
+                     'Thread.new { sleep 0.5; Process.kill("ALRM", $$) }\n'
+                     'begin; SB.call("hang_long"); rescue SB::ToolError => e; '
+                     '[e.class.name.sub("SB::", ""), e.message]; end',
+             "python": "import signal\n"
+                       "signal.signal(signal.SIGALRM, lambda *a: sb.call('echo', q='in handler'))\n"
+                       "signal.setitimer(signal.ITIMER_REAL, 0.5)\n"
+                       "try:\n    sb.call('hang_long')\n"
+                       "except sb.ToolError as e:\n    r = [type(e).__name__, str(e)]\nr"},
+            check, "--tools", TOOLS, "--timeout", "60s")
+
+
 # The guest's SigBlk and SigIgn lines of /proc/self/status, as the value.
 SIGNAL_STATE = {
     "ruby": 'File.read("/proc/self/status").lines.grep(/^Sig(Blk|Ign):/).map(&:split).to_h',
