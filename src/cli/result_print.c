@@ -23,6 +23,13 @@ static void put_text(const json_t *s, FILE *f)
         fwrite(json_string_value(s) ? json_string_value(s) : "", 1, json_string_length(s), f);
 }
 
+static void put_line(const char *before, const json_t *s, FILE *f)
+{
+        fputs(before, f);
+        put_text(s, f);
+        fputc('\n', f);
+}
+
 void print_outcome(const codecell_result *res)
 {
         size_t n;
@@ -31,7 +38,8 @@ void print_outcome(const codecell_result *res)
         char *text = codecell_result_to_json(res, false);
         /* Integers as reals: a value's big integers need not be exact here, it is printed
          * from codecell_result_value(). */
-        json_t *obj = text ? json_loads(text, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, NULL) : NULL;
+        json_t *obj =
+                text ? json_loads(text, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, NULL) : NULL;
         free(text);
         json_t *error = json_object_get(obj, "error");
         if (json_is_true(json_object_get(obj, "stdout_truncated")))
@@ -59,15 +67,13 @@ void print_outcome(const codecell_result *res)
                 fputc('\n', stderr);
                 size_t i;
                 json_t *frame;
-                json_array_foreach(json_object_get(error, "backtrace"), i, frame) {
-                        fputs("\tfrom ", stderr);
-                        put_text(frame, stderr);
-                        fputc('\n', stderr);
-                }
+                json_array_foreach(json_object_get(error, "backtrace"), i, frame)
+                        put_line("\tfrom ", frame, stderr);
                 break;
         }
         default:
-                fprintf(stderr, "codecell: %s: ", codecell_status_name(codecell_result_status(res)));
+                fprintf(stderr,
+                        "codecell: %s: ", codecell_status_name(codecell_result_status(res)));
                 put_text(error, stderr);
                 fputc('\n', stderr);
         }

@@ -97,8 +97,7 @@ static void reset_signals(void)
 {
         for (int sig = 1; sig < NSIG; sig++) {
                 struct sigaction old;
-                if (sig != SIGXFSZ && sigaction(sig, NULL, &old) == 0 &&
-                    old.sa_handler != SIG_DFL)
+                if (sig != SIGXFSZ && sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
                         signal(sig, SIG_DFL);
         }
         sigset_t none;
