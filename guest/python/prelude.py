@@ -120,7 +120,28 @@ def _check_json(value, path):
 
 _rpc_id = [1]
 # Calls run one at a time (docs/tools.md): threads queue here, each gets its own answer.
-_rpc_lock = _thread.allocate_lock()
+# Reentrant, for a signal handler that runs on a thread inside call: it must not wait for
+# itself. _rpc_depth says whether that thread's exchange has begun (then the handler's call
+# is refused at once) or not yet, or is over (then the handler's call runs whole).
+_rpc_lock = _thread.RLock()
+_rpc_depth = [0]
+_REENTERED = ("sb.call from a signal handler that interrupted another sb.call of the same "
+              "thread: the host answers one call at a time; call tools outside the handler")
+
+
+def _exchange(name, args):
+    """Sends one call and reads its reply; under _rpc_lock."""
+    _rpc_id[0] += 1
+    call_id = _rpc_id[0]
+    _send({"t": "call", "id": call_id, "name": _text(name), "args": args})
+    while True:
+        reply = _read_frame()
+        if reply is None:
+            raise RpcUnavailable("the host closed the tool channel")
+        # The answer to an earlier call whose caller was interrupted while waiting.
+        if isinstance(reply, dict) and isinstance(reply.get("id"), int) and reply["id"] < call_id:
+            continue
+        return reply, call_id
 
 
 def call(name, args=None, /, **kwargs):
@@ -134,17 +155,14 @@ def call(name, args=None, /, **kwargs):
         merged = dict(merged, **kwargs)
     _check_json(merged, "args")
     with _rpc_lock:
-        _rpc_id[0] += 1
-        call_id = _rpc_id[0]
-        _send({"t": "call", "id": call_id, "name": _text(name), "args": merged})
-        while True:
-            reply = _read_frame()
-            if reply is None:
-                raise RpcUnavailable("the host closed the tool channel")
-            # The answer to an earlier call whose caller was interrupted while waiting.
-            if isinstance(reply, dict) and isinstance(reply.get("id"), int) and reply["id"] < call_id:
-                continue
-            break
+        if _rpc_depth[0]:
+            raise ToolError(_REENTERED)
+        _rpc_depth[0] += 1
+        try:
+            reply = _exchange(name, merged)
+        finally:
+            _rpc_depth[0] -= 1
+    reply, call_id = reply
     if not isinstance(reply, dict) or reply.get("t") != "reply" or reply.get("id") != call_id:
         raise RpcUnavailable("unexpected answer from the host")
     if reply.get("ok"):

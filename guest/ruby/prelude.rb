@@ -86,24 +86,48 @@ module CodecellGuest
     # answer.
     def rpc(name, args)
       check_json!(args, "args")
-      RPC_LOCK.synchronize do
-        @rpc_id = (@rpc_id || 1) + 1
-        id = @rpc_id
-        frame = JSON.generate({ t: "call", id: id, name: text(name), args: args })
-        control.write([frame.bytesize].pack("N"), frame)
-        reply = nil
-        loop do
-          reply = read_frame
-          raise SB::RpcUnavailable, "the host closed the tool channel" if reply.nil?
-          # The answer to an earlier call whose thread was killed while it waited.
-          break unless reply.is_a?(Hash) && reply["id"].is_a?(Integer) && reply["id"] < id
-        end
-        unless reply.is_a?(Hash) && reply["t"] == "reply" && reply["id"] == id
-          raise SB::RpcUnavailable, "unexpected answer from the host"
-        end
-
-        reply
+      lock_rpc
+      begin
+        exchange(name, args)
+      ensure
+        RPC_LOCK.unlock
       end
+    end
+
+    # A trap handler runs on the main thread, which may be inside a call (it cannot wait for
+    # itself), and may not wait for a lock at all: it calls only when no call is in flight.
+    def lock_rpc
+      if RPC_LOCK.owned?
+        raise SB::ToolError, "SB.call from a signal handler that interrupted another SB.call " \
+                             "of the same thread: the host answers one call at a time; call " \
+                             "tools outside the handler"
+      end
+
+      RPC_LOCK.lock
+    rescue ThreadError # trap context
+      return if RPC_LOCK.try_lock
+
+      raise SB::ToolError, "SB.call from a signal handler while another thread's SB.call is " \
+                           "in flight: a handler cannot wait for it; call tools outside the handler"
+    end
+
+    def exchange(name, args)
+      @rpc_id = (@rpc_id || 1) + 1
+      id = @rpc_id
+      frame = JSON.generate({ t: "call", id: id, name: text(name), args: args })
+      control.write([frame.bytesize].pack("N"), frame)
+      reply = nil
+      loop do
+        reply = read_frame
+        raise SB::RpcUnavailable, "the host closed the tool channel" if reply.nil?
+        # The answer to an earlier call whose thread was killed while it waited.
+        break unless reply.is_a?(Hash) && reply["id"].is_a?(Integer) && reply["id"] < id
+      end
+      unless reply.is_a?(Hash) && reply["t"] == "reply" && reply["id"] == id
+        raise SB::RpcUnavailable, "unexpected answer from the host"
+      end
+
+      reply
     end
 
     # Tool arguments are JSON data, nothing else (json's generic to_json would quietly turn any

@@ -16,6 +16,20 @@ void print_result(const codecell_result *res)
         print_outcome(res);
 }
 
+/* A string of the result whole: the guest's text may hold NUL bytes (JSON's \u0000), which
+ * "%s" would stop at. Nothing for a member that is not a string. */
+static void put_text(const json_t *s, FILE *f)
+{
+        fwrite(json_string_value(s) ? json_string_value(s) : "", 1, json_string_length(s), f);
+}
+
+static void put_line(const char *before, const json_t *s, FILE *f)
+{
+        fputs(before, f);
+        put_text(s, f);
+        fputc('\n', f);
+}
+
 void print_outcome(const codecell_result *res)
 {
         size_t n;
@@ -24,7 +38,8 @@ void print_outcome(const codecell_result *res)
         char *text = codecell_result_to_json(res, false);
         /* Integers as reals: a value's big integers need not be exact here, it is printed
          * from codecell_result_value(). */
-        json_t *obj = text ? json_loads(text, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
+        json_t *obj =
+                text ? json_loads(text, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, NULL) : NULL;
         free(text);
         json_t *error = json_object_get(obj, "error");
         if (json_is_true(json_object_get(obj, "stdout_truncated")))
@@ -46,18 +61,21 @@ void print_outcome(const codecell_result *res)
                 printf("%s=> %s\n", open_line ? "\n" : "", codecell_result_value(res));
                 break;
         case CODECELL_STATUS_ERROR: {
-                fprintf(stderr, "%s: %s\n", json_string_value(json_object_get(error, "class")),
-                        json_string_value(json_object_get(error, "message")));
+                put_text(json_object_get(error, "class"), stderr);
+                fputs(": ", stderr);
+                put_text(json_object_get(error, "message"), stderr);
+                fputc('\n', stderr);
                 size_t i;
                 json_t *frame;
                 json_array_foreach(json_object_get(error, "backtrace"), i, frame)
-                        fprintf(stderr, "\tfrom %s\n", json_string_value(frame));
+                        put_line("\tfrom ", frame, stderr);
                 break;
         }
         default:
-                fprintf(stderr, "codecell: %s: %s\n",
-                        codecell_status_name(codecell_result_status(res)),
-                        json_string_value(error));
+                fprintf(stderr,
+                        "codecell: %s: ", codecell_status_name(codecell_result_status(res)));
+                put_text(error, stderr);
+                fputc('\n', stderr);
         }
         size_t i;
         json_t *warning;

@@ -63,13 +63,20 @@ int frame_reader_next(struct frame_reader *r, json_t **ret, codecell_error *err)
         if (!obj)
                 return err_set(err, CODECELL_ERR_INVALID, EBADMSG, "frame is not valid JSON: %s",
                                jerr.text);
-        if (!json_is_object(obj) || !json_is_string(json_object_get(obj, "t"))) {
+        if (!json_is_object(obj) || !frame_string(obj, "t")) {
                 json_decref(obj);
                 return err_set(err, CODECELL_ERR_INVALID, EBADMSG,
-                               "frame is not an object with a string \"t\"");
+                               "frame is not an object with a string \"t\" (without NUL bytes)");
         }
         *ret = obj;
         return 1;
+}
+
+const char *frame_string(const json_t *obj, const char *key)
+{
+        const json_t *s = json_object_get(obj, key);
+        const char *text = json_string_value(s);
+        return text && !memchr(text, '\0', json_string_length(s)) ? text : NULL;
 }
 
 int frame_encode(const json_t *obj, char **ret_buf, size_t *ret_len)

@@ -22,6 +22,11 @@ int frame_reader_feed(struct frame_reader *r, const void *data, size_t n);
  * reason in err. */
 int frame_reader_next(struct frame_reader *r, json_t **ret, codecell_error *err);
 
+/* The string member key of obj when it reads whole as a C string, else NULL: frames may carry
+ * NUL bytes (\u0000) in strings, and a name such as "echo\u0000x" must not be taken for
+ * "echo". */
+const char *frame_string(const json_t *obj, const char *key);
+
 /* Length prefix + compact JSON, malloc'd. */
 int frame_encode(const json_t *obj, char **ret_buf, size_t *ret_len);
 /* Writes a whole frame, waiting at most timeout_ms for the peer to read. */

@@ -42,7 +42,7 @@ static json_t *cut_string(const char *text, size_t len, size_t budget, bool *ret
                                                  EXCERPT_CHARS, &n, &head, &tail, ret_cut);
         if (!kept)
                 return NULL;
-        _cleanup_free_ char *clean = utf8_sanitize(kept, n, &n);
+        _cleanup_free_ char *clean = utf8_sanitize_keep_nul(kept, n, &n);
         return clean ? json_stringn(clean, n) : NULL;
 }
 
@@ -54,7 +54,7 @@ static int set_output(json_t *obj, const char *key, const char *flag,
         size_t n = 0;
         bool cut = false;
         _cleanup_free_ char *kept = output_excerpt(b, budget, &n, &cut);
-        _cleanup_free_ char *clean = kept ? utf8_sanitize(kept, n, &n) : NULL;
+        _cleanup_free_ char *clean = kept ? utf8_sanitize_keep_nul(kept, n, &n) : NULL;
         if (!clean || json_object_set_new(obj, key, json_stringn(clean, n)) < 0)
                 return -1;
         return cut ? json_object_set_new(obj, flag, json_true()) : 0;

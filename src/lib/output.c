@@ -130,9 +130,9 @@ int output_finish(struct output_buffer *b)
         for (size_t i = 0; i < b->ring_len; i++)
                 tail[i] = b->ring[(b->ring_pos + i) % rc];
         size_t len = 0;
-        char *kept = excerpt_make(b->data ? b->data : "", b->len, tail, b->ring_len, b->total,
-                                  b->lines, b->cap, EXCERPT_BYTES, &len, &b->head, &b->tail,
-                                  &(bool){0});
+        char *kept =
+                excerpt_make(b->data ? b->data : "", b->len, tail, b->ring_len, b->total, b->lines,
+                             b->cap, EXCERPT_BYTES, &len, &b->head, &b->tail, &(bool){0});
         free(tail);
         if (!kept)
                 return -ENOMEM;
@@ -226,6 +226,10 @@ char *excerpt_make(const char *head, size_t head_len, const char *tail, size_t t
         }
         /* The head: half the budget, ending after a newline in its second half if any. */
         size_t h = prefix_within(head, head_len, budget / 2, unit);
+        /* A head that is only the start of the text (the buffer kept the first half of its
+         * cap, wherever that fell) may end inside a character whose rest was not kept. */
+        if (!whole && h == head_len)
+                h = utf8_complete_len(head, h);
         if (h < total) {
                 const char *nl = h ? memrchr(head, '\n', h) : NULL;
                 if (nl && (size_t)(nl - head + 1) * 2 >= h)
@@ -278,8 +282,7 @@ char *output_excerpt(const struct output_buffer *b, size_t budget, size_t *ret_l
                 return excerpt_make(data, b->len, data, b->len, b->len, b->lines, budget,
                                     EXCERPT_CHARS, ret_len, &head, &tail, ret_cut);
         char *text = excerpt_make(data, b->head, data + b->len - b->tail, b->tail, b->total,
-                                  b->lines, budget, EXCERPT_CHARS, ret_len, &head, &tail,
-                                  ret_cut);
+                                  b->lines, budget, EXCERPT_CHARS, ret_len, &head, &tail, ret_cut);
         if (text)
                 *ret_cut = true;
         return text;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "frame.h"
 #include "util.h"
 
 static const char *const status_names[] = {
@@ -42,8 +43,7 @@ codecell_status outcome_classify(const struct run_outcome *o)
         /* The interpreter's own out-of-memory error counts as memory_limit only when the
          * kernel confirms the limit was reached (or RLIMIT_AS, which makes allocations fail
          * without telling anyone, was the limit). A guest raising it by hand gets "error". */
-        const char *cls = json_string_value(
-                json_object_get(json_object_get(o->result_frame, "error"), "class"));
+        const char *cls = frame_string(json_object_get(o->result_frame, "error"), "class");
         if (cls && o->out_of_memory_class && strcmp(cls, o->out_of_memory_class) == 0 &&
             (o->memory_refused || o->memory_by_rlimit))
                 return CODECELL_STATUS_MEMORY_LIMIT;
@@ -330,7 +330,7 @@ static int set_output(json_t *obj, const char *key, const char *flag, const stru
         /* An unfinished buffer that went over its cap ends where the cap fell, maybe inside a
          * character: that one goes. */
         size_t kept = b->truncated && !b->finished ? utf8_complete_len(data, b->len) : b->len;
-        _cleanup_free_ char *clean = utf8_sanitize(data, kept, &len);
+        _cleanup_free_ char *clean = utf8_sanitize_keep_nul(data, kept, &len);
         if (!clean || json_object_set_new(obj, key, json_stringn(clean, len)) < 0)
                 return -ENOMEM;
         if (b->truncated && json_object_set_new(obj, flag, json_true()) < 0)

@@ -264,10 +264,14 @@ static json_t *refused(struct rpc *rpc, json_t *reply)
 /* SB.describe("memory.create_entities"): a tool's full entry of the description, answered by
  * the engine itself. Its name cannot be a tool's (those start with a letter). */
 #define DESCRIBE "$describe"
+/* A name is a whole string: "echo\0x" is no tool, not "echo". */
+#define NUL_IN_NAME "unknown tool: a tool's name holds no NUL byte"
 
 static json_t *describe(struct rpc *rpc, const json_t *id, const json_t *args)
 {
-        const char *which = json_string_value(json_object_get(args, "name"));
+        const char *which = frame_string(args, "name");
+        if (json_is_string(json_object_get(args, "name")) && !which)
+                return reply_error(id, "SB::UnknownTool", NUL_IN_NAME);
         if (!which || json_object_size(args) != 1)
                 return tool_error(id, "describe takes one argument: the tool's name (a string)");
         char *text = rpc->syntax ? tool_describe_text(rpc->tools, rpc->syntax, which) : NULL;
@@ -289,6 +293,7 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
         const json_t *id = json_object_get(frame, "id");
         const char *name = json_string_value(json_object_get(frame, "name"));
         const json_t *args = json_object_get(frame, "args");
+        bool whole = name && frame_string(frame, "name");
         if (!json_is_integer(id) || !name || (args && !json_is_object(args)) ||
             json_object_size(frame) != (args ? 4u : 3u)) {
                 *ret_protocol_error = "a call frame holds exactly \"t\", an integer \"id\", a "
@@ -305,6 +310,10 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                                                "too many tool calls: the limit is %llu per "
                                                "execution",
                                                (unsigned long long)rpc->limits.calls));
+        if (!whole) {
+                atomic_fetch_add(&rpc->tools->refused, 1);
+                return reply_error(id, "SB::UnknownTool", NUL_IN_NAME);
+        }
         if (strcmp(name, DESCRIBE) == 0)
                 return describe(rpc, id, args);
         const struct tool *tool = tool_table_find(rpc->tools, name);

@@ -88,6 +88,23 @@ static int lift(int fd)
         return fcntl(fd, F_DUPFD_CLOEXEC, 10);
 }
 
+/* A signal mask and ignored signals survive exec, and the engine's thread may have either
+ * (serve blocks SIGINT and SIGTERM to sigwait for them; a caller may ignore SIGHUP): the guest
+ * starts with none blocked and every disposition the default, whatever its engine's. SIGXFSZ
+ * stays ignored (see exec_guest). Handlers go first, so that none of the engine's runs here
+ * once the mask is empty; exec would reset them anyway. */
+static void reset_signals(void)
+{
+        for (int sig = 1; sig < NSIG; sig++) {
+                struct sigaction old;
+                if (sig != SIGXFSZ && sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
+                        signal(sig, SIG_DFL);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct child_fds *fds)
 {
         int fail_fd = fds->failure;
@@ -110,7 +127,7 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct c
         /* Past RLIMIT_FSIZE a write fails with EFBIG, which the guest can read, instead of
          * killing it with SIGXFSZ. An ignored signal stays ignored across exec. */
         signal(SIGXFSZ, SIG_IGN);
-        signal(SIGPIPE, SIG_DFL);
+        reset_signals();
         /* Whatever the engine's umask: the guest creates nothing group- or world-writable
          * unless it sets its own umask. */
         umask(022);

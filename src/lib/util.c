@@ -117,7 +117,7 @@ bool utf8_valid(const char *s, size_t len)
         return true;
 }
 
-char *utf8_sanitize(const char *s, size_t len, size_t *ret_len)
+static char *sanitize(const char *s, size_t len, bool keep_nul, size_t *ret_len)
 {
         const unsigned char *p = (const unsigned char *)s;
         char *out = malloc(len * 3 + 1); /* each bad byte may grow to 3 */
@@ -125,7 +125,7 @@ char *utf8_sanitize(const char *s, size_t len, size_t *ret_len)
                 return NULL;
         size_t o = 0;
         for (size_t i = 0; i < len;) {
-                size_t n = p[i] == 0 ? 0 : utf8_seq_len(p + i, len - i);
+                size_t n = p[i] == 0 && !keep_nul ? 0 : utf8_seq_len(p + i, len - i);
                 if (n == 0) {
                         memcpy(out + o, "\xef\xbf\xbd", 3);
                         o += 3;
@@ -140,6 +140,16 @@ char *utf8_sanitize(const char *s, size_t len, size_t *ret_len)
         if (ret_len)
                 *ret_len = o;
         return out;
+}
+
+char *utf8_sanitize(const char *s, size_t len, size_t *ret_len)
+{
+        return sanitize(s, len, false, ret_len);
+}
+
+char *utf8_sanitize_keep_nul(const char *s, size_t len, size_t *ret_len)
+{
+        return sanitize(s, len, true, ret_len);
 }
 
 /* The length of the sequence a lead byte announces, or 0 for a continuation or invalid byte. */

@@ -21,11 +21,14 @@ ssize_t read_file(const char *path, char *buf, size_t size);
 
 bool utf8_valid(const char *s, size_t len);
 /* The bytes of the character at s (left > 0) as a reader of utf8_sanitize's text counts it: a
- * valid sequence's, else 1 (an invalid byte or a NUL, which becomes one U+FFFD). */
+ * valid sequence's, else 1 (an invalid byte, which becomes one U+FFFD, or a NUL). */
 size_t utf8_char_len(const char *s, size_t left);
 /* A copy of s in which every invalid UTF-8 sequence and every NUL byte becomes U+FFFD, so the
  * bytes can go into a JSON string. NULL when out of memory. */
 char *utf8_sanitize(const char *s, size_t len, size_t *ret_len);
+/* The same, but NUL bytes stay: they are valid UTF-8, and JSON carries them as \u0000. For
+ * json_stringn and other counted strings only, never where a C string is read. */
+char *utf8_sanitize_keep_nul(const char *s, size_t len, size_t *ret_len);
 /* The length of the longest prefix of s[0..len) that is at most max bytes long and does not end
  * inside a UTF-8 character. */
 size_t utf8_cut(const char *s, size_t len, size_t max);

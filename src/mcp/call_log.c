@@ -20,8 +20,9 @@ static void add_content(json_t *line, const json_t *code, const codecell_result 
 {
         json_object_set(line, "code", (json_t *)code);
         if (r->value_json)
-                json_object_set_new(line, "value",
-                                    json_loads(r->value_json, JSON_DECODE_ANY, NULL));
+                json_object_set_new(
+                        line, "value",
+                        json_loads(r->value_json, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL));
         if (r->out.len)
                 json_object_set_new(line, "stdout", output_text(&r->out));
         if (r->err.len)

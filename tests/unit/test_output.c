@@ -10,7 +10,7 @@
 
 static json_t *parse(const char *text)
 {
-        json_t *v = json_loads(text ? text : "", JSON_DECODE_ANY, NULL);
+        json_t *v = json_loads(text ? text : "", JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
         CHECK(v != NULL);
         return v;
 }
@@ -93,6 +93,29 @@ static void never_inside_a_character(void)
         CHECK(output_finish(&b) == 0);
         CHECK(utf8_valid(b.data, b.len) && b.head + b.tail <= 11);
         output_free(&b);
+}
+
+/* The head is the first half of the cap, which can fall inside a character: the head gives
+ * it up, whatever the cap and however the text was written (one write or many). */
+static void head_ends_between_characters(void)
+{
+        char euros[3 * 1000 + 1] = "";
+        for (int i = 0; i < 1000; i++)
+                strcat(euros, "\xe2\x82\xac");
+        for (size_t cap = 8; cap < 40; cap++) {
+                for (size_t piece = 1; piece <= 7; piece += 3) {
+                        struct output_buffer b;
+                        output_init(&b, cap);
+                        for (size_t at = 0; at < sizeof(euros) - 1; at += piece) {
+                                size_t n = sizeof(euros) - 1 - at;
+                                CHECK(output_append(&b, euros + at, n < piece ? n : piece) == 0);
+                        }
+                        CHECK(output_finish(&b) == 0);
+                        CHECK(b.truncated && b.head % 3 == 0 && b.tail % 3 == 0);
+                        CHECK(utf8_valid(b.data, b.len));
+                        output_free(&b);
+                }
+        }
 }
 
 /* One write far over the cap still leaves a head. */
@@ -224,8 +247,8 @@ static void model_view(void)
         codecell_result_free(r);
 }
 
-/* Bytes that are not UTF-8 (stray continuation bytes, NULs) each reach the model as one
- * U+FFFD: they count as characters, so that such output is cut to the budget too. */
+/* Bytes that are not UTF-8 (stray continuation bytes) each reach the model as one U+FFFD, and
+ * NULs as \u0000: they count as characters, so that such output is cut to the budget too. */
 static void invalid_bytes_count_as_characters(void)
 {
         const unsigned char strays[] = {0x80, 0xbf, 0x00};
@@ -283,13 +306,45 @@ static void invalid_bytes_count_as_characters(void)
         output_free(&b);
 }
 
+/* NUL is valid UTF-8: stdout, stderr and the error's message keep it, in the result and in the
+ * model's view, as JSON's \u0000; an invalid byte beside it still becomes U+FFFD. */
+static void nul_bytes_pass_through(void)
+{
+        codecell_result *r = result_new();
+        r->status = CODECELL_STATUS_ERROR;
+        output_init(&r->out, 1 << 20);
+        output_init(&r->err, 4);
+        CHECK(output_append(&r->out, "a\0b\xff", 4) == 0 && output_finish(&r->out) == 0);
+        CHECK(output_append(&r->err, "c\0d\0e\0f\0", 8) == 0 && output_finish(&r->err) == 0);
+        r->error = json_pack("{s:s, s:s%, s:[]}", "class", "E", "message", "m\0n", (size_t)3,
+                             "backtrace");
+        char *texts[] = {codecell_result_to_json(r, false),
+                         codecell_result_to_model_json(r, 1000, false)};
+        for (int i = 0; i < 2; i++) {
+                json_t *v = parse(texts[i]);
+                const json_t *out = json_object_get(v, "stdout");
+                CHECK(json_string_length(out) == 6 &&
+                      memcmp(json_string_value(out), "a\0b\xef\xbf\xbd", 6) == 0);
+                const char *err = json_string_value(json_object_get(v, "stderr"));
+                CHECK(err && strncmp(err, "c\0", 2) == 0 && err[2] != '\0' &&
+                      json_string_length(json_object_get(v, "stderr")) > 4);
+                const json_t *m = json_object_get(json_object_get(v, "error"), "message");
+                CHECK(json_string_length(m) == 3 && memcmp(json_string_value(m), "m\0n", 3) == 0);
+                json_decref(v);
+                free(texts[i]);
+        }
+        codecell_result_free(r);
+}
+
 int main(void)
 {
         head_and_tail_of_many_lines();
         never_inside_a_character();
+        head_ends_between_characters();
         fits_whole();
         one_big_write();
         model_view();
         invalid_bytes_count_as_characters();
+        nul_bytes_pass_through();
         CHECK_DONE();
 }

@@ -1,0 +1,222 @@
+"""Answers are what was sent: output cut on characters, NUL bytes kept, names whole, big
+integers exact, one nesting limit, tool calls from signal handlers, a guest's default signal
+mask. Each case in both languages and both start modes (exec'd and forked)."""
+import json
+import os
+import signal
+import subprocess
+import unittest
+
+from harness import BIN, LANGUAGES, LAUNCHED, codecell, run_json, tempdir
+from mcp_peer import INIT, Stdio, write_config
+
+STARTS = ("exec", "fork")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.join(HERE, "tools", "tools.json")
+
+
+def setUpModule():
+    os.environ["CODECELL_TOOL_SECRET"] = "named-so-passed"  # tools.json names it
+EURO = "\u20ac"
+
+
+class EachMode:
+    """Mixin: one case in every language and start mode."""
+
+    def each_mode(self, code, check, *flags):
+        for lang in LANGUAGES:
+            for start in STARTS:
+                with self.subTest(lang=lang, start=start):
+                    r = run_json(code[lang], "--start", start, *flags, lang=lang)
+                    self.assertIsNotNone(r.result, r)
+                    check(r, lang)
+
+
+class CutOnCharacters(EachMode, unittest.TestCase):
+    def test_a_long_line_of_euros_is_cut_between_characters(self):
+        # 1,001 bytes of cap: its first half (500 bytes) ends inside the 167th euro.
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertTrue(r.result["stdout_truncated"], r)
+            out = r.result["stdout"]
+            self.assertNotIn("\ufffd", out)
+            head, marker, tail = out.partition("\n[… ")
+            self.assertTrue(marker, out)
+            self.assertEqual(head, EURO * 166)
+            self.assertEqual(set(tail.partition(" omitted …]\n")[2]), {EURO})
+        self.each_mode({"ruby": '$stdout.write("\u20ac" * 5000); 1',
+                        "python": "import sys\nsys.stdout.write('\u20ac' * 5000)\n1"},
+                       check, "--max-output", "1001")
+
+
+class NulBytes(EachMode, unittest.TestCase):
+    def test_nul_passes_through_stdout_stderr_values_and_messages(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "error", r)
+            self.assertEqual(r.result["stdout"], "a\0b\ufffd")
+            self.assertEqual(r.result["stderr"], "c\0d")
+            self.assertEqual(r.result["error"]["message"], "e\0f")
+        self.each_mode({"ruby": '$stdout.write("a\\0b\\xff".b); $stderr.write("c\\0d"); '
+                                '$stdout.flush; raise "e\\0f"',
+                        "python": "import sys\nsys.stdout.flush()\n"
+                                  "sys.stdout.buffer.write(b'a\\0b\\xff')\n"
+                                  "sys.stderr.write('c\\0d')\nraise ValueError('e\\0f')"},
+                       check)
+
+    def test_nul_in_a_value(self):
+        self.each_mode({"ruby": '["x\\0y", {"k\\0" => 1}]', "python": "['x\\0y', {'k\\0': 1}]"},
+                       lambda r, lang: self.assertEqual(r.result["value"], ["x\0y", {"k\0": 1}], r))
+
+    def test_the_cli_prints_the_whole_message(self):
+        for lang, code in (("ruby", 'raise "e\\0f"'), ("python", "raise ValueError('e\\0f')")):
+            with self.subTest(lang=lang):
+                r = codecell("run", "--lang", lang, "-e", code)
+                self.assertEqual(r.code, 1, r)
+                self.assertIn("Error: e\0f\n", r.stderr)
+
+
+class NamesAreWhole(EachMode, unittest.TestCase):
+    def test_a_tool_name_with_a_nul_is_unknown(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            for answer in r.result["value"]:
+                self.assertEqual(answer[0], "UnknownTool", r)
+                self.assertIn("NUL", answer[1])
+        self.each_mode(
+            {"ruby": 'def c; yield; rescue SB::UnknownTool => e; ["UnknownTool", e.message]; end\n'
+                     '[c { SB.call("echo\\0x", q: "a") }, c { SB.describe("echo\\0x") }]',
+             "python": "def c(f):\n    try:\n        return f()\n"
+                       "    except sb.UnknownTool as e:\n        return ['UnknownTool', str(e)]\n"
+                       "[c(lambda: sb.call('echo\\0x', q='a')), c(lambda: sb.describe('echo\\0x'))]"},
+            check, "--tools", TOOLS)
+
+    def test_a_frame_type_with_a_nul_is_a_protocol_error(self):
+        # A hand-written "call\u0000x" frame was taken for a call, and answered.
+        frame = '{"t":"call\\u0000x","id":99,"name":"echo","args":{}}'
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("NUL", r.result["error"])
+        self.each_mode(
+            {"ruby": f"io = IO.for_fd(3, autoclose: false); f = '{frame}'\n"
+                     "io.write([f.bytesize].pack('N') + f); n = io.read(4).unpack1('N'); io.read(n)",
+             "python": f"import os, struct\nf = b'{frame}'\n"
+                       "os.write(3, struct.pack('>I', len(f)) + f)\n"
+                       "n = struct.unpack('>I', os.read(3, 4))[0]\nos.read(3, n)"},
+            check, "--tools", TOOLS)
+
+    def test_an_mcp_tool_name_with_a_nul_is_refused(self):
+        d = tempdir(self)
+        peer = Stdio(write_config(d, [{"name": "ruby", "language": "ruby", "pool": 1}]))
+        self.addCleanup(lambda: peer.proc.poll() is None and peer.close())
+        peer.request(INIT)
+        peer.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":'
+                      b'"ruby\\u0000x","arguments":{"code":"1"}}}\n')
+        m = peer.read()
+        self.assertIn("error", m, m)
+        self.assertNotIn("result", m)
+        code, err = peer.close()
+        self.assertEqual(code, 0, err)
+
+
+class CallsFromSignalHandlers(EachMode, unittest.TestCase):
+    """A handler's call while no call is in flight runs; one that interrupted a call of its own
+    thread is refused at once (the host answers one call at a time), never a deadlock."""
+
+    def test_a_handler_calls_a_tool_while_none_is_in_flight(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], {"got": {"q": "in handler"}}, r)
+        # The handler runs at the latest when the signal is unblocked... or by the next
+        # instruction after kill; the loop waits for it with a generous deadline.
+        self.each_mode(
+            {"ruby": 'got = nil; trap("USR1") { got = SB.call("echo", q: "in handler") }\n'
+                     'Process.kill("USR1", $$); t = Time.now\n'
+                     'sleep 0.01 while got.nil? && Time.now - t < 60; got',
+             "python": "import os, signal, time\ngot = []\n"
+                       "signal.signal(signal.SIGUSR1, lambda *a: got.append(sb.call('echo', "
+                       "q='in handler')))\nos.kill(os.getpid(), signal.SIGUSR1)\nt = time.time()\n"
+                       "while not got and time.time() - t < 60:\n    time.sleep(0.01)\n"
+                       "got[0] if got else None"},
+            check, "--tools", TOOLS, "--timeout", "90s")
+
+    def test_a_handler_that_interrupted_a_call_gets_a_tool_error_at_once(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            cls, message = r.result["value"]
+            self.assertEqual(cls, "ToolError", r)
+            self.assertIn("signal handler", message)
+        # The outer call never ends on its own (hang_long): the run's answer comes only from
+        # the handler's error, which interrupts it; the wall clock is far off.
+        self.each_mode(
+            {"ruby": 'trap("ALRM") { SB.call("echo", q: "in handler") }\n'
+                     'Thread.new { sleep 0.5; Process.kill("ALRM", $$) }\n'
+                     'begin; SB.call("hang_long"); rescue SB::ToolError => e; '
+                     '[e.class.name.sub("SB::", ""), e.message]; end',
+             "python": "import signal\n"
+                       "signal.signal(signal.SIGALRM, lambda *a: sb.call('echo', q='in handler'))\n"
+                       "signal.setitimer(signal.ITIMER_REAL, 0.5)\n"
+                       "try:\n    sb.call('hang_long')\n"
+                       "except sb.ToolError as e:\n    r = [type(e).__name__, str(e)]\nr"},
+            check, "--tools", TOOLS, "--timeout", "60s")
+
+
+# The guest's SigBlk and SigIgn lines of /proc/self/status, as the value.
+SIGNAL_STATE = {
+    "ruby": 'File.read("/proc/self/status").lines.grep(/^Sig(Blk|Ign):/).map(&:split).to_h',
+    "python": "dict(l.split()[:2] for l in open('/proc/self/status') if l.startswith(('SigBlk:', "
+              "'SigIgn:')))",
+}
+# What a guest may find ignored: SIGXFSZ (the engine's, so that a write past the file size limit
+# fails with EFBIG) and SIGPIPE (Python's own, at start-up).
+MAY_BE_IGNORED = 1 << (signal.SIGXFSZ - 1) | 1 << (signal.SIGPIPE - 1)
+
+
+def engine_with_odd_signals():
+    """An engine started with SIGINT and SIGUSR2 blocked and SIGHUP and SIGUSR1 ignored."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGUSR2})
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+
+
+class DefaultSignals(unittest.TestCase):
+    def check_state(self, state):
+        self.assertEqual(int(state["SigBlk:"], 16), 0, state)
+        self.assertEqual(int(state["SigIgn:"], 16) & ~MAY_BE_IGNORED, 0, state)
+
+    def test_under_run_whatever_the_engine_inherited(self):
+        for lang in LANGUAGES:
+            for start in STARTS:
+                with self.subTest(lang=lang, start=start):
+                    with subprocess.Popen([BIN, "run", "--json", "--lang", lang, "--start", start,
+                                           "-e", SIGNAL_STATE[lang]], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True,
+                                          preexec_fn=engine_with_odd_signals) as proc:
+                        LAUNCHED.append(proc.pid)
+                        out, err = proc.communicate(timeout=120)
+                    r = json.loads(out)
+                    self.assertEqual(r["status"], "ok", (out, err))
+                    self.check_state(r["value"])
+
+    def test_under_serve(self):
+        # serve blocks SIGINT and SIGTERM in its threads (it waits for them with sigwait).
+        d = tempdir(self)
+        cells = [{"name": f"{lang}_{start}", "language": lang, "start": start, "pool": 1,
+                  "limits": {"timeout_ms": 20000}}
+                 for lang in LANGUAGES for start in STARTS]
+        peer = Stdio(write_config(d, cells))
+        self.addCleanup(lambda: peer.proc.poll() is None and peer.close())
+        peer.request(INIT)
+        for i, cell in enumerate(cells, 1):
+            with self.subTest(cell=cell["name"]):
+                m = peer.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                  "params": {"name": cell["name"],
+                                             "arguments": {"code": SIGNAL_STATE[cell["language"]]}}})
+                result = m["result"]["structuredContent"]
+                self.assertEqual(result["status"], "ok", m)
+                self.check_state(result["value"])
+        code, err = peer.close()
+        self.assertEqual(code, 0, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
