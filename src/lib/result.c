@@ -290,6 +290,29 @@ key:
         goto value;
 }
 
+char *json_text_compact(const char *text, size_t len)
+{
+        char *out = malloc(len + 1), *at = out;
+        if (!out)
+                return NULL;
+        bool in_string = false;
+        for (size_t i = 0; i < len; i++) {
+                char c = text[i];
+                if (in_string) {
+                        *at++ = c;
+                        if (c == '\\' && i + 1 < len)
+                                *at++ = text[++i];
+                        else if (c == '"')
+                                in_string = false;
+                } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+                        *at++ = c;
+                        in_string = c == '"';
+                }
+        }
+        *at = '\0';
+        return out;
+}
+
 int result_set_value(codecell_result *r, const json_t *frame)
 {
         const json_t *text = json_object_get(frame, "value_json");
@@ -299,7 +322,11 @@ int result_set_value(codecell_result *r, const json_t *frame)
                 if (!json_text_valid(json_string_value(text), json_string_length(text)) ||
                     memchr(json_string_value(text), '\0', json_string_length(text)))
                         return -EBADMSG;
-                kept = strdup(json_string_value(text));
+                /* The guest's text, without the whitespace JSON allows between tokens: a
+                 * line break there would reach every line-framed stream the value is
+                 * spliced into (MCP over stdio, an SSE event, `run --json`) and split its
+                 * message, or start one of the guest's own. */
+                kept = json_text_compact(json_string_value(text), json_string_length(text));
         } else if (text) {
                 return -EBADMSG;
         } else if (value) {

@@ -60,5 +60,8 @@ char *result_json_splice(const codecell_result *r, const char *value, const json
 /* Whether text[0..len) is exactly one JSON value (RFC 8259, valid UTF-8, no lone surrogate
  * escapes, no number a double reader would take for infinity, at most 1000 levels deep). */
 bool json_text_valid(const char *text, size_t len);
+/* A copy of text[0..len), one valid JSON value (json_text_valid), without the whitespace
+ * between its tokens: no line break is left in it. NULL when out of memory. */
+char *json_text_compact(const char *text, size_t len);
 
 #endif

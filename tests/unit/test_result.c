@@ -105,6 +105,26 @@ int main(void)
         memset(deep + 1001, ']', 1001);
         CHECK(!json_text_valid(deep, 2002));
 
+        /* Whitespace between tokens goes, whitespace in strings stays: no line break is left
+         * to split a line-framed stream the value is spliced into. */
+        static const char *const spaced[][2] = {
+                {"[\n{\"a\" :\r\n 1}\t,\n2 ]", "[{\"a\":1},2]"},
+                {"\" a \\\" b \\n\"", "\" a \\\" b \\n\""},
+                {" {\"k \\\\\" : [ \"\\\\\" , true ] } ", "{\"k \\\\\":[\"\\\\\",true]}"},
+        };
+        for (size_t i = 0; i < sizeof(spaced) / sizeof(spaced[0]); i++) {
+                CHECK(json_text_valid(spaced[i][0], strlen(spaced[i][0])));
+                char *compact = json_text_compact(spaced[i][0], strlen(spaced[i][0]));
+                CHECK_STR(compact, spaced[i][1]);
+                free(compact);
+        }
+        r = result_new();
+        json_t *spaced_frame = json_pack("{s:s}", "value_json", "[\n{\"jsonrpc\":\"2.0\"}\n]");
+        CHECK(result_set_value(r, spaced_frame) == 0);
+        CHECK_STR(r->value_json, "[{\"jsonrpc\":\"2.0\"}]");
+        json_decref(spaced_frame);
+        codecell_result_free(r);
+
         /* The value is written as the guest gave it; an exit status is recorded. */
         r = result_new();
         r->status = CODECELL_STATUS_OK;
