@@ -405,6 +405,13 @@ ZYGOTE_API void codecell_zygote_guest(void)
                                   .filter = walls.filter};
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
                 child_fail("seccomp");
+        /* Up: the walls' text (the filter's program, Landlock's paths, the limits) and what
+         * the zygote knew of itself are not the guest's to read in its copy of this memory. */
+        memset(&walls, 0, sizeof(walls));
+        memset(&landlock, 0, sizeof(landlock));
+        max_children = 0;
+        zygote_pid = 0;
+        own_pidns = own_netns = -1;
 }
 
 /* init, from its clone to its exec, on a stack of its own in the zygote's memory while the

@@ -189,6 +189,23 @@ class Forked(unittest.TestCase):
                                 if len({state.get(name) for state in states}) > 1)
                 self.assertEqual(differ, [], "the fork server's variables differ between runs")
 
+    def test_the_walls_and_the_zygote_s_own_facts_are_cleared_in_a_run(self):
+        # Review of the fork server: the walls every child puts up (its seccomp program and
+        # Landlock paths), the zygote's pid and its limit on sandboxes stayed readable in each
+        # run's copy of the fork server's memory.
+        cleared = {"python": FORK_SERVER_STATE["python"].replace(
+                       "hashlib.sha1(ctypes.string_at(base + value, length)).hexdigest()",
+                       "not any(ctypes.string_at(base + value, length))"),
+                   "ruby": FORK_SERVER_STATE["ruby"].replace(
+                       "Digest::SHA1.hexdigest(Fiddle::Pointer.new(base + value)[0, len])",
+                       "Fiddle::Pointer.new(base + value)[0, len].bytes.all?(&:zero?)")}
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                self.assertNotEqual(cleared[lang], FORK_SERVER_STATE[lang])
+                state = self.run_code(lang, cleared[lang])
+                for name in ("walls", "landlock", "max_children", "zygote_pid"):
+                    self.assertIs(state.get(name), True, (name, state))
+
     def test_a_write_to_a_closed_pipe_is_an_error_as_in_an_exec_d_sandbox(self):
         # Review of the one-fork sandboxes: codecell_zygote_guest sets SIGPIPE back to SIG_DFL
         # after the runtime has ignored it, so the forked interpreter dies of the signal.
