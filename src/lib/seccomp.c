@@ -117,6 +117,9 @@ static const int denied_numbers[] = {
         458, /* listmount */
         463, /* setxattrat (6.13), as setxattr */
         466, /* removexattrat */
+        440, /* process_madvise: advice on another process's memory, as mbind and move_pages */
+        450, /* set_mempolicy_home_node, as set_mempolicy */
+        467, /* open_tree_attr (6.15), as open_tree */
         469, /* file_setattr (6.17): inode flags, as FS_IOC_SETFLAGS */
 };
 

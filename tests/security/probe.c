@@ -503,6 +503,11 @@ RAW(name_to_handle_at, SYS_name_to_handle_at, AT_FDCWD, "/tmp", NULL, NULL, 0)
 RAW(lookup_dcookie, SYS_lookup_dcookie, 0, NULL, 0)
 RAW(fanotify_init, SYS_fanotify_init, 0, 0)
 RAW(vhangup, SYS_vhangup)
+/* open_tree_attr (6.15), as open_tree; process_madvise and set_mempolicy_home_node, as mbind
+ * and set_mempolicy. */
+RAW(open_tree_attr, 467, AT_FDCWD, "/tmp", 0, NULL, 0)
+RAW(process_madvise, 440, -1, NULL, 0, 0, 0)
+RAW(set_mempolicy_home_node, 450, 0, 4096, 0, 0)
 RAW(process_vm_readv_init, SYS_process_vm_readv, 1, NULL, 0, NULL, 0, 0)
 RAW(kcmp, SYS_kcmp, 1, 1, 0, 0, 0)
 RAW(move_pages_init, SYS_move_pages, 1, 0, NULL, NULL, NULL, 0)
@@ -599,6 +604,9 @@ static const struct probe probes[] = {
         {"proc_self_mountinfo", try_proc_self_mountinfo},
         {"statmount", try_statmount},
         {"listmount", try_listmount},
+        {"open_tree_attr", try_open_tree_attr},
+        {"process_madvise", try_process_madvise},
+        {"set_mempolicy_home_node", try_set_mempolicy_home_node},
 };
 
 /* The probe names, space-separated. */

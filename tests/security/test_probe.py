@@ -111,6 +111,9 @@ EXPECTED = {
     "proc_self_mountinfo": "EACCES",       # Landlock: only the guest's own status files
     "statmount": "EPERM",                  # seccomp
     "listmount": "EPERM",                  # seccomp
+    "open_tree_attr": "EPERM",             # seccomp, by number (as open_tree)
+    "process_madvise": "EPERM",            # seccomp (as mbind)
+    "set_mempolicy_home_node": "EPERM",    # seccomp (as set_mempolicy)
 }
 
 # What changes in a cell that allows subprocesses (--allow-subprocesses): processes may be
