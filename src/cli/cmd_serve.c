@@ -382,8 +382,9 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
         if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->n_cors ||
                          f->client_idle_ms || f->drain_given || f->connections_given)) {
                 fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin, --cors-origin, "
-                                    "--client-idle, --drain-timeout, --header-timeout and "
-                                    "--max-connections* need --http\n");
+                                    "--client-idle, --drain-timeout, --header-timeout, "
+                                    "--max-connections and --max-connections-per-address "
+                                    "need --http\n");
                 return EXIT_USAGE;
         }
         if (f->max_connections < 2) {
