@@ -43,6 +43,15 @@ static const char usage[] =
         "      --max-runs N         runs at once across all clients (default 16)\n"
         "      --max-sessions N     MCP sessions at once over HTTP (default 1024)\n"
         "      --max-body SIZE      largest HTTP request body (default 4M)\n"
+        "      --header-timeout DURATION\n"
+        "                           close an HTTP connection that has not sent a request\n"
+        "                           with a valid token this long after it opened\n"
+        "                           (default 10s)\n"
+        "      --max-connections N  HTTP connections at once (default 512; half of them\n"
+        "                           at most without a valid token yet)\n"
+        "      --max-connections-per-address N\n"
+        "                           HTTP connections at once from one client address\n"
+        "                           (default 64; 0: no cap; raise it behind a proxy)\n"
         "      --client-idle DURATION\n"
         "                           end an MCP session (HTTP) unused this long, with its\n"
         "                           code sessions (default 1h)\n"
@@ -79,6 +88,9 @@ enum {
         OPT_LOG_CONTENT,
         OPT_INSTANCE,
         OPT_DRAIN_TIMEOUT,
+        OPT_HEADER_TIMEOUT,
+        OPT_MAX_CONNECTIONS,
+        OPT_MAX_PER_ADDRESS,
 };
 
 static const struct option options[] = {
@@ -97,6 +109,9 @@ static const struct option options[] = {
         {"log-content", no_argument, NULL, OPT_LOG_CONTENT},
         {"instance", required_argument, NULL, OPT_INSTANCE},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
+        {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -195,6 +210,10 @@ struct serve_flags {
         uint64_t client_idle_ms;
         uint64_t drain_ms;
         bool drain_given;
+        /* The HTTP connection bounds (transports.h); *_given: set on the command line. */
+        uint64_t header_timeout_ms;
+        size_t max_connections, max_per_address;
+        bool connections_given;
 };
 
 /* The first lines of the operator's log: what runs, and with which cells. */
@@ -316,6 +335,30 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                                 return EXIT_USAGE;
                         }
                         break;
+                case OPT_HEADER_TIMEOUT:
+                        f->connections_given = true;
+                        if (parse_duration_ms(optarg, &f->header_timeout_ms) < 0 ||
+                            f->header_timeout_ms < 100 || f->header_timeout_ms > 3600 * 1000) {
+                                fprintf(stderr,
+                                        WHO ": --header-timeout %s: expected a duration from "
+                                            "100ms to 1h (like 10s)\n",
+                                        optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case OPT_MAX_CONNECTIONS:
+                        f->connections_given = true;
+                        if (!parse_count("--max-connections", optarg, &f->max_connections))
+                                return EXIT_USAGE;
+                        break;
+                case OPT_MAX_PER_ADDRESS:
+                        f->connections_given = true;
+                        f->max_per_address = 0;
+                        if (strcmp(optarg, "0") != 0 &&
+                            !parse_count("--max-connections-per-address", optarg,
+                                         &f->max_per_address))
+                                return EXIT_USAGE;
+                        break;
                 case 'h':
                         fputs(usage, stdout);
                         return -1;
@@ -337,9 +380,18 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
         if (f->systemd.listen_fd >= 0)
                 f->http = f->systemd.address;
         if (!f->http && (f->token_file || f->n_hosts || f->n_origins || f->n_cors ||
-                         f->client_idle_ms || f->drain_given)) {
+                         f->client_idle_ms || f->drain_given || f->connections_given)) {
                 fprintf(stderr, WHO ": --token-file, --allow-host, --allow-origin, --cors-origin, "
-                                    "--client-idle and --drain-timeout need --http\n");
+                                    "--client-idle, --drain-timeout, --header-timeout, "
+                                    "--max-connections and --max-connections-per-address "
+                                    "need --http\n");
+                return EXIT_USAGE;
+        }
+        if (f->max_connections < 2) {
+                fprintf(stderr,
+                        WHO ": --max-connections %zu: must be at least 2 (half of them "
+                            "are kept for clients with a valid token)\n",
+                        f->max_connections);
                 return EXIT_USAGE;
         }
         return 0;
@@ -362,7 +414,12 @@ static int signal_fd(void)
 
 int cmd_serve(int argc, char **argv)
 {
-        struct serve_flags f = {.max_body = 4 << 20, .log_level = OPLOG_INFO, .drain_ms = 30000};
+        struct serve_flags f = {.max_body = 4 << 20,
+                                .log_level = OPLOG_INFO,
+                                .drain_ms = 30000,
+                                .header_timeout_ms = 10000,
+                                .max_connections = 512,
+                                .max_per_address = 64};
         uint64_t client_idle_default_ms = 3600 * 1000;
         if (systemd_env_take(&f.systemd) < 0) {
                 fprintf(stderr, WHO ": systemd must pass exactly one listening TCP socket "
@@ -433,6 +490,9 @@ int cmd_serve(int argc, char **argv)
                                          .allowed_origins = f.origins,
                                          .cors_origins = f.cors,
                                          .max_body = f.max_body,
+                                         .header_timeout_ms = f.header_timeout_ms,
+                                         .max_connections = (unsigned)f.max_connections,
+                                         .max_connections_per_address = (unsigned)f.max_per_address,
                                          .client_idle_ms = f.client_idle_ms
                                                                    ? f.client_idle_ms
                                                                    : client_idle_default_ms,

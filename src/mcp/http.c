@@ -6,7 +6,12 @@
  * session, the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must match the body, and
  * code sessions are handles passed as tool arguments. Every request is checked in this order:
  * Host and Origin (DNS rebinding; CORS when configured), an OPTIONS preflight, the bearer
- * token, then the method. One thread per connection: a run blocks only its own connection. */
+ * token, then the method. One thread per connection: a run blocks only its own connection.
+ * Before any of that, once a request's headers are in and before its body is read: framing a
+ * proxy could read otherwise is refused and the connection closed (framing.h), and a request
+ * that passes the token lets its connection live on; one that does not is answered and its
+ * connection closed, and a connection holds its slot without a token for the header timeout at
+ * most (peers.h), so that peers without a token cannot hold every connection (slowloris). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -25,13 +30,18 @@
 #include "../lib/util.h"
 #include "oplog.h"
 #include "refusals.h"
+#include "framing.h"
 #include "headers.h"
 #include "mhd_api.h"
+#include "peers.h"
 #include "transports.h"
 
 #define SESSION_ID_BYTES 16
 #define SSE_KEEPALIVE_MS 15000
 #define PEER_CHECK_MS 200
+/* How long a connection whose requests pass the token may stay quiet: longer than any run
+ * (a run's answer, and a stream's keep-alive every 15 s, are activity). */
+#define TRUSTED_IDLE_S 600u
 
 /* An Mcp-Session-Id: the instance name and a dot, when the server has one (a proxy routes
  * on it), then 32 hex digits. */
@@ -69,6 +79,8 @@ struct http {
         /* Requests between their first byte and their answer's last: a drain waits for
          * them. */
         unsigned in_flight;
+        /* The connections without a token yet (its own lock). */
+        struct peers peers;
 };
 
 /* One HTTP request as it arrives: the body, capped. */
@@ -76,6 +88,9 @@ struct request {
         char *body;
         size_t len;
         bool too_big;
+        /* It did not pass the token (or the Host check): it is answered without its body, and
+         * its connection closed after the answer. */
+        bool untrusted;
 };
 
 /* ---- responses ---------------------------------------------------------------------- */
@@ -87,6 +102,14 @@ static __thread const char *cors_origin;
 /* Set while the server drains: every answer closes its connection, so that a proxy's
  * keep-alive connections to this instance go away with their last request. */
 static __thread bool closing;
+/* Set while an untrusted request is answered: its connection closes after the answer. */
+static __thread bool close_after;
+
+/* Whether the answer being made ends its connection. */
+static bool ends_connection(void)
+{
+        return closing || close_after;
+}
 
 static void add_cors_headers(struct MHD_Response *r)
 {
@@ -115,7 +138,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const
         if (status == MHD_HTTP_METHOD_NOT_ALLOWED || status == MHD_HTTP_NO_CONTENT)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE, OPTIONS");
         add_cors_headers(r);
-        if (closing)
+        if (ends_connection())
                 MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         if (status == MHD_HTTP_UNAUTHORIZED)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
@@ -471,7 +494,7 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
         add_cors_headers(r);
-        if (closing)
+        if (ends_connection())
                 MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
         MHD_destroy_response(r);
@@ -759,11 +782,59 @@ static enum MHD_Result delete_session(struct http *h, struct MHD_Connection *con
 static enum MHD_Result route(struct http *h, struct MHD_Connection *conn, const char *url,
                              const char *method, struct request *req);
 
+static enum MHD_Result note_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
+{
+        (void)kind;
+        framing_note(cls, key, key_size, value ? value : "", value ? value_size : 0);
+        return MHD_YES;
+}
+
+/* The request's framing, from every header line (libmicrohttpd's own lookup sees only the
+ * first of each name): 0 when sound, else 400 and why. */
+static unsigned framing_fault(struct MHD_Connection *conn, const char *version, const char **why)
+{
+        struct framing f = {0};
+        MHD_get_connection_values_n(conn, MHD_HEADER_KIND, note_header, &f);
+        return framing_verdict(&f, strcmp(version, MHD_HTTP_VERSION_1_0) == 0, why);
+}
+
+static struct peer *peer_of(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return info ? info->socket_context : NULL;
+}
+
+/* A request's headers are in, none of its body is read. Framing two parsers could read
+ * differently is refused now, and the connection closed with the answer: its body, and what
+ * follows, are not known to be what a proxy in front took them for. A request that passes the
+ * Host check and the token frees its connection from the header deadline; any other is
+ * answered once its body is dropped, and its connection closed. */
+static enum MHD_Result first_look(struct http *h, struct MHD_Connection *conn, const char *version,
+                                  struct request *req)
+{
+        const char *why;
+        unsigned status = framing_fault(conn, version, &why);
+        if (status) {
+                close_after = true;
+                enum MHD_Result r = refuse(conn, status, JSONRPC_INVALID_REQUEST, why);
+                close_after = false;
+                return r;
+        }
+        if (listed(h->hosts, header(conn, MHD_HTTP_HEADER_HOST)) && authorized(h, conn) >= 0) {
+                peers_trust(&h->peers, peer_of(conn));
+                MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, TRUSTED_IDLE_S);
+        } else {
+                req->untrusted = true;
+        }
+        return MHD_YES;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **state)
 {
-        (void)version;
         struct http *h = cls;
         struct request *req = *state;
         if (!req) {
@@ -773,13 +844,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                 pthread_mutex_lock(&h->lock);
                 h->in_flight++;
                 pthread_mutex_unlock(&h->lock);
-                return MHD_YES;
+                return first_look(h, conn, version, req);
         }
         if (*upload_size) {
-                /* Past the cap the rest is read and dropped, then refused whole. */
-                if (!req->too_big && req->len + *upload_size > h->o->max_body) {
+                /* Past the cap the rest is read and dropped, then refused whole; an untrusted
+                 * request's body is never kept (it is refused before it is read). */
+                if (!req->untrusted && !req->too_big && req->len + *upload_size > h->o->max_body) {
                         req->too_big = true;
-                } else if (!req->too_big) {
+                } else if (!req->untrusted && !req->too_big) {
                         char *grown = realloc(req->body, req->len + *upload_size + 1);
                         if (!grown)
                                 return MHD_NO;
@@ -792,9 +864,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         }
         cors_origin = NULL;
         closing = mcp_server_draining(h->server);
+        close_after = req->untrusted;
         enum MHD_Result r = route(h, conn, url, method, req);
         cors_origin = NULL;
-        closing = false;
+        closing = close_after = false;
         return r;
 }
 
@@ -831,6 +904,8 @@ static enum MHD_Result preflight(struct MHD_Connection *conn)
                 MHD_add_response_header(r, "Access-Control-Max-Age", "600");
                 add_cors_headers(r);
         }
+        if (ends_connection())
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, r);
         MHD_destroy_response(r);
         return ok;
@@ -895,6 +970,23 @@ static void completed(void *cls, struct MHD_Connection *conn, void **state,
         }
         free(req);
         *state = NULL;
+}
+
+/* Every connection is in the table of those without a token from its accept until a request
+ * on it passes the token or it closes (peers.h). */
+static void connection_event(void *cls, struct MHD_Connection *conn, void **socket_context,
+                             enum MHD_ConnectionNotificationCode what)
+{
+        struct http *h = cls;
+        if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *info =
+                        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+                /* Out of memory, the connection goes untracked: still under the idle timeout. */
+                *socket_context = info ? peers_add(&h->peers, info->connect_fd) : NULL;
+        } else {
+                peers_remove(&h->peers, *socket_context);
+                *socket_context = NULL;
+        }
 }
 
 /* ---- listening ---------------------------------------------------------------------- */
@@ -1029,10 +1121,14 @@ static void stop_listening(struct MHD_Daemon *d, bool ours)
 static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
 {
         int sweep_every = h->o->client_idle_ms / 2 < 5000 ? (int)(h->o->client_idle_ms / 2) : 5000;
+        /* Connections past the header timeout are closed within a quarter of it, or a second. */
+        int reap_every =
+                h->o->header_timeout_ms / 4 < 1000 ? (int)(h->o->header_timeout_ms / 4) : 1000;
+        int every = sweep_every < reap_every ? sweep_every : reap_every;
         double drain_until = 0;
         for (;;) {
                 struct pollfd p = {.fd = signal_fd, .events = POLLIN};
-                int n = poll(&p, 1, drain_until ? 20 : sweep_every > 50 ? sweep_every : 50);
+                int n = poll(&p, 1, drain_until ? 20 : every > 50 ? every : 50);
                 if (n > 0) {
                         int sig = signal_read(signal_fd);
                         if (sig != SIGTERM || !h->o->drain_ms || drain_until)
@@ -1046,6 +1142,7 @@ static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
                         return;
                 }
                 sweep_idle(h);
+                peers_reap(&h->peers);
                 if (!drain_until)
                         continue;
                 pthread_mutex_lock(&h->lock);
@@ -1119,6 +1216,9 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
                 return -ENOSYS; /* cmd_serve says why before it gets here */
         struct http h = {.server = server, .o = o};
         pthread_mutex_init(&h.lock, NULL);
+        /* Half the connections at most wait for a token: the other half stays for those that
+         * passed it. */
+        peers_init(&h.peers, o->header_timeout_ms, o->max_connections / 2);
         pthread_cond_init(&h.streams_done, NULL);
         char host[64];
         unsigned port = 0;
@@ -1137,13 +1237,19 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         if (r == 0 && !h.modern)
                 r = -ENOMEM;
         struct MHD_Daemon *d = NULL;
+        /* poll, not select: a connection's descriptor may be past FD_SETSIZE in a server that
+         * holds many sandboxes. The idle timeout is the header timeout's, until a request on
+         * the connection passes the token (first_look). */
+        unsigned idle_s = (unsigned)((o->header_timeout_ms + 999) / 1000);
         if (r == 0)
-                d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-                                             MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC,
-                                     0, NULL, NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd,
-                                     MHD_OPTION_NOTIFY_COMPLETED, completed, &h,
-                                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+                d = MHD_start_daemon(
+                        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                                MHD_USE_ITC | MHD_USE_POLL,
+                        0, NULL, NULL, handle, &h, MHD_OPTION_LISTEN_SOCKET, fd,
+                        MHD_OPTION_NOTIFY_COMPLETED, completed, &h, MHD_OPTION_NOTIFY_CONNECTION,
+                        connection_event, &h, MHD_OPTION_CONNECTION_LIMIT, o->max_connections,
+                        MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_connections_per_address,
+                        MHD_OPTION_CONNECTION_TIMEOUT, idle_s ? idle_s : 1u, MHD_OPTION_END);
         if (!d) {
                 close(fd);
                 r = r ?: -EIO;
@@ -1178,6 +1284,7 @@ out:
         free(h.sessions);
         free_list(h.hosts);
         free_list(h.origins);
+        peers_destroy(&h.peers);
         pthread_cond_destroy(&h.streams_done);
         pthread_mutex_destroy(&h.lock);
         return r;

@@ -26,6 +26,8 @@ static void load(void)
                 SYMBOL(get_connection_info, "MHD_get_connection_info"),
                 SYMBOL(lookup_connection_value, "MHD_lookup_connection_value"),
                 SYMBOL(queue_response, "MHD_queue_response"),
+                SYMBOL(get_connection_values_n, "MHD_get_connection_values_n"),
+                SYMBOL(set_connection_option, "MHD_set_connection_option"),
 #undef SYMBOL
         };
         const char *why = NULL;

@@ -28,8 +28,11 @@ struct mhd_api {
         const char *(*lookup_connection_value)(struct MHD_Connection *connection,
                                                enum MHD_ValueKind kind, const char *key);
         enum MHD_Result (*queue_response)(struct MHD_Connection *connection,
-                                          unsigned int status_code,
-                                          struct MHD_Response *response);
+                                          unsigned int status_code, struct MHD_Response *response);
+        int (*get_connection_values_n)(struct MHD_Connection *connection, enum MHD_ValueKind kind,
+                                       MHD_KeyValueIteratorN iterator, void *iterator_cls);
+        enum MHD_Result (*set_connection_option)(struct MHD_Connection *connection,
+                                                 enum MHD_CONNECTION_OPTION option, ...);
 };
 
 /* The table, loaded once (libmicrohttpd.so.12); NULL when the library cannot be loaded, with
@@ -49,6 +52,8 @@ const struct mhd_api *mhd_api(void);
 #define MHD_get_connection_info mhd_api()->get_connection_info
 #define MHD_lookup_connection_value mhd_api()->lookup_connection_value
 #define MHD_queue_response mhd_api()->queue_response
+#define MHD_get_connection_values_n mhd_api()->get_connection_values_n
+#define MHD_set_connection_option mhd_api()->set_connection_option
 #endif
 
 #endif

@@ -25,7 +25,13 @@ struct http_options {
         /* Origins whose pages may call the server from a browser (CORS; "*" for any),
          * NULL-terminated; NULL or empty: none. */
         const char **cors_origins;
-        size_t max_body;         /* request body cap in bytes */
+        size_t max_body; /* request body cap in bytes */
+        /* A connection whose requests have not passed the bearer token is closed this long
+         * after its accept; at most max_connections at once (half of them without a token),
+         * at most max_connections_per_address from one address (0: no such cap). */
+        uint64_t header_timeout_ms;
+        unsigned max_connections;
+        unsigned max_connections_per_address;
         uint64_t client_idle_ms; /* an MCP session unused this long is ended */
         /* SIGTERM drains this long at most: new work is refused with 503 while the requests in
          * flight finish (0: SIGTERM stops at once, cancelling them, as SIGINT does). */

@@ -31,11 +31,13 @@ embed "$out/empty" init_bin
 embedded="$out/prelude_ruby.c $out/prelude_python.c $out/boot_ruby.c $out/boot_python.c"
 embedded="$embedded $out/prelude_ruby_iseq.c $out/prelude_python_pyc.c"
 embedded="$embedded $out/probe_ruby.c $out/probe_python.c $out/zygote_so.c $out/init_bin.c"
-for target in frame mount_rules tools_file units config_file mcp_message mcp_header upstream_result; do
+for target in frame mount_rules tools_file units config_file mcp_message mcp_header http_framing \
+        upstream_result; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"
         [ "$target" = mcp_message ] && extra="$(ls "$root"/src/mcp/*.c) -lmicrohttpd"
         [ "$target" = mcp_header ] && extra="$root/src/mcp/headers.c"
+        [ "$target" = http_framing ] && extra="$root/src/mcp/framing.c"
         # shellcheck disable=SC2086
         clang $flags $inc -o "$out/fuzz_$target" "$here/fuzz_$target.c" $extra $lib_sources \
                 $embedded -lseccomp -ljansson -lpthread -lm
