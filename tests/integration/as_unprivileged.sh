@@ -21,6 +21,7 @@ cp -r "$here/../../guest" "$dir/guest"
 mkdir -p "$dir/examples"
 cp -r "$here/../../examples/data" "$here/../../examples/tools" "$here/../../examples/tools.json" "$here/../../examples/cells.json" "$dir/examples/"
 cp -P "$(dirname "$bin")"/libcodecell.so* "$dir/"
+cp "$here/../../packaging/nginx/codecell.conf" "$dir/nginx-codecell.conf"
 for program in "$@"; do
         cp "$program" "$dir/"
 done
@@ -31,7 +32,7 @@ as_nobody() {
                 env -i PATH=/usr/bin:/bin HOME="$dir" PYTHONDONTWRITEBYTECODE=1 \
                 LD_LIBRARY_PATH="$dir" CODECELL_BIN="$dir/codecell" \
                 CODECELL_EXAMPLES="$dir/examples" CODECELL_PROBE="$dir/probe.so" \
-                CODECELL_GUEST="$dir/guest" "$@"
+                CODECELL_GUEST="$dir/guest" CODECELL_NGINX_CONF="$dir/nginx-codecell.conf" "$@"
 }
 for program in "$@"; do
         for lang in ruby python; do
@@ -39,7 +40,8 @@ for program in "$@"; do
                 as_nobody "$dir/$(basename "$program")" "$lang"
         done
 done
-echo "== test_run.py test_tools.py test_mcp.py test_config.py test_libraries.py test_answers.py, security tests as nobody"
-as_nobody python3 -m unittest test_run test_tools test_mcp test_config test_libraries test_answers test_probe test_hostile
+echo "== test_run.py test_tools.py test_mcp.py test_config.py test_libraries.py test_answers.py test_http_guard.py, security tests as nobody"
+as_nobody python3 -m unittest test_run test_tools test_mcp test_config test_libraries test_answers \
+        test_http_guard test_probe test_hostile
 echo "== security tests as nobody, sandboxes forked from a zygote"
 as_nobody env CODECELL_START=fork python3 -m unittest test_probe test_hostile
