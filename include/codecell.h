@@ -444,6 +444,11 @@ CODECELL_API char *codecell_result_to_model_json(const codecell_result *result, 
  * size, doubles in their shortest exact form): "null" when there was none. NULL for any
  * other status. Owned by the result. */
 CODECELL_API const char *codecell_result_value(const codecell_result *result);
+/* A session eval's: why the session's state (variables, definitions, loaded libraries, files in
+ * /work) was lost — this eval ended the session (a limit, a dead interpreter), or the session's
+ * kernel had ended since its last eval and this one ran in a fresh session — or NULL when it
+ * was not. Also the result's "state_lost". Owned by the result. */
+CODECELL_API const char *codecell_result_state_lost(const codecell_result *result);
 CODECELL_API void codecell_result_free(codecell_result *result);
 
 /* The pictures a run handed back, in the order they were made: figures a Python run drew with

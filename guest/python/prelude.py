@@ -8,11 +8,13 @@ frame. Guest code sees only the `sb` module (also importable as `import sb`).
 # _ast, not ast: the C module is all the prelude needs, and the ast package would add ~2 ms of
 # imports to every start.
 import _ast
+import _signal
 import _thread
 import binascii
 import builtins
 import json
 import os
+import select
 import struct
 import sys
 import time
@@ -537,6 +539,62 @@ def _become_a_sandbox_of_the_zygote():
         sys.modules["random"].seed()
 
 
+# ---- between evals ------------------------------------------------------------------------------
+# A session's threads may interrupt the main thread while the prelude waits for the next exec
+# or answers the last one: SIGINT (a signal, or _thread.interrupt_main) is noted, and said in
+# the next result, instead of ending the session; so is an exception a handler of the guest's
+# raises while the prelude waits. What kills the process is for the engine to say.
+
+MAX_INTERRUPTS = 10  # reported with one result; more are counted in the last
+_interrupts = []
+
+
+def _note_sigint(signum, _frame):
+    _interrupts.append({"class": "KeyboardInterrupt", "message": "signal %d (SIGINT)" % signum})
+
+
+def _note_sigints():
+    """Python's own SIGINT handler gives way to the note outside the guest's code."""
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _note_sigint)
+
+
+def _guest_sigint():
+    """Python's own handler while the guest's code runs, unless the guest set another."""
+    if _signal.getsignal(_signal.SIGINT) is _note_sigint:
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+
+
+def _note_interrupt(exc):
+    _interrupts.append({"class": _class_name(exc), "message": _message(exc)})
+
+
+def _next_exec(poller):
+    """The next frame from the engine. Waiting is safe to interrupt: nothing is read yet. An
+    exception mid-frame leaves the channel out of step, so the kernel ends (the engine then
+    says the session's state was lost)."""
+    while True:
+        try:
+            poller.poll()
+            break
+        except BaseException as exc:
+            _note_interrupt(exc)
+    try:
+        return _read_frame()
+    except BaseException as exc:
+        _note_interrupt(exc)
+        os._exit(2)
+
+
+def _take_interrupts():
+    taken = _interrupts[:]
+    del _interrupts[:len(taken)]
+    if len(taken) > MAX_INTERRUPTS:
+        more = len(taken) - MAX_INTERRUPTS + 1
+        taken[MAX_INTERRUPTS - 1:] = [{"class": "codecell.Interrupts", "message": "%d more" % more}]
+    return taken
+
+
 def _run():
     """One "exec" after another in the same globals: a one-shot sandbox is ended by the engine
     after its first result, a session's kernel lives on."""
@@ -552,12 +610,16 @@ def _run():
     # exit() and quit() as site.py defines them (the interpreter runs with -S).
     if not hasattr(builtins, "exit"):
         builtins.exit = builtins.quit = _exit
+    poller = select.poll()
+    poller.register(CONTROL_FD, select.POLLIN)
+    _note_sigints()
     while True:
-        frame = _read_frame()
+        frame = _next_exec(poller)
         if frame is None:  # the engine is gone
             os._exit(0)
         if not isinstance(frame, dict) or frame.get("t") != "exec":
             os._exit(2)
+        interrupts = _take_interrupts()
         _apply_input(frame)
         if isinstance(frame.get("bindings"), dict):
             _bind_tools(frame["bindings"], scope)
@@ -567,7 +629,11 @@ def _run():
                          max_bytes=images.get("max_bytes", 0), folder=images.get("folder"),
                          handed=0)
         before = _folder_state(_pictures["folder"]) if _pictures["folder"] else {}
-        out = _evaluate(str(frame.get("code", "")), scope)
+        _guest_sigint()
+        try:
+            out = _evaluate(str(frame.get("code", "")), scope)
+        finally:
+            _note_sigints()
         try:
             _hand_back_pictures(before)
         except BaseException:  # never the end of the run: the result still goes
@@ -581,6 +647,8 @@ def _run():
                 pass
         result = {"t": "result", "id": frame.get("id")}
         result.update(out)
+        if interrupts:
+            result["idle_interrupts"] = interrupts
         try:
             _send(result)
         except BaseException:  # never the end of a session: say what failed instead

@@ -5,6 +5,7 @@
 # level and answers with one "result" frame. Everything here is internal; the guest's code
 # sees only the SB module.
 
+require "io/wait"
 require "json"
 
 # Host RPC, the seed's SB contract. SB.call blocks until the host answers.
@@ -61,6 +62,7 @@ module CodecellGuest
   GENERIC_TO_JSON = JSON::Ext::Generator::GeneratorMethods::Object
   DEFINE_SINGLETON = Kernel.instance_method(:define_singleton_method)
   RPC_LOCK = Thread::Mutex.new
+  MAX_INTERRUPTS = 10 # reported with one result; more are counted in the last
 
   class TooDeep < StandardError; end
 
@@ -254,8 +256,12 @@ module CodecellGuest
                             "backtrace" => [] } }
     end
 
+    # The guest's code alone takes exceptions from other threads (Thread#raise, #kill, exit,
+    # signals) as they come; the prelude around it defers them (see serve).
     def evaluate(code)
-      value = TOPLEVEL_BINDING.eval(code, FILENAME, 1)
+      value = with_guest_sigint do
+        Thread.handle_interrupt(Object => :immediate) { TOPLEVEL_BINDING.eval(code, FILENAME, 1) }
+      end
       { ok: true, value_json: value_json(value) }
     rescue Exception => e # rubocop:disable Lint/RescueException -- every failure is reported
       error_of(e)
@@ -299,11 +305,20 @@ module CodecellGuest
       # The code runs as a script named FILENAME: `main if __FILE__ == $0` holds.
       $0 = FILENAME
       send_frame({ t: "ready", runtime: "ruby", version: RUBY_VERSION })
+      # A session's threads may raise into the main thread, kill it or signal the process
+      # between evals, while the prelude waits or answers: deferred here, such an exception
+      # is taken at the next exec and said in its result, and the session keeps its state.
+      Thread.handle_interrupt(Object => :never) { serve }
+    end
+
+    def serve
+      note_sigints
       loop do
-        frame = read_frame
+        frame = next_exec
         exit!(0) if frame.nil? # the engine is gone
         exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
 
+        interrupts = take_interrupts
         apply_input(frame)
         bind_tools(frame["bindings"]) if frame["bindings"].is_a?(Hash)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
@@ -314,8 +329,80 @@ module CodecellGuest
         out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
         # Output written before the result belongs to this execution: flush it first.
         flush_output
+        out[:idle_interrupts] = interrupts unless interrupts.empty?
         answer(frame["id"], out)
       end
+    end
+
+    # Ruby's SIGINT handler raises Interrupt at once, deferred or not: outside the guest's code
+    # a handler that only notes it stands in (a handler of the guest's own stays).
+    NOTE_SIGINT = proc { CodecellGuest.note_interrupt(Interrupt.new("SIGINT")) }
+
+    def note_sigints
+      was = trap("INT", NOTE_SIGINT)
+      trap("INT", was) unless was == "DEFAULT"
+    end
+
+    # Ruby's own SIGINT handler while the guest's code runs, unless a thread of the guest's set
+    # another meanwhile.
+    def with_guest_sigint
+      was = trap("INT", "DEFAULT")
+      trap("INT", was) unless was.equal?(NOTE_SIGINT)
+      yield
+    ensure
+      note_sigints
+    end
+
+    # The next frame from the engine. Waiting is safe to interrupt (a guest's own trap that
+    # raises): nothing is read yet. One that raises mid-frame leaves the channel out of step,
+    # so the kernel ends (the engine then says the session's state was lost).
+    def next_exec
+      begin
+        control.wait_readable
+      rescue Exception => e # rubocop:disable Lint/RescueException -- a guest's trap raised
+        note_interrupt(e)
+        retry
+      end
+      begin
+        read_frame
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        note_interrupt(e)
+        exit!(2)
+      end
+    end
+
+    def note_interrupt(exception)
+      (@interrupts ||= []) << exception
+    end
+
+    # What reached the main thread since the last result, as {class, message}: the deferred
+    # exceptions, taken now (a thread that raises without end cannot hold the exec back), and
+    # the SIGINTs noted.
+    def take_interrupts
+      taken = @interrupts || []
+      @interrupts = nil
+      100.times do
+        break unless Thread.pending_interrupt?
+
+        begin
+          Thread.handle_interrupt(Object => :immediate) { Thread.pass }
+        rescue Exception => e # rubocop:disable Lint/RescueException -- this is what we take
+          taken << e
+        end
+      end
+      said = taken.map { |e| { "class" => class_name(e), "message" => interrupt_message(e) } }
+      return said if said.size <= MAX_INTERRUPTS
+
+      said.first(MAX_INTERRUPTS - 1) << { "class" => "CodecellGuest::Interrupts",
+                                          "message" => "#{said.size - MAX_INTERRUPTS + 1} more" }
+    end
+
+    def interrupt_message(exception)
+      return message_of(exception) unless SystemExit === exception
+
+      "#{message_of(exception)} (exit status #{exception.status})"
+    rescue Exception # rubocop:disable Lint/RescueException
+      "<exception message failed>"
     end
 
     # Image files written to the cell's image folder go to the engine as "image" frames before

@@ -106,6 +106,7 @@ static void judge(const struct execution *x, const struct outcome *outcome)
                                             "one JSON value");
                 }
                 set_exit_status(res, o->result_frame);
+                result_take_idle_interrupts(res, o->result_frame);
                 break;
         case CODECELL_STATUS_ERROR:
                 res->error = json_incref(json_object_get(o->result_frame, "error"));
@@ -115,6 +116,7 @@ static void judge(const struct execution *x, const struct outcome *outcome)
                                                "the guest reported an error without details");
                 }
                 set_exit_status(res, o->result_frame);
+                result_take_idle_interrupts(res, o->result_frame);
                 break;
         case CODECELL_STATUS_TIMEOUT:
                 set_error_text(res,

@@ -166,6 +166,7 @@ static char *model_json(const codecell_result *r, size_t max_chars, bool details
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
         bad |= result_set_images(obj, r);
+        bad |= result_set_session_notes(obj, r);
         if (details) {
                 bad |= json_object_set_new(obj, "duration_ms",
                                            json_real((double)(long)(r->duration_ms * 100) / 100));

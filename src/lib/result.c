@@ -71,6 +71,8 @@ void codecell_result_free(codecell_result *r)
         output_free(&r->out);
         output_free(&r->err);
         image_list_free(&r->images);
+        json_decref(r->idle_interrupts);
+        free(r->state_lost);
         free(r);
 }
 
@@ -392,6 +394,7 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
         bad |= result_set_images(obj, r);
+        bad |= result_set_session_notes(obj, r);
         char *text = bad ? NULL : result_json_splice(r, codecell_result_value(r), obj, pretty);
         json_decref(obj);
         return text;
@@ -466,4 +469,58 @@ const void *codecell_result_image(const codecell_result *r, size_t i, size_t *re
         if (ret_mime_type)
                 *ret_mime_type = r->images.items[i].mime_type;
         return r->images.items[i].data;
+}
+
+const char *codecell_result_state_lost(const codecell_result *r)
+{
+        return r->state_lost;
+}
+
+int result_set_session_notes(json_t *obj, const codecell_result *r)
+{
+        int bad = 0;
+        if (r->idle_interrupts && json_array_size(r->idle_interrupts) > 0)
+                bad |= json_object_set(obj, "idle_interrupts", r->idle_interrupts);
+        if (r->state_lost)
+                bad |= json_object_set_new(obj, "state_lost", json_string(r->state_lost));
+        return bad ? -ENOMEM : 0;
+}
+
+/* A string of the guest's, valid UTF-8 and at most RESULT_INTERRUPT_CHARS bytes, or NULL. */
+static json_t *guest_text(const json_t *value)
+{
+        const char *s = json_string_value(value);
+        if (!s)
+                return NULL;
+        size_t len = json_string_length(value);
+        _cleanup_free_ char *clean =
+                utf8_sanitize(s, utf8_cut(s, len, RESULT_INTERRUPT_CHARS), &len);
+        return clean ? json_stringn(clean, len) : NULL;
+}
+
+void result_take_idle_interrupts(codecell_result *r, const json_t *frame)
+{
+        const json_t *said = json_object_get(frame, "idle_interrupts");
+        size_t i;
+        const json_t *item;
+        json_array_foreach(said, i, item)
+        {
+                if (i == RESULT_MAX_INTERRUPTS)
+                        break;
+                json_t *cls = guest_text(json_object_get(item, "class"));
+                json_t *message = guest_text(json_object_get(item, "message"));
+                if (!cls || !message) {
+                        json_decref(cls);
+                        json_decref(message);
+                        continue;
+                }
+                /* "o" takes both references, even when it fails. */
+                json_t *entry = json_pack("{s:o, s:o}", "class", cls, "message", message);
+                if (!entry)
+                        continue;
+                if (!r->idle_interrupts)
+                        r->idle_interrupts = json_array();
+                if (json_array_append_new(r->idle_interrupts, entry) < 0)
+                        return;
+        }
 }

@@ -28,6 +28,11 @@ struct codecell_result {
         json_t *warnings;          /* array, or NULL */
         bool cancelled;            /* stopped by codecell_cancel_trigger() */
         struct image_list images;  /* pictures the run handed back */
+        /* A session's: what reached its main thread between evals and was discarded, as the
+         * prelude noted it ([{class, message}], NULL: nothing); and why its state was lost
+         * (NULL: it was not). */
+        json_t *idle_interrupts;
+        char *state_lost;
 };
 
 /* What the host observed of one execution. The status comes from these facts, never from
@@ -53,6 +58,13 @@ codecell_result *result_new(void);
 int result_set_value(codecell_result *r, const json_t *frame);
 /* "images" ([{mime_type, bytes}]) and "images_omitted" ({count, reason}) when there are. */
 int result_set_images(json_t *obj, const codecell_result *r);
+/* "idle_interrupts" and "state_lost" when there are (a session's). */
+int result_set_session_notes(json_t *obj, const codecell_result *r);
+/* Takes a result frame's "idle_interrupts" as far as it is well formed: at most
+ * RESULT_MAX_INTERRUPTS of {class, message}, each string cut to RESULT_INTERRUPT_CHARS bytes. */
+#define RESULT_MAX_INTERRUPTS 10
+#define RESULT_INTERRUPT_CHARS 300
+void result_take_idle_interrupts(codecell_result *r, const json_t *frame);
 /* {"status": …, "value": value (JSON text, omitted when NULL), then the members of rest}.
  * NULL when out of memory. */
 char *result_json_splice(const codecell_result *r, const char *value, const json_t *rest,

@@ -33,9 +33,11 @@ struct session {
         bool closed;        /* out of the table: the last user frees it */
 };
 
-static const char state_lost[] =
-        "; the session's state (variables, definitions, loaded libraries, files in /work) was "
-        "lost, and the next eval starts a fresh session";
+/* The words of every result that tells of lost state: the error's end when an eval ends the
+ * session, and the result's "state_lost" then and when an eval finds its kernel ended. */
+#define STATE_WORDS                                                                                \
+        "the session's state (variables, definitions, loaded libraries, files in /work) was lost"
+static const char state_lost[] = "; " STATE_WORDS ", and the next eval starts a fresh session";
 
 const char *session_name_problem(const char *name)
 {
@@ -233,6 +235,36 @@ static void append_error(codecell_result *res, const char *text)
         free(joined);
 }
 
+/* Sets the result's "state_lost": why the session's state went, and what that means. */
+static void set_state_lost(codecell_result *res, const char *why, const char *then)
+{
+        free(res->state_lost);
+        if (asprintf(&res->state_lost, "%s: " STATE_WORDS ", and %s", why, then) < 0)
+                res->state_lost = NULL;
+}
+
+/* A kernel found ended before its code was delivered (killed from outside, or by a thread of
+ * its own between evals; or it spoke while idle): torn down, and how it ended written into
+ * why. */
+static void bury_kernel(struct standby *kernel, char *why, size_t n)
+{
+        int status = standby_teardown(kernel, END_WAIT, NULL, NULL);
+        int sig = sandbox_guest_signal(status), code = sandbox_guest_exit_code(status);
+        if (sig)
+                snprintf(why, n,
+                         "the session's kernel ended after its last eval (its interpreter was "
+                         "killed by signal %d, %s)",
+                         sig, strsignal(sig));
+        else if (code >= 0)
+                snprintf(why, n,
+                         "the session's kernel ended after its last eval (its interpreter exited "
+                         "with code %d)",
+                         code);
+        else
+                snprintf(why, n, "the session's kernel could not go on after its last eval");
+        standby_free(kernel);
+}
+
 int session_eval(struct session_table *t, const char *name, const char *code, size_t len,
                  const codecell_run_options *options, codecell_result **ret_result,
                  codecell_error *err)
@@ -254,9 +286,10 @@ int session_eval(struct session_table *t, const char *name, const char *code, si
         }
         pthread_mutex_lock(&s->run_lock);
         /* A kernel found dead before the code is delivered is replaced, and the code runs
-         * there: the caller sees a fresh session, not an error. */
+         * there: the caller gets a fresh session's result, which says the state was lost. */
+        char ended[160] = "";
         if (s->kernel && !standby_alive(s->kernel)) {
-                standby_free(s->kernel);
+                bury_kernel(s->kernel, ended, sizeof(ended));
                 s->kernel = NULL;
         }
         codecell_error e = {0};
@@ -267,10 +300,16 @@ int session_eval(struct session_table *t, const char *name, const char *code, si
                 snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
                 _cleanup_free_ char *clean = utf8_sanitize(text, strlen(text), NULL);
                 res->error = json_string(clean ? clean : "the session could not be started");
+                if (*ended)
+                        set_state_lost(res, ended, "the next eval tries a fresh session again");
         } else if (!execution_on(t->plan, t->tools, s->kernel, code, len, true, options, res)) {
                 standby_free(s->kernel);
                 s->kernel = NULL;
                 append_error(res, state_lost);
+                set_state_lost(res, *ended ? ended : "this eval ended the session",
+                               "the next eval starts a fresh session");
+        } else if (*ended) {
+                set_state_lost(res, ended, "this eval ran in a fresh session");
         }
         /* Read while run_lock is held: once it is let go, a close or a reset waiting for it
          * frees the kernel. */

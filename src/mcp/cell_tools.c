@@ -34,6 +34,19 @@ static int add_model_view_members(json_t *props)
                           "the pictures the run handed back, as image content beside the text",
                           "items", "type", "object", "properties", "mime_type", "type", "string",
                           "bytes", "type", "integer"));
+        bad |= json_object_set_new(
+                props, "state_lost",
+                json_pack("{s:s, s:s}", "type", "string", "description",
+                          "with a session: why what it held was lost (define again what you "
+                          "need)"));
+        bad |= json_object_set_new(
+                props, "idle_interrupts",
+                json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}}}", "type", "array",
+                          "description",
+                          "with a session: what your threads raised into its main thread or "
+                          "signalled between calls; ignored, the state was kept",
+                          "items", "type", "object", "properties", "class", "type", "string",
+                          "message", "type", "string"));
         bad |= json_object_set_new(props, "images_omitted",
                                    json_pack("{s:s, s:{s:{s:s}, s:{s:s}}}", "type", "object",
                                              "properties", "count", "type", "integer", "reason",
@@ -620,7 +633,8 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
 
 /* The refusal when no session can be opened, worded for the model: what it holds, and what it
  * can do instead. */
-static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit)
+static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit,
+                     const char *evicted)
 {
         char *text = NULL;
         size_t size = 0;
@@ -642,6 +656,14 @@ static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit)
                 free(text);
                 return NULL;
         }
+        /* The session asked for was one of the client's, closed to make room: that first, so
+         * the model knows what it held is gone (told once). */
+        if (evicted)
+                fprintf(f,
+                        "Session \"%s\" was closed to make room for another client (you held "
+                        "more sessions than your share and it was your least recently used), "
+                        "so what it held was lost. ",
+                        evicted);
         if (mine)
                 fprintf(f,
                         "No new session can be opened: all %zu sessions of this tool are in use, "
@@ -696,6 +718,19 @@ static const char evicted_note[] =
         "sessions than your share and it was your least recently used), so what it held was "
         "lost; this call ran in a fresh session.";
 
+/* Whether the client's handle was closed to make room (told once). */
+static bool evicted_handle(struct mcp_client *c, const char *handle)
+{
+        char scoped[128];
+        snprintf(scoped, sizeof(scoped), "%s%s", c->prefix, handle);
+        return was_evicted(c, scoped);
+}
+
+static const char respawned_note[] =
+        "Note: this session's interpreter had ended since your last call (it was killed, or "
+        "your code's own thread ended it), so what it held was lost; this call ran in a fresh "
+        "session. Define again what you need.";
+
 /* The session a call runs in, resolved from its arguments: the name the client chose, a handle
  * (minted now for "new"), or the cell's default; "" for a fresh sandbox. NULL when the
  * handle is not one the client can use, with the reason for the model in why. */
@@ -735,6 +770,14 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
                          "one with \"session\": \"new\" and define again what you need, or "
                          "leave out \"session\" to run in a fresh sandbox.",
                          session, (int)home_len, home);
+        else if (evicted_handle(c, session))
+                snprintf(why, n,
+                         "Session %s was closed to make room for another client (you held more "
+                         "sessions than your share and it was your least recently used), and "
+                         "what it held (variables, definitions, /work files) is gone. Start a "
+                         "new one with \"session\": \"new\" and define again what you need, "
+                         "or leave out \"session\" to run in a fresh sandbox.",
+                         session);
         else if (mcp_session_handle_known(c, session))
                 snprintf(why, n,
                          "Session %s has expired: sessions end after %llu s unused, when a call "
@@ -876,7 +919,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
                 if (session && err.errno_value == EMFILE) {
                         codecell_cell_info info;
                         codecell_cell_info_get(cell, &info);
-                        text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS]);
+                        text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS],
+                                       was_evicted(c, scoped) ? session : NULL);
                 }
                 hide_prefix(err.message, c->prefix);
                 refusal_note(err.errno_value == EMFILE ? REFUSAL_BUSY : REFUSAL_BAD_REQUEST,
@@ -889,6 +933,10 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
          * anyway. */
         bool evicted = session && was_evicted(c, scoped) && !reset;
         codecell_status status = codecell_result_status(res);
+        /* The session's kernel had ended since the last call (killed, or by the code's own
+         * thread): this call ran in a fresh one, which it created. */
+        bool respawned = session && !created && codecell_result_state_lost(res) &&
+                         (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
         double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
         metrics_record(s->metrics, (size_t)i, status, ms);
         call_log(c->prefix, name, session, code, res, ms);
@@ -902,8 +950,10 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         }
         char note[512], member[160];
         if (session)
-                describe_session(call, session, by_default, created || evicted, evicted, note,
-                                 sizeof(note), member, sizeof(member));
+                describe_session(call, session, by_default, created || evicted || respawned,
+                                 evicted, note, sizeof(note), member, sizeof(member));
+        if (respawned && !evicted)
+                snprintf(note, sizeof(note), "%s", respawned_note);
         if (session && status != CODECELL_STATUS_OK && status != CODECELL_STATUS_ERROR) {
                 /* A limit or a dead interpreter ended the session (the result says its state
                  * was lost): it is closed now, so that the next call under the name says it

@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from harness import become_subreaper, stray_children, tempdir
+from harness import become_subreaper, comm_of, descendants, stray_children, tempdir
 from harness import BIN, LAUNCHED
 from mcp_peer import (INIT, MODERN, Http, Stdio, modern, modern_headers, small_config,
                       sse_messages, write_config)
@@ -610,6 +610,118 @@ class FairSessions(unittest.TestCase):
             self.assertEqual(results[k]["structuredContent"]["value"], "kept", results[k])
         self.assertIn("No new session can be opened", refused["content"][0]["text"])
         self.assertNotRegex(refused["content"][0]["text"], r'm\d+-')
+
+
+class EvictedSessionsAreSaid(unittest.TestCase):
+    """A session closed to make room says so on its next call, even when that call is refused
+    or comes with a handle."""
+
+    def test_a_refused_call_says_its_session_was_closed_to_make_room(self):
+        server = Http(small_config(tempdir(self), sessions={"max": 4}))
+        self.addCleanup(server.stop)
+        a, b = ({"Mcp-Session-Id": server.initialize()} for _ in range(2))
+
+        def run_in(h, session, code):
+            status, _, text = server.post(call(1, code, args={"session": session}), h)
+            self.assertEqual(status, 200, text)
+            return json.loads(text)["result"]
+        for k in range(4):
+            run_in(a, f"a{k}", f"v = {k}")
+        run_in(b, "b0", "1")
+        run_in(b, "b1", "1")  # a0 and a1 were closed to make room: two each now
+        r = run_in(a, "a0", "v")
+        self.assertIs(r["isError"], True, r)
+        self.assertIn('Session "a0" was closed to make room', r["content"][0]["text"])
+        self.assertIn("No new session can be opened", r["content"][0]["text"])
+        self.assertNotRegex(r["content"][0]["text"], r'm\d+-')
+
+    def test_a_handle_closed_to_make_room_says_so(self):
+        peer = Stdio(small_config(tempdir(self), sessions={"max": 4, "idle_ms": 60000}))
+        self.addCleanup(peer.close)
+        handles = []
+        for k in range(4):
+            r = peer.request(modern(k, "tools/call",
+                                    {"name": "ruby", "arguments": {"code": "1", "session": "new"}}))
+            handles.append(r["result"]["structuredContent"]["session"]["id"])
+        # A 2025-11-25 client on the same process is another client: it takes two.
+        peer.request(INIT)
+        for k in range(2):
+            peer.request(call(10 + k, "1", args={"session": f"b{k}"}))
+        r = peer.request(modern(20, "tools/call", {"name": "ruby", "arguments": {
+            "code": "1", "session": handles[0]}}))["result"]
+        self.assertIs(r["isError"], True, r)
+        self.assertIn("was closed to make room for another client", text_of(r))
+        self.assertIn('"session": "new"', text_of(r))
+
+
+class SessionsSayLostState(unittest.TestCase):
+    """Whatever ends a session's kernel between calls is said in the next answer, and what
+    only disturbs it keeps the state and is said too; both languages, both start modes."""
+
+    def server(self, lang, start):
+        out = tempdir(self)
+        os.chmod(out, 0o777)
+        peer = Stdio(small_config(tempdir(self), name="t", language=lang, pool=0, start=start,
+                                  limits={"timeout_ms": 20000, "cpu_ms": 10000},
+                                  mounts=[{"source": out, "dest": "/out", "mode": "rw"}]))
+        self.addCleanup(peer.close)
+        peer.request(INIT)
+        return peer, out
+
+    def run_in(self, peer, code, i=1):
+        return peer.request(call(i, code, name="t", args={"session": "s"}))["result"]
+
+    def kernel(self, peer):
+        pids = [p for p in descendants(peer.proc.pid) if comm_of(p) in ("ruby", "python3")]
+        self.assertEqual(len(pids), 1, pids)
+        return pids[0]
+
+    def wait(self, done):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not done():
+            time.sleep(0.02)
+        self.assertTrue(done(), "it never happened")
+
+    def test_a_kernel_killed_from_outside(self):
+        for lang in ("ruby", "python"):
+            for start in ("exec", "fork"):
+                with self.subTest(lang=lang, start=start):
+                    peer, _ = self.server(lang, start)
+                    self.run_in(peer, "x = 1")
+                    pid = self.kernel(peer)
+                    os.kill(pid, signal.SIGKILL)
+                    self.wait(lambda: not os.path.exists(f"/proc/{pid}"))
+                    r = self.run_in(peer, "1 + 1", 2)
+                    sc = r["structuredContent"]
+                    self.assertEqual(sc["value"], 2, r)
+                    self.assertIn("killed by signal 9", sc["state_lost"])
+                    self.assertEqual(sc["session"], {"id": "s", "created": True})
+                    self.assertIn("had ended since your last call", text_of(r))
+                    r = self.run_in(peer, "1", 3)
+                    self.assertNotIn("state_lost", r["structuredContent"])
+                    self.assertIs(r["structuredContent"]["session"]["created"], False)
+
+    def test_a_raise_into_the_idle_main_thread_keeps_the_state(self):
+        codes = {
+            "ruby": ("x = 6; t = Thread.new { sleep 0.3; Thread.main.raise 'boom' }; "
+                     "Thread.new { t.join; File.write('/out/acted', '') }; 1", "RuntimeError"),
+            "python": ("import threading, time, _thread\nx = 6\ndef act():\n"
+                       "    time.sleep(0.3)\n    _thread.interrupt_main()\n"
+                       "    open('/out/acted', 'w').close()\n"
+                       "threading.Thread(target=act).start()\n1", "KeyboardInterrupt"),
+        }
+        for lang, (code, cls) in codes.items():
+            for start in ("exec", "fork"):
+                with self.subTest(lang=lang, start=start):
+                    peer, out = self.server(lang, start)
+                    self.run_in(peer, code)
+                    self.wait(lambda: os.path.exists(os.path.join(out, "acted")))
+                    r = self.run_in(peer, "x", 2)
+                    sc = r["structuredContent"]
+                    self.assertEqual(sc["value"], 6, r)
+                    self.assertEqual(sc["idle_interrupts"][0]["class"], cls, r)
+                    self.assertNotIn("state_lost", sc)
+                    self.assertIn("idle_interrupts", r["content"][0]["text"])
 
 
 class FailedInitialize(unittest.TestCase):

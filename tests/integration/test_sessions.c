@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -128,6 +129,187 @@ static codecell_cell *cold_cell(bool subprocesses, codecell_limit limit, uint64_
         return made;
 }
 
+/* ---- lost state is said: whatever ends or disturbs a kernel between evals ---------------- */
+
+/* A way to disturb a session between evals: code whose thread does it a moment after the eval
+ * has returned, and whether the state survives it (the prelude takes what reaches its main
+ * thread) or the kernel dies (the engine finds it ended). "" for a way the language lacks. */
+struct disturbance {
+        const char *what, *ruby, *python;
+        bool kept;
+        const char *noted; /* kept: the class said in "idle_interrupts", or NULL for none */
+};
+
+/* In a kept way the thread then writes /out/acted (Ruby: a second thread, once the first has
+ * ended, since an exit reaches the main thread only as its thread ends). */
+#define RB_ACT(act)                                                                                \
+        "x = 6; t = Thread.new { sleep 0.3; " act " }; "                                           \
+        "Thread.new { sleep 0.01 while t.alive?; File.write('/out/acted', '') }; 1"
+#define PY_ACT(act)                                                                                \
+        "import threading, time, os, signal, sys, _thread\nx = 6\n"                                \
+        "def act():\n    time.sleep(0.3)\n    try:\n        " act "\n"                             \
+        "    finally:\n        open('/out/acted', 'w').close()\n"                                  \
+        "threading.Thread(target=act).start()\n1"
+
+static const struct disturbance disturbances[] = {
+        {"a raise into the main thread", RB_ACT("Thread.main.raise 'boom'"),
+         PY_ACT("_thread.interrupt_main()"), true, NULL},
+        {"SIGINT to itself", RB_ACT("Process.kill(:INT, $$)"),
+         PY_ACT("os.kill(os.getpid(), signal.SIGINT)"), true, NULL},
+        {"SIGTERM to itself (Ruby raises it in the main thread)", RB_ACT("Process.kill(:TERM, $$)"),
+         "", true, "SignalException"},
+        {"exit from a thread", RB_ACT("exit 3"), PY_ACT("sys.exit(3)"), true, NULL},
+        {"Thread.main.kill", RB_ACT("Thread.main.kill"), "", true, "SystemExit"},
+        {"SIGTERM to itself (Python dies of it)", "",
+         PY_ACT("os.kill(os.getpid(), signal.SIGTERM)"), false, NULL},
+        {"SIGKILL to itself", RB_ACT("Process.kill(:KILL, $$)"),
+         PY_ACT("os.kill(os.getpid(), signal.SIGKILL)"), false, NULL},
+        {"exit! / os._exit from a thread", RB_ACT("exit!(4)"), PY_ACT("os._exit(4)"), false, NULL},
+};
+
+/* The class each kept way's note names, by language. */
+static const char *noted_class(const struct disturbance *d)
+{
+        if (d->noted)
+                return d->noted;
+        if (strstr(d->what, "raise"))
+                return L("RuntimeError", "KeyboardInterrupt");
+        if (strstr(d->what, "SIGINT"))
+                return L("Interrupt", "KeyboardInterrupt");
+        return L("SystemExit", NULL); /* Python's sys.exit ends its thread, nothing more */
+}
+
+/* True once path exists or, with pid > 0, that process is gone; waits up to 60 s, a loaded
+ * machine's worst. */
+static bool wait_for(const char *path, pid_t pid)
+{
+        for (int i = 0; i < 6000; i++) {
+                if (path && access(path, F_OK) == 0)
+                        return true;
+                /* Gone, not a zombie: until its parent has reaped it, the kernel's end may not
+                 * show on the control socket yet (the eval then finds it dying, which says the
+                 * state was lost too, in other words). */
+                char proc[64];
+                snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+                if (pid > 0 && access(proc, F_OK) < 0)
+                        return true;
+                usleep(10000);
+        }
+        return false;
+}
+
+/* The one interpreter of the cell's sandboxes (the test keeps one session open), or 0. */
+static pid_t the_guest(void)
+{
+        pid_t guests[4];
+        return sandbox_processes(guests, 4, true) == 1 ? guests[0] : 0;
+}
+
+static void expect_lacks(const char *what, const char *json, const char *part)
+{
+        if (json && strstr(json, part)) {
+                fprintf(stderr, "[%s] has %s: %.400s\n", what, part, json);
+                check_failures++;
+        }
+}
+
+static void disturb(codecell_cell *c, const char *out, const struct disturbance *d)
+{
+        const char *code = L(d->ruby, d->python);
+        if (!*code)
+                return;
+        char acted[300];
+        snprintf(acted, sizeof(acted), "%s/acted", out);
+        unlink(acted);
+        expect(c, "d", L("1", "1"), "{\"status\":\"ok\""); /* a kernel up */
+        pid_t guest = the_guest();
+        expect(c, "d", code, "{\"status\":\"ok\",\"value\":1");
+        if (!wait_for(d->kept ? acted : NULL, d->kept ? 0 : guest)) {
+                fprintf(stderr, "[%s] never happened\n", d->what);
+                check_failures++;
+        }
+        char *json = eval(c, "d", L("x", "x"));
+        const char *cls = d->kept ? noted_class(d) : NULL;
+        char want[96];
+        snprintf(want, sizeof(want), "\"idle_interrupts\":[{\"class\":\"%s\"", cls ? cls : "");
+        if (d->kept) {
+                CHECK(starts_with(d->what, json ? json : "", "{\"status\":\"ok\",\"value\":6"));
+                if (cls)
+                        CHECK(json && strstr(json, want));
+                else
+                        expect_lacks(d->what, json, "idle_interrupts");
+                expect_lacks(d->what, json, "state_lost");
+        } else {
+                /* The state is gone, and the result says so and how. */
+                CHECK(starts_with(d->what, json ? json : "", "{\"status\":\"error\""));
+                CHECK(json && strstr(json, "\"state_lost\":\"the session's kernel ended after its "
+                                           "last eval (its interpreter "));
+                CHECK(json && strstr(json, "this eval ran in a fresh session"));
+        }
+        free(json);
+        /* Told once: the next eval is plain. */
+        json = eval(c, "d", "1");
+        CHECK(starts_with(d->what, json ? json : "", "{\"status\":\"ok\",\"value\":1"));
+        expect_lacks(d->what, json, "idle_interrupts");
+        expect_lacks(d->what, json, "state_lost");
+        free(json);
+}
+
+/* Every way in one start mode; then a kernel killed from outside, and one that a limit ended. */
+static void lost_state_is_said(codecell_start start)
+{
+        char out[] = "/tmp/codecell-sessions-XXXXXX";
+        CHECK(mkdtemp(out) != NULL);
+        chmod(out, 0777);
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        CHECK(codecell_config_set_start(config, start, &err) == 0);
+        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 20000, &err);
+        CHECK(codecell_config_add_mount(config, out, "/out", true, NULL, &err) == 0);
+        codecell_cell *c = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(c != NULL);
+        if (!c)
+                return;
+        for (size_t i = 0; i < sizeof(disturbances) / sizeof(disturbances[0]); i++)
+                disturb(c, out, &disturbances[i]);
+
+        /* Killed from outside between evals. */
+        expect(c, "d", L("z = 5", "z = 5"), "{\"status\":\"ok\"");
+        pid_t guest = the_guest();
+        CHECK(guest > 0);
+        kill(guest, SIGKILL);
+        CHECK(wait_for(NULL, guest));
+        char *json = eval(
+                c, "d",
+                L("defined?(z) ? 'kept' : 'fresh'", "'kept' if 'z' in globals() else 'fresh'"));
+        CHECK(starts_with("killed from outside", json ? json : "",
+                          "{\"status\":\"ok\",\"value\":\"fresh\""));
+        CHECK(json && strstr(json, "\"state_lost\":\"the session's kernel ended after its last "
+                                   "eval (its interpreter was killed by signal 9"));
+        free(json);
+        codecell_result *res = NULL;
+        CHECK(codecell_session_eval(c, "d", "1", 1, &res, &err) == 0);
+        CHECK(res && codecell_result_state_lost(res) == NULL);
+        codecell_result_free(res);
+
+        /* An eval that ends the session says so in the same field as in its error. */
+        res = NULL;
+        const char *lose = L("exit!(3)", "import os\nos._exit(3)");
+        CHECK(codecell_session_eval(c, "d", lose, strlen(lose), &res, &err) == 0);
+        const char *said = res ? codecell_result_state_lost(res) : NULL;
+        CHECK(said && strstr(said, "this eval ended the session: the session's state"));
+        CHECK(said && strstr(said, "the next eval starts a fresh session"));
+        codecell_result_free(res);
+        codecell_cell_free(c);
+        char acted[300];
+        snprintf(acted, sizeof(acted), "%s/acted", out);
+        unlink(acted);
+        rmdir(out);
+}
+
 int main(int argc, char **argv)
 {
         char **names = NULL;
@@ -144,6 +326,9 @@ int main(int argc, char **argv)
         if (!cell)
                 return 1;
         const char *ok = "{\"status\":\"ok\"";
+        /* Lost state is said, in both start modes. */
+        lost_state_is_said(CODECELL_START_EXEC);
+        lost_state_is_said(CODECELL_START_FORK);
         int calls = 0;
         CHECK(codecell_cell_add_tool(cell, "count", NULL, NULL, counter_tool, &calls, &err) == 0);
 

@@ -48,6 +48,10 @@ class Result:
         self.warnings = data.get("warnings", [])
         self.exit_status = data.get("exit_status")
         self.cancelled = data.get("cancelled", False)
+        # A session eval's: why the session's state was lost (None: it was not), and what
+        # reached its main thread between evals and was ignored ([{"class", "message"}]).
+        self.state_lost = data.get("state_lost")
+        self.idle_interrupts = data.get("idle_interrupts", [])
         self.value = (json.loads(self._value_json, object_hook=_floats)
                       if self._value_json is not None else None)
 

@@ -1,5 +1,6 @@
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,26 @@ import unittest
 
 import codecell
 from helper import descendants, os_threads, wait_until
+
+
+def interpreters_below(me, name):
+    """The processes named name (a sandbox's interpreter) anywhere below pid me."""
+    parents, names = {}, {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        parents[int(pid)] = int(stat[stat.rindex(")") + 2:].split()[1])
+        names[int(pid)] = stat[stat.index("(") + 1:stat.rindex(")")]
+    found = []
+    for pid, parent in parents.items():
+        while parent and parent > 1 and parent != me:
+            parent = parents.get(parent)
+        if parent == me and names[pid] == name:
+            found.append(pid)
+    return found
 
 
 class CellTest(unittest.TestCase):
@@ -121,6 +142,37 @@ class CellTest(unittest.TestCase):
             self.assertEqual(cell.sessions(), [])
             with self.assertRaises(ValueError):
                 cell.session("bad name!").eval("1")
+
+    def test_a_session_says_what_became_of_its_state(self):
+        """A raise into its idle main thread keeps the state and is said; a kernel killed from
+        outside between evals is said in the next result, which ran in a fresh session."""
+        out = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, out)
+        os.chmod(out, 0o777)
+        with codecell.Cell("python", [{"source": out, "dest": "/out", "mode": "rw"}],
+                           pool=0) as cell:
+            s = cell.session("s")
+            s.eval(textwrap.dedent("""\
+                import threading, time, _thread
+                x = 6
+                def act():
+                    time.sleep(0.3)
+                    _thread.interrupt_main()
+                    open('/out/acted', 'w').close()
+                threading.Thread(target=act).start()"""))
+            wait_until(lambda: os.path.exists(os.path.join(out, "acted")))
+            r = s.eval("x")
+            self.assertEqual(r.value, 6, r.to_json())
+            self.assertEqual(r.idle_interrupts[0]["class"], "KeyboardInterrupt")
+            self.assertIsNone(r.state_lost)
+            kernels = interpreters_below(os.getpid(), "python3")
+            self.assertEqual(len(kernels), 1, kernels)
+            os.kill(kernels[0], signal.SIGKILL)
+            wait_until(lambda: not os.path.exists("/proc/%d" % kernels[0]))
+            r = s.eval("'x' in globals()")
+            self.assertIs(r.value, False, r.to_json())
+            self.assertIn("killed by signal 9", r.state_lost)
+            self.assertIsNone(s.eval("1").state_lost)
 
     def test_other_threads_go_on_during_a_run(self):
         with codecell.Cell("python", pool=0) as cell:

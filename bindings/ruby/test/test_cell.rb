@@ -128,6 +128,49 @@ class TestCell < Minitest::Test
     end
   end
 
+  # A raise into its idle main thread keeps the state and is said; a kernel killed from outside
+  # between evals is said in the next result, which ran in a fresh session.
+  def test_a_session_says_what_became_of_its_state
+    Dir.mktmpdir do |out|
+      File.chmod(0o777, out)
+      CodeCell::Cell.open(language: :ruby, pool: 0, mounts: [{ source: out, dest: "/out", mode: :rw }]) do |cell|
+        s = cell.session("s")
+        s.eval("x = 6; t = Thread.new { sleep 0.3; Thread.main.raise 'boom' }; " \
+               "Thread.new { t.join; File.write('/out/acted', '') }; 1")
+        wait_until { File.exist?(File.join(out, "acted")) }
+        r = s.eval("x")
+        assert_equal 6, r.value, r.to_json
+        assert_equal [{ "class" => "RuntimeError", "message" => "boom" }], r.idle_interrupts
+        assert_nil r.state_lost
+        kernels = interpreters_below(Process.pid, "ruby")
+        assert_equal 1, kernels.size, kernels.inspect
+        Process.kill(:KILL, kernels[0])
+        wait_until { !File.exist?("/proc/#{kernels[0]}") }
+        r = s.eval("defined?(x).inspect")
+        assert_equal "nil", r.value, r.to_json
+        assert_includes r.state_lost, "killed by signal 9"
+        assert_nil s.eval("1").state_lost
+      end
+    end
+  end
+
+  # The processes named name (a sandbox's interpreter) anywhere below pid me.
+  def interpreters_below(me, name)
+    parents = {}
+    names = {}
+    Dir.glob("/proc/[0-9]*/stat").each do |f|
+      stat = File.read(f) rescue next
+      pid = File.basename(File.dirname(f)).to_i
+      parents[pid] = stat[(stat.rindex(")") + 2)..].split[1].to_i
+      names[pid] = stat[(stat.index("(") + 1)...stat.rindex(")")]
+    end
+    parents.keys.select do |pid|
+      p = parents[pid]
+      p = parents[p] while p && p > 1 && p != me
+      p == me && names[pid] == name
+    end
+  end
+
   def test_other_ruby_threads_go_on_during_a_run
     CodeCell::Cell.open(language: :ruby, pool: 0) do |cell|
       ticks = 0

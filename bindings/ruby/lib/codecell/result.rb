@@ -50,6 +50,18 @@ module CodeCell
       @data["cancelled"] == true
     end
 
+    # A session eval's: why the session's state (variables, definitions, /work) was lost — this
+    # eval ended it, or its kernel had ended since the last eval — or nil when it was not.
+    def state_lost
+      @data["state_lost"]
+    end
+
+    # A session eval's: what its threads raised into the main thread or signalled between
+    # evals, ignored (the state was kept): [{"class" => …, "message" => …}].
+    def idle_interrupts
+      @data.fetch("idle_interrupts", [])
+    end
+
     # [[mime_type, bytes], …]: the pictures the run handed back.
     def images
       @native.images
