@@ -23,7 +23,10 @@ import types
 CONTROL_FD = 3
 MAX_BACKTRACE = 20
 MAX_MESSAGE = 100_000  # characters of an exception's message
-MAX_DEPTH = 200  # levels of a value; deeper comes back as its repr
+# Levels of lists and dicts in a value, one inside the other ([[1]] is 2): the engine's one rule
+# for run values, tool arguments and tool answers (docs/results.md).
+MAX_DEPTH = 200
+TOO_DEEP = "nested deeper than %d levels of arrays and objects (the limit)" % MAX_DEPTH
 FILENAME = "sandbox"  # the script's name: __file__, sys.argv[0], backtraces
 
 # The host's system packages (Debian's python3-*) are importable; the interpreter runs with
@@ -93,14 +96,10 @@ class RpcUnavailable(Exception):
     """The host's tool channel is gone."""
 
 
-def _check_json(value, path):
-    if value is None or isinstance(value, (bool, str)):
-        return
-    if isinstance(value, int):
-        # The host reads integers of 64 bits; a bigger one cannot reach the tool as it is.
-        if not -2**63 <= value < 2**63:
-            raise ToolError("tool arguments: %s is an integer beyond 64 bits, which the host "
-                            "cannot take (pass it as a string)" % path)
+def _check_json(value, path, depth=0):
+    if isinstance(value, (list, tuple, dict)) and depth >= MAX_DEPTH:
+        raise ToolError("tool arguments: %s is %s" % (path[:200], TOO_DEEP))
+    if value is None or isinstance(value, (bool, str, int)):
         return
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
@@ -108,14 +107,14 @@ def _check_json(value, path):
         return
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            _check_json(item, "%s[%d]" % (path, i))
+            _check_json(item, "%s[%d]" % (path, i), depth + 1)
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError("tool arguments must be JSON: %s has a %s key"
                                 % (path, type(key).__name__))
-            _check_json(item, "%s[%r]" % (path, key))
+            _check_json(item, "%s[%r]" % (path, key), depth + 1)
         return
     raise TypeError("tool arguments must be JSON: %s is a %s" % (path, type(value).__name__))
 
@@ -135,9 +134,14 @@ def _exchange(name, args):
     """Sends one call and reads its reply; under _rpc_lock."""
     _rpc_id[0] += 1
     call_id = _rpc_id[0]
-    _send({"t": "call", "id": call_id, "name": _text(name), "args": args})
+    # The arguments as text (checked by _check_json): the host reads integers of any size there,
+    # where a frame's own members hold 64 bits.
+    with _whole_ints():
+        args_json = _dumps(args)
+    _send({"t": "call", "id": call_id, "name": _text(name), "args_json": args_json})
     while True:
-        reply = _read_frame()
+        with _whole_ints():
+            reply = _read_frame()
         if reply is None:
             raise RpcUnavailable("the host closed the tool channel")
         # The answer to an earlier call whose caller was interrupted while waiting.
@@ -245,10 +249,28 @@ sys.modules["sb"] = sb
 _FLOAT_TAGS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
+class _TooDeep(Exception):
+    pass
+
+
+class _whole_ints:
+    """Integers have any size in JSON (and in Ruby): lifts the int-to-str digit limit (Python
+    3.11+) while the prelude encodes or reads one, which is the guest's own CPU time."""
+
+    def __enter__(self):
+        self.limit = getattr(sys, "get_int_max_str_digits", lambda: None)()
+        if self.limit is not None:
+            sys.set_int_max_str_digits(0)
+
+    def __exit__(self, *exc):
+        if self.limit is not None:
+            sys.set_int_max_str_digits(self.limit)
+
+
 def _plain(value, depth=0):
     """Data that survives JSON exactly; anything else as its repr (like Ruby's inspect)."""
-    if depth > MAX_DEPTH:
-        raise RecursionError("value nested too deep")
+    if isinstance(value, (list, tuple, dict)) and depth >= MAX_DEPTH:
+        raise _TooDeep()
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -284,19 +306,15 @@ def _safe_repr(value):
 
 
 def _value_json(value):
-    """The value as exact JSON text: the engine writes it into the result as it is."""
-    # Integers have any size in JSON (and in Ruby): lift the int-to-str digit limit for the
-    # encoding (Python 3.11+), which is the guest's own CPU time.
-    limit = getattr(sys, "get_int_max_str_digits", lambda: None)()
+    """The value as exact JSON text: the engine writes it into the result as it is. A value
+    nested too deep is a ValueError, as the host refuses one."""
     try:
-        if limit is not None:
-            sys.set_int_max_str_digits(0)
-        return _dumps(_plain(value))
-    except BaseException:  # too deep, a dict that lies…
+        with _whole_ints():
+            return _dumps(_plain(value))
+    except _TooDeep:
+        raise ValueError("the value is " + TOO_DEEP) from None
+    except BaseException:  # a dict that lies…
         return _dumps(_safe_repr(value))
-    finally:
-        if limit is not None:
-            sys.set_int_max_str_digits(limit)
 
 
 def _class_name(exc):
@@ -384,7 +402,10 @@ def _evaluate(code, scope):
             return {"ok": False, "error": {"class": "BaseException",
                                            "message": "<exception could not be read>",
                                            "backtrace": []}}
-    return {"ok": True, "value_json": _value_json(value)}
+    try:
+        return {"ok": True, "value_json": _value_json(value)}
+    except ValueError as exc:  # nested too deep
+        return _error(exc)
 
 
 # ---- pictures ----------------------------------------------------------------------------------

@@ -48,7 +48,10 @@ end
 module CodecellGuest
   MAX_BACKTRACE = 20
   MAX_MESSAGE = 100_000 # characters of an exception's message
-  MAX_DEPTH = 200 # levels of a value; deeper comes back as its inspect
+  # Levels of arrays and objects in a value, one inside the other ([[1]] is 2): the engine's
+  # one rule for run values, tool arguments and tool answers (docs/results.md).
+  MAX_DEPTH = 200
+  TOO_DEEP = "nested deeper than #{MAX_DEPTH} levels of arrays and objects (the limit)".freeze
   PRELUDE_PATH = "/codecell/"
   BOOT_FRAME = "-e:"
   FILENAME = "sandbox" # the script's name: __FILE__, $0, backtraces
@@ -81,7 +84,8 @@ module CodecellGuest
       return nil if header.nil? || header.bytesize < 4
 
       body = control.read(header.unpack1("N"))
-      JSON.parse(body.force_encoding(UTF_8))
+      # A reply's answer is at most MAX_DEPTH levels, inside the frame's own object.
+      JSON.parse(body.force_encoding(UTF_8), max_nesting: MAX_DEPTH + 1)
     end
 
     # Calls run one at a time (docs/tools.md): threads queue on the lock, each gets its own
@@ -116,7 +120,10 @@ module CodecellGuest
     def exchange(name, args)
       @rpc_id = (@rpc_id || 1) + 1
       id = @rpc_id
-      frame = JSON.generate({ t: "call", id: id, name: text(name), args: args })
+      # The arguments as text (checked by check_json!): the host reads integers of any size
+      # there, where a frame's own members hold 64 bits.
+      args_json = JSON.generate(args, max_nesting: false)
+      frame = JSON.generate({ t: "call", id: id, name: text(name), args_json: args_json })
       control.write([frame.bytesize].pack("N"), frame)
       reply = nil
       loop do
@@ -133,26 +140,25 @@ module CodecellGuest
     end
 
     # Tool arguments are JSON data, nothing else (json's generic to_json would quietly turn any
-    # object into its to_s). What JSON cannot carry, or the host cannot read (integers beyond
-    # 64 bits), is a ToolError.
-    def check_json!(value, path)
+    # object into its to_s). What JSON cannot carry, or what is nested deeper than the host
+    # takes, is a ToolError.
+    def check_json!(value, path, depth = 0)
+      if (Array === value || Hash === value) && depth >= MAX_DEPTH
+        raise SB::ToolError, "tool arguments: #{path[0, 200]} is #{TOO_DEEP}"
+      end
+
       case value
-      when nil, true, false, String, Symbol then nil
-      when Integer
-        if value.bit_length >= 64
-          raise SB::ToolError, "tool arguments: #{path} is an integer beyond 64 bits, which " \
-                               "the host cannot take (pass it as a string)"
-        end
+      when nil, true, false, String, Symbol, Integer then nil
       when Float
         raise SB::ToolError, "tool arguments: #{path} is #{value}, which JSON cannot carry" unless value.finite?
-      when Array then value.each_with_index { |item, i| check_json!(item, "#{path}[#{i}]") }
+      when Array then value.each_with_index { |item, i| check_json!(item, "#{path}[#{i}]", depth + 1) }
       when Hash
         value.each do |key, item|
           unless key.is_a?(String) || key.is_a?(Symbol)
             raise TypeError, "tool arguments must be JSON: #{path} has a #{key.class} key"
           end
 
-          check_json!(item, "#{path}[#{key.inspect}]")
+          check_json!(item, "#{path}[#{key.inspect}]", depth + 1)
         end
       else
         raise TypeError, "tool arguments must be JSON: #{path} is a #{class_name(value)}"
@@ -172,12 +178,14 @@ module CodecellGuest
     # is the shortest form that reads back to the same double; integers have any size).
     def value_json(value)
       JSON.generate(plain(value, 0), max_nesting: false)
+    rescue TooDeep
+      raise JSON::NestingError, "the value is #{TOO_DEEP}"
     rescue Exception # rubocop:disable Lint/RescueException -- a to_json that raises, exits…
       JSON.generate(safe_inspect(value))
     end
 
     def plain(value, depth)
-      raise TooDeep if depth > MAX_DEPTH
+      raise TooDeep if (Array === value || Hash === value) && depth >= MAX_DEPTH
 
       case value
       when nil, true, false, Integer then value
@@ -197,7 +205,7 @@ module CodecellGuest
     end
 
     def own_json(value, depth)
-      plain(JSON.parse(value.to_json, max_nesting: false), depth + 1)
+      plain(JSON.parse(value.to_json, max_nesting: false), depth) # in the object's place
     rescue TooDeep
       raise
     rescue Exception # rubocop:disable Lint/RescueException -- a to_json that raises or exits

@@ -102,18 +102,30 @@ int frame_encode(const json_t *obj, char **ret_buf, size_t *ret_len)
 
 int frame_send(int fd, const json_t *obj, int timeout_ms, codecell_error *err)
 {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0;
-        int r = frame_encode(obj, &buf, &len);
-        if (r < 0)
-                return err_sys(err, -r, "encode frame");
+        _cleanup_free_ char *body = json_dumps(obj, JSON_COMPACT);
+        if (!body)
+                return err_sys(err, ENOMEM, "encode frame");
+        return frame_send_text(fd, body, strlen(body), timeout_ms, err);
+}
+
+int frame_send_text(int fd, const char *body, size_t n, int timeout_ms, codecell_error *err)
+{
+        if (n > UINT32_MAX)
+                return err_sys(err, EMSGSIZE, "encode frame");
+        unsigned char header[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                                   (unsigned char)(n >> 8), (unsigned char)n};
         double deadline = now_ms() + timeout_ms;
-        size_t sent = 0;
+        size_t sent = 0, len = n + 4;
         while (sent < len) {
-                /* MSG_NOSIGNAL: a guest that died must not take the engine down with SIGPIPE. */
-                ssize_t n = send(fd, buf + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n >= 0) {
-                        sent += (size_t)n;
+                /* MSG_NOSIGNAL: a guest that died must not take the engine down with SIGPIPE.
+                 * The header and the body are sent apart (a stream: the guest reads them as
+                 * one), so that a body of megabytes is not copied. */
+                ssize_t k = sent < 4
+                                    ? send(fd, header + sent, 4 - sent, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                    : send(fd, body + (sent - 4), len - sent,
+                                           MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (k >= 0) {
+                        sent += (size_t)k;
                         continue;
                 }
                 if (errno == EINTR)

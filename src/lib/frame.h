@@ -31,5 +31,7 @@ const char *frame_string(const json_t *obj, const char *key);
 int frame_encode(const json_t *obj, char **ret_buf, size_t *ret_len);
 /* Writes a whole frame, waiting at most timeout_ms for the peer to read. */
 int frame_send(int fd, const json_t *obj, int timeout_ms, codecell_error *err);
+/* The same for a frame's JSON text, body[0..n), sent as it is. */
+int frame_send_text(int fd, const char *body, size_t n, int timeout_ms, codecell_error *err);
 
 #endif

@@ -97,8 +97,6 @@ const char *codecell_result_stderr(const codecell_result *r, size_t *ret_len)
 
 /* ---- the value: JSON text kept as the guest wrote it --------------------------------------- */
 
-#define VALUE_MAX_DEPTH 1000
-
 static const char *skip_space(const char *p, const char *end)
 {
         while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
@@ -225,18 +223,23 @@ static const char *scan_word(const char *p, const char *end, const char *word)
 
 bool json_text_valid(const char *text, size_t len)
 {
-        char open[VALUE_MAX_DEPTH]; /* the containers we are in: '[' or '{' */
+        return json_text_check(text, len) == JSON_TEXT_OK;
+}
+
+enum json_text json_text_check(const char *text, size_t len)
+{
+        char open[JSON_MAX_DEPTH]; /* the containers we are in: '[' or '{' */
         size_t depth = 0;
         const char *p = text, *end = text + len;
 value:
         p = skip_space(p, end);
         if (p >= end)
-                return false;
+                return JSON_TEXT_INVALID;
         switch (*p) {
         case '[':
         case '{':
-                if (depth == VALUE_MAX_DEPTH)
-                        return false;
+                if (depth == JSON_MAX_DEPTH)
+                        return JSON_TEXT_TOO_DEEP;
                 open[depth++] = *p;
                 p = skip_space(p + 1, end);
                 if (p < end && *p == (open[depth - 1] == '[' ? ']' : '}')) {
@@ -263,13 +266,13 @@ value:
                 p = (*p == '-' || (*p >= '0' && *p <= '9')) ? scan_number(p, end) : NULL;
         }
         if (!p)
-                return false;
+                return JSON_TEXT_INVALID;
 after:
         p = skip_space(p, end);
         if (depth == 0)
-                return p == end;
+                return p == end ? JSON_TEXT_OK : JSON_TEXT_INVALID;
         if (p >= end)
-                return false;
+                return JSON_TEXT_INVALID;
         if (*p == ',') {
                 p++;
                 if (open[depth - 1] == '[')
@@ -277,17 +280,17 @@ after:
                 goto key;
         }
         if (*p != (open[depth - 1] == '[' ? ']' : '}'))
-                return false;
+                return JSON_TEXT_INVALID;
         p++;
         depth--;
         goto after;
 key:
         p = skip_space(p, end);
         if (p >= end || *p != '"' || !(p = scan_string(p, end)))
-                return false;
+                return JSON_TEXT_INVALID;
         p = skip_space(p, end);
         if (p >= end || *p != ':')
-                return false;
+                return JSON_TEXT_INVALID;
         p++;
         goto value;
 }
@@ -404,8 +407,8 @@ char *result_json_splice(const codecell_result *r, const char *value, const json
                          bool pretty)
 {
         /* 15 significant digits for the engine's own figures: 0.1 prints as 0.1. */
-        _cleanup_free_ char *members =
-                json_dumps(rest, (pretty ? JSON_INDENT(2) : JSON_COMPACT) | JSON_REAL_PRECISION(15));
+        _cleanup_free_ char *members = json_dumps(rest, (pretty ? JSON_INDENT(2) : JSON_COMPACT) |
+                                                                JSON_REAL_PRECISION(15));
         if (!members || members[0] != '{')
                 return NULL;
         const char *body = members + 1; /* "}" for {}, else the members (after the indent) */
@@ -441,10 +444,9 @@ int result_set_images(json_t *obj, const codecell_result *r)
         if (l->n > 0) {
                 json_t *list = json_array();
                 for (size_t i = 0; list && i < l->n; i++)
-                        bad |= json_array_append_new(list,
-                                                     json_pack("{s:s, s:I}", "mime_type",
-                                                               l->items[i].mime_type, "bytes",
-                                                               (json_int_t)l->items[i].len));
+                        bad |= json_array_append_new(list, json_pack("{s:s, s:I}", "mime_type",
+                                                                     l->items[i].mime_type, "bytes",
+                                                                     (json_int_t)l->items[i].len));
                 bad |= json_object_set_new(obj, "images", list);
         }
         if (l->omitted > 0)

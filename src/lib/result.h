@@ -10,7 +10,6 @@
 #include "images.h"
 #include "output.h"
 
-
 struct codecell_result {
         codecell_status status;
         double duration_ms;
@@ -69,8 +68,17 @@ void result_take_idle_interrupts(codecell_result *r, const json_t *frame);
  * NULL when out of memory. */
 char *result_json_splice(const codecell_result *r, const char *value, const json_t *rest,
                          bool pretty);
+/* The one nesting rule of values (docs/results.md): a run's value, a tool's arguments and a
+ * tool's answer hold at most this many arrays and objects one inside the other ([[1]] is 2).
+ * The preludes keep the same figure (MAX_DEPTH), and say it in the same words. */
+#define JSON_MAX_DEPTH 200
+#define JSON_TOO_DEEP "nested deeper than 200 levels of arrays and objects (the limit)"
+
+enum json_text { JSON_TEXT_OK, JSON_TEXT_INVALID, JSON_TEXT_TOO_DEEP };
 /* Whether text[0..len) is exactly one JSON value (RFC 8259, valid UTF-8, no lone surrogate
- * escapes, no number a double reader would take for infinity, at most 1000 levels deep). */
+ * escapes, no number a double reader would take for infinity, integers of any size), and at
+ * most JSON_MAX_DEPTH levels deep. */
+enum json_text json_text_check(const char *text, size_t len);
 bool json_text_valid(const char *text, size_t len);
 /* A copy of text[0..len), one valid JSON value (json_text_valid), without the whitespace
  * between its tokens: no line break is left in it. NULL when out of memory. */

@@ -12,8 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "frame.h"
 #include "json_schema_check.h"
+#include "result.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -77,34 +79,66 @@ static json_t *tool_error(const json_t *id, const char *fmt, ...)
         return reply_error(id, "SB::ToolError", message);
 }
 
-/* The reply frame for a tool's outcome. Takes json and error. */
-static json_t *build_reply(const json_t *id, const char *name, int status, char *json, char *error,
-                           uint64_t answer_bytes)
+/* A reply frame's text: its JSON, or NULL when out of memory. Takes reply. */
+static char *reply_text(json_t *reply)
 {
-        json_t *reply = NULL;
+        char *text = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
+        json_decref(reply);
+        return text;
+}
+
+/* The success reply, with the tool's answer spliced in as it is: re-encoding through jansson
+ * would refuse integers beyond 64 bits, which the guest's languages hold exactly. */
+static char *splice_reply(const json_t *id, const char *answer)
+{
+        return str_printf("{\"t\":\"reply\",\"id\":%" JSON_INTEGER_FORMAT
+                          ",\"ok\":true,\"result\":%s}",
+                          json_integer_value(id), answer);
+}
+
+/* Why an answer is no JSON value for the guest, or NULL when it is one. Integers of any size
+ * pass; duplicate keys do not (jansson stops at an integer it cannot hold, so a duplicate
+ * after it goes by unseen: the guest's parser keeps the last). */
+static const char *answer_problem(const char *answer, json_error_t *jerr)
+{
+        enum json_text check = json_text_check(answer, strlen(answer));
+        if (check == JSON_TEXT_TOO_DEEP)
+                return "answered a value " JSON_TOO_DEEP;
+        json_t *value =
+                json_loads(answer, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, jerr);
+        json_decref(value);
+        if (check == JSON_TEXT_OK &&
+            (value || json_error_code(jerr) == json_error_numeric_overflow))
+                return NULL;
+        return "returned invalid JSON";
+}
+
+/* The reply frame's text for a tool's outcome. Takes json and error. */
+static char *build_reply(const json_t *id, const char *name, int status, char *json, char *error,
+                         uint64_t answer_bytes)
+{
+        char *reply = NULL;
+        json_error_t jerr = {0};
+        const char *problem = NULL;
         if (status < 0) {
                 size_t len = 0;
                 char *clean = error ? utf8_sanitize(error, strlen(error), &len) : NULL;
-                reply = (clean && *clean) ? reply_error(id, "SB::ToolError", clean)
-                                          : tool_error(id, "tool \"%s\" failed", name);
+                reply = reply_text((clean && *clean) ? reply_error(id, "SB::ToolError", clean)
+                                                     : tool_error(id, "tool \"%s\" failed", name));
                 free(clean);
         } else if (!json || json[strspn(json, " \t\r\n")] == '\0') {
-                reply = tool_error(
-                        id, "tool \"%s\" returned nothing (it must answer one JSON value)", name);
+                reply = reply_text(tool_error(
+                        id, "tool \"%s\" returned nothing (it must answer one JSON value)", name));
         } else if (strlen(json) > answer_bytes) {
-                reply = tool_error(
+                reply = reply_text(tool_error(
                         id, "tool \"%s\": an answer of %zu bytes is over the %llu-byte limit", name,
-                        strlen(json), (unsigned long long)answer_bytes);
+                        strlen(json), (unsigned long long)answer_bytes));
+        } else if ((problem = answer_problem(json, &jerr))) {
+                reply = reply_text(
+                        *jerr.text ? tool_error(id, "tool \"%s\" %s: %s", name, problem, jerr.text)
+                                   : tool_error(id, "tool \"%s\" %s", name, problem));
         } else {
-                json_error_t jerr;
-                json_t *value = json_loads(
-                        json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-                if (!value)
-                        reply = tool_error(id, "tool \"%s\" returned invalid JSON: %s", name,
-                                           jerr.text);
-                else
-                        reply = json_pack("{s:s, s:O, s:b, s:o}", "t", "reply", "id", id, "ok", 1,
-                                          "result", value);
+                reply = splice_reply(id, json);
         }
         free(json);
         free(error);
@@ -198,8 +232,8 @@ static void *runner_main(void *arg)
                         tool_table_release(table);
                 }
                 free(args);
-                json_t *reply = build_reply(id, name ? name : "?", status, json, error,
-                                            limits.answer_bytes);
+                char *reply = build_reply(id, name ? name : "?", status, json, error,
+                                          limits.answer_bytes);
                 json_decref(id);
                 pthread_mutex_lock(&r->lock);
                 r->name = NULL;
@@ -214,11 +248,12 @@ static void *runner_main(void *arg)
                 pthread_mutex_unlock(&r->lock);
                 if (!abandoned) {
                         codecell_error e;
-                        if (!reply || frame_send(r->ctl_fd, reply, 1000, &e) < 0)
+                        if (!reply ||
+                            frame_send_text(r->ctl_fd, reply, strlen(reply), 1000, &e) < 0)
                                 shutdown(r->ctl_fd,
                                          SHUT_RDWR); /* the guest sees the channel close */
                 }
-                json_decref(reply);
+                free(reply);
                 if (abandoned)
                         break;
         }
@@ -287,17 +322,174 @@ static json_t *describe(struct rpc *rpc, const json_t *id, const json_t *args)
         return reply ? reply : tool_error(id, "describe: the description could not be encoded");
 }
 
+/* JSON text (valid) with each integer beyond 64 bits written as a real ("…0.0"), which jansson
+ * reads as a double: the schema check sees an integral number of that size (the type
+ * "integer", minimum and maximum hold), where jansson refuses the integer. NULL when out of
+ * memory. */
+static char *with_big_integers_as_reals(const char *text, size_t len)
+{
+        char *out = malloc(len * 3 + 1); /* a digit at most adds ".0" */
+        if (!out)
+                return NULL;
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+                if (text[i] == '"') { /* a string, copied whole */
+                        size_t j = i + 1;
+                        while (text[j] != '"')
+                                j += text[j] == '\\' ? 2 : 1;
+                        memcpy(out + o, text + i, j + 1 - i);
+                        o += j + 1 - i;
+                        i = j + 1;
+                        continue;
+                }
+                if (text[i] != '-' && (text[i] < '0' || text[i] > '9')) {
+                        out[o++] = text[i++];
+                        continue;
+                }
+                size_t j = i + (text[i] == '-');
+                while (j < len && text[j] >= '0' && text[j] <= '9')
+                        j++;
+                bool integer = j == len || !strchr(".eE", text[j]) || !text[j];
+                while (j < len && strchr("0123456789.eE+-", text[j]) && text[j])
+                        j++;
+                memcpy(out + o, text + i, j - i);
+                o += j - i;
+                char digits[32];
+                if (integer && j - i < sizeof(digits)) {
+                        memcpy(digits, text + i, j - i);
+                        digits[j - i] = '\0';
+                        errno = 0;
+                        (void)strtoll(digits, NULL, 10);
+                        integer = errno == ERANGE;
+                }
+                if (integer) {
+                        memcpy(out + o, ".0", 2);
+                        o += 2;
+                }
+                i = j;
+        }
+        out[o] = '\0';
+        return out;
+}
+
+/* Checked here, so that a tool never sees arguments its schema refuses. Arguments that hold an
+ * integer beyond 64 bits (value NULL) are checked with it as a double. */
+static bool off_schema(const struct tool *tool, const json_t *value, const char *text,
+                       char *problem, size_t size)
+{
+        if (value)
+                return json_schema_check(tool->input_schema, value, problem, size);
+        _cleanup_free_ char *reals = with_big_integers_as_reals(text, strlen(text));
+        json_t *read = reals ? json_loads(reals, JSON_ALLOW_NUL, NULL) : NULL;
+        if (!read) {
+                snprintf(problem, size,
+                         "an integer of more digits than a double holds cannot be checked "
+                         "against the tool's schema (pass it as a string)");
+                return true;
+        }
+        bool off = json_schema_check(tool->input_schema, read, problem, size);
+        json_decref(read);
+        return off;
+}
+
+/* The call, once its arguments are read: to the engine's own describe, or to a tool's helper
+ * thread (then NULL: the thread replies). Takes *text. */
+static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, char **text,
+                         const json_t *value)
+{
+        if (strcmp(name, DESCRIBE) == 0)
+                return describe(rpc, id, value);
+        const struct tool *tool = tool_table_find(rpc->tools, name);
+        if (!tool) {
+                atomic_fetch_add(&rpc->tools->refused, 1);
+                char message[300];
+                snprintf(message, sizeof(message), "unknown tool \"%.*s\"", utf8_prefix(name, 200),
+                         name);
+                return reply_error(id, "SB::UnknownTool", message);
+        }
+        char problem[700];
+        if (off_schema(tool, value, *text, problem, sizeof(problem)))
+                return refused(rpc, tool_error(id, "tool \"%s\": arguments: %s", name, problem));
+        size_t size = strlen(*text);
+        if (size > rpc->limits.request_bytes)
+                return refused(
+                        rpc,
+                        tool_error(id,
+                                   "tool \"%s\": arguments of %zu bytes are over the %llu-byte "
+                                   "limit",
+                                   name, size, (unsigned long long)rpc->limits.request_bytes));
+        if (!rpc->runner && !(rpc->runner = runner_start(rpc->ctl_fd)))
+                return tool_error(id, "tool \"%s\" could not be called: out of resources", name);
+        struct runner *r = rpc->runner;
+        pthread_mutex_lock(&r->lock);
+        tool_table_hold(rpc->tools); /* released by the helper once done with the tool */
+        r->tool = tool;
+        r->table = rpc->tools;
+        r->args = *text;
+        *text = NULL;
+        r->id = json_incref((json_t *)id);
+        r->deadline = rpc->deadline;
+        r->limits = rpc->limits;
+        atomic_store_explicit(&r->have_request, true, memory_order_release);
+        pthread_cond_signal(&r->wake);
+        pthread_mutex_unlock(&r->lock);
+        return NULL;
+}
+
+/* Arguments arrive as "args_json", the text the preludes send (integers of any size, as the
+ * guest's languages hold them), or as an "args" object (a hand-written frame). Either way the
+ * tool gets text, and *ret_value is the arguments read by jansson, or NULL when they hold an
+ * integer beyond 64 bits. Returns why they are refused, or NULL. */
+static const char *take_arguments(const json_t *args, const json_t *args_json, char **ret_text,
+                                  json_t **ret_value)
+{
+        *ret_text = NULL;
+        *ret_value = NULL;
+        if (!args_json) {
+                char *text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
+                if (!text)
+                        return "the arguments could not be encoded";
+                *ret_text = text;
+                if (json_text_check(text, strlen(text)) == JSON_TEXT_TOO_DEEP)
+                        return "arguments are " JSON_TOO_DEEP;
+                *ret_value = args ? json_incref((json_t *)args) : json_object();
+                return *ret_value ? NULL : "the arguments could not be encoded";
+        }
+        const char *text = json_string_value(args_json);
+        size_t len = json_string_length(args_json);
+        switch (json_text_check(text, len)) {
+        case JSON_TEXT_TOO_DEEP:
+                return "arguments are " JSON_TOO_DEEP;
+        case JSON_TEXT_INVALID:
+                return "the arguments are not one JSON value";
+        case JSON_TEXT_OK:
+                break;
+        }
+        if (text[strspn(text, " \t\r\n")] != '{')
+                return "the arguments must be an object";
+        if (!(*ret_text = strndup(text, len)))
+                return "the arguments could not be encoded";
+        json_error_t jerr;
+        *ret_value = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        if (!*ret_value && json_error_code(&jerr) != json_error_numeric_overflow)
+                return "the arguments hold a duplicate key";
+        return NULL;
+}
+
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error)
 {
         *ret_protocol_error = NULL;
         const json_t *id = json_object_get(frame, "id");
         const char *name = json_string_value(json_object_get(frame, "name"));
         const json_t *args = json_object_get(frame, "args");
+        const json_t *args_json = json_object_get(frame, "args_json");
         bool whole = name && frame_string(frame, "name");
         if (!json_is_integer(id) || !name || (args && !json_is_object(args)) ||
-            json_object_size(frame) != (args ? 4u : 3u)) {
+            (args_json && !json_is_string(args_json)) || (args && args_json) ||
+            json_object_size(frame) != (args || args_json ? 4u : 3u)) {
                 *ret_protocol_error = "a call frame holds exactly \"t\", an integer \"id\", a "
-                                      "string \"name\" and an object \"args\"";
+                                      "string \"name\" and an object \"args\" (or its text, "
+                                      "\"args_json\")";
                 return NULL;
         }
         if (rpc->runner && atomic_load(&rpc->runner->have_request)) {
@@ -314,54 +506,14 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                 atomic_fetch_add(&rpc->tools->refused, 1);
                 return reply_error(id, "SB::UnknownTool", NUL_IN_NAME);
         }
-        if (strcmp(name, DESCRIBE) == 0)
-                return describe(rpc, id, args);
-        const struct tool *tool = tool_table_find(rpc->tools, name);
-        if (!tool) {
-                atomic_fetch_add(&rpc->tools->refused, 1);
-                char message[300];
-                snprintf(message, sizeof(message), "unknown tool \"%.*s\"", utf8_prefix(name, 200),
-                         name);
-                return reply_error(id, "SB::UnknownTool", message);
-        }
-        /* Checked here, so that a tool never sees arguments its schema refuses. */
-        char problem[700];
-        json_t *empty = args ? NULL : json_object();
-        bool off_schema = json_schema_check(tool->input_schema, args ? args : empty, problem,
-                                            sizeof(problem));
-        json_decref(empty);
-        if (off_schema)
-                return refused(rpc, tool_error(id, "tool \"%s\": arguments: %s", name, problem));
-        char *text = args ? json_dumps(args, JSON_COMPACT) : strdup("{}");
-        if (!text)
-                return tool_error(id, "tool \"%s\": the arguments could not be encoded", name);
-        size_t size = strlen(text);
-        if (size > rpc->limits.request_bytes) {
-                free(text);
-                return refused(
-                        rpc,
-                        tool_error(id,
-                                   "tool \"%s\": arguments of %zu bytes are over the %llu-byte "
-                                   "limit",
-                                   name, size, (unsigned long long)rpc->limits.request_bytes));
-        }
-        if (!rpc->runner && !(rpc->runner = runner_start(rpc->ctl_fd))) {
-                free(text);
-                return tool_error(id, "tool \"%s\" could not be called: out of resources", name);
-        }
-        struct runner *r = rpc->runner;
-        pthread_mutex_lock(&r->lock);
-        tool_table_hold(rpc->tools); /* released by the helper once done with the tool */
-        r->tool = tool;
-        r->table = rpc->tools;
-        r->args = text;
-        r->id = json_incref((json_t *)id);
-        r->deadline = rpc->deadline;
-        r->limits = rpc->limits;
-        atomic_store_explicit(&r->have_request, true, memory_order_release);
-        pthread_cond_signal(&r->wake);
-        pthread_mutex_unlock(&r->lock);
-        return NULL;
+        _cleanup_free_ char *text = NULL;
+        json_t *value = NULL;
+        const char *bad = take_arguments(args, args_json, &text, &value);
+        json_t *reply = bad ? refused(rpc, tool_error(id, "tool \"%.*s\": %s",
+                                                      utf8_prefix(name, 200), name, bad))
+                            : send_call(rpc, id, name, &text, value);
+        json_decref(value);
+        return reply;
 }
 
 bool rpc_progress(struct rpc *rpc, char *buf, size_t size)

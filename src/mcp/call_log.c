@@ -14,15 +14,24 @@ static json_t *output_text(const struct output_buffer *b)
         return s ? s : json_sprintf("(%zu bytes, not UTF-8)", b->len);
 }
 
+/* The value as JSON, or, when jansson cannot hold it (an integer beyond 64 bits), its exact text
+ * as "value_json": never left out. */
+static void add_value(json_t *line, const char *text)
+{
+        json_t *value = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        if (value)
+                json_object_set_new(line, "value", value);
+        else
+                json_object_set_new(line, "value_json", json_string(text));
+}
+
 /* What the code and its results hold, for --log-content only. Built from the result's own
  * fields, not from its JSON: a result at the frame cap is not copied twice more. */
 static void add_content(json_t *line, const json_t *code, const codecell_result *r)
 {
         json_object_set(line, "code", (json_t *)code);
         if (r->value_json)
-                json_object_set_new(
-                        line, "value",
-                        json_loads(r->value_json, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL));
+                add_value(line, r->value_json);
         if (r->out.len)
                 json_object_set_new(line, "stdout", output_text(&r->out));
         if (r->err.len)

@@ -118,6 +118,98 @@ class NamesAreWhole(EachMode, unittest.TestCase):
         self.assertEqual(code, 0, err)
 
 
+BIG = 2**70  # 1180591620717411303424: beyond 64 bits
+TOO_DEEP = "nested deeper than 200 levels of arrays and objects (the limit)"
+
+
+class BigIntegers(EachMode, unittest.TestCase):
+    def test_a_tool_answer_holding_a_big_integer_is_exact(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], [True, -BIG], r)
+        self.each_mode(
+            {"ruby": 'a = SB.call("raw", emit: %q({"n": 1180591620717411303424, "m": '
+                     '[-1180591620717411303424]}))\n[a["n"] == 2**70, a["m"][0]]',
+             "python": 'a = sb.call("raw", emit=\'{"n": 1180591620717411303424, "m": '
+                       '[-1180591620717411303424]}\')\n[a["n"] == 2**70, a["m"][0]]'},
+            check, "--tools", TOOLS)
+
+    def test_arguments_holding_a_big_integer_reach_the_tool_digit_for_digit(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            got = json.loads(r.result["value"]["stdin"])
+            self.assertEqual(got, {"n": BIG, "m": [-BIG, 1]}, r)
+            self.assertIn("1180591620717411303424", r.result["value"]["stdin"])
+        self.each_mode({"ruby": 'SB.call("raw", n: 2**70, m: [-2**70, 1])',
+                        "python": 'sb.call("raw", n=2**70, m=[-2**70, 1])'},
+                       check, "--tools", TOOLS)
+
+    def test_a_schema_checks_a_big_integer_as_the_number_it_is(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "error", r)
+            self.assertIn('tool "echo": arguments: q: must be a string',
+                          r.result["error"]["message"], r)
+        self.each_mode({"ruby": 'SB.call("echo", q: 2**70)', "python": 'sb.call("echo", q=2**70)'},
+                       check, "--tools", TOOLS)
+
+    def test_a_big_integer_as_the_value_stays_exact(self):
+        self.each_mode({"ruby": "2**70", "python": "2**70"},
+                       lambda r, lang: self.assertEqual(r.result["value"], BIG, r))
+
+
+NEST = {"ruby": "def nest(n) = n.times.reduce(1) { |x, _| [x] }\n",
+        "python": "def nest(n):\n    x = 1\n    for _ in range(n): x = [x]\n    return x\n"}
+
+
+def depth_of(value):
+    depth = 0
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    return depth
+
+
+class OneNestingLimit(EachMode, unittest.TestCase):
+    """200 levels of arrays and objects pass every way; 201 is the same clear error."""
+
+    def test_the_value(self):
+        self.each_mode({lang: NEST[lang] + "nest(200)" for lang in NEST},
+                       lambda r, lang: self.assertEqual(depth_of(r.result["value"]), 200, r))
+
+        def too_deep(r, lang):
+            self.assertEqual(r.status, "error", r)
+            self.assertEqual(r.result["error"]["message"], "the value is " + TOO_DEEP, r)
+        self.each_mode({lang: NEST[lang] + "nest(201)" for lang in NEST}, too_deep)
+
+    def test_arguments_to_a_tool(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(depth_of(json.loads(r.result["value"][0]["stdin"])["a"]), 199, r)
+            self.assertTrue(r.result["value"][1].endswith("is " + TOO_DEEP), r)
+        # a: 199 levels inside the arguments' own object is 200; then 201.
+        self.each_mode(
+            {"ruby": NEST["ruby"] + 'def t(n) = SB.call("raw", a: nest(n))\n'
+                     'def try; yield; rescue SB::ToolError => e; e.message; end\n'
+                     '[t(199), try { t(200) }]',
+             "python": NEST["python"] + 'def t(n):\n    try:\n        return sb.call("raw", a=nest(n))\n'
+                       '    except sb.ToolError as e:\n        return str(e)\n[t(199), t(200)]'},
+            check, "--tools", TOOLS)
+
+    def test_answers_from_a_tool(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"][0], 200, r)  # its depth, counted by the guest
+            self.assertEqual(r.result["value"][1], 'tool "raw" answered a value ' + TOO_DEEP, r)
+        self.each_mode(
+            {"ruby": 'def t(n) = SB.call("raw", emit: "[" * n + "1" + "]" * n)\n'
+                     'def try; yield; rescue SB::ToolError => e; e.message; end\n'
+                     'def d(x) = Array === x ? 1 + d(x[0]) : 0\n[d(t(200)), try { t(201) }]',
+             "python": 'def t(n):\n    try:\n        return sb.call("raw", emit="[" * n + "1" + "]" * n)\n'
+                       '    except sb.ToolError as e:\n        return str(e)\n'
+                       'def d(x):\n    return 1 + d(x[0]) if isinstance(x, list) else 0\n'
+                       '[d(t(200)), t(201)]'},
+            check, "--tools", TOOLS)
+
+
 class CallsFromSignalHandlers(EachMode, unittest.TestCase):
     """A handler's call while no call is in flight runs; one that interrupted a call of its own
     thread is refused at once (the host answers one call at a time), never a deadlock."""

@@ -141,6 +141,16 @@ class Log(unittest.TestCase):
         self.assertEqual(err["stdout"], SECRET + "\n")
         self.assertEqual(err["error"]["class"], "ArgumentError")
 
+    def test_log_content_keeps_a_big_integer_value_as_its_text(self):
+        server = self.serve("--log-content")
+        sid = server.initialize(self.auth)
+        h = dict(self.auth, **{"Mcp-Session-Id": sid})
+        server.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
+        self.assertEqual(server.post(call(1, "[2**70]"), h)[0], 200)
+        text, lines = read_log(self.log, lambda ls: any(l["event"] == "call" for l in ls))
+        line = [l for l in lines if l["event"] == "call"][0]
+        self.assertEqual(line.get("value_json"), "[1180591620717411303424]", line)
+
     def test_level_warning_leaves_out_calls(self):
         server = self.serve("--log-level", "warning")
         self.calls(server)

@@ -972,7 +972,7 @@ class ExactValues(EachLanguage, unittest.TestCase):
         self.assertEqual(r.status, "ok", r)
         self.assertEqual(r.result["value"], [{"x": [1, 2.5, 2**70]}, "#<Q>"])
 
-    def test_200_levels_are_data_201_fall_back_alike(self):
+    def test_200_levels_are_data_201_an_error_alike(self):
         nest = {"ruby": "def nest(n) = n.times.reduce(1) { |x, _| [x] }\n",
                 "python": "def nest(n):\n    x = 1\n    for _ in range(n): x = [x]\n    return x\n"}
 
@@ -982,10 +982,11 @@ class ExactValues(EachLanguage, unittest.TestCase):
                 deep = deep[0]
             self.assertEqual(deep, 1, r)
 
-        def text(r, lang):
-            self.assertEqual(r.result["value"], "[" * 201 + "1" + "]" * 201, r)
+        def error(r, lang):
+            self.assertEqual(r.status, "error", r)
+            self.assertIn("nested deeper than 200 levels", r.result["error"]["message"], r)
         self.each_language({lang: nest[lang] + "nest(200)" for lang in nest}, data)
-        self.each_language({lang: nest[lang] + "nest(201)" for lang in nest}, text)
+        self.each_language({lang: nest[lang] + "nest(201)" for lang in nest}, error)
 
     def test_a_value_text_that_is_not_one_json_value_is_refused(self):
         # The engine writes the value text into the result as it is: a forged result frame
@@ -998,10 +999,10 @@ class ExactValues(EachLanguage, unittest.TestCase):
         self.assertEqual(r.status, "sandbox_error", r)
         self.assertIn("its value is not one JSON value", r.result["error"])
 
-    def test_a_list_100000_deep_falls_back(self):
+    def test_a_list_100000_deep_is_the_nesting_error(self):
         def check(r, lang):
-            self.assertEqual(r.status, "ok", r)
-            self.assertEqual(r.result["value"], "#<Array>" if lang == "ruby" else "<list>")
+            self.assertEqual(r.status, "error", r)
+            self.assertIn("nested deeper than 200 levels", r.result["error"]["message"], r)
         self.each_language({"ruby": "x = []; 100_000.times { x = [x] }; x",
                             "python": "x = []\nfor _ in range(100_000): x = [x]\nx"}, check)
 

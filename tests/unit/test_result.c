@@ -97,13 +97,17 @@ int main(void)
                 CHECK(json_text_valid(valid[i], strlen(valid[i])));
         for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++)
                 CHECK(!json_text_valid(invalid[i], strlen(invalid[i])));
-        char deep[2002];
-        memset(deep, '[', 1000);
-        memset(deep + 1000, ']', 1000);
-        CHECK(json_text_valid(deep, 2000));
-        memset(deep, '[', 1001);
-        memset(deep + 1001, ']', 1001);
-        CHECK(!json_text_valid(deep, 2002));
+        /* JSON_MAX_DEPTH (200) levels pass; one more is too deep, told apart from invalid. */
+        char deep[402];
+        memset(deep, '[', 200);
+        memset(deep + 200, ']', 200);
+        CHECK(json_text_check(deep, 400) == JSON_TEXT_OK);
+        memset(deep, '[', 201);
+        memset(deep + 201, ']', 201);
+        CHECK(json_text_check(deep, 402) == JSON_TEXT_TOO_DEEP);
+        CHECK(!json_text_valid(deep, 402));
+        CHECK(json_text_check(deep, 401) == JSON_TEXT_TOO_DEEP); /* found before the end */
+        CHECK(json_text_check("[1,]", 4) == JSON_TEXT_INVALID);
 
         /* Whitespace between tokens goes, whitespace in strings stays: no line break is left
          * to split a line-framed stream the value is spliced into. */
