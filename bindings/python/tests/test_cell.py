@@ -11,27 +11,7 @@ import time
 import unittest
 
 import codecell
-from helper import descendants, os_threads, wait_until
-
-
-def interpreters_below(me, name):
-    """The processes named name (a sandbox's interpreter) anywhere below pid me."""
-    parents, names = {}, {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/stat" % pid) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        parents[int(pid)] = int(stat[stat.rindex(")") + 2:].split()[1])
-        names[int(pid)] = stat[stat.index("(") + 1:stat.rindex(")")]
-    found = []
-    for pid, parent in parents.items():
-        while parent and parent > 1 and parent != me:
-            parent = parents.get(parent)
-        if parent == me and names[pid] == name:
-            found.append(pid)
-    return found
+from helper import descendants, interpreters_below, os_threads, wait_until
 
 
 class CellTest(unittest.TestCase):
