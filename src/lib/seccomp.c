@@ -132,8 +132,8 @@ static const int denied_numbers[] = {
  *   reaped by its init, holding its pid namespace open and host pids. No runtime asks for it
  *   (fork, posix_spawn and threads do not). */
 static const unsigned long refused_clone_flags[] = {
-        CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-        CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET, CLONE_PARENT,
+        CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+        CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET, CLONE_PARENT,
 };
 
 /* A call and the argument that holds a file mode. */

@@ -366,8 +366,7 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
                                 .guest = guest,
                                 .guest_pidfd = guest_pidfd};
         if (init < 0 || guest < 0) {
-                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH,
-                            "sandbox: the zygote's new %s %s",
+                r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the zygote's new %s %s",
                             init < 0 ? "init" : "interpreter",
                             (init < 0 ? pidfd : guest_pidfd) < 0
                                     ? "came without its pidfd"

@@ -633,8 +633,7 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
 
 /* The refusal when no session can be opened, worded for the model: what it holds, and what it
  * can do instead. */
-static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit,
-                     const char *evicted)
+static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit, const char *evicted)
 {
         char *text = NULL;
         size_t size = 0;

@@ -106,20 +106,27 @@ static void hear(void)
                 end(0); /* the zygote could not fork the interpreter, or it is gone */
 }
 
+/* A step of set_up: one that fails ends init, and so the sandbox's start. */
+static void set_up_step(long result)
+{
+        if (result < 0)
+                end(3);
+}
+
 /* The sandbox's own namespaces and folders, over the zygote's. */
 static void set_up(const char *tmp_options, const char *work_options)
 {
         const unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
-        if (sys(SYS_unshare, CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP, 0, 0,
-                0) < 0 ||
-            sys(SYS_mount, 0, "/", 0, MS_REC | MS_PRIVATE) < 0 ||
-            sys6(SYS_mount, (long)"tmpfs", (long)"/tmp", (long)"tmpfs", flags, (long)tmp_options,
-                 0) < 0 ||
-            sys6(SYS_mount, (long)"tmpfs", (long)"/work", (long)"tmpfs", flags,
-                 (long)work_options, 0) < 0 ||
-            sys6(SYS_mount, (long)"proc", (long)"/proc", (long)"proc", flags, 0, 0) < 0 ||
-            sys6(SYS_mount, (long)"/dev/null", (long)ZYGOTE_WALLS_PATH, 0, MS_BIND, 0, 0) < 0)
-                end(3);
+        const unsigned long namespaces =
+                CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+        set_up_step(sys(SYS_unshare, namespaces, 0, 0, 0));
+        set_up_step(sys(SYS_mount, 0, "/", 0, MS_REC | MS_PRIVATE));
+        set_up_step(sys6(SYS_mount, (long)"tmpfs", (long)"/tmp", (long)"tmpfs", flags,
+                         (long)tmp_options, 0));
+        set_up_step(sys6(SYS_mount, (long)"tmpfs", (long)"/work", (long)"tmpfs", flags,
+                         (long)work_options, 0));
+        set_up_step(sys6(SYS_mount, (long)"proc", (long)"/proc", (long)"proc", flags, 0, 0));
+        set_up_step(sys6(SYS_mount, (long)"/dev/null", (long)ZYGOTE_WALLS_PATH, 0, MS_BIND, 0, 0));
         /* Security invariant: from here init holds no capability (the bounding set keeps only
          * what the zygote had; with none permitted and no_new_privs, nothing brings one back). */
         struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
