@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "exact_integers.h"
 #include "upstream_internal.h"
 #include "util.h"
 
@@ -129,7 +130,7 @@ const char *upstream_protocol(struct upstream *u)
 
 static int send_message(struct upstream *u, json_t *msg, double deadline, char **ret_error)
 {
-        char *text = json_dumps(msg, JSON_COMPACT);
+        char *text = json_dumps_exact(msg, JSON_COMPACT);
         if (!text) {
                 *ret_error = str_printf("the message could not be encoded");
                 return -1;
@@ -652,7 +653,7 @@ int upstream_call(struct upstream *u, const char *tool, const char *args_json, d
 {
         *ret_json = *ret_error = NULL;
         json_error_t jerr;
-        json_t *args = json_loads(args_json, 0, &jerr);
+        json_t *args = json_loads_exact(args_json, 0, &jerr);
         json_t *params = args ? json_pack("{s:s, s:o}", "name", tool, "arguments", args) : NULL;
         if (!params) {
                 *ret_error = str_printf("the arguments could not be encoded");
@@ -704,7 +705,7 @@ int upstream_call(struct upstream *u, const char *tool, const char *args_json, d
                 if (mcp_result_unwrap(result, &value, &error) < 0) {
                         *ret_error = error;
                 } else {
-                        *ret_json = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+                        *ret_json = json_dumps_exact(value, JSON_ENCODE_ANY | JSON_COMPACT);
                         json_decref(value);
                         if (!*ret_json)
                                 *ret_error = str_printf("the answer could not be encoded");

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "curl_api.h"
+#include "exact_integers.h"
 #include "upstream_internal.h"
 #include "util.h"
 
@@ -100,7 +101,7 @@ static void take_events(struct upstream *u, struct transfer *t, bool at_end)
                         line = nl ? nl + 1 : end;
                 }
                 if (f && fclose(f) == 0 && dlen) {
-                        json_t *msg = json_loadb(data, dlen, JSON_REJECT_DUPLICATES, NULL);
+                        json_t *msg = json_loadb_exact(data, dlen, JSON_REJECT_DUPLICATES, NULL);
                         if (msg)
                                 upstream_receive(u, msg);
                 }
@@ -194,7 +195,7 @@ static void finished(struct upstream *u, struct http_state *s, struct transfer *
                 if (t->sse)
                         take_events(u, t, true);
                 else if (t->len) {
-                        json_t *body = json_loadb(t->data, t->len, JSON_REJECT_DUPLICATES, NULL);
+                        json_t *body = json_loadb_exact(t->data, t->len, JSON_REJECT_DUPLICATES, NULL);
                         size_t i;
                         json_t *m;
                         if (json_is_array(body))
@@ -384,7 +385,7 @@ static int http_send(struct upstream *u, const char *text, double deadline, char
                 *ret_error = strdup("the connection is closed");
                 return -1;
         }
-        json_t *msg = json_loads(text, 0, NULL);
+        json_t *msg = json_loads_exact(text, 0, NULL);
         const char *method = json_string_value(json_object_get(msg, "method"));
         json_t *id = json_object_get(msg, "id");
         bool is_request = method && json_is_integer(id);

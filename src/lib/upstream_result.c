@@ -4,12 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exact_integers.h"
 #include "upstream.h"
 
 /* A text as the guest gets it: the JSON value it holds, or the string itself. */
 static json_t *text_value(const char *text)
 {
-        json_t *parsed = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        json_t *parsed = json_loads_exact(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
         return parsed ? parsed : json_string(text);
 }
 

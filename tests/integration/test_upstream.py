@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 import unittest
@@ -22,6 +23,7 @@ SERVERS = {
     "memory": [NODE, os.path.join(PKG, "server-memory", "dist", "index.js")],
     "filesystem": [NODE, os.path.join(PKG, "server-filesystem", "dist", "index.js")],
     "fixture": [NODE, os.path.join(MCP, "upstream_fixture.mjs")],
+    "bignum": [sys.executable, os.path.join(HERE, "tools", "bignum_mcp.py")],
 }
 SECRET = "codecell-upstream-secret-4f1c"
 
@@ -259,6 +261,46 @@ class ReferenceServers(unittest.TestCase):
         for lang in ("ruby", "python"):
             with self.subTest(lang=lang):
                 self.assertIs(self.serve.value(lang, code[lang]), False)
+
+
+@needs_node
+class BigIntegers(unittest.TestCase):
+    """Integers beyond 64 bits, both ways, exact: jansson cannot hold them, the guest's
+    languages can. An answer holding one was dropped as unreadable, and the call waited for
+    its deadline; arguments holding one could not be encoded."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="codecell-upstream-")
+        os.chmod(cls.dir, 0o755)
+        cls.serve = Serve(cls.dir, {"fixture": {"command": SERVERS["fixture"]},
+                                    "bignum": {"command": SERVERS["bignum"]}},
+                          ["fixture.echo", "bignum.big"])
+
+    @classmethod
+    def tearDownClass(cls):
+        code, err = cls.serve.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        assert code == 0, err
+
+    def test_structured_content_holding_one(self):
+        code = {"ruby": 'v = SB.call("bignum.big", m: -(2**80), small: 3)\n'
+                        '[v["n"] == 2**70, v["echo"]["m"] == -(2**80), v["echo"]["small"]]',
+                "python": 'v = sb.call("bignum.big", m=-(2**80), small=3)\n'
+                          '[v["n"] == 2**70, v["echo"]["m"] == -(2**80), v["echo"]["small"]]'}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, code[lang]), [True, True, 3])
+
+    def test_a_text_answer_holding_one_from_an_sdk_server(self):
+        # The SDK's server answers the text it was given: the guest gets the JSON it holds.
+        code = {"ruby": 'v = SB.call("fixture.echo", message: "[1180591620717411303424, 1]")\n'
+                        '[v[0] == 2**70, v[1]]',
+                "python": 'v = sb.call("fixture.echo", message="[1180591620717411303424, 1]")\n'
+                          '[v[0] == 2**70, v[1]]'}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, code[lang]), [True, 1])
 
 
 @needs_node

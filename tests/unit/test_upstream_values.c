@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "exact_integers.h"
 #include "util.h"
 #include "json_schema_check.h"
 #include "upstream_tools.h"
@@ -36,8 +37,44 @@ static char *unwrapped(const char *result)
         return text;
 }
 
+/* text loaded and dumped again through exact_integers.h. */
+static char *round_trip(const char *text)
+{
+        json_t *value = json_loads_exact(text, JSON_DECODE_ANY, NULL);
+        char *out = value ? json_dumps_exact(value, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        json_decref(value);
+        return out;
+}
+
+static void exact_integers(void)
+{
+        /* Beyond 64 bits, both signs, as keys' values and in arrays: the same digits back. */
+        const char *big = "{\"n\":1180591620717411303424,\"m\":[-9223372036854775809,1,2.5],"
+                          "\"s\":\"1180591620717411303424\"}";
+        char *out = round_trip(big);
+        CHECK_STR(out, big);
+        free(out);
+        /* What jansson holds goes the usual way. */
+        out = round_trip("[9223372036854775807,-9223372036854775808]");
+        CHECK_STR(out, "[9223372036854775807,-9223372036854775808]");
+        free(out);
+        /* A string that looks like a marker but lacks the process's token stays a string. */
+        const char *forged = "[1180591620717411303424,\"\\u0000codecell-integer:00:5\"]";
+        json_t *value = json_loads_exact(forged, JSON_ALLOW_NUL, NULL);
+        CHECK(value != NULL);
+        out = json_dumps_exact(value, JSON_COMPACT);
+        CHECK_STR(out, "[1180591620717411303424,\"\\u0000codecell-integer:00:5\"]");
+        free(out);
+        json_decref(value);
+        /* Digits inside a string are never a number. */
+        out = round_trip("[\"a\\\"1180591620717411303424\",1180591620717411303424]");
+        CHECK_STR(out, "[\"a\\\"1180591620717411303424\",1180591620717411303424]");
+        free(out);
+}
+
 int main(void)
 {
+        exact_integers();
         const char *obj = "{\"type\":\"object\",\"required\":[\"a\"],\"properties\":{"
                           "\"a\":{\"type\":\"integer\",\"minimum\":1},"
                           "\"b\":{\"type\":[\"string\",\"null\"]},"
