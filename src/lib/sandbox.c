@@ -95,11 +95,19 @@ static int lift(int fd)
  * once the mask is empty; exec would reset them anyway. */
 static void reset_signals(void)
 {
-        for (int sig = 1; sig < NSIG; sig++) {
-                struct sigaction old;
-                if (sig != SIGXFSZ && sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_DFL)
-                        signal(sig, SIG_DFL);
-        }
+        /* Through the kernel's call: the C library's sigaction refuses the two real-time
+         * signals it keeps for itself (32 and 33), which an engine may still have inherited
+         * ignored, and exec keeps them so. The kernel's struct: handler, flags, restorer, mask. */
+        const struct {
+                void (*handler)(int);
+                unsigned long flags;
+                void (*restorer)(void);
+                unsigned long mask;
+        } default_action = {SIG_DFL, 0, NULL, 0};
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGXFSZ && sig != SIGKILL && sig != SIGSTOP)
+                        (void)syscall(SYS_rt_sigaction, sig, &default_action, NULL,
+                                      sizeof(default_action.mask));
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
