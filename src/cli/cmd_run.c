@@ -300,7 +300,7 @@ int cmd_run(int argc, char **argv)
                         return EXIT_OK;
                 case '?':
                         if (optopt)
-                                return fail_usage("option -%c needs a value or is unknown",
+                                return fail_usage("option -%s needs a value or is unknown",
                                                   (char[]){(char)optopt, 0});
                         return fail_usage("unknown option \"%s\"", argv[optind - 1]);
                 default: {

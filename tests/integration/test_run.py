@@ -839,6 +839,8 @@ class CommandLine(unittest.TestCase):
             f.write("#" * (1024 * 1024 + 1))
         cases = [
             (["run", "--frobnicate", "-e", "1"], 'unknown option "--frobnicate"'),
+            (["run", "-f", "x"], "option -f needs a value or is unknown"),
+            (["run", "-e"], "option -e needs a value or is unknown"),
             (["run", "/nonexistent.rb"], "cannot read /nonexistent.rb"),
             (["run"], "nothing to run"),
             (["run", "-e", "1", "x.rb"], "either -e CODE or a FILE"),
