@@ -26,6 +26,10 @@ struct session {
         char name[SESSION_NAME_MAX + 1];
         struct standby *kernel;   /* NULL: not started yet, or ended; guarded by run_lock */
         pthread_mutex_t run_lock; /* one eval at a time */
+        /* A cancelled eval ended the kernel: its result may never have reached anyone (MCP
+         * answers nothing to a cancelled request), so the next eval says so too. Guarded by
+         * run_lock. */
+        bool cancel_ended;
         /* Guarded by the table's lock: */
         double last_used;   /* now_ms() */
         double cpu_at_rest; /* the kernel's CPU time when its last eval ended */
@@ -291,7 +295,11 @@ int session_eval(struct session_table *t, const char *name, const char *code, si
         if (s->kernel && !standby_alive(s->kernel)) {
                 bury_kernel(s->kernel, ended, sizeof(ended));
                 s->kernel = NULL;
+        } else if (!s->kernel && s->cancel_ended) {
+                snprintf(ended, sizeof(ended),
+                         "the session's last eval was cancelled, which ended its kernel");
         }
+        s->cancel_ended = false;
         codecell_error e = {0};
         if (!s->kernel && pool_spawn(t->pool, &s->kernel, &e) < 0) {
                 s->kernel = NULL;
@@ -305,6 +313,7 @@ int session_eval(struct session_table *t, const char *name, const char *code, si
         } else if (!execution_on(t->plan, t->tools, s->kernel, code, len, true, options, res)) {
                 standby_free(s->kernel);
                 s->kernel = NULL;
+                s->cancel_ended = res->cancelled;
                 append_error(res, state_lost);
                 set_state_lost(res, *ended ? ended : "this eval ended the session",
                                "the next eval starts a fresh session");

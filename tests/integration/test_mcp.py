@@ -701,6 +701,29 @@ class SessionsSayLostState(unittest.TestCase):
                     self.assertNotIn("state_lost", r["structuredContent"])
                     self.assertIs(r["structuredContent"]["session"]["created"], False)
 
+    def test_a_cancelled_call_that_ended_the_kernel(self):
+        # A cancelled request is not answered (the MCP rule), so the result that said the
+        # state was lost never reached the client: the next call says it.
+        code = {"ruby": 'File.write("/out/started", ""); sleep 60',
+                "python": "import time\nopen('/out/started', 'w').close()\ntime.sleep(60)"}
+        for lang in ("ruby", "python"):
+            for start in ("exec", "fork"):
+                with self.subTest(lang=lang, start=start):
+                    peer, out = self.server(lang, start)
+                    self.run_in(peer, "x = 1")
+                    peer.send(call(2, code[lang], name="t", args={"session": "s"}))
+                    self.wait(lambda: os.path.exists(os.path.join(out, "started")))
+                    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": 2, "reason": "the test"}})
+                    r = self.run_in(peer, "1 + 1", 3)
+                    sc = r["structuredContent"]
+                    self.assertEqual(sc["value"], 2, r)
+                    self.assertIn("cancelled", sc.get("state_lost", ""), r)
+                    self.assertEqual(sc["session"], {"id": "s", "created": True})
+                    r = self.run_in(peer, "1", 4)
+                    self.assertNotIn("state_lost", r["structuredContent"])
+                    self.assertNotIn(2, [m.get("id") for m in peer.seen], "a cancelled call was answered")
+
     def test_a_raise_into_the_idle_main_thread_keeps_the_state(self):
         codes = {
             "ruby": ("x = 6; t = Thread.new { sleep 0.3; Thread.main.raise 'boom' }; "
