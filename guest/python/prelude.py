@@ -286,8 +286,10 @@ def _plain(value, depth=0):
         return [_plain(item, depth + 1) for item in value]
     if isinstance(value, dict) and all(isinstance(k, (str, int, float, bool)) or k is None
                                        for k in value):
-        return {_text(k) if isinstance(k, str) else json.dumps(k): _plain(v, depth + 1)
+        data = {_text(k) if isinstance(k, str) else json.dumps(k): _plain(v, depth + 1)
                 for k, v in value.items()}
+        # Keys that JSON writes alike (1 and "1") would lose a pair: its repr instead.
+        return data if len(data) == len(value) else _safe_repr(value)
     return _safe_repr(value)
 
 

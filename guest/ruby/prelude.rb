@@ -153,6 +153,10 @@ module CodecellGuest
         raise SB::ToolError, "tool arguments: #{path} is #{value}, which JSON cannot carry" unless value.finite?
       when Array then value.each_with_index { |item, i| check_json!(item, "#{path}[#{i}]", depth + 1) }
       when Hash
+        if value.keys.map(&:to_s).uniq.size != value.size
+          raise TypeError, "tool arguments must be JSON: #{path} has a key twice (a String and a Symbol alike)"
+        end
+
         value.each do |key, item|
           unless key.is_a?(String) || key.is_a?(Symbol)
             raise TypeError, "tool arguments must be JSON: #{path} has a #{key.class} key"
@@ -195,7 +199,10 @@ module CodecellGuest
       when Float then value.finite? ? value : { "$float" => value.to_s }
       when Symbol then text(value.to_s)
       when Array then value.map { |item| plain(item, depth + 1) }
-      when Hash then value.to_h { |key, item| [key.nil? ? "null" : text(key), plain(item, depth + 1)] }
+      when Hash
+        # Keys that JSON writes alike (1 and "1", :a and "a") would lose a pair: its inspect.
+        data = value.to_h { |key, item| [key.nil? ? "null" : text(key), plain(item, depth + 1)] }
+        data.size == value.size ? data : safe_inspect(value)
       else
         # Objects with a to_json of their own give it (read back, so that what reaches the
         # engine is JSON whatever that method returns); the rest their inspect.

@@ -380,3 +380,34 @@ class ValuesAreOneLine(EachMode, unittest.TestCase):
         code, err = peer.close()
         self.assertEqual(code, 0, err)
         self.assertEqual(peer.buffer, b"", "the server wrote more than its answers")
+
+
+class DuplicateKeys(EachMode, unittest.TestCase):
+    """One key, one value: a JSON object that holds a key twice is read differently by parsers
+    that keep the first and those that keep the last."""
+
+    def test_keys_that_json_writes_alike_give_the_inspect(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], {"ruby": '{1=>2, "1"=>3}',
+                                                 "python": "{1: 'a', '1': 'b'}"}[lang], r)
+        self.each_mode({"ruby": '{1 => 2, "1" => 3}', "python": "{1: 'a', '1': 'b'}"}, check)
+
+    def test_ruby_tool_arguments_with_a_key_twice_are_refused(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], ["TypeError", True], r)
+        self.each_mode({"ruby": 'begin; SB.call("echo", {"a" => 1, a: 2}); rescue TypeError => e; '
+                                '["TypeError", e.message.include?("twice")]; end',
+                        "python": "['TypeError', True]"},
+                       check, "--tools", TOOLS)
+
+    def test_a_forged_value_with_a_key_twice_is_refused(self):
+        forged = {lang: code.replace("msg = ", "msg0 = ").replace(
+                      "JSON.generate(msg)" if lang == "ruby" else "json.dumps(msg)", "'{\"a\":1,\"a\":2}'")
+                  for lang, code in FORGE.items()}
+
+        def check(r, lang):
+            self.assertEqual(r.status, "sandbox_error", r)
+            self.assertIn("protocol", r.result["error"], r)
+        self.each_mode(forged, check)
