@@ -595,7 +595,15 @@ def _note_interrupt(exc):
 def _next_exec(poller):
     """The next frame from the engine. Waiting is safe to interrupt: nothing is read yet. An
     exception mid-frame leaves the channel out of step, so the kernel ends (the engine then
-    says the session's state was lost)."""
+    says the session's state was lost). The answer to a call whose caller gave up waiting, sent
+    before the engine took the result (docs/tools.md), is skipped: nobody waits for it."""
+    while True:
+        frame = _next_frame(poller)
+        if not (isinstance(frame, dict) and frame.get("t") == "reply"):
+            return frame
+
+
+def _next_frame(poller):
     while True:
         try:
             poller.poll()

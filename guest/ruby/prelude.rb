@@ -372,6 +372,15 @@ module CodecellGuest
     # raises): nothing is read yet. One that raises mid-frame leaves the channel out of step,
     # so the kernel ends (the engine then says the session's state was lost).
     def next_exec
+      loop do
+        frame = next_frame
+        # The answer to a call whose caller gave up waiting, sent before the engine took the
+        # result (docs/tools.md): nobody waits for it any more.
+        return frame unless frame.is_a?(Hash) && frame["t"] == "reply"
+      end
+    end
+
+    def next_frame
       begin
         control.wait_readable
       rescue Exception => e # rubocop:disable Lint/RescueException -- a guest's trap raised

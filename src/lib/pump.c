@@ -83,7 +83,7 @@ void pump_protocol_error(struct pump *p, const char *msg)
 static void send_reply(struct pump *p, json_t *reply)
 {
         codecell_error e;
-        if (!reply || frame_send(p->sb->ctl_fd, reply, 1000, &e) < 0)
+        if (!reply || rpc_send(p->rpc, reply, &e) < 0)
                 pump_protocol_error(p, "could not answer a host call");
         json_decref(reply);
 }

@@ -19,38 +19,73 @@
 #include "upstream.h"
 #include "util.h"
 
-/* The helper thread of one execution. Owned by the execution; if it is ended while a handler
- * hangs, the thread owns it and frees it when the handler returns. */
-struct runner {
-        pthread_t thread;
-        pthread_mutex_t lock;
-        pthread_cond_t wake;
-        /* Its own duplicate of the control socket: after the execution ends, a late reply goes
-         * to a closed peer, never to whatever the engine's descriptor number means by then. */
-        int ctl_fd;
-        atomic_bool have_request; /* a call is in flight: set by the engine, cleared here */
-        bool quit, abandoned;
-        /* Set when the execution ends: a call to an MCP server stops waiting and cancels. */
-        atomic_bool stop;
-        /* What an MCP server last reported of the call in flight ("memory.x: 3/10 …"), for the
-         * run's progress reports; under lock. */
-        char progress[256];
-        /* request */
+/* One call handed to the helper thread. */
+struct request {
         const struct tool *tool;
         struct tool_table *table;
         json_t *id;
         char *args;
         double deadline;
         struct rpc_limits limits;
+};
+
+/* Calls answered by the helper at most at once: the one it runs and one waiting behind it.
+ * The prelude sends one call at a time, so a call that comes while another is in flight means
+ * the guest gave up waiting for the first (a timeout, a signal handler that raised): the first
+ * runs to its end, its answer goes out and the prelude skips it, and the new call waits for
+ * it. A guest that gives up again and again cannot pile up work on the host: beyond these, a
+ * call is refused with a ToolError (docs/tools.md). */
+#define RPC_PENDING_MAX 2
+
+/* The helper thread of one execution. Owned by the execution; if it is ended while a handler
+ * hangs, the thread owns it and frees it when the handler returns.
+ *
+ * Lock order: send_lock, then lock. */
+struct runner {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        /* Held while a reply frame is written, by the helper and by the engine (rpc_send):
+         * two frames on the socket at once would interleave their bytes. */
+        pthread_mutex_t send_lock;
+        /* Its own duplicate of the control socket: after the execution ends, a late reply goes
+         * to a closed peer, never to whatever the engine's descriptor number means by then. */
+        int ctl_fd;
+        /* Calls taken and not yet answered (queued or running): raised by the engine, lowered
+         * here. */
+        atomic_uint pending;
+        /* Of those, the ones waiting in queue; under lock, read without it to spin. */
+        atomic_uint queued;
+        struct request queue[RPC_PENDING_MAX]; /* under lock; queued entries from head */
+        unsigned head;
+        bool quit, abandoned; /* under lock; abandoned is set under send_lock too */
+        /* Set when the execution ends: a call to an MCP server stops waiting and cancels. */
+        atomic_bool stop;
+        /* What an MCP server last reported of the call in flight ("memory.x: 3/10 …"), for the
+         * run's progress reports; under lock. */
+        char progress[256];
         const char *name; /* of the tool being called, or NULL; under lock */
 };
+
+/* Lets go of the calls still waiting, unanswered (the execution is over). Under lock. */
+static void drop_queued(struct runner *r)
+{
+        for (; r->queued > 0; r->queued--) {
+                struct request *q = &r->queue[r->head];
+                r->head = (r->head + 1) % RPC_PENDING_MAX;
+                tool_table_release(q->table);
+                free(q->args);
+                json_decref(q->id);
+                atomic_fetch_sub(&r->pending, 1);
+        }
+}
 
 static void runner_destroy(struct runner *r)
 {
         close(r->ctl_fd);
-        free(r->args);
-        json_decref(r->id);
+        drop_queued(r);
         pthread_mutex_destroy(&r->lock);
+        pthread_mutex_destroy(&r->send_lock);
         pthread_cond_destroy(&r->wake);
         free(r);
 }
@@ -154,7 +189,7 @@ static bool spin_for_request(struct runner *r)
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
         do {
-                if (atomic_load_explicit(&r->have_request, memory_order_acquire))
+                if (atomic_load_explicit(&r->queued, memory_order_acquire))
                         return true;
                 clock_gettime(CLOCK_MONOTONIC, &now);
         } while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) <
@@ -171,92 +206,108 @@ static void note_progress(const char *message, void *userdata)
         pthread_mutex_unlock(&r->lock);
 }
 
+/* Runs one call's tool and returns its reply frame's text (NULL when out of memory). Takes
+ * q's arguments and id. */
+static char *run_request(struct runner *r, struct request *q)
+{
+        const struct tool *tool = q->tool;
+        struct tool_table *table = q->table;
+        char *args = q->args;
+        json_t *id = q->id;
+        double deadline = q->deadline;
+        struct rpc_limits limits = q->limits;
+
+        /* The tool belongs to the cell, which may be freed while a handler hangs: take
+         * what is needed, then let go of it (see tool_table.holds). */
+        char *name = strdup(tool->name);
+        pthread_mutex_lock(&r->lock);
+        r->name = name;
+        r->progress[0] = '\0';
+        pthread_mutex_unlock(&r->lock);
+        char *json = NULL, *error = NULL;
+        int status;
+        if (tool->upstream.server) {
+                struct upstream *server = upstream_ref(tool->upstream.server);
+                char *own = strdup(tool->upstream.tool);
+                tool_table_release(table);
+                double call_deadline = now_ms() + (double)limits.call_ms;
+                status = own ? upstream_call(server, own, args,
+                                             call_deadline < deadline ? call_deadline : deadline,
+                                             &r->stop, limits.answer_bytes, note_progress, r, &json,
+                                             &error)
+                             : -1;
+                free(own);
+                upstream_unref(server);
+        } else if (tool->handler) {
+                codecell_tool_handler handler = tool->handler;
+                void *userdata = tool->userdata;
+                tool_table_release(table);
+                status = handler(args, &json, &error, userdata);
+        } else {
+                uint64_t ms = tool->command.timeout_ms && tool->command.timeout_ms < limits.call_ms
+                                      ? tool->command.timeout_ms
+                                      : limits.call_ms;
+                status = command_tool_call(&tool->command, tool->name, args, deadline, ms,
+                                           limits.answer_bytes, &json, &error);
+                tool_table_release(table);
+        }
+        free(args);
+        char *reply = build_reply(id, name ? name : "?", status, json, error, limits.answer_bytes);
+        json_decref(id);
+        pthread_mutex_lock(&r->lock);
+        r->name = NULL;
+        r->progress[0] = '\0';
+        pthread_mutex_unlock(&r->lock);
+        free(name);
+        return reply;
+}
+
+/* Sends a call's reply, unless the execution is over; returns whether it is. Takes reply. */
+static bool deliver(struct runner *r, char *reply)
+{
+        pthread_mutex_lock(&r->send_lock);
+        pthread_mutex_lock(&r->lock);
+        bool abandoned = r->abandoned;
+        /* Lowered before the reply leaves: the guest's next call may follow at once. */
+        atomic_fetch_sub_explicit(&r->pending, 1, memory_order_release);
+        pthread_mutex_unlock(&r->lock);
+        if (!abandoned) {
+                codecell_error e;
+                if (!reply || frame_send_text(r->ctl_fd, reply, strlen(reply), 1000, &e) < 0)
+                        shutdown(r->ctl_fd, SHUT_RDWR); /* the guest sees the channel close */
+        }
+        pthread_mutex_unlock(&r->send_lock);
+        free(reply);
+        return abandoned;
+}
+
+/* The next call to run, into *q; false when the thread is to end. */
+static bool next_request(struct runner *r, struct request *q)
+{
+        if (!spin_for_request(r)) {
+                pthread_mutex_lock(&r->lock);
+                while (!r->queued && !r->quit)
+                        pthread_cond_wait(&r->wake, &r->lock);
+                pthread_mutex_unlock(&r->lock);
+        }
+        pthread_mutex_lock(&r->lock);
+        bool any = r->queued && !r->abandoned;
+        if (any) {
+                *q = r->queue[r->head];
+                r->head = (r->head + 1) % RPC_PENDING_MAX;
+                atomic_fetch_sub(&r->queued, 1);
+        }
+        pthread_mutex_unlock(&r->lock);
+        return any;
+}
+
 static void *runner_main(void *arg)
 {
         struct runner *r = arg;
-        for (;;) {
-                if (!spin_for_request(r)) {
-                        pthread_mutex_lock(&r->lock);
-                        while (!atomic_load(&r->have_request) && !r->quit)
-                                pthread_cond_wait(&r->wake, &r->lock);
-                        bool quit = r->quit && !atomic_load(&r->have_request);
-                        pthread_mutex_unlock(&r->lock);
-                        if (quit)
-                                break;
-                }
-                pthread_mutex_lock(&r->lock);
-                const struct tool *tool = r->tool;
-                struct tool_table *table = r->table;
-                char *args = r->args;
-                json_t *id = r->id;
-                r->args = NULL;
-                r->id = NULL;
-                double deadline = r->deadline;
-                struct rpc_limits limits = r->limits;
-                pthread_mutex_unlock(&r->lock);
-
-                /* The tool belongs to the cell, which may be freed while a handler hangs: take
-                 * what is needed, then let go of it (see tool_table.holds). */
-                char *name = strdup(tool->name);
-                pthread_mutex_lock(&r->lock);
-                r->name = name;
-                r->progress[0] = '\0';
-                pthread_mutex_unlock(&r->lock);
-                char *json = NULL, *error = NULL;
-                int status;
-                if (tool->upstream.server) {
-                        struct upstream *server = upstream_ref(tool->upstream.server);
-                        char *own = strdup(tool->upstream.tool);
-                        tool_table_release(table);
-                        double call_deadline = now_ms() + (double)limits.call_ms;
-                        status = own ? upstream_call(server, own, args,
-                                                     call_deadline < deadline ? call_deadline
-                                                                              : deadline,
-                                                     &r->stop, limits.answer_bytes, note_progress,
-                                                     r, &json, &error)
-                                     : -1;
-                        free(own);
-                        upstream_unref(server);
-                } else if (tool->handler) {
-                        codecell_tool_handler handler = tool->handler;
-                        void *userdata = tool->userdata;
-                        tool_table_release(table);
-                        status = handler(args, &json, &error, userdata);
-                } else {
-                        uint64_t ms = tool->command.timeout_ms &&
-                                                      tool->command.timeout_ms < limits.call_ms
-                                              ? tool->command.timeout_ms
-                                              : limits.call_ms;
-                        status = command_tool_call(&tool->command, tool->name, args, deadline, ms,
-                                                   limits.answer_bytes, &json, &error);
-                        tool_table_release(table);
-                }
-                free(args);
-                char *reply = build_reply(id, name ? name : "?", status, json, error,
-                                          limits.answer_bytes);
-                json_decref(id);
-                pthread_mutex_lock(&r->lock);
-                r->name = NULL;
-                r->progress[0] = '\0';
-                pthread_mutex_unlock(&r->lock);
-                free(name);
-
-                pthread_mutex_lock(&r->lock);
-                bool abandoned = r->abandoned;
-                /* Cleared before the reply leaves: the guest's next call may follow at once. */
-                atomic_store_explicit(&r->have_request, false, memory_order_release);
-                pthread_mutex_unlock(&r->lock);
-                if (!abandoned) {
-                        codecell_error e;
-                        if (!reply ||
-                            frame_send_text(r->ctl_fd, reply, strlen(reply), 1000, &e) < 0)
-                                shutdown(r->ctl_fd,
-                                         SHUT_RDWR); /* the guest sees the channel close */
-                }
-                free(reply);
-                if (abandoned)
+        struct request q;
+        while (next_request(r, &q))
+                if (deliver(r, run_request(r, &q)))
                         break;
-        }
         pthread_mutex_lock(&r->lock);
         bool abandoned = r->abandoned;
         pthread_mutex_unlock(&r->lock);
@@ -272,10 +323,14 @@ static struct runner *runner_start(int ctl_fd)
                 return NULL;
         r->ctl_fd = fcntl(ctl_fd, F_DUPFD_CLOEXEC, 3);
         pthread_mutex_init(&r->lock, NULL);
+        pthread_mutex_init(&r->send_lock, NULL);
         pthread_cond_init(&r->wake, NULL);
         if (r->ctl_fd < 0 || pthread_create(&r->thread, NULL, runner_main, r) != 0) {
                 if (r->ctl_fd >= 0)
                         close(r->ctl_fd);
+                pthread_mutex_destroy(&r->lock);
+                pthread_mutex_destroy(&r->send_lock);
+                pthread_cond_destroy(&r->wake);
                 free(r);
                 return NULL;
         }
@@ -423,14 +478,17 @@ static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, ch
         struct runner *r = rpc->runner;
         pthread_mutex_lock(&r->lock);
         tool_table_hold(rpc->tools); /* released by the helper once done with the tool */
-        r->tool = tool;
-        r->table = rpc->tools;
-        r->args = *text;
+        r->queue[(r->head + r->queued) % RPC_PENDING_MAX] = (struct request){
+                .tool = tool,
+                .table = rpc->tools,
+                .args = *text,
+                .id = json_incref((json_t *)id),
+                .deadline = rpc->deadline,
+                .limits = rpc->limits,
+        };
         *text = NULL;
-        r->id = json_incref((json_t *)id);
-        r->deadline = rpc->deadline;
-        r->limits = rpc->limits;
-        atomic_store_explicit(&r->have_request, true, memory_order_release);
+        atomic_fetch_add(&r->pending, 1);
+        atomic_fetch_add_explicit(&r->queued, 1, memory_order_release);
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);
         return NULL;
@@ -492,16 +550,19 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                                       "\"args_json\")";
                 return NULL;
         }
-        if (rpc->runner && atomic_load(&rpc->runner->have_request)) {
-                *ret_protocol_error = "a second call while one is in flight";
-                return NULL;
-        }
         atomic_fetch_add(&rpc->tools->calls, 1);
         if (++rpc->calls > rpc->limits.calls)
                 return refused(rpc, tool_error(id,
                                                "too many tool calls: the limit is %llu per "
                                                "execution",
                                                (unsigned long long)rpc->limits.calls));
+        if (rpc->runner && atomic_load(&rpc->runner->pending) >= RPC_PENDING_MAX)
+                return refused(rpc, tool_error(id,
+                                               "too many calls given up on: %d earlier calls "
+                                               "whose callers stopped waiting are still "
+                                               "running on the host; wait for them (call "
+                                               "again later) or give their tools more time",
+                                               RPC_PENDING_MAX));
         if (!whole) {
                 atomic_fetch_add(&rpc->tools->refused, 1);
                 return reply_error(id, "SB::UnknownTool", NUL_IN_NAME);
@@ -531,20 +592,35 @@ bool rpc_progress(struct rpc *rpc, char *buf, size_t size)
         return any;
 }
 
+int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err)
+{
+        struct runner *r = rpc->runner;
+        if (r)
+                pthread_mutex_lock(&r->send_lock);
+        int ret = frame_send(rpc->ctl_fd, reply, 1000, err);
+        if (r)
+                pthread_mutex_unlock(&r->send_lock);
+        return ret;
+}
+
 void rpc_end(struct rpc *rpc)
 {
         struct runner *r = rpc->runner;
         rpc->runner = NULL;
         if (!r)
                 return;
+        /* Under send_lock: once this returns, no late reply reaches the socket, which the
+         * session's next execution uses. */
+        pthread_mutex_lock(&r->send_lock);
         pthread_mutex_lock(&r->lock);
-        bool busy = atomic_load(&r->have_request);
+        bool busy = atomic_load(&r->pending) > 0;
         if (busy)
                 r->abandoned = true; /* the thread frees it when its handler returns */
         atomic_store(&r->stop, true);
         r->quit = true;
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);
+        pthread_mutex_unlock(&r->send_lock);
         if (busy) {
                 pthread_detach(r->thread);
                 return;

@@ -27,10 +27,13 @@ struct rpc {
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
               double deadline, int ctl_fd);
-/* A "call" frame. Returns a reply frame to send now (new reference), or NULL when the call went
- * to a tool, whose helper thread sends the reply itself. Sets *ret_protocol_error for a frame
- * that is not a valid call (or a call while another is in flight). */
+/* A "call" frame. Returns a reply frame to send now (new reference; through rpc_send), or NULL
+ * when the call went to a tool, whose helper thread sends the reply itself. A call while
+ * another is in flight (its caller gave up) waits for it; beyond one waiting, it is refused
+ * with a ToolError. Sets *ret_protocol_error for a frame that is not a valid call. */
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error);
+/* Sends a reply frame the engine made itself, never in the middle of one of the helper's. */
+int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err);
 /* What an MCP server last reported of the call in flight, into buf; false when nothing. */
 bool rpc_progress(struct rpc *rpc, char *buf, size_t size);
 /* Ends the helper thread; a handler still running is left to finish on its own. */

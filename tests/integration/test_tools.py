@@ -369,3 +369,114 @@ class ArgumentsBeyondTheHost(ToolLanguages, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---- a call whose caller gave up waiting (docs/tools.md) ---------------------------------------
+
+# give_up(name, **args): the call, given up after 0.2 s (its tool takes 5 s: the interruption
+# surely comes first); nil/None then, or the call's ToolError message if the host refused it.
+GIVE_UP = {
+    "ruby": "require 'timeout'\n"
+            "def give_up(*a, **k); Timeout.timeout(0.2) { SB.call(*a, **k) }; "
+            "rescue Timeout::Error; nil; rescue SB::ToolError => e; e.message; end\n",
+    "python": "import signal\n"
+              "class GaveUp(Exception): pass\n"
+              "def _alarm(*_): raise GaveUp()\n"
+              "signal.signal(signal.SIGALRM, _alarm)\n"
+              "def give_up(*a, **k):\n"
+              "    signal.setitimer(signal.ITIMER_REAL, 0.2)\n"
+              "    try:\n        sb.call(*a, **k)\n"
+              "    except GaveUp:\n        return None\n"
+              "    except sb.ToolError as e:\n        return str(e)\n"
+              "    finally:\n        signal.setitimer(signal.ITIMER_REAL, 0)\n",
+}
+MODES = ("fork", "exec")
+
+
+class AbandonedCalls(ToolLanguages, unittest.TestCase):
+    """A call that comes while an earlier one is in flight, its caller interrupted: the earlier
+    call runs to its end, its answer is skipped, the new call is answered. Before, the run ended
+    with "a second call while one is in flight"."""
+
+    def each_mode(self, ruby, python, check):
+        for mode in MODES:
+            with self.subTest(start=mode):
+                self.calls(GIVE_UP["ruby"] + ruby, GIVE_UP["python"] + python, check,
+                           "--start", mode, "--timeout", "120s")
+
+    def test_the_next_call_is_answered(self):
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], [None, {"got": {"x": 1}}, {"got": {"x": 2}}], r)
+        self.each_mode("[give_up('slow'), SB.call('echo', x: 1), SB.call('echo', x: 2)]",
+                       "[give_up('slow'), sb.call('echo', x=1), sb.call('echo', x=2)]", check)
+
+    def test_a_handlers_tool_error_escaping_into_the_call(self):
+        # The handler's own call is refused (it interrupted a call of its thread): the ToolError
+        # leaves the handler and ends the main thread's call, which the host still runs.
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertIn("signal handler", r.result["value"][0], r)
+            self.assertEqual(r.result["value"][1], {"got": {"x": 1}}, r)
+        self.each_mode(
+            "trap('USR1') { SB.call('echo') }\n"
+            "Thread.new { sleep 0.2; Process.kill('USR1', Process.pid) }\n"
+            "first = begin; SB.call('slow'); rescue SB::ToolError => e; e.message; end\n"
+            "[first, SB.call('echo', x: 1)]",
+            "signal.signal(signal.SIGALRM, lambda *_: sb.call('echo'))\n"
+            "signal.setitimer(signal.ITIMER_REAL, 0.2)\n"
+            "try:\n    first = sb.call('slow')\nexcept sb.ToolError as e:\n    first = str(e)\n"
+            "[first, sb.call('echo', x=1)]", check)
+
+    def test_giving_up_in_a_loop_is_bounded(self):
+        # One call runs, one waits: the third given up on is refused at once, and so are the
+        # ones after it while those two are on the host. The run itself ends well.
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            got = r.result["value"]
+            self.assertEqual(got[:2], [None, None], r)
+            self.assertTrue(got[2:], r)
+            for message in got[2:]:
+                self.assertIn("too many calls given up on", message, r)
+        self.each_mode("6.times.map { give_up('slow') }",
+                       "[give_up('slow') for _ in range(6)]", check)
+
+    def test_given_up_calls_count_against_the_calls_limit(self):
+        # The given-up call is the first of the execution's 1000.
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            self.assertEqual(r.result["value"], [
+                None, 999, ["ToolError", "too many tool calls: the limit is 1000 per execution"]], r)
+        self.each_mode("[give_up('slow'), 999.times.count { c('nope')[0] == 'UnknownTool' }, "
+                       "c('nope')]",
+                       "[give_up('slow'), sum(c('nope')[0] == 'UnknownTool' for _ in range(999)), "
+                       "c('nope')]", check)
+
+    def test_a_session_lives_on(self):
+        # Entry 1 gives up on a call and calls again; entry 2 gives up on one and ends once its
+        # answer has reached the kernel's socket (which the kernel then reads while it waits for
+        # entry 3); entry 3 gives up on calls in a loop. The session's state survives them all.
+        entries = {
+            "ruby": ["x = 41",
+                     "[give_up('slow'), SB.call('echo', x: 1)['got']['x']]",
+                     "give_up('slow', s: 1); "
+                     "IO.select([IO.for_fd(3, autoclose: false)], nil, nil, 60).nil?",
+                     "4.times.map { give_up('slow') }.compact.size",
+                     "x + 1"],
+            "python": ["x = 41",
+                       "[give_up('slow'), sb.call('echo', x=1)['got']['x']]",
+                       "import select; give_up('slow', s=1); "
+                       "select.select([3], [], [], 60)[0] == []",
+                       "len([m for m in (give_up('slow') for _ in range(4)) if m])",
+                       "x + 1"],
+        }
+        for lang, lines in entries.items():
+            for mode in MODES:
+                with self.subTest(lang=lang, start=mode):
+                    # The helper as one entry: each of its lines continued by a "\".
+                    helper = "\\\n".join(GIVE_UP[lang].rstrip("\n").split("\n"))
+                    stdin = helper + "\n" + "\n".join(lines) + "\n"
+                    r = codecell("repl", "--lang", lang, "--tools", TOOLS, "--start", mode,
+                                 "--timeout", "120s", stdin=stdin)
+                    values = [line for line in r.stdout.splitlines() if line.startswith("=> ")]
+                    self.assertEqual(values[-4:], ["=> [null,1]", "=> false", "=> 2", "=> 42"], r)
