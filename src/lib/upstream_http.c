@@ -195,7 +195,8 @@ static void finished(struct upstream *u, struct http_state *s, struct transfer *
                 if (t->sse)
                         take_events(u, t, true);
                 else if (t->len) {
-                        json_t *body = json_loadb_exact(t->data, t->len, JSON_REJECT_DUPLICATES, NULL);
+                        json_t *body =
+                                json_loadb_exact(t->data, t->len, JSON_REJECT_DUPLICATES, NULL);
                         size_t i;
                         json_t *m;
                         if (json_is_array(body))

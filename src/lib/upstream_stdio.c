@@ -154,7 +154,8 @@ static void *reader_main(void *arg)
                         /* One message per line; a line that is not JSON (a server that
                          * prints a banner to stdout) is skipped. */
                         json_t *msg =
-                                len ? json_loadb_exact(line, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+                                len ? json_loadb_exact(line, len, JSON_REJECT_DUPLICATES, NULL)
+                                    : NULL;
                         len = 0;
                         if (msg)
                                 upstream_receive(u, msg);
