@@ -322,7 +322,10 @@ class CallsFromThreads(ToolLanguages, unittest.TestCase):
                    "from concurrent.futures import ThreadPoolExecutor\n"
                    "def work(t):\n"
                    "    return [sb.call('echo', n=t * 100 + i)['got']['n'] for i in range(25)]\n"
-                   "list(ThreadPoolExecutor(4).map(work, range(4)))", check)
+                   "list(ThreadPoolExecutor(4).map(work, range(4)))", check,
+                   # 100 tool processes started on the host: a wall clock a loaded (or
+                   # sanitized) machine can meet, so that only the answers are tested.
+                   "--timeout", "300s")
 
     def test_errors_reach_the_thread_that_called(self):
         def check(r, lang):
