@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "guest_names.h"
 #include "tools.h"
 #include "upstream_tools.h"
 #include "util.h"
@@ -250,9 +251,9 @@ int mcp_servers_define(const json_t *obj, const char *path, const char *dir,
                 ret->n++;
                 /* Two servers must not share a Ruby module (a1 and a_1 are both A1). */
                 char mine[40], theirs[40];
-                upstream_module_name(name, mine, sizeof(mine));
+                guest_module_name(name, mine, sizeof(mine));
                 for (size_t k = 0; k + 1 < ret->n; k++) {
-                        upstream_module_name(upstream_name(ret->list[k]), theirs, sizeof(theirs));
+                        guest_module_name(upstream_name(ret->list[k]), theirs, sizeof(theirs));
                         if (strcmp(mine, theirs) == 0) {
                                 r = bad(err, path, name,
                                         ": its Ruby module would be %s, as that of "

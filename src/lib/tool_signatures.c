@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tool_signatures.h"
-#include "upstream_tools.h"
+#include "guest_names.h"
 
 /* Nested objects deeper than this are written as Hash / dict. */
 #define MAX_DEPTH 3
@@ -138,7 +138,7 @@ void tool_binding_name(FILE *f, const struct tool_syntax *syn, const struct tool
         if (is_ruby(syn)) {
                 char server[40], module[40];
                 snprintf(server, sizeof(server), "%.*s", (int)server_len, tool->name);
-                upstream_module_name(server, module, sizeof(module));
+                guest_module_name(server, module, sizeof(module));
                 fputs(module, f);
         } else {
                 fprintf(f, "%.*s", (int)server_len, tool->name);

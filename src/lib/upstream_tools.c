@@ -1,5 +1,5 @@
 /* The tools of an upstream MCP server as a cell's host tools, named SERVER.TOOL with the tool's
- * name sanitised (upstream_sanitize), so that the same name works in SB.call and as a method
+ * name sanitised (guest_name_sanitize), so that the same name works in SB.call and as a method
  * of the generated bindings. */
 #include <ctype.h>
 #include <errno.h>
@@ -9,42 +9,12 @@
 
 #include "cell.h"
 #include "error.h"
+#include "guest_names.h"
 #include "upstream_tools.h"
 #include "util.h"
 
 /* Upstream tool names are at most 128 characters (MCP); with the server's name and the dot. */
 #define NAME_MAX_LEN 200
-
-int upstream_sanitize(const char *name, char *out, size_t size)
-{
-        size_t o = 0;
-        if (!name || !*name || size < 2)
-                return -1;
-        if (isdigit((unsigned char)name[0]))
-                out[o++] = '_';
-        for (const char *p = name; *p; p++) {
-                if (o + 1 >= size)
-                        return -1;
-                out[o++] = isalnum((unsigned char)*p) || *p == '_' ? *p : '_';
-        }
-        out[o] = '\0';
-        return 0;
-}
-
-void upstream_module_name(const char *server, char *out, size_t size)
-{
-        size_t o = 0;
-        bool up = true;
-        for (const char *p = server; *p && o + 1 < size; p++) {
-                if (*p == '_' && isalnum((unsigned char)p[1])) {
-                        up = true;
-                        continue;
-                }
-                out[o++] = up ? (char)toupper((unsigned char)*p) : *p;
-                up = false;
-        }
-        out[o] = '\0';
-}
 
 const char *upstream_collision(struct upstream *u, char *buf, size_t size)
 {
@@ -54,7 +24,7 @@ const char *upstream_collision(struct upstream *u, char *buf, size_t size)
                 const char *a =
                         json_string_value(json_object_get(json_array_get(tools, i), "name"));
                 char sa[NAME_MAX_LEN], sb[NAME_MAX_LEN];
-                if (!a || upstream_sanitize(a, sa, sizeof(sa)) < 0) {
+                if (!a || guest_name_sanitize(a, sa, sizeof(sa)) < 0) {
                         snprintf(buf, size, "tools[%zu] of its tools/list has no usable name", i);
                         problem = buf;
                         break;
@@ -62,7 +32,7 @@ const char *upstream_collision(struct upstream *u, char *buf, size_t size)
                 for (size_t k = 0; k < i && !problem; k++) {
                         const char *b = json_string_value(
                                 json_object_get(json_array_get(tools, k), "name"));
-                        if (b && upstream_sanitize(b, sb, sizeof(sb)) == 0 && strcmp(sa, sb) == 0) {
+                        if (b && guest_name_sanitize(b, sb, sizeof(sb)) == 0 && strcmp(sa, sb) == 0) {
                                 snprintf(buf, size,
                                          "its tools \"%.*s\" and \"%.*s\" are both %s.%s "
                                          "once their names are sanitised",
@@ -86,7 +56,7 @@ static struct tool *tool_for(struct upstream *u, const json_t *def)
 {
         const char *own = json_string_value(json_object_get(def, "name"));
         char binding[NAME_MAX_LEN], full[NAME_MAX_LEN + 40];
-        if (!own || upstream_sanitize(own, binding, sizeof(binding)) < 0)
+        if (!own || guest_name_sanitize(own, binding, sizeof(binding)) < 0)
                 return NULL;
         snprintf(full, sizeof(full), "%s.%s", upstream_name(u), binding);
         struct tool *t = calloc(1, sizeof(*t));
@@ -122,7 +92,7 @@ int upstream_offers(struct upstream *u, const char *which, codecell_error *err)
                 const char *own =
                         json_string_value(json_object_get(json_array_get(tools, i), "name"));
                 char binding[NAME_MAX_LEN];
-                found = own && upstream_sanitize(own, binding, sizeof(binding)) == 0 &&
+                found = own && guest_name_sanitize(own, binding, sizeof(binding)) == 0 &&
                         strcmp(binding, which) == 0;
         }
         json_decref(tools);
@@ -145,7 +115,7 @@ int upstream_attach(codecell_cell *cell, struct upstream *u, const char *which, 
                 const json_t *def = json_array_get(tools, i);
                 const char *own = json_string_value(json_object_get(def, "name"));
                 char binding[NAME_MAX_LEN];
-                if (!own || upstream_sanitize(own, binding, sizeof(binding)) < 0)
+                if (!own || guest_name_sanitize(own, binding, sizeof(binding)) < 0)
                         continue;
                 if (!all && strcmp(binding, which) != 0)
                         continue;

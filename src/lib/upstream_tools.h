@@ -29,14 +29,6 @@ void mcp_servers_free(struct mcp_servers *s);
 /* The server named by the first len bytes of name, or NULL. */
 struct upstream *mcp_servers_find(const struct mcp_servers *s, const char *name, size_t len);
 
-/* The one rule for names the guest writes: each character other than an ASCII letter, digit
- * or '_' becomes '_', and a name that would start with a digit gets a leading '_'
- * ("get-sum" -> "get_sum"). < 0 when it does not fit in size. */
-int upstream_sanitize(const char *name, char *out, size_t size);
-/* The Ruby module of a server's bindings: memory -> Memory, my_docs -> MyDocs (the rule of
- * guest/ruby/prelude.rb: a letter or digit at the start or after '_' is upcased, that '_'
- * dropped). */
-void upstream_module_name(const char *server, char *out, size_t size);
 /* NULL, or what is wrong with the tools of u's last list (two names equal after sanitising),
  * written into buf. */
 const char *upstream_collision(struct upstream *u, char *buf, size_t size);

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "exact_integers.h"
+#include "guest_names.h"
 #include "util.h"
 #include "json_schema_check.h"
 #include "upstream_tools.h"
@@ -111,14 +112,14 @@ int main(void)
         CHECK_STR(verdict("{\"enum\":[\"x\",1]}", "2"), "must be one of [\"x\",1]");
 
         char out[64];
-        CHECK(upstream_sanitize("get-sum", out, sizeof(out)) == 0);
+        CHECK(guest_name_sanitize("get-sum", out, sizeof(out)) == 0);
         CHECK_STR(out, "get_sum");
-        CHECK(upstream_sanitize("2fa.code", out, sizeof(out)) == 0);
+        CHECK(guest_name_sanitize("2fa.code", out, sizeof(out)) == 0);
         CHECK_STR(out, "_2fa_code");
-        CHECK(upstream_sanitize("caf\xc3\xa9", out, sizeof(out)) == 0);
+        CHECK(guest_name_sanitize("caf\xc3\xa9", out, sizeof(out)) == 0);
         CHECK_STR(out, "caf__");
-        CHECK(upstream_sanitize("", out, sizeof(out)) < 0);
-        CHECK(upstream_sanitize("abcdef", out, 4) < 0);
+        CHECK(guest_name_sanitize("", out, sizeof(out)) < 0);
+        CHECK(guest_name_sanitize("abcdef", out, 4) < 0);
 
         char *t;
         CHECK_STR(t = unwrapped("{\"content\":[{\"type\":\"text\",\"text\":\"[1,2]\"}]}"), "[1,2]");
