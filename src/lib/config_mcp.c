@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "guest_names.h"
+#include "host_spawn.h"
 #include "tools.h"
 #include "upstream_tools.h"
 #include "util.h"
@@ -121,7 +122,7 @@ static int stdio_spec(const json_t *def, const char *path, const char *dir, cons
         if (!spec->argv || !spec->env)
                 return err_sys(err, ENOMEM, "mcp_servers");
         const char *program = json_string_value(json_array_get(command, 0));
-        if (!(spec->argv[0] = tool_resolve_program(program, dir)))
+        if (!(spec->argv[0] = host_resolve_program(program, dir)))
                 return bad(err, path, server, ".command: %s: not found or not executable", program);
         for (size_t k = 1; k < json_array_size(command); k++)
                 if (!(spec->argv[k] = strdup(json_string_value(json_array_get(command, k)))))

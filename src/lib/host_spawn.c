@@ -1,6 +1,12 @@
 #include "host_spawn.h"
 
+#include "cleanup.h"
+
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -46,4 +52,25 @@ int host_spawn(const struct host_spawn *s, pid_t *ret_pid)
         }
         *ret_pid = pid;
         return 0;
+}
+
+char *host_resolve_program(const char *program, const char *file_dir)
+{
+        char candidate[PATH_MAX];
+        if (strchr(program, '/')) {
+                if (program[0] == '/')
+                        snprintf(candidate, sizeof(candidate), "%s", program);
+                else
+                        snprintf(candidate, sizeof(candidate), "%s/%s", file_dir, program);
+                return access(candidate, X_OK) == 0 ? realpath(candidate, NULL) : NULL;
+        }
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+        for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+             dir = strtok_r(NULL, ":", &save)) {
+                snprintf(candidate, sizeof(candidate), "%s/%s", dir, program);
+                if (access(candidate, X_OK) == 0)
+                        return realpath(candidate, NULL);
+        }
+        return NULL;
 }

@@ -24,4 +24,8 @@ struct host_spawn {
 /* 0 with *ret_pid, or the errno of what failed (the child is reaped then). */
 int host_spawn(const struct host_spawn *s, pid_t *ret_pid);
 
+/* A program's absolute path: relative to dir when it has a '/', else looked up in PATH.
+ * NULL when not found or not executable (a command tool's, a stdio MCP server's). */
+char *host_resolve_program(const char *program, const char *dir);
+
 #endif

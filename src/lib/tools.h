@@ -86,10 +86,6 @@ int tools_from_json(const json_t *list, const char *path, const char *dir, uint6
                     struct tool ***ret, size_t *ret_n, codecell_error *err);
 void tools_free_list(struct tool **tools, size_t n);
 
-/* A command program's absolute path: relative to dir when it has a '/', else looked up in
- * PATH. NULL when not found or not executable (tools_file.c). */
-char *tool_resolve_program(const char *program, const char *dir);
-
 /* Appends the "## Tools" section for every tool to the description f (description.c). */
 void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);
 

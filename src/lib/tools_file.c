@@ -11,6 +11,7 @@
 #include "cell.h"
 #include "cleanup.h"
 #include "error.h"
+#include "host_spawn.h"
 #include "json_file.h"
 #include "tools.h"
 #include "upstream_tools.h"
@@ -28,27 +29,6 @@ static int bad(codecell_error *err, const char *path, size_t i, const char *key,
 
 /* argv[0] as an absolute path: relative to the file's folder when it has a '/', else looked
  * up in PATH. NULL when not found or not executable. */
-char *tool_resolve_program(const char *program, const char *file_dir)
-{
-        char candidate[PATH_MAX];
-        if (strchr(program, '/')) {
-                if (program[0] == '/')
-                        snprintf(candidate, sizeof(candidate), "%s", program);
-                else
-                        snprintf(candidate, sizeof(candidate), "%s/%s", file_dir, program);
-                return access(candidate, X_OK) == 0 ? realpath(candidate, NULL) : NULL;
-        }
-        const char *path = getenv("PATH");
-        _cleanup_free_ char *copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-        for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
-             dir = strtok_r(NULL, ":", &save)) {
-                snprintf(candidate, sizeof(candidate), "%s/%s", dir, program);
-                if (access(candidate, X_OK) == 0)
-                        return realpath(candidate, NULL);
-        }
-        return NULL;
-}
-
 static char **string_list(size_t n)
 {
         return calloc(n + 1, sizeof(char *));
@@ -119,7 +99,7 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
                 goto fail;
         }
         tool->command.argv[0] =
-                tool_resolve_program(json_string_value(json_array_get(command, 0)), dir);
+                host_resolve_program(json_string_value(json_array_get(command, 0)), dir);
         if (!tool->command.argv[0]) {
                 char what[PATH_MAX + 64];
                 snprintf(what, sizeof(what), "%s: not found or not executable",
