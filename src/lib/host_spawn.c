@@ -1,17 +1,17 @@
 #include "host_spawn.h"
 
-#include "cleanup.h"
-
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "cleanup.h"
 
 /* vfork: the child only makes system calls before exec, which is safe in a threaded engine
  * (posix_spawn does the same, but cannot set the parent-death signal or the folder). */
