@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "command_tool.h"
 #include "host_spawn.h"
 #include "pipe_write.h"
-#include "tools.h"
 #include "util.h"
 
 /* What of a failing tool's stderr reaches the guest. */

@@ -11,8 +11,8 @@
 
 #include "guest_user.h"
 #include "cleanup.h"
+#include "command_tool.h"
 #include "error.h"
-#include "tools.h"
 #include "util.h"
 
 /* Generous: on a loaded machine a Python probe reading a large site-packages takes a while. */

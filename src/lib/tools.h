@@ -11,17 +11,8 @@
 #include <sys/types.h>
 
 #include "codecell.h"
+#include "command_tool.h"
 #include "runtime.h"
-
-struct command_spec {
-        char **argv;         /* argv[0] absolute, NULL-terminated */
-        char **env;          /* "NAME=value" for the variables the tool's config names */
-        uint64_t timeout_ms; /* 0: the cell's CODECELL_LIMIT_TOOL_CALL_MS */
-        /* Run as this uid and gid, with no supplementary groups (the engine is root). */
-        bool as_user;
-        uid_t uid;
-        gid_t gid;
-};
 
 struct upstream;
 
@@ -94,12 +85,5 @@ char *tool_describe_text(struct tool_table *t, const struct tool_syntax *syntax,
 /* What the guest's prelude binds for MCP tools: {"server": {"binding": "server.binding"}}, a
  * new reference, or NULL when the cell has none. */
 json_t *tool_table_bindings(struct tool_table *t);
-
-/* Runs one call to a command tool: args on stdin, the result from stdout (at most max_answer
- * bytes), stderr kept for the error (capped). deadline_ms is on the now_ms() clock. Returns 0
- * with *ret_json, or < 0 with *ret_error (both malloc'd). */
-int command_tool_call(const struct command_spec *cmd, const char *name, const char *args_json,
-                      double deadline_ms, uint64_t timeout_ms, size_t max_answer, char **ret_json,
-                      char **ret_error);
 
 #endif
