@@ -13,7 +13,6 @@
 
 #include "error.h"
 #include "jail.h"
-#include "netns.h"
 #include "pipe_write.h"
 #include "util.h"
 
@@ -43,15 +42,6 @@ static void compile_filters(void)
         for (int network = 0; network < 2 && seccomp_status == 0; network++)
                 seccomp_status = seccomp_program_compile_network(&seccomp_programs[network], true,
                                                                  network, &seccomp_error);
-}
-
-/* Recycled empty network namespaces for a root caller (netns.h). */
-static pthread_once_t netns_once = PTHREAD_ONCE_INIT;
-static struct netns_stock netns_stock;
-
-static void init_netns_stock(void)
-{
-        netns_stock_init(&netns_stock);
 }
 
 static void add_layer(struct codecell_jail *j, const char *name)
@@ -281,21 +271,12 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
             open_pipes(j, err) < 0)
                 goto fail;
         if (j->privileged && !j->options.network) {
-                pthread_once(&netns_once, init_netns_stock);
-                codecell_error ignored = {0};
-                int fd = netns_stock_take(&netns_stock, &ignored);
-                j->netns_fd = fd >= 0 ? fd : -1; /* else a new one at unshare */
+                j->netns_fd = jail_netns_take(); /* -1: a new one at unshare */
         }
         return j;
 fail:
         codecell_jail_free(j);
         return NULL;
-}
-
-void jail_netns_give_back(int fd)
-{
-        if (fd >= 0)
-                netns_stock_give_back(&netns_stock, fd);
 }
 
 static void close_fd(int *fd)
