@@ -9,7 +9,9 @@ endif()
 get_filename_component(ROOT ${CMAKE_CURRENT_LIST_DIR}/.. ABSOLUTE)
 file(REMOVE_RECURSE ${DEST})
 file(MAKE_DIRECTORY ${DEST})
-file(GLOB sources ${ROOT}/src/lib/*.c ${ROOT}/src/lib/*.h)
+# The wings of src/lib (src/lib/README.md) meet in one folder: their files have names unique
+# across the wings, so every include still finds its header.
+file(GLOB sources ${ROOT}/src/lib/*/*.c ${ROOT}/src/lib/*/*.h)
 file(COPY ${sources} ${ROOT}/include/codecell.h DESTINATION ${DEST})
 
 # What CMakeLists.txt's embed_file() makes, as a script: name, the file to embed.
@@ -64,8 +66,10 @@ function(vendor_program name)
 endfunction()
 # A forked cell's fork server (src/zygote/zygote.c), loaded into the guest's interpreter.
 vendor_program(zygote_so -D_GNU_SOURCE -shared -fPIC -fvisibility=hidden
-               ${ROOT}/src/zygote/zygote.c ${ROOT}/src/lib/landlock.c ${ROOT}/src/lib/capabilities.c)
+               -I${ROOT}/src/lib/walls ${ROOT}/src/zygote/zygote.c ${ROOT}/src/lib/walls/landlock.c
+               ${ROOT}/src/lib/walls/capabilities.c)
 # The forked sandboxes' init (src/zygote/init.c), static and without libc, as CMakeLists.txt
 # builds it.
 vendor_program(init_bin -ffreestanding -fno-stack-protector -fno-pie -fno-asynchronous-unwind-tables
-               -fcf-protection=none -static -nostdlib -no-pie -Wl,-s ${ROOT}/src/zygote/init.c)
+               -fcf-protection=none -static -nostdlib -no-pie -Wl,-s -I${ROOT}/src/lib/walls
+               ${ROOT}/src/zygote/init.c)

@@ -1,4 +1,4 @@
-# The Python interpreter's probe, run on the host when a cell is made (src/lib/interpreter.c),
+# The Python interpreter's probe, run on the host when a cell is made (src/lib/spec/interpreter.c),
 # as `python -I -S -c <this> FOLDER...` with the sandbox's flags: one JSON object on stdout
 # that says which language and version this interpreter is, which folders of each library
 # folder go on sys.path, and what the guest can import besides the standard library.

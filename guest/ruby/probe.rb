@@ -1,4 +1,4 @@
-# The Ruby interpreter's probe, run on the host when a cell is made (src/lib/interpreter.c),
+# The Ruby interpreter's probe, run on the host when a cell is made (src/lib/spec/interpreter.c),
 # as `ruby --disable-gems -e <this> FOLDER...` with the sandbox's flags: one JSON object on
 # stdout that says which language and version this interpreter is, which folders of each
 # library folder go on $LOAD_PATH, and what the guest can require besides the standard library.

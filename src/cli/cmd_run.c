@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../lib/cleanup.h"
-#include "../lib/util.h"
+#include "cleanup.h"
+#include "util.h"
 #include "codecell.h"
 #include "commands.h"
 #include "cell_flags.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/result.h"
+#include "result.h"
 #include "oplog.h"
 
 /* Output as a JSON string: the guest's bytes need not be UTF-8. */

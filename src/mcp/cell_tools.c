@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../lib/base64.h"
-#include "../lib/util.h"
+#include "base64.h"
+#include "util.h"
 #include "call_log.h"
 #include "refusals.h"
 #include "server.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/util.h"
+#include "util.h"
 #include "server.h"
 
 #define LATEST_PROTOCOL "2025-11-25"

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/util.h"
+#include "util.h"
 #include "oplog.h"
 #include "refusals.h"
 #include "framing.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/util.h"
+#include "util.h"
 
 static json_t *error_for(const json_t *msg, int code, const char *text)
 {

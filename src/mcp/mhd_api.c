@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "../lib/dynlib.h"
+#include "dynlib.h"
 
 static struct mhd_api api;
 static const struct mhd_api *loaded;

@@ -7,8 +7,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../lib/proc_stat.h"
-#include "../lib/util.h"
+#include "proc_stat.h"
+#include "util.h"
 #include "codecell.h"
 
 static long open_fds(void)

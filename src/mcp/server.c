@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/util.h"
+#include "util.h"
 #include "server.h"
 
 #define DEFAULT_MAX_RUNS 16

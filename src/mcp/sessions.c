@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "../lib/util.h"
+#include "util.h"
 #include "server.h"
 
 int mcp_session_handle_new(struct mcp_client *c, char ret[MCP_HANDLE_LEN + 1])

@@ -15,7 +15,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "../lib/util.h"
+#include "util.h"
 #include "server.h"
 #include "transports.h"
 

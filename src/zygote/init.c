@@ -37,8 +37,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "../lib/landlock_proc_files.h"
-#include "../lib/zygote_protocol.h"
+#include "landlock_proc_files.h"
+#include "zygote_protocol.h"
 
 /* The interpreter's pid, here: the zygote forks it as the second process of this namespace. */
 #define GUEST_PID 2

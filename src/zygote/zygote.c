@@ -1,6 +1,6 @@
 /* A cell's zygote: the fork server that runs inside the cell's booted interpreter (loaded by
  * the prelude with Fiddle or ctypes from /codecell/zygote.so) and makes every sandbox of the
- * cell as a copy of it. The protocol is in src/lib/zygote_protocol.h; the reasoning in
+ * cell as a copy of it. The protocol is in src/lib/walls/zygote_protocol.h; the reasoning in
  * docs/security.md ("Forked sandboxes").
  *
  * The fork of the interpreter is the language's (Ruby's fork, Python's os.fork), so that the
@@ -55,10 +55,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../lib/capabilities.h"
-#include "../lib/init_exit.h"
-#include "../lib/landlock.h"
-#include "../lib/zygote_protocol.h"
+#include "capabilities.h"
+#include "init_exit.h"
+#include "landlock.h"
+#include "zygote_protocol.h"
 
 /* The entry points the preludes call; everything else stays inside the library (it is loaded
  * into the interpreter, beside whatever else the runtime loads). */

@@ -9,8 +9,10 @@ out="${FUZZ_BUILD:-$root/build-fuzz}"
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/bootstrap --fuzz)" >&2; exit 2; }
 mkdir -p "$out"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=gnu11"
-inc="$(pkg-config --cflags libcurl) -I$root/include -I$root/src/lib -I$root/src/cli -I$root/src/mcp"
-lib_sources="$(ls "$root"/src/lib/*.c)"
+# Every wing of the engine (src/lib/README.md): the fuzz targets reach into them as tests do.
+inc="$(pkg-config --cflags libcurl) -I$root/include -I$root/src/cli -I$root/src/mcp"
+for wing in "$root"/src/lib/*/; do inc="$inc -I$wing"; done
+lib_sources="$(ls "$root"/src/lib/*/*.c)"
 # The guest files the library embeds, generated as the CMake build does; the compiled preludes
 # are left empty (no fuzz target starts an interpreter, and empty means "compile the source").
 embed() {

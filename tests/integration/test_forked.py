@@ -307,7 +307,7 @@ if __name__ == "__main__":
 
 class ExecCellsBesideManySandboxes(unittest.TestCase):
     """Review of the forked sandboxes (found beside them, in exec'd ones): an exec'd sandbox's
-    set-up (src/lib/sandbox.c exec_guest) sets RLIMIT_NOFILE while the engine's descriptors are
+    set-up (src/lib/walls/sandbox.c exec_guest) sets RLIMIT_NOFILE while the engine's descriptors are
     still open (close_range only marks them close-on-exec), then needs a new one for Landlock's
     ruleset. Once the engine holds more descriptors than the cell's open_files (every live
     sandbox of every cell holds some), no exec'd sandbox can start: "landlock ruleset: Too many

@@ -1,7 +1,7 @@
 /* The seccomp filter: compiled once per cell with libseccomp, loaded in every sandbox just
  * before exec without allocating (the crun way). */
-#ifndef CODECELL_SECCOMP_H
-#define CODECELL_SECCOMP_H
+#ifndef CODECELL_SECCOMP_FILTER_H
+#define CODECELL_SECCOMP_FILTER_H
 
 #include <linux/filter.h>
 #include <stdbool.h>

@@ -18,7 +18,7 @@
 #include "cgroup.h"
 #include "codecell.h"
 #include "landlock.h"
-#include "seccomp_program.h"
+#include "seccomp_filter.h"
 
 #define JAIL_MAX_PATHS 64
 #define JAIL_MAX_WARNINGS 4

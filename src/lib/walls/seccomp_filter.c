@@ -1,4 +1,4 @@
-#include "seccomp_program.h"
+#include "seccomp_filter.h"
 
 #include <errno.h>
 #include <fcntl.h>

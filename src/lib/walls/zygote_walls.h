@@ -11,7 +11,7 @@
 #include "landlock.h"
 #include "mount_plan.h"
 #include "sandbox.h"
-#include "seccomp_program.h"
+#include "seccomp_filter.h"
 #include "zygote_protocol.h"
 
 /* Fills w (zeroed first). < 0 with err when something does not fit. */

@@ -18,7 +18,7 @@
 #include "mount_roots.h"
 #include "netns.h"
 #include "sandbox.h"
-#include "seccomp_program.h"
+#include "seccomp_filter.h"
 
 /* The interpreter and prelude must be ready this long after the sandbox exists. Start-up is
  * not counted in the execution's own limits, which start at `exec`. */

@@ -11,7 +11,7 @@
 #include "codecell.h"
 #include "landlock.h"
 #include "mount_plan.h"
-#include "seccomp_program.h"
+#include "seccomp_filter.h"
 
 /* The ids the guest has inside its user namespace. */
 #define SANDBOX_INNER_UID 1000

@@ -1,0 +1,83 @@
+# The engine's wings (src/lib/README.md), bottom to top: one object library each, which sees
+# include/, its own folder and, through the wings it uses, theirs. An include that runs upward
+# (a wing's file including a header of a wing above it, or of one it does not use) does not
+# compile; tests/integration/test_layout.py checks the same from the include lines and refuses
+# a path that would step around the folders. Included from the top CMakeLists.txt, not added as
+# a subdirectory: the embedded guest programs are custom commands of the top directory, which
+# only its own targets may use.
+set(WING_DIR ${CMAKE_SOURCE_DIR}/src/lib)
+
+# codecell_wing(NAME USES wing... SOURCES file...): sources relative to src/lib/NAME, or
+# absolute (generated ones).
+function(codecell_wing name)
+  cmake_parse_arguments(W "" "" "USES;SOURCES" ${ARGN})
+  set(sources)
+  foreach(s ${W_SOURCES})
+    if(IS_ABSOLUTE ${s})
+      list(APPEND sources ${s})
+    else()
+      list(APPEND sources ${WING_DIR}/${name}/${s})
+    endif()
+  endforeach()
+  add_library(engine_${name} OBJECT ${sources})
+  set_target_properties(engine_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                        C_VISIBILITY_PRESET hidden)
+  target_include_directories(engine_${name} PUBLIC ${CMAKE_SOURCE_DIR}/include ${WING_DIR}/${name})
+  target_compile_definitions(engine_${name} PRIVATE CODECELL_VERSION="${PROJECT_VERSION}")
+  target_link_libraries(engine_${name} PUBLIC PkgConfig::JANSSON)
+  foreach(used ${W_USES})
+    target_link_libraries(engine_${name} PUBLIC engine_${used})
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY CODECELL_WINGS ${name})
+endfunction()
+
+# Plumbing every part shares: errors, clocks, files, UTF-8, cleanup, the guest protocol's
+# frames, JSON files, base64, host programs and command calls, libraries loaded at run time.
+codecell_wing(base SOURCES
+  error.c util.c frame.c json_file.c base64.c host_spawn.c command_tool.c pipe_write.c dynlib.c
+  proc_stat.c version.c)
+# What a cell is before anything runs: its configuration and limits, the guest languages, the
+# interpreters as probed on the host, the rules of mounts.
+codecell_wing(spec USES base SOURCES
+  config.c runtime.c interpreter.c mount_rules.c
+  ${CMAKE_BINARY_DIR}/probe_python.c ${CMAKE_BINARY_DIR}/probe_ruby.c
+  ${CMAKE_BINARY_DIR}/prelude_ruby.c ${CMAKE_BINARY_DIR}/prelude_python.c
+  ${CMAKE_BINARY_DIR}/prelude_python_pyc.c ${CMAKE_BINARY_DIR}/boot_python.c
+  ${CMAKE_BINARY_DIR}/prelude_ruby_iseq.c ${CMAKE_BINARY_DIR}/boot_ruby.c)
+# What goes into a run and what comes out: input, cancel, output, images, the result and the
+# model's view of it.
+codecell_wing(results USES base SOURCES
+  run_input.c cancel.c output.c images.c result.c model_view.c)
+# The client of upstream MCP servers, over stdio and HTTP (libcurl loaded at run time).
+codecell_wing(mcp_client USES base SOURCES
+  upstream.c upstream_stdio.c upstream_http.c upstream_result.c curl_api.c exact_integers.c)
+target_include_directories(engine_mcp_client PRIVATE ${CURL_INCLUDE_DIRS})
+# A cell's host tools: the table, their signatures, the calls of SB.call, the guest's names.
+codecell_wing(tools USES spec results mcp_client SOURCES
+  tools.c tool_signatures.c rpc.c guest_names.c json_schema_check.c)
+# The walls of a sandbox and what the host gives of them: namespaces, mounts, seccomp, Landlock,
+# capabilities, cgroups, CPU time, the zygote's side of forked sandboxes.
+codecell_wing(walls USES spec SOURCES
+  sandbox.c seccomp_filter.c landlock.c capabilities.c netns.c cgroup.c cgroup_v1.c cgroup_v2.c
+  mount_plan.c mount_roots.c cpu_time.c zygote.c zygote_walls.c check.c
+  ${CMAKE_BINARY_DIR}/zygote_so.c ${CMAKE_BINARY_DIR}/init_bin.c)
+target_link_libraries(engine_walls PUBLIC PkgConfig::SECCOMP)
+# A caller's function in a forked child behind a sandbox's walls (codecell_jail_*).
+codecell_wing(jail USES walls SOURCES
+  jail.c jail_child.c jail_cgroup.c jail_reaper.c jail_wait.c jail_netns.c)
+# The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
+# disposal, the description.
+codecell_wing(run USES tools walls SOURCES
+  cell_plan.c standby.c pump.c pool.c disposal.c execution.c session.c description.c cell.c)
+# Configuration files: the cells of a file, its tools and its MCP servers, which make cells
+# and add to them.
+codecell_wing(files USES run SOURCES
+  config_file.c tools_file.c cellset.c config_mcp.c upstream_tools.c)
+
+get_property(CODECELL_WINGS GLOBAL PROPERTY CODECELL_WINGS)
+set(ENGINE_OBJECTS)
+set(ENGINE_INCLUDE_DIRS)
+foreach(wing ${CODECELL_WINGS})
+  list(APPEND ENGINE_OBJECTS $<TARGET_OBJECTS:engine_${wing}>)
+  list(APPEND ENGINE_INCLUDE_DIRS ${WING_DIR}/${wing})
+endforeach()
