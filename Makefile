@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 # make install PREFIX=/usr DESTDIR=/tmp/stage (docs/operations.md)
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build install run demo test soak sanitize tsan fuzz bench clean
+.PHONY: all bootstrap build install run demo test soak sanitize tsan fuzz bench format format-check clean
 
 all: build
 
@@ -75,6 +75,14 @@ bench: bootstrap build
 	$(BUILD)/mcp
 	CODECELL_BIN=$(BUILD)/codecell bench/proxy
 	bench/jail.sh
+
+# clang-format over every C file (.clang-format); format-check changes nothing and fails on
+# a file that is not formatted (.ci/run).
+format:
+	scripts/format
+
+format-check: bootstrap
+	scripts/format --check
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-fuzz
