@@ -115,6 +115,19 @@ class Stdio:
         return code, err
 
 
+    def stop_if_running(self, timeout=60):
+        """For addCleanup: a server a failed case left running is closed, or, when it does not
+        end in time (a loaded machine, a case that failed mid-call), killed and reaped, so
+        that it cannot fail the cases after it as a stray process."""
+        if self.proc.poll() is not None:
+            return
+        try:
+            self.close(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 class Http:
     """codecell serve --http 127.0.0.1:0, with a client for its endpoint."""
 

@@ -167,7 +167,7 @@ class StalledStderr(unittest.TestCase):
         ~250 calls and every later call hung writing its line."""
         from mcp_peer import Stdio
         peer = Stdio(write_config(tempdir(self), [{"name": "ruby", "language": "ruby", "pool": 2}]))
-        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        self.addCleanup(peer.stop_if_running)
         peer.request(INIT)
         for i in range(1, 701):
             m = peer.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",

@@ -135,7 +135,7 @@ class RunPictures(unittest.TestCase):
         cfg = write_config(tempdir(self), [{"name": "py", "language": "python", "pool": 0,
                                             "limits": {"images": 2, "image_bytes": 100000}}])
         peer = Stdio(cfg)
-        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        self.addCleanup(peer.stop_if_running)
         peer.request(INIT)
         m = peer.request({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                           "params": {"name": "py", "arguments": {"code": code}}})
