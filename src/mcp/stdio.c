@@ -80,7 +80,8 @@ static void handle_line(struct mcp_server *s, struct mcp_client *clients[2], str
                 return;
         }
         if (kind == JSONRPC_NOTIFICATION) {
-                /* notifications/cancelled names a request of either era. */
+                /* Both clients see it; each takes it when its method is offered in the
+                 * client's era (notifications/cancelled names a request of either). */
                 mcp_handle(s, clients[0], msg, kind, &out->sink);
                 mcp_handle(s, clients[1], msg, kind, &out->sink);
                 json_decref(msg);
