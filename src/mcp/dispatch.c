@@ -1,12 +1,14 @@
 /* The MCP methods, above the server's state (server.c) and the tools (cell_tools.c,
- * sessions.c): which revision a message speaks, initialize and server/discover, ping,
- * logging/setLevel, tools/list and tools/call routed to a cell or to the sessions tool, and
- * the guard that gives every request exactly one answer. */
+ * sessions.c): which revision a message speaks, the table of methods (methods.h) with their
+ * handlers (initialize and server/discover, ping, logging/setLevel, tools/list, tools/call
+ * routed to a cell or to the sessions tool, notifications/cancelled), and the guard that gives
+ * every request exactly one answer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
+#include "methods.h"
 #include "server.h"
 
 #define LATEST_PROTOCOL "2025-11-25"
@@ -178,86 +180,202 @@ static json_t *discover(const struct mcp_call *call, const json_t *id)
                                     "cacheScope", "public"));
 }
 
-/* tools/call: a cell, or the companion tool of sessions. */
-static bool call_tool(struct mcp_server *s, struct mcp_client *c, const struct mcp_call *call,
-                      const json_t *id, const json_t *params, struct mcp_sink *sink)
+/* One message as its handler gets it. */
+struct mcp_request {
+        struct mcp_server *server;
+        struct mcp_client *client;
+        const struct mcp_call *call; /* NULL for a notification */
+        const json_t *id;            /* NULL for a notification */
+        const json_t *params;
+        struct mcp_sink *sink; /* the request's answer guard; NULL for a notification */
+};
+
+static bool do_initialize(const struct mcp_request *r)
 {
-        const char *name = json_string_value(json_object_get(params, "name"));
-        const json_t *args = json_object_get(params, "arguments");
-        if (!name || (args && !json_is_object(args))) {
-                /* Not a CallToolRequest at all: a protocol error, not one for the model. */
-                mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-                                               "params.name must be a string and "
-                                               "params.arguments an object"));
-                return true;
-        }
-        if (s->sessions_tool[0] && strcmp(name, s->sessions_tool) == 0) {
-                mcp_sessions_call(s, c, call, id, args, sink);
-                return true;
-        }
-        return mcp_tools_call(s, c, call, id, params, sink);
+        if (!json_is_string(json_object_get(r->params, "protocolVersion")))
+                mcp_answer(r->sink, jsonrpc_error(r->id, JSONRPC_INVALID_PARAMS,
+                                                  "params.protocolVersion must be a string"));
+        else
+                mcp_answer(r->sink, jsonrpc_result(r->id, initialize(r->params)));
+        return true;
 }
 
-static void handle_modern(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
-                          struct mcp_sink *sink, const struct mcp_sink *origin, bool *ret_silent)
+static bool do_discover(const struct mcp_request *r)
 {
-        const char *method = json_string_value(json_object_get(msg, "method"));
-        const json_t *params = json_object_get(msg, "params");
-        const json_t *id = json_object_get(msg, "id");
-        struct mcp_call call = {.modern = true, .log_level = -1, .origin = origin};
-        json_t *problem = modern_problem(id, params, &call);
-        if (problem)
-                mcp_answer(sink, problem);
-        else if (strcmp(method, "server/discover") == 0)
-                mcp_answer(sink, discover(&call, id));
-        else if (strcmp(method, "tools/list") == 0)
-                mcp_answer(sink,
-                           mcp_result(&call, id,
+        mcp_answer(r->sink, discover(r->call, r->id));
+        return true;
+}
+
+static bool do_ping(const struct mcp_request *r)
+{
+        mcp_answer(r->sink, jsonrpc_result(r->id, json_object()));
+        return true;
+}
+
+static bool do_list_tools(const struct mcp_request *r)
+{
+        struct mcp_server *s = r->server;
+        if (r->call->modern)
+                mcp_answer(r->sink,
+                           mcp_result(r->call, r->id,
                                       json_pack("{s:O, s:i, s:s}", "tools", s->tools_modern,
                                                 "ttlMs", LIST_TTL_MS, "cacheScope", "public")));
-        else if (strcmp(method, "tools/call") == 0)
-                *ret_silent = !call_tool(s, c, &call, id, params, sink);
         else
-                mcp_answer(sink, jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
-                                               "method \"%.*s\" not found (" MCP_MODERN_PROTOCOL
-                                               " requests may call server/discover, tools/list, "
-                                               "tools/call)",
-                                               utf8_prefix(method, 100), method));
+                mcp_answer(r->sink, jsonrpc_result(r->id, json_pack("{s:O}", "tools", s->tools)));
+        return true;
 }
 
+/* tools/call: a cell, or the companion tool of sessions. */
+static bool do_call_tool(const struct mcp_request *r)
+{
+        const char *name = json_string_value(json_object_get(r->params, "name"));
+        const json_t *args = json_object_get(r->params, "arguments");
+        if (!name || (args && !json_is_object(args))) {
+                /* Not a CallToolRequest at all: a protocol error, not one for the model. */
+                mcp_answer(r->sink, jsonrpc_error(r->id, JSONRPC_INVALID_PARAMS,
+                                                  "params.name must be a string and "
+                                                  "params.arguments an object"));
+                return true;
+        }
+        if (r->server->sessions_tool[0] && strcmp(name, r->server->sessions_tool) == 0) {
+                mcp_sessions_call(r->server, r->client, r->call, r->id, args, r->sink);
+                return true;
+        }
+        return mcp_tools_call(r->server, r->client, r->call, r->id, r->params, r->sink);
+}
+
+static bool do_set_level(const struct mcp_request *r)
+{
+        mcp_answer(r->sink, set_level(r->client, r->id, r->params));
+        return true;
+}
+
+static bool do_cancelled(const struct mcp_request *r)
+{
+        const json_t *request_id = json_object_get(r->params, "requestId");
+        if (request_id)
+                mcp_cancel_request(r->client, request_id);
+        return true;
+}
+
+#define BOTH_ERAS (MCP_ERA_LEGACY | MCP_ERA_MODERN)
+
+/* The order of the requests is the order "method not found" names them in. */
+const struct mcp_method mcp_methods[] = {
+        {.name = "initialize",
+         .eras = MCP_ERA_LEGACY,
+         .handle = do_initialize,
+         .opens_session = true,
+         .refused_while_draining = true},
+        {.name = "server/discover", .eras = MCP_ERA_MODERN, .handle = do_discover},
+        {.name = "ping", .eras = MCP_ERA_LEGACY, .handle = do_ping},
+        {.name = "tools/list", .eras = BOTH_ERAS, .handle = do_list_tools},
+        {.name = "tools/call",
+         .eras = BOTH_ERAS,
+         .handle = do_call_tool,
+         .long_running = true,
+         .refused_while_draining = true,
+         .name_param = "name",
+         .param_headers = true},
+        {.name = "logging/setLevel", .eras = MCP_ERA_LEGACY, .handle = do_set_level},
+        /* Nothing to do once initialize is answered. */
+        {.name = "notifications/initialized", .eras = MCP_ERA_LEGACY, .notification = true},
+        {.name = "notifications/cancelled",
+         .eras = BOTH_ERAS,
+         .notification = true,
+         .handle = do_cancelled},
+        /* Not offered, but of 2026-07-28's Mcp-Name header: a request for one is held to the
+         * header before it is found missing, as a proxy in front routes on it. */
+        {.name = "prompts/get", .name_param = "name"},
+        {.name = "resources/read", .name_param = "uri"},
+        {.name = NULL},
+};
+
+const struct mcp_method *mcp_method_find(const char *name)
+{
+        for (const struct mcp_method *m = mcp_methods; name && m->name; m++)
+                if (strcmp(m->name, name) == 0)
+                        return m;
+        return NULL;
+}
+
+bool mcp_method_offered(const struct mcp_method *m, enum mcp_era era)
+{
+        return m && (m->eras & era);
+}
+
+/* The names of the requests offered in the eras `in` and in none of `not_in`, as "a, b, c". */
+static void requests_offered(char *buf, size_t size, unsigned in, unsigned not_in)
+{
+        size_t at = 0;
+        buf[0] = '\0';
+        for (const struct mcp_method *m = mcp_methods; m->name && at < size; m++)
+                if (!m->notification && (m->eras & in) && !(m->eras & not_in))
+                        at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? ", " : "",
+                                               m->name);
+}
+
+/* "Method not found", with the requests the client may send in its era instead. */
+static json_t *method_not_found(const json_t *id, const char *method, enum mcp_era era)
+{
+        char offered[256], modern_only[256];
+        if (era == MCP_ERA_MODERN) {
+                requests_offered(offered, sizeof(offered), MCP_ERA_MODERN, 0);
+                return jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+                                     "method \"%.*s\" not found (" MCP_MODERN_PROTOCOL
+                                     " requests may call %s)",
+                                     utf8_prefix(method, 100), method, offered);
+        }
+        requests_offered(offered, sizeof(offered), MCP_ERA_LEGACY, 0);
+        requests_offered(modern_only, sizeof(modern_only), MCP_ERA_MODERN, MCP_ERA_LEGACY);
+        return jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
+                             "method \"%.*s\" not found (this server offers %s%s%s)",
+                             utf8_prefix(method, 100), method, offered,
+                             modern_only[0] ? "; and, with _meta[\"" MCP_META_VERSION
+                                              "\"] = \"" MCP_MODERN_PROTOCOL "\", "
+                                            : "",
+                             modern_only);
+}
+
+/* A request: in 2026-07-28 its _meta is checked first, then its method is looked up in its
+ * era. Sets *ret_silent when it was cancelled (no answer). */
 static void handle_request(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
                            struct mcp_sink *sink, const struct mcp_sink *origin, bool *ret_silent)
 {
-        const char *method = json_string_value(json_object_get(msg, "method"));
-        const json_t *params = json_object_get(msg, "params");
-        const json_t *id = json_object_get(msg, "id");
         static const struct mcp_call legacy = {.modern = false, .log_level = -1};
-        if (mcp_message_modern(msg)) {
-                handle_modern(s, c, msg, sink, origin, ret_silent);
-        } else if (strcmp(method, "initialize") == 0) {
-                if (!json_is_string(json_object_get(params, "protocolVersion")))
-                        mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-                                                       "params.protocolVersion must be a string"));
-                else
-                        mcp_answer(sink, jsonrpc_result(id, initialize(params)));
-        } else if (strcmp(method, "ping") == 0) {
-                mcp_answer(sink, jsonrpc_result(id, json_object()));
-        } else if (strcmp(method, "tools/list") == 0) {
-                mcp_answer(sink, jsonrpc_result(id, json_pack("{s:O}", "tools", s->tools)));
-        } else if (strcmp(method, "tools/call") == 0) {
-                *ret_silent = !call_tool(s, c, &legacy, id, params, sink);
-        } else if (strcmp(method, "logging/setLevel") == 0) {
-                mcp_answer(sink, set_level(c, id, params));
-        } else {
-                mcp_answer(sink,
-                           jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND,
-                                         "method \"%.*s\" not found (this server offers "
-                                         "initialize, ping, tools/list, tools/call, "
-                                         "logging/setLevel; and, with "
-                                         "_meta[\"" MCP_META_VERSION "\"] = \"" MCP_MODERN_PROTOCOL
-                                         "\", server/discover)",
-                                         utf8_prefix(method, 100), method));
+        struct mcp_call modern = {.modern = true, .log_level = -1, .origin = origin};
+        enum mcp_era era = mcp_message_modern(msg) ? MCP_ERA_MODERN : MCP_ERA_LEGACY;
+        struct mcp_request r = {.server = s,
+                                .client = c,
+                                .call = era == MCP_ERA_MODERN ? &modern : &legacy,
+                                .id = json_object_get(msg, "id"),
+                                .params = json_object_get(msg, "params"),
+                                .sink = sink};
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        if (era == MCP_ERA_MODERN) {
+                json_t *problem = modern_problem(r.id, r.params, &modern);
+                if (problem) {
+                        mcp_answer(sink, problem);
+                        return;
+                }
         }
+        const struct mcp_method *m = mcp_method_find(method);
+        if (!mcp_method_offered(m, era) || m->notification || !m->handle)
+                mcp_answer(sink, method_not_found(r.id, method, era));
+        else
+                *ret_silent = !m->handle(&r);
+}
+
+/* A notification: handled when its method is offered in its client's era, else dropped (a
+ * notification is never answered, not even to say it is unknown). */
+static void handle_notification(struct mcp_server *s, struct mcp_client *c, const json_t *msg)
+{
+        const struct mcp_method *m =
+                mcp_method_find(json_string_value(json_object_get(msg, "method")));
+        enum mcp_era era = c->stateless ? MCP_ERA_MODERN : MCP_ERA_LEGACY;
+        struct mcp_request r = {.server = s, .client = c, .params = json_object_get(msg, "params")};
+        if (mcp_method_offered(m, era) && m->notification && m->handle)
+                (void)m->handle(&r);
 }
 
 void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
@@ -265,21 +383,15 @@ void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
 {
         if (kind == JSONRPC_RESPONSE)
                 return; /* we never ask the client anything */
-        const char *method = json_string_value(json_object_get(msg, "method"));
-        const json_t *params = json_object_get(msg, "params");
-        const json_t *id = json_object_get(msg, "id");
         if (kind == JSONRPC_NOTIFICATION) {
-                if (strcmp(method, "notifications/cancelled") == 0 &&
-                    json_object_get(params, "requestId"))
-                        mcp_cancel_request(c, json_object_get(params, "requestId"));
-                /* notifications/initialized and the rest need nothing from us. */
+                handle_notification(s, c, msg);
                 return;
         }
         struct answer_guard guard = {.sink.send = guard_send, .out = sink};
         bool silent = false;
         handle_request(s, c, msg, &guard.sink, sink, &silent);
         if (!guard.answered && !silent)
-                answer_failure(sink, id);
+                answer_failure(sink, json_object_get(msg, "id"));
 }
 
 void mcp_handle_text(struct mcp_server *s, struct mcp_client *c, const char *text, size_t len,

@@ -32,6 +32,7 @@
 #include "refusals.h"
 #include "framing.h"
 #include "headers.h"
+#include "methods.h"
 #include "mhd_api.h"
 #include "peers.h"
 #include "transports.h"
@@ -523,10 +524,10 @@ static bool mirror_mismatch(const char *raw, const char *body, const char *name,
 }
 
 /* Server validation of 2026-07-28: the headers that mirror the body must be there and match
- * it, so that a proxy routing on them and this server never disagree. False when they do;
- * else writes why. */
+ * it, so that a proxy routing on them and this server never disagree; which of the method's
+ * params they repeat is its entry's (methods.h). False when they do; else writes why. */
 static bool header_mismatch(struct mcp_server *server, struct MHD_Connection *conn,
-                            const json_t *msg, char *why, size_t n)
+                            const json_t *msg, const struct mcp_method *m, char *why, size_t n)
 {
         const json_t *params = json_object_get(msg, "params");
         const char *method = json_string_value(json_object_get(msg, "method"));
@@ -544,19 +545,17 @@ static bool header_mismatch(struct mcp_server *server, struct MHD_Connection *co
                          mcp_method ? "does not match" : "missing: it must repeat");
                 return true;
         }
-        const char *key = strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0
-                                  ? "name"
-                          : strcmp(method, "resources/read") == 0 ? "uri"
-                                                                  : NULL;
+        const char *key = m ? m->name_param : NULL;
         const char *body_name = key ? json_string_value(json_object_get(params, key)) : NULL;
         if (!key || !body_name)
                 return false;
-        if (mirror_mismatch(header(conn, "Mcp-Name"), body_name, "Mcp-Name",
-                            strcmp(key, "name") == 0 ? "params.name" : "params.uri", why, n))
+        char what[32];
+        snprintf(what, sizeof(what), "params.%s", key);
+        if (mirror_mismatch(header(conn, "Mcp-Name"), body_name, "Mcp-Name", what, why, n))
                 return true;
         /* The session argument, mirrored because its tool says x-mcp-header: a proxy routes on
          * it, so it must be the body's. */
-        if (strcmp(method, "tools/call") != 0 || !mcp_tool_mirrors_session(server, body_name))
+        if (!m->param_headers || !mcp_tool_mirrors_session(server, body_name))
                 return false;
         const json_t *session = json_object_get(json_object_get(params, "arguments"), "session");
         const char *raw = header(conn, "Mcp-Param-" MCP_SESSION_PARAM);
@@ -590,16 +589,17 @@ static unsigned modern_status(const char *answer)
         return MHD_HTTP_OK;
 }
 
-/* One 2026-07-28 message: no session (an Mcp-Session-Id is ignored), headers checked against
- * the body. Takes msg. */
+/* One 2026-07-28 message, of method m (NULL: none this server knows): no session (an
+ * Mcp-Session-Id is ignored), headers checked against the body. Takes msg. */
 static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, json_t *msg,
-                                   enum jsonrpc_kind kind, const char *accept, size_t who)
+                                   const struct mcp_method *m, enum jsonrpc_kind kind,
+                                   const char *accept, size_t who)
 {
         struct mcp_client *modern = h->modern[who];
         char why[192];
         const json_t *id = json_object_get(msg, "id");
         enum MHD_Result result;
-        if (kind == JSONRPC_REQUEST && header_mismatch(h->server, conn, msg, why, sizeof(why))) {
+        if (kind == JSONRPC_REQUEST && header_mismatch(h->server, conn, msg, m, why, sizeof(why))) {
                 result = reply_json(conn, MHD_HTTP_BAD_REQUEST,
                                     jsonrpc_error(id, HEADER_MISMATCH, "Header mismatch: %s", why),
                                     NULL);
@@ -617,12 +617,11 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
                 json_decref(msg);
                 return result;
         }
-        const char *method = json_string_value(json_object_get(msg, "method"));
         const json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
         if (kind != JSONRPC_REQUEST) {
                 mcp_handle(h->server, modern, msg, kind, NULL);
                 result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
-        } else if (strcmp(method, "tools/call") == 0 && accepts(accept, "text/event-stream") &&
+        } else if (m && m->long_running && accepts(accept, "text/event-stream") &&
                    (json_object_get(meta, "progressToken") ||
                     json_object_get(meta, "io.modelcontextprotocol/logLevel"))) {
                 result = answer_stream(h, conn, modern, msg);
@@ -641,15 +640,15 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
 
 /* ---- POST /mcp: the initialize era ------------------------------------------------------ */
 
-/* Whether a draining server still answers a request: one of an MCP session open here that
- * starts no run (tools/list, ping; DELETE and notifications are answered too). Every run,
- * new MCP session or 2026-07-28 request is turned away with 503, so that the drain ends once
- * the runs in progress have: the proxy passes one-shot work on to another instance, and a call
- * bound to this instance to one that says its session was lost (docs/scaling.md). */
-static bool answered_while_draining(const json_t *msg, bool modern)
+/* Whether a draining server still answers a request of method m (NULL: unknown): one of an
+ * MCP session open here that starts no run (tools/list, ping; DELETE and notifications are
+ * answered too). Every run, new MCP session (refused_while_draining) or 2026-07-28 request is
+ * turned away with 503, so that the drain ends once the runs in progress have: the proxy
+ * passes one-shot work on to another instance, and a call bound to this instance to one that
+ * says its session was lost (docs/scaling.md). */
+static bool answered_while_draining(const struct mcp_method *m, bool modern)
 {
-        const char *method = json_string_value(json_object_get(msg, "method"));
-        return !modern && strcmp(method, "initialize") != 0 && strcmp(method, "tools/call") != 0;
+        return !modern && !(m && m->refused_while_draining);
 }
 
 /* 503 to new work while draining: the proxy passes the request on to another instance (and
@@ -691,7 +690,8 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         json_t *msg = jsonrpc_parse(req->body ? req->body : "", req->len, &kind, &error);
         if (!msg)
                 return reply_json(conn, MHD_HTTP_BAD_REQUEST, error, NULL);
-        const char *method = json_string_value(json_object_get(msg, "method"));
+        const struct mcp_method *m =
+                mcp_method_find(json_string_value(json_object_get(msg, "method")));
         const char *sid = header(conn, "Mcp-Session-Id");
         const char *version = header(conn, "MCP-Protocol-Version");
         enum MHD_Result result;
@@ -699,14 +699,14 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         char new_id[SESSION_ID_MAX + 1] = "";
         bool modern =
                 mcp_message_modern(msg) || (version && strcmp(version, MCP_MODERN_PROTOCOL) == 0);
-        if (closing && kind == JSONRPC_REQUEST && !answered_while_draining(msg, modern)) {
+        if (closing && kind == JSONRPC_REQUEST && !answered_while_draining(m, modern)) {
                 json_decref(msg);
                 return refuse_draining(conn);
         }
         if (modern)
-                return post_modern(h, conn, msg, kind, accept, who);
+                return post_modern(h, conn, msg, m, kind, accept, who);
 
-        if (kind == JSONRPC_REQUEST && strcmp(method, "initialize") == 0) {
+        if (kind == JSONRPC_REQUEST && m && m->opens_session) {
                 client = mcp_client_new(h->server);
                 if (!client || new_session(h, client, who, new_id) < 0) {
                         mcp_client_unref(client);
@@ -734,7 +734,7 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         if (kind != JSONRPC_REQUEST) {
                 mcp_handle(h->server, client, msg, kind, NULL);
                 result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
-        } else if (strcmp(method, "tools/call") == 0 && accepts(accept, "text/event-stream") &&
+        } else if (m && m->long_running && accepts(accept, "text/event-stream") &&
                    (json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
                                     "progressToken") ||
                     mcp_client_wants_logs(client))) {

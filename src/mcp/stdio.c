@@ -1,8 +1,9 @@
 /* The stdio transport: one JSON-RPC message per line on stdin, answers and notifications one
- * per line on stdout (which carries nothing else). A tools/call runs on its own thread, so calls
- * overlap and answer out of order; everything else is answered at once, in order. At end of
- * input the calls still running are answered before it returns (so `… | codecell serve` gets
- * every answer); on SIGTERM/SIGINT they are cancelled. Either way its sessions are closed.
+ * per line on stdout (which carries nothing else). A long-running request (tools/call, as
+ * methods.h says) runs on its own thread, so calls overlap and answer out of order; everything
+ * else is answered at once, in order. At end of input the calls still running are answered
+ * before it returns (so `… | codecell serve` gets every answer); on SIGTERM/SIGINT they are
+ * cancelled. Either way its sessions are closed.
  * Both eras share the line: a message with a 2026-07-28 _meta goes to the process's modern
  * client (session handles), any other to its legacy one (initialize, session names). */
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "util.h"
+#include "methods.h"
 #include "server.h"
 #include "transports.h"
 
@@ -77,16 +79,18 @@ static void handle_line(struct mcp_server *s, struct mcp_client *clients[2], str
                 mcp_answer(&out->sink, error);
                 return;
         }
-        const char *method = json_string_value(json_object_get(msg, "method"));
         if (kind == JSONRPC_NOTIFICATION) {
-                /* notifications/cancelled names a request of either era. */
+                /* Both clients see it; each takes it when its method is offered in the
+                 * client's era (notifications/cancelled names a request of either). */
                 mcp_handle(s, clients[0], msg, kind, &out->sink);
                 mcp_handle(s, clients[1], msg, kind, &out->sink);
                 json_decref(msg);
                 return;
         }
         struct mcp_client *c = clients[mcp_message_modern(msg)];
-        if (kind == JSONRPC_REQUEST && strcmp(method, "tools/call") == 0) {
+        const struct mcp_method *m =
+                mcp_method_find(json_string_value(json_object_get(msg, "method")));
+        if (kind == JSONRPC_REQUEST && m && m->long_running) {
                 struct job *j = malloc(sizeof(*j));
                 pthread_t thread;
                 pthread_attr_t attr;
