@@ -160,6 +160,12 @@ CODECELL_API int codecell_config_set_limit(codecell_config *config, codecell_lim
                                            uint64_t value, codecell_error *err);
 CODECELL_API uint64_t codecell_config_get_limit(const codecell_config *config,
                                                 codecell_limit limit);
+/* The limit's name in configuration files, the bindings and errors ("timeout_ms" for
+ * CODECELL_LIMIT_TIMEOUT_MS), or NULL from CODECELL_LIMIT__COUNT on: counting up from 0 to the
+ * first NULL lists every limit of the library loaded, in the enum's order. Static string. */
+CODECELL_API const char *codecell_limit_name(codecell_limit limit);
+/* The limit named `name` (codecell_limit_name's) into *ret; false for any other name. */
+CODECELL_API bool codecell_limit_parse(const char *name, codecell_limit *ret);
 CODECELL_API void codecell_config_set_policy(codecell_config *config, codecell_policy policy);
 
 /* A folder inside the sandbox (under /work or /tmp, or in a read-write mount added before) whose
