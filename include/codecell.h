@@ -160,6 +160,12 @@ CODECELL_API int codecell_config_set_limit(codecell_config *config, codecell_lim
                                            uint64_t value, codecell_error *err);
 CODECELL_API uint64_t codecell_config_get_limit(const codecell_config *config,
                                                 codecell_limit limit);
+/* The limit's name in configuration files, the bindings and errors ("timeout_ms" for
+ * CODECELL_LIMIT_TIMEOUT_MS), or NULL from CODECELL_LIMIT__COUNT on: counting up from 0 to the
+ * first NULL lists every limit of the library loaded, in the enum's order. Static string. */
+CODECELL_API const char *codecell_limit_name(codecell_limit limit);
+/* The limit named `name` (codecell_limit_name's) into *ret; false for any other name. */
+CODECELL_API bool codecell_limit_parse(const char *name, codecell_limit *ret);
 CODECELL_API void codecell_config_set_policy(codecell_config *config, codecell_policy policy);
 
 /* A folder inside the sandbox (under /work or /tmp, or in a read-write mount added before) whose
@@ -449,6 +455,19 @@ CODECELL_API const char *codecell_result_value(const codecell_result *result);
  * kernel had ended since its last eval and this one ran in a fresh session — or NULL when it
  * was not. Also the result's "state_lost". Owned by the result. */
 CODECELL_API const char *codecell_result_state_lost(const codecell_result *result);
+/* The CPU time the code used, in milliseconds (the result's "cpu_ms"). */
+CODECELL_API double codecell_result_cpu_ms(const codecell_result *result);
+/* The most memory the sandbox used, in bytes (the result's "memory_peak_bytes"), or -1 when
+ * unknown (no memory cgroup). */
+CODECELL_API int64_t codecell_result_memory_peak_bytes(const codecell_result *result);
+/* The class of the error the code raised (an "error" result's "error"."class"), as the guest
+ * named it: untrusted text of any length. NULL when there is none. Owned by the result. */
+CODECELL_API const char *codecell_result_error_class(const codecell_result *result);
+/* The result's "error" as compact JSON text: an object {"class", "message", "backtrace"} when
+ * the code raised, a string for a limit or a sandbox error. Numbers are written to read back
+ * exactly. NULL when the result has none ("ok") or when out of memory. Caller frees with
+ * free(). */
+CODECELL_API char *codecell_result_error_json(const codecell_result *result);
 CODECELL_API void codecell_result_free(codecell_result *result);
 
 /* The pictures a run handed back, in the order they were made: figures a Python run drew with

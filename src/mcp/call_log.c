@@ -4,14 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "result.h"
+#include "cleanup.h"
 #include "oplog.h"
 
 /* Output as a JSON string: the guest's bytes need not be UTF-8. */
-static json_t *output_text(const struct output_buffer *b)
+static json_t *output_text(const char *data, size_t len)
 {
-        json_t *s = json_stringn(b->data ? b->data : "", b->len);
-        return s ? s : json_sprintf("(%zu bytes, not UTF-8)", b->len);
+        json_t *s = json_stringn(data, len);
+        return s ? s : json_sprintf("(%zu bytes, not UTF-8)", len);
 }
 
 /* The value as JSON, or, when jansson cannot hold it (an integer beyond 64 bits), its exact text
@@ -25,27 +25,39 @@ static void add_value(json_t *line, const char *text)
                 json_object_set_new(line, "value_json", json_string(text));
 }
 
-/* What the code and its results hold, for --log-content only. Built from the result's own
- * fields, not from its JSON: a result at the frame cap is not copied twice more. */
+/* The result's error (an object or a string), read back from the text the header gives. */
+static void add_error(json_t *line, const codecell_result *r)
+{
+        _cleanup_free_ char *text = codecell_result_error_json(r);
+        if (text)
+                json_object_set_new(line, "error",
+                                    json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL));
+}
+
+/* What the code and its results hold, for --log-content only. Built from the result's pieces,
+ * not from its whole JSON: a result at the frame cap is not copied twice more. */
 static void add_content(json_t *line, const json_t *code, const codecell_result *r)
 {
         json_object_set(line, "code", (json_t *)code);
-        if (r->value_json)
-                add_value(line, r->value_json);
-        if (r->out.len)
-                json_object_set_new(line, "stdout", output_text(&r->out));
-        if (r->err.len)
-                json_object_set_new(line, "stderr", output_text(&r->err));
-        if (r->error)
-                json_object_set(line, "error", r->error);
+        const char *value = codecell_result_value(r);
+        if (value)
+                add_value(line, value);
+        size_t out_len = 0, err_len = 0;
+        const char *out = codecell_result_stdout(r, &out_len);
+        const char *err = codecell_result_stderr(r, &err_len);
+        if (out_len)
+                json_object_set_new(line, "stdout", output_text(out, out_len));
+        if (err_len)
+                json_object_set_new(line, "stderr", output_text(err, err_len));
+        add_error(line, r);
 }
 
 /* The error's class as the log holds it without --log-content. The guest names it (Python's
  * type() takes any text, a Ruby constant any length): only a name, at most 128 visible ASCII
  * characters, goes in; anything else would be the guest's content, or a flood of it. */
-static const char *class_name(const json_t *error)
+static const char *class_name(const codecell_result *r)
 {
-        const char *cls = json_string_value(json_object_get(error, "class"));
+        const char *cls = codecell_result_error_class(r);
         if (!cls)
                 return NULL;
         size_t n = 0;
@@ -54,27 +66,36 @@ static const char *class_name(const json_t *error)
         return n > 0 && n <= 128 && cls[n] == '\0' ? cls : "(not a class name)";
 }
 
+/* What the run handed back: stdout, stderr and the value's JSON. */
+static size_t bytes_out(const codecell_result *r)
+{
+        size_t out = 0, err = 0;
+        (void)codecell_result_stdout(r, &out);
+        (void)codecell_result_stderr(r, &err);
+        const char *value = codecell_result_value(r);
+        return out + err + (value ? strlen(value) : 0);
+}
+
 void call_log(const char *client, const char *cell, const char *session, const json_t *code,
               const codecell_result *res, double duration_ms)
 {
         /* A sandbox that failed is the operator's business (a host that changed, a limit set
          * too low for the interpreter to start); the code's own errors are the model's. */
+        codecell_status status = codecell_result_status(res);
         enum oplog_level level =
-                res->status == CODECELL_STATUS_SANDBOX_ERROR ? OPLOG_WARNING : OPLOG_INFO;
+                status == CODECELL_STATUS_SANDBOX_ERROR ? OPLOG_WARNING : OPLOG_INFO;
         if (!oplog_enabled(level))
                 return;
         char who[32];
         snprintf(who, sizeof(who), "%.*s", (int)strcspn(client, "-"), client);
-        size_t value_len = res->value_json ? strlen(res->value_json) : 0;
-        json_t *line =
-                json_pack("{s:s, s:s, s:s?, s:s, s:f, s:f, s:I, s:I, s:I, s:s?}", "client", who,
-                          "cell", cell, "session", session, "status",
-                          codecell_status_name(res->status), "duration_ms", duration_ms, "cpu_ms",
-                          res->cpu_ms, "memory_peak_bytes", (json_int_t)res->memory_peak_bytes,
-                          "bytes_in", (json_int_t)json_string_length(code), "bytes_out",
-                          (json_int_t)(res->out.len + res->err.len + value_len), "error_class",
-                          class_name(res->error));
-        if (line && res->memory_peak_bytes < 0)
+        int64_t memory_peak = codecell_result_memory_peak_bytes(res);
+        json_t *line = json_pack(
+                "{s:s, s:s, s:s?, s:s, s:f, s:f, s:I, s:I, s:I, s:s?}", "client", who, "cell", cell,
+                "session", session, "status", codecell_status_name(status), "duration_ms",
+                duration_ms, "cpu_ms", codecell_result_cpu_ms(res), "memory_peak_bytes",
+                (json_int_t)memory_peak, "bytes_in", (json_int_t)json_string_length(code),
+                "bytes_out", (json_int_t)bytes_out(res), "error_class", class_name(res));
+        if (line && memory_peak < 0)
                 json_object_set_new(line, "memory_peak_bytes", json_null());
         if (line && oplog_content())
                 add_content(line, code, res);

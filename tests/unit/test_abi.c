@@ -41,6 +41,28 @@ static void numbers(void)
         CHECK(CODECELL_CELLSET_NO_POOL == 1u);
 }
 
+/* A limit's name goes with its number: configuration files and the bindings (which learn the
+ * names by counting up to the first NULL) rely on both. */
+static void limit_names(void)
+{
+        CHECK_STR(codecell_limit_name(CODECELL_LIMIT_TIMEOUT_MS), "timeout_ms");
+        CHECK_STR(codecell_limit_name(CODECELL_LIMIT_SESSION_IDLE_MS), "session_idle_ms");
+        CHECK_STR(codecell_limit_name(CODECELL_LIMIT_IMAGE_BYTES), "image_bytes");
+        CHECK(codecell_limit_name(CODECELL_LIMIT__COUNT) == NULL);
+        CHECK(codecell_limit_name((codecell_limit)-1) == NULL);
+        for (int i = 0; i < CODECELL_LIMIT__COUNT; i++) {
+                const char *name = codecell_limit_name((codecell_limit)i);
+                codecell_limit limit = CODECELL_LIMIT__COUNT;
+                CHECK(name != NULL);
+                CHECK(name && codecell_limit_parse(name, &limit) && limit == (codecell_limit)i);
+        }
+        codecell_limit limit = CODECELL_LIMIT_PIDS;
+        CHECK(!codecell_limit_parse("speed", &limit));
+        CHECK(!codecell_limit_parse("", &limit));
+        CHECK(!codecell_limit_parse(NULL, &limit));
+        CHECK(limit == CODECELL_LIMIT_PIDS);
+}
+
 static void version(void)
 {
         char expected[32];
@@ -82,6 +104,7 @@ int main(void)
 {
         layouts();
         numbers();
+        limit_names();
         version();
         info_room_is_zero();
         CHECK_DONE();

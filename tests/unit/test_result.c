@@ -11,6 +11,38 @@ static codecell_status classify(struct run_outcome o)
         return outcome_classify(&o);
 }
 
+/* What a front end reads of a result through the public header (src/mcp/call_log.c). */
+static void accessors(void)
+{
+        codecell_result *r = result_new();
+        CHECK(codecell_result_memory_peak_bytes(r) == -1);
+        CHECK(codecell_result_cpu_ms(r) == 0);
+        CHECK(codecell_result_error_class(r) == NULL);
+        CHECK(codecell_result_error_json(r) == NULL);
+        r->cpu_ms = 2.5;
+        r->memory_peak_bytes = 7065600;
+        CHECK(codecell_result_cpu_ms(r) == 2.5);
+        CHECK(codecell_result_memory_peak_bytes(r) == 7065600);
+        /* The guest's error, numbers exact and a NUL kept. */
+        r->status = CODECELL_STATUS_ERROR;
+        r->error = json_pack("{s:s, s:s%, s:f}", "class", "ArgumentError", "message", "a\0b", 3,
+                             "x", 0.1);
+        CHECK_STR(codecell_result_error_class(r), "ArgumentError");
+        char *text = codecell_result_error_json(r);
+        CHECK_STR(text, "{\"class\":\"ArgumentError\",\"message\":\"a\\u0000b\","
+                        "\"x\":0.10000000000000001}");
+        free(text);
+        /* A limit's or the sandbox's: a sentence, without a class. */
+        json_decref(r->error);
+        r->status = CODECELL_STATUS_TIMEOUT;
+        r->error = json_string("execution timed out");
+        CHECK(codecell_result_error_class(r) == NULL);
+        text = codecell_result_error_json(r);
+        CHECK_STR(text, "\"execution timed out\"");
+        free(text);
+        codecell_result_free(r);
+}
+
 int main(void)
 {
         json_t *ok = json_pack("{s:s, s:b, s:i}", "t", "result", "ok", 1, "value", 2);
@@ -151,5 +183,6 @@ int main(void)
         json_decref(ok);
         json_decref(raised);
         json_decref(oom);
+        accessors();
         CHECK_DONE();
 }

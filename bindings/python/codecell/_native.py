@@ -25,13 +25,6 @@ class Error(ctypes.Structure):
 
 ERR_INVALID = 1
 
-# The limits by their names in the configuration file (docs/configuration.md), in the order
-# of enum codecell_limit.
-LIMITS = {name: i for i, name in enumerate([
-    "timeout_ms", "cpu_ms", "memory_bytes", "pids", "output_bytes", "tmp_bytes", "work_bytes",
-    "open_files", "file_bytes", "code_bytes", "frame_bytes", "tool_calls", "tool_request_bytes",
-    "tool_answer_bytes", "tool_call_ms", "sessions", "session_idle_ms", "model_chars", "images",
-    "image_bytes"])}
 POLICIES = {"warn": 0, "raise": 1, "ignore": 2}
 
 TOOL_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
@@ -75,6 +68,7 @@ _declare("codecell_config_add_mount_mode", ctypes.c_int, P, S, S, ctypes.c_int, 
 _declare("codecell_mount_mode_parse", ctypes.c_bool, S, ctypes.POINTER(ctypes.c_int))
 _declare("codecell_config_set_limit", ctypes.c_int, P, ctypes.c_int, ctypes.c_uint64, E)
 _declare("codecell_config_get_limit", ctypes.c_uint64, P, ctypes.c_int)
+_declare("codecell_limit_name", S, ctypes.c_int)
 _declare("codecell_config_set_policy", None, P, ctypes.c_int)
 _declare("codecell_config_set_image_folder", ctypes.c_int, P, S, E)
 _declare("codecell_config_set_subprocesses", None, P, ctypes.c_bool)
@@ -101,6 +95,20 @@ _declare("codecell_result_value", S, P)
 _declare("codecell_result_image_count", SIZE, P)
 _declare("codecell_result_image", P, P, SIZE, ctypes.POINTER(SIZE), ctypes.POINTER(S))
 _declare("codecell_result_free", None, P)
+
+
+def _limits():
+    """The limits by their names in the configuration file (docs/configuration.md), as the
+    engine names them, in the order of enum codecell_limit."""
+    names = []
+    while True:
+        name = lib.codecell_limit_name(len(names))
+        if name is None:
+            return {n: i for i, n in enumerate(names)}
+        names.append(name.decode("ascii"))
+
+
+LIMITS = _limits()
 
 
 class CodeCellError(Exception):

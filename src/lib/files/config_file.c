@@ -190,6 +190,23 @@ static int load_limit(struct loader *l, codecell_config *config, codecell_limit 
         return codecell_config_set_limit(config, limit, value, l->err);
 }
 
+/* The limits a cell's "limits" sets: all but the sessions' own, which its "sessions" sets. */
+static bool cell_limit(codecell_limit limit)
+{
+        return limit != CODECELL_LIMIT_SESSIONS && limit != CODECELL_LIMIT_SESSION_IDLE_MS;
+}
+
+/* Their names, "timeout_ms, cpu_ms, …", for the error of a name that is none of them. */
+static void cell_limit_names(char *buf, size_t size)
+{
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int k = 0; k < CODECELL_LIMIT__COUNT && used < size; k++)
+                if (cell_limit((codecell_limit)k))
+                        used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
+                                                 codecell_limit_name((codecell_limit)k));
+}
+
 static int load_limits(struct loader *l, const json_t *limits, const char *where,
                        codecell_config *config)
 {
@@ -203,21 +220,13 @@ static int load_limits(struct loader *l, const json_t *limits, const char *where
         {
                 char at[128];
                 snprintf(at, sizeof(at), "%s.limits.%s", where, key);
-                int found = -1;
-                for (int k = 0; k < CODECELL_LIMIT__COUNT; k++)
-                        if (k != CODECELL_LIMIT_SESSIONS && k != CODECELL_LIMIT_SESSION_IDLE_MS &&
-                            strcmp(key, config_limit_name((codecell_limit)k)) == 0)
-                                found = k;
-                if (found < 0)
-                        return bad(l, EINVAL,
-                                   "%s: unknown limit (known: timeout_ms, cpu_ms, memory_bytes, "
-                                   "pids, output_bytes, tmp_bytes, work_bytes, open_files, "
-                                   "file_bytes, code_bytes, frame_bytes, tool_calls, "
-                                   "tool_request_bytes, tool_answer_bytes, tool_call_ms, "
-                                   "model_chars, images, "
-                                   "image_bytes)",
-                                   at);
-                int r = load_limit(l, config, (codecell_limit)found, value, at);
+                codecell_limit limit;
+                if (!codecell_limit_parse(key, &limit) || !cell_limit(limit)) {
+                        char known[384];
+                        cell_limit_names(known, sizeof(known));
+                        return bad(l, EINVAL, "%s: unknown limit (known: %s)", at, known);
+                }
+                int r = load_limit(l, config, limit, value, at);
                 if (r < 0)
                         return r;
         }

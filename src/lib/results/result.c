@@ -478,6 +478,29 @@ const char *codecell_result_state_lost(const codecell_result *r)
         return r->state_lost;
 }
 
+double codecell_result_cpu_ms(const codecell_result *r)
+{
+        return r->cpu_ms;
+}
+
+int64_t codecell_result_memory_peak_bytes(const codecell_result *r)
+{
+        return r->memory_peak_bytes;
+}
+
+const char *codecell_result_error_class(const codecell_result *r)
+{
+        return json_string_value(json_object_get(r->error, "class"));
+}
+
+char *codecell_result_error_json(const codecell_result *r)
+{
+        /* 17 significant digits: a reader gets back the very doubles the guest sent. */
+        return r->error ? json_dumps(r->error,
+                                     JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17))
+                        : NULL;
+}
+
 int result_set_session_notes(json_t *obj, const codecell_result *r)
 {
         int bad = 0;

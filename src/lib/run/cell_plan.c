@@ -315,7 +315,7 @@ static int plan_rlimits(const struct cell_plan *plan, codecell_error *err)
                         if (rl[i].resource != checked[k].resource ||
                             rl[i].value.rlim_max <= engine.rlim_max)
                                 continue;
-                        const char *name = config_limit_name(checked[k].limit);
+                        const char *name = codecell_limit_name(checked[k].limit);
                         return err_set(err, CODECELL_ERR_INVALID, EINVAL,
                                        "limit %s: %llu is more than this process may give its "
                                        "sandboxes (its hard limit is %llu%s); lower %s, or "

@@ -38,6 +38,9 @@ static const uint64_t minimum_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_MODEL_CHARS] = 400,
 };
 
+/* The one list of the limits' names: the configuration file, errors and the bindings
+ * (through codecell_limit_name) all take them from here. Every limit has one: a gap would end
+ * a binding's count of them early. */
 static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_TIMEOUT_MS] = "timeout_ms",
         [CODECELL_LIMIT_CPU_MS] = "cpu_ms",
@@ -297,9 +300,19 @@ int codecell_config_add_library(codecell_config *c, const char *path, codecell_m
         return config_add_library(c, path, mode, NULL, err);
 }
 
-const char *config_limit_name(codecell_limit limit)
+const char *codecell_limit_name(codecell_limit limit)
 {
         return (unsigned)limit < CODECELL_LIMIT__COUNT ? limit_names[limit] : NULL;
+}
+
+bool codecell_limit_parse(const char *name, codecell_limit *ret)
+{
+        for (int k = 0; name && k < CODECELL_LIMIT__COUNT; k++)
+                if (strcmp(name, limit_names[k]) == 0) {
+                        *ret = (codecell_limit)k;
+                        return true;
+                }
+        return false;
 }
 
 const char *config_limit_problem(codecell_limit limit, uint64_t value, char *buf, size_t size)

@@ -60,8 +60,6 @@ int config_add_mount(codecell_config *c, const char *source, const char *dest,
                      codecell_error *err);
 /* What is wrong with value for a (valid) limit, or NULL; buf holds the text when needed. */
 const char *config_limit_problem(codecell_limit limit, uint64_t value, char *buf, size_t size);
-/* The name of a limit in errors and configuration files ("timeout_ms"), or NULL. */
-const char *config_limit_name(codecell_limit limit);
 
 /* A deep copy, for the cell to own. NULL when out of memory. */
 codecell_config *config_copy(const codecell_config *config);

@@ -480,33 +480,12 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         rbcc_eError = rb_define_class_under(mCodeCell, "Error", rb_eStandardError);
         mNative = rb_define_module_under(mCodeCell, "Native");
 
-        /* The limits by their names in the configuration file (docs/configuration.md). */
-        static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
-                [CODECELL_LIMIT_TIMEOUT_MS] = "timeout_ms",
-                [CODECELL_LIMIT_CPU_MS] = "cpu_ms",
-                [CODECELL_LIMIT_MEMORY_BYTES] = "memory_bytes",
-                [CODECELL_LIMIT_PIDS] = "pids",
-                [CODECELL_LIMIT_OUTPUT_BYTES] = "output_bytes",
-                [CODECELL_LIMIT_TMP_BYTES] = "tmp_bytes",
-                [CODECELL_LIMIT_WORK_BYTES] = "work_bytes",
-                [CODECELL_LIMIT_OPEN_FILES] = "open_files",
-                [CODECELL_LIMIT_FILE_BYTES] = "file_bytes",
-                [CODECELL_LIMIT_CODE_BYTES] = "code_bytes",
-                [CODECELL_LIMIT_FRAME_BYTES] = "frame_bytes",
-                [CODECELL_LIMIT_TOOL_CALLS] = "tool_calls",
-                [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = "tool_request_bytes",
-                [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = "tool_answer_bytes",
-                [CODECELL_LIMIT_TOOL_CALL_MS] = "tool_call_ms",
-                [CODECELL_LIMIT_SESSIONS] = "sessions",
-                [CODECELL_LIMIT_SESSION_IDLE_MS] = "session_idle_ms",
-                [CODECELL_LIMIT_MODEL_CHARS] = "model_chars",
-                [CODECELL_LIMIT_IMAGES] = "images",
-                [CODECELL_LIMIT_IMAGE_BYTES] = "image_bytes",
-        };
+        /* The limits by their names in the configuration file (docs/configuration.md), as the
+         * engine names them. */
         VALUE limits = rb_hash_new();
-        for (int i = 0; i < CODECELL_LIMIT__COUNT; i++)
-                if (limit_names[i])
-                        rb_hash_aset(limits, ID2SYM(rb_intern(limit_names[i])), INT2NUM(i));
+        const char *name;
+        for (int i = 0; (name = codecell_limit_name((codecell_limit)i)); i++)
+                rb_hash_aset(limits, ID2SYM(rb_intern(name)), INT2NUM(i));
         rb_obj_freeze(limits);
         rb_define_const(mNative, "LIMITS", limits);
         VALUE policies = rb_hash_new();
