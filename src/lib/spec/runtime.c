@@ -6,13 +6,13 @@
 
 #include "codecell.h"
 
-/* The files of guest/<language>/, embedded by the build (CMakeLists.txt). */
+/* The files of guest/<language>/, embedded by the build (cmake/guest_languages.cmake). */
 extern const char codecell_prelude_ruby[], codecell_boot_ruby[], codecell_probe_ruby[];
-extern const char codecell_prelude_ruby_iseq[];
-extern const size_t codecell_prelude_ruby_iseq_size;
+extern const char codecell_prelude_ruby_compiled[];
+extern const size_t codecell_prelude_ruby_compiled_size;
 extern const char codecell_prelude_python[], codecell_boot_python[], codecell_probe_python[];
-extern const char codecell_prelude_python_pyc[];
-extern const size_t codecell_prelude_python_pyc_size;
+extern const char codecell_prelude_python_compiled[];
+extern const size_t codecell_prelude_python_compiled_size;
 
 /* --disable-gems: RubyGems costs ~50 ms of start-up; the standard library and Debian's
  * vendor_ruby packages stay requirable without it. The program, guest/ruby/boot.rb, runs the
@@ -46,8 +46,8 @@ static const struct runtime runtimes[] = {
                 .probe = codecell_probe_ruby,
                 .prelude_path = "/codecell/prelude.rb",
                 .compiled_path = "/codecell/prelude.rb.iseq",
-                .compiled = codecell_prelude_ruby_iseq,
-                .compiled_size = &codecell_prelude_ruby_iseq_size,
+                .compiled = codecell_prelude_ruby_compiled,
+                .compiled_size = &codecell_prelude_ruby_compiled_size,
                 .prelude = codecell_prelude_ruby,
                 .package_hint = "the Debian package \"ruby\"",
                 .out_of_memory_class = "NoMemoryError",
@@ -120,8 +120,8 @@ static const struct runtime runtimes[] = {
                 .prelude_path = "/codecell/prelude.py",
                 .prelude = codecell_prelude_python,
                 .compiled_path = "/codecell/prelude.pyc",
-                .compiled = codecell_prelude_python_pyc,
-                .compiled_size = &codecell_prelude_python_pyc_size,
+                .compiled = codecell_prelude_python_compiled,
+                .compiled_size = &codecell_prelude_python_compiled_size,
                 .package_hint = "the Debian package \"python3\"",
                 .out_of_memory_class = "MemoryError",
                 .how_to_use =
