@@ -1,7 +1,7 @@
 # Copies the engine into one flat folder for a binding to compile into itself, so that an
 # installed gem or Python package needs nothing from this repository afterwards (it may be moved
 # or deleted): the library's sources and headers, include/codecell.h, and the guest programs
-# turned into C arrays exactly as the build does (cmake/embed.cmake, cmake/prelude_commands.cmake).
+# turned into C arrays exactly as the build does (cmake/embed.cmake, cmake/guest_languages.cmake).
 #   cmake -DDEST=folder -P bindings/vendor.cmake
 if(NOT DEST)
   message(FATAL_ERROR "vendor.cmake: set DEST, the folder to fill")
@@ -14,38 +14,11 @@ file(MAKE_DIRECTORY ${DEST})
 file(GLOB sources ${ROOT}/src/lib/*/*.c ${ROOT}/src/lib/*/*.h)
 file(COPY ${sources} ${ROOT}/include/codecell.h DESTINATION ${DEST})
 
-# What CMakeLists.txt's embed_file() makes, as a script: name, the file to embed.
-function(vendor_embed name in)
-  set(IN ${in})
-  set(OUT ${DEST}/${name}.c)
-  set(NAME codecell_${name})
-  include(${ROOT}/cmake/embed.cmake)
-endfunction()
-vendor_embed(prelude_ruby ${ROOT}/guest/ruby/prelude.rb)
-vendor_embed(prelude_python ${ROOT}/guest/python/prelude.py)
-vendor_embed(boot_python ${ROOT}/guest/python/boot.py)
-vendor_embed(boot_ruby ${ROOT}/guest/ruby/boot.rb)
-vendor_embed(probe_python ${ROOT}/guest/python/probe.py)
-vendor_embed(probe_ruby ${ROOT}/guest/ruby/probe.rb)
-
-# The compiled preludes; without the interpreter (or when it fails) an empty file, which the
-# guest's boot program answers by compiling the source, as in the build.
-include(${ROOT}/cmake/prelude_commands.cmake)
-function(vendor_compiled language prelude extension interpreter)
-  set(out ${DEST}/prelude_${language}.${extension})
-  file(WRITE ${out} "")
-  if(EXISTS ${interpreter})
-    execute_process(COMMAND ${interpreter} ${ARGN} ${ROOT}/guest/${language}/${prelude} ${out}
-                    RESULT_VARIABLE status)
-    if(NOT status EQUAL 0)
-      file(WRITE ${out} "")
-    endif()
-  endif()
-  vendor_embed(prelude_${language}_${extension} ${out})
-  file(REMOVE ${out})
-endfunction()
-vendor_compiled(python prelude.py pyc ${PRELUDE_PYC_COMMAND})
-vendor_compiled(ruby prelude.rb iseq ${PRELUDE_ISEQ_COMMAND})
+# Every guest language's programs and compiled prelude; without the interpreter (or when it
+# fails) an empty compiled prelude, which the guest's boot program answers by compiling the
+# source, as in the build.
+include(${ROOT}/cmake/guest_languages.cmake)
+guest_embed_all(${DEST} ON)
 
 # A program of the engine's built here with the system's compiler and embedded as name; without
 # a compiler (or when it fails) an empty file, and the binding's cells exec a fresh interpreter
@@ -61,7 +34,7 @@ function(vendor_program name)
       file(WRITE ${out} "")
     endif()
   endif()
-  vendor_embed(${name} ${out})
+  embed_file_now(${name} ${out} ${DEST})
   file(REMOVE ${out})
 endfunction()
 # A forked cell's fork server (src/zygote/zygote.c), loaded into the guest's interpreter.

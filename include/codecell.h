@@ -121,6 +121,10 @@ typedef struct codecell_config codecell_config;
 /* The language of a script file from its extension ("ruby" for .rb, "python" for .py), or
  * NULL. Static string. */
 CODECELL_API const char *codecell_language_of(const char *path);
+/* For an interactive prompt: whether `line` (without its newline), the first line of an entry
+ * in `language`, opens a block that only an empty line closes, as Python's "for x in xs:"
+ * does. false for an unknown language. */
+CODECELL_API bool codecell_language_opens_block(const char *language, const char *line);
 
 /* A new configuration for `language` ("ruby", "python"). NULL with CODECELL_ERR_INVALID for an
  * unknown language. */

@@ -48,9 +48,9 @@ static const struct option options[] = {
         {NULL, 0, NULL, 0},
 };
 
-/* One entry from stdin: a line, continued by a trailing backslash, or a Python block. NULL at
- * the end of input. */
-static char *read_entry(FILE *in, bool python, bool prompt)
+/* One entry from stdin: a line, continued by a trailing backslash, or a block of the language
+ * (Python's, after a line ending in ':'). NULL at the end of input. */
+static char *read_entry(FILE *in, const char *language, bool prompt)
 {
         char *entry = NULL, *line = NULL;
         size_t entry_len = 0, cap = 0;
@@ -67,7 +67,7 @@ static char *read_entry(FILE *in, bool python, bool prompt)
                 bool more = n > 0 && line[n - 1] == '\\';
                 if (more)
                         line[--n] = '\0';
-                if (python && entry_len == 0 && n > 0 && line[n - 1] == ':')
+                if (entry_len == 0 && codecell_language_opens_block(language, line))
                         block = true;
                 if (block && n == 0)
                         break; /* an empty line closes a block */
@@ -131,9 +131,8 @@ int cmd_repl(int argc, char **argv)
         if (exit_code != EXIT_OK)
                 return exit_code;
         bool prompt = isatty(STDIN_FILENO);
-        bool python = strcmp(f.lang, "python") == 0;
         char *entry;
-        while ((entry = read_entry(stdin, python, prompt))) {
+        while ((entry = read_entry(stdin, f.lang, prompt))) {
                 size_t len = strlen(entry);
                 while (len > 0 && (entry[len - 1] == '\n' || entry[len - 1] == ' '))
                         entry[--len] = '\0';

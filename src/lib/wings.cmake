@@ -36,14 +36,11 @@ endfunction()
 codecell_wing(base SOURCES
   error.c util.c frame.c json_file.c base64.c host_spawn.c command_tool.c pipe_write.c dynlib.c
   proc_stat.c version.c)
-# What a cell is before anything runs: its configuration and limits, the guest languages, the
-# interpreters as probed on the host, the rules of mounts.
+# What a cell is before anything runs: its configuration and limits, the guest languages (with
+# their embedded programs, GUEST_SOURCES of CMakeLists.txt), the interpreters as probed on the
+# host, the rules of mounts.
 codecell_wing(spec USES base SOURCES
-  config.c runtime.c interpreter.c mount_rules.c
-  ${CMAKE_BINARY_DIR}/probe_python.c ${CMAKE_BINARY_DIR}/probe_ruby.c
-  ${CMAKE_BINARY_DIR}/prelude_ruby.c ${CMAKE_BINARY_DIR}/prelude_python.c
-  ${CMAKE_BINARY_DIR}/prelude_python_pyc.c ${CMAKE_BINARY_DIR}/boot_python.c
-  ${CMAKE_BINARY_DIR}/prelude_ruby_iseq.c ${CMAKE_BINARY_DIR}/boot_ruby.c)
+  config.c runtime.c interpreter.c mount_rules.c ${GUEST_SOURCES})
 # What goes into a run and what comes out: input, cancel, output, images, the result and the
 # model's view of it.
 codecell_wing(results USES base SOURCES

@@ -13,26 +13,18 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 inc="$(pkg-config --cflags libcurl) -I$root/include -I$root/src/cli -I$root/src/mcp"
 for wing in "$root"/src/lib/*/; do inc="$inc -I$wing"; done
 lib_sources="$(ls "$root"/src/lib/*/*.c)"
-# The guest files the library embeds, generated as the CMake build does; the compiled preludes
-# are left empty (no fuzz target starts an interpreter, and empty means "compile the source").
+# The guest files the library embeds, generated as the CMake build does
+# (cmake/guest_languages.cmake); the compiled preludes are left empty (no fuzz target starts an
+# interpreter, and empty means "compile the source").
+rm -rf "$out/guest" && cmake -DOUT="$out/guest" -P "$root/cmake/guest_languages.cmake"
 embed() {
         cmake -DIN="$1" -DOUT="$out/$2.c" -DNAME="codecell_$2" -P "$root/cmake/embed.cmake"
 }
 : >"$out/empty"
-embed "$root/guest/ruby/prelude.rb" prelude_ruby
-embed "$root/guest/python/prelude.py" prelude_python
-embed "$root/guest/ruby/boot.rb" boot_ruby
-embed "$root/guest/python/boot.py" boot_python
-embed "$root/guest/ruby/probe.rb" probe_ruby
-embed "$root/guest/python/probe.py" probe_python
-embed "$out/empty" prelude_ruby_iseq
-embed "$out/empty" prelude_python_pyc
 # No fuzz target forks a sandbox: an empty fork server means "not built" (cells exec).
 embed "$out/empty" zygote_so
 embed "$out/empty" init_bin
-embedded="$out/prelude_ruby.c $out/prelude_python.c $out/boot_ruby.c $out/boot_python.c"
-embedded="$embedded $out/prelude_ruby_iseq.c $out/prelude_python_pyc.c"
-embedded="$embedded $out/probe_ruby.c $out/probe_python.c $out/zygote_so.c $out/init_bin.c"
+embedded="$(ls "$out"/guest/*.c) $out/zygote_so.c $out/init_bin.c"
 for target in frame mount_rules tools_file units config_file mcp_message mcp_header http_framing \
         upstream_result; do
         extra=""

@@ -105,23 +105,18 @@ static void wrap(FILE *f, const char *text)
         }
 }
 
-void images_describe(FILE *f, const char *language, const char *folder, size_t max_count,
+void images_describe(FILE *f, const char *own, const char *folder, size_t max_count,
                      size_t max_bytes)
 {
-        bool python = strcmp(language, "python") == 0;
-        if (!python && !folder)
+        if (!own && !folder)
                 return;
         char text[1024];
-        int n = snprintf(text, sizeof(text), "%s",
-                         python ? "Figures drawn with matplotlib come back as PNG images: those "
-                                  "shown with `plt.show()` and those still open when the code "
-                                  "ends."
-                                : "");
+        int n = snprintf(text, sizeof(text), "%s", own ? own : "");
         if (folder)
                 n += snprintf(text + n, sizeof(text) - (size_t)n,
                               "%sImage files (PNG, JPEG, GIF, WebP) the code writes to `%s` "
                               "during the run come back too.",
-                              python ? " " : "", folder);
+                              own ? " " : "", folder);
         snprintf(text + n, sizeof(text) - (size_t)n,
                  " At most %zu images of up to %zu KiB each come back; the result says what "
                  "was left out.",

@@ -28,8 +28,10 @@ const char *image_kind(const unsigned char *data, size_t len);
 /* Takes an "image" frame's "data" (base64). An image over a cap, or whose bytes are not a
  * known picture, is counted in omitted. -ENOMEM; -EBADMSG when data is not base64 text. */
 int image_list_take(struct image_list *l, const json_t *frame);
-/* The description's paragraph about pictures (nothing when the cell returns none). */
-void images_describe(FILE *f, const char *language, const char *folder, size_t max_count,
+/* The description's paragraph about pictures (nothing when the cell returns none): own, the
+ * language's sentence on the images its prelude hands back by itself (NULL: none), and the
+ * folder whose image files come back (NULL: none). */
+void images_describe(FILE *f, const char *own, const char *folder, size_t max_count,
                      size_t max_bytes);
 
 #endif

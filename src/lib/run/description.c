@@ -103,9 +103,8 @@ static void libraries_section(FILE *f, const codecell_config *c,
         size_t n = probe->libraries ? json_array_size(probe->libraries) : 0;
         if (n == 0)
                 return;
-        bool python = strcmp(c->runtime->name, "python") == 0;
         fprintf(f, "\n\n## Libraries\n\nBesides the standard library, the code can %s:",
-                python ? "import" : "require");
+                c->runtime->libraries_verb);
         size_t column = WRAP_COLUMNS; /* start each list on a line of its own */
         for (size_t i = 0; i < n && i < LIBRARIES_LISTED; i++) {
                 const char *name = json_string_value(json_array_get(probe->libraries, i));
@@ -122,8 +121,7 @@ static void libraries_section(FILE *f, const codecell_config *c,
         }
         if (n > LIBRARIES_LISTED)
                 fprintf(f, "\nand %zu more (%s).", n - LIBRARIES_LISTED,
-                        python ? "list them with `help(\"modules\")`"
-                               : "look in the folders of `$LOAD_PATH`");
+                        c->runtime->more_libraries);
 }
 
 char *description_build(const codecell_config *c, const struct interpreter_info *probe,
@@ -140,8 +138,8 @@ char *description_build(const codecell_config *c, const struct interpreter_info 
         libraries_section(f, c, probe);
         folder_section(f, c, false, "## Read-only folders (readable, never writable)");
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
-        images_describe(f, c->runtime->name, c->image_folder, c->limits[CODECELL_LIMIT_IMAGES],
-                        c->limits[CODECELL_LIMIT_IMAGE_BYTES]);
+        images_describe(f, c->runtime->own_images, c->image_folder,
+                        c->limits[CODECELL_LIMIT_IMAGES], c->limits[CODECELL_LIMIT_IMAGE_BYTES]);
         tools_describe(tools, &c->runtime->tools, f);
         if (fclose(f) != 0) {
                 free(text);

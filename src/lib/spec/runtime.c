@@ -6,16 +6,13 @@
 
 #include "codecell.h"
 
-extern const char codecell_prelude_ruby[];
-extern const char codecell_prelude_python[];
-extern const char codecell_prelude_python_pyc[];
-extern const size_t codecell_prelude_python_pyc_size;
-extern const char codecell_boot_python[];
-extern const char codecell_prelude_ruby_iseq[];
-extern const size_t codecell_prelude_ruby_iseq_size;
-extern const char codecell_boot_ruby[];
-extern const char codecell_probe_python[];
-extern const char codecell_probe_ruby[];
+/* The files of guest/<language>/, embedded by the build (cmake/guest_languages.cmake). */
+extern const char codecell_prelude_ruby[], codecell_boot_ruby[], codecell_probe_ruby[];
+extern const char codecell_prelude_ruby_compiled[];
+extern const size_t codecell_prelude_ruby_compiled_size;
+extern const char codecell_prelude_python[], codecell_boot_python[], codecell_probe_python[];
+extern const char codecell_prelude_python_compiled[];
+extern const size_t codecell_prelude_python_compiled_size;
 
 /* --disable-gems: RubyGems costs ~50 ms of start-up; the standard library and Debian's
  * vendor_ruby packages stay requirable without it. The program, guest/ruby/boot.rb, runs the
@@ -27,6 +24,14 @@ static const char *const ruby_flags[] = {"--disable-gems", NULL};
  * guest/python/boot.py, runs the compiled prelude, after putting its arguments (the library
  * folders) on sys.path. */
 static const char *const python_flags[] = {"-I", "-S", NULL};
+
+/* Python's keywords cannot be attribute names in code: an MCP tool's binding named like one
+ * gets a '_' (guest/python/prelude.py). */
+static const char *const python_keywords[] = {
+        "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+        "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+        "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+        "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield",    NULL};
 
 static const struct runtime runtimes[] = {
         {
@@ -41,8 +46,8 @@ static const struct runtime runtimes[] = {
                 .probe = codecell_probe_ruby,
                 .prelude_path = "/codecell/prelude.rb",
                 .compiled_path = "/codecell/prelude.rb.iseq",
-                .compiled = codecell_prelude_ruby_iseq,
-                .compiled_size = &codecell_prelude_ruby_iseq_size,
+                .compiled = codecell_prelude_ruby_compiled,
+                .compiled_size = &codecell_prelude_ruby_compiled_size,
                 .prelude = codecell_prelude_ruby,
                 .package_hint = "the Debian package \"ruby\"",
                 .out_of_memory_class = "NoMemoryError",
@@ -62,9 +67,10 @@ static const struct runtime runtimes[] = {
                         "objects come back as their inspect string). If the code raises, the "
                         "error\n"
                         "class, message and backtrace are returned so you can fix and retry.",
+                .libraries_verb = "require",
+                .more_libraries = "look in the folders of `$LOAD_PATH`",
                 .tools =
                         {
-                                .lang = "ruby",
                                 .intro = "Call these host functions from your code with `SB.call`. "
                                          "They run outside the\n"
                                          "sandbox and return plain Ruby data (hashes with string "
@@ -83,6 +89,23 @@ static const struct runtime runtimes[] = {
                                 .array = "Array",
                                 .object = "Hash",
                                 .null = "nil",
+                                .any = "Object",
+                                .true_literal = "true",
+                                .false_literal = "false",
+                                .list_open = "Array<",
+                                .list_close = ">",
+                                .optional = "?",
+                                .optional_wraps_union = true,
+                                .server_module = true,
+                                .bindings_intro =
+                                        "The tools of MCP servers are also methods of a module "
+                                        "named for the server:\n`Memory.create_entities(entities: "
+                                        "[...])` is `SB.call(\"memory.create_entities\", "
+                                        "entities: [...])`\n(also `SB::MCP::Memory`). A tool "
+                                        "answers with plain data; its failure raises "
+                                        "`SB::ToolError`\nwith the tool's message. Arguments are "
+                                        "checked against the signature before the call.",
+                                .describe = "SB.describe",
                         },
         },
         {
@@ -97,8 +120,8 @@ static const struct runtime runtimes[] = {
                 .prelude_path = "/codecell/prelude.py",
                 .prelude = codecell_prelude_python,
                 .compiled_path = "/codecell/prelude.pyc",
-                .compiled = codecell_prelude_python_pyc,
-                .compiled_size = &codecell_prelude_python_pyc_size,
+                .compiled = codecell_prelude_python_compiled,
+                .compiled_size = &codecell_prelude_python_compiled_size,
                 .package_hint = "the Debian package \"python3\"",
                 .out_of_memory_class = "MemoryError",
                 .how_to_use =
@@ -118,9 +141,12 @@ static const struct runtime runtimes[] = {
                         "If\n"
                         "the code raises, the exception's class, message and traceback are\n"
                         "returned so you can fix and retry.",
+                .libraries_verb = "import",
+                .more_libraries = "list them with `help(\"modules\")`",
+                .own_images = "Figures drawn with matplotlib come back as PNG images: those "
+                              "shown with `plt.show()` and those still open when the code ends.",
                 .tools =
                         {
-                                .lang = "python",
                                 .intro = "Call these host functions from your code with `sb.call` "
                                          "(`sb` is always\n"
                                          "defined). They run outside the sandbox and return plain "
@@ -139,7 +165,24 @@ static const struct runtime runtimes[] = {
                                 .array = "list",
                                 .object = "dict",
                                 .null = "None",
+                                .any = "Any",
+                                .true_literal = "True",
+                                .false_literal = "False",
+                                .list_open = "list[",
+                                .list_close = "]",
+                                .optional = " = None",
+                                .reserved = python_keywords,
+                                .bindings_intro =
+                                        "The tools of MCP servers are also functions of an object "
+                                        "named for the server:\n`memory.create_entities(entities="
+                                        "[...])` is `sb.call(\"memory.create_entities\", "
+                                        "entities=[...])`\n(also `sb.mcp.memory`). A tool answers "
+                                        "with plain data; its failure raises `sb.ToolError`\nwith "
+                                        "the tool's message. Arguments are checked against the "
+                                        "signature before the call.",
+                                .describe = "sb.describe",
                         },
+                .block_opener = ":",
         },
 };
 
@@ -153,6 +196,11 @@ const struct runtime *runtime_find(const char *name)
                 if (strcmp(runtimes[i].name, name) == 0)
                         return &runtimes[i];
         return NULL;
+}
+
+const struct runtime *runtime_at(size_t i)
+{
+        return i < N_RUNTIMES ? &runtimes[i] : NULL;
 }
 
 const struct runtime *runtime_for_file(const char *path)
@@ -207,4 +255,13 @@ const char *codecell_language_of(const char *path)
 {
         const struct runtime *rt = runtime_for_file(path);
         return rt ? rt->name : NULL;
+}
+
+bool codecell_language_opens_block(const char *language, const char *line)
+{
+        const struct runtime *rt = runtime_find(language);
+        if (!rt || !rt->block_opener || !*rt->block_opener || !line)
+                return false;
+        size_t n = strlen(line), k = strlen(rt->block_opener);
+        return n >= k && strcmp(line + n - k, rt->block_opener) == 0;
 }

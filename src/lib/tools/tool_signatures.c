@@ -15,19 +15,14 @@
 /* Nested objects deeper than this are written as Hash / dict. */
 #define MAX_DEPTH 3
 
-static bool is_ruby(const struct tool_syntax *syn)
-{
-        return strcmp(syn->lang, "ruby") == 0;
-}
-
 static void type_of(FILE *f, const struct tool_syntax *syn, const json_t *schema, int depth);
 
 static void literal(FILE *f, const struct tool_syntax *syn, const json_t *v)
 {
         if (json_is_true(v))
-                fputs(is_ruby(syn) ? "true" : "True", f);
+                fputs(syn->true_literal, f);
         else if (json_is_false(v))
-                fputs(is_ruby(syn) ? "false" : "False", f);
+                fputs(syn->false_literal, f);
         else if (json_is_null(v))
                 fputs(syn->null, f);
         else {
@@ -40,7 +35,6 @@ static void literal(FILE *f, const struct tool_syntax *syn, const json_t *v)
 static void one_type(FILE *f, const struct tool_syntax *syn, const char *type, const json_t *schema,
                      int depth)
 {
-        bool ruby = is_ruby(syn);
         if (strcmp(type, "array") == 0) {
                 const json_t *items = json_object_get(schema, "items");
                 if (!json_is_object(items) || json_object_size(items) == 0 ||
@@ -48,9 +42,9 @@ static void one_type(FILE *f, const struct tool_syntax *syn, const char *type, c
                         fputs(syn->array, f);
                         return;
                 }
-                fprintf(f, ruby ? "Array<" : "list[");
+                fputs(syn->list_open, f);
                 type_of(f, syn, items, depth + 1);
-                fputs(ruby ? ">" : "]", f);
+                fputs(syn->list_close, f);
                 return;
         }
         if (strcmp(type, "object") == 0) {
@@ -85,7 +79,7 @@ static void one_type(FILE *f, const struct tool_syntax *syn, const char *type, c
                         fputs(map[k].guest, f);
                         return;
                 }
-        fputs(ruby ? "Object" : "Any", f);
+        fputs(syn->any, f);
 }
 
 /* The guest's type for a schema: an enum's values, a union, a nested object or a list. */
@@ -127,7 +121,7 @@ static void type_of(FILE *f, const struct tool_syntax *syn, const json_t *schema
         } else if (json_is_object(json_object_get(schema, "properties"))) {
                 one_type(f, syn, "object", schema, depth);
         } else {
-                fputs(is_ruby(syn) ? "Object" : "Any", f);
+                fputs(syn->any, f);
         }
 }
 
@@ -135,7 +129,7 @@ void tool_binding_name(FILE *f, const struct tool_syntax *syn, const struct tool
 {
         const char *dot = strchr(tool->name, '.');
         size_t server_len = dot ? (size_t)(dot - tool->name) : strlen(tool->name);
-        if (is_ruby(syn)) {
+        if (syn->server_module) {
                 char server[40], module[40];
                 snprintf(server, sizeof(server), "%.*s", (int)server_len, tool->name);
                 guest_module_name(server, module, sizeof(module));
@@ -144,15 +138,8 @@ void tool_binding_name(FILE *f, const struct tool_syntax *syn, const struct tool
                 fprintf(f, "%.*s", (int)server_len, tool->name);
         }
         fprintf(f, ".%s", tool->upstream.binding);
-        /* Python's keywords cannot be attribute names in code: the binding adds a '_'. */
-        static const char *const keywords[] = {
-                "False",  "None",   "True",    "and",      "as",       "assert", "async",
-                "await",  "break",  "class",   "continue", "def",      "del",    "elif",
-                "else",   "except", "finally", "for",      "from",     "global", "if",
-                "import", "in",     "is",      "lambda",   "nonlocal", "not",    "or",
-                "pass",   "raise",  "return",  "try",      "while",    "with",   "yield"};
-        for (size_t k = 0; !is_ruby(syn) && k < sizeof(keywords) / sizeof(keywords[0]); k++)
-                if (strcmp(tool->upstream.binding, keywords[k]) == 0)
+        for (const char *const *word = syn->reserved; word && *word; word++)
+                if (strcmp(tool->upstream.binding, *word) == 0)
                         fputc('_', f);
 }
 
@@ -167,7 +154,6 @@ static void hints(FILE *f, const struct tool *tool)
 
 void tool_signature_describe(FILE *f, const struct tool_syntax *syn, const struct tool *tool)
 {
-        bool ruby = is_ruby(syn);
         const json_t *schema = tool->input_schema;
         const json_t *props = json_object_get(schema, "properties");
         fprintf(f, "\n\n### %s", tool->name);
@@ -189,7 +175,7 @@ void tool_signature_describe(FILE *f, const struct tool_syntax *syn, const struc
                                 continue;
                         fprintf(f, "%s%s: ", first ? "" : ", ", key);
                         first = false;
-                        /* An optional union reads ("a" | "b")? in Ruby. */
+                        /* An optional union may need parentheses: ("a" | "b")?. */
                         char *type = NULL;
                         size_t len = 0;
                         FILE *t = open_memstream(&type, &len);
@@ -197,11 +183,12 @@ void tool_signature_describe(FILE *f, const struct tool_syntax *syn, const struc
                                 type_of(t, syn, prop, 1);
                                 fclose(t);
                         }
-                        bool wrap = !req && ruby && type && strstr(type, " | ");
+                        bool wrap =
+                                !req && syn->optional_wraps_union && type && strstr(type, " | ");
                         fprintf(f, "%s%s%s", wrap ? "(" : "", type ? type : "?", wrap ? ")" : "");
                         free(type);
                         if (!req)
-                                fputs(ruby ? "?" : " = None", f);
+                                fputs(syn->optional, f);
                 }
         fputs(")", f);
         if (tool->upstream.output_schema) {
@@ -243,20 +230,7 @@ void tool_summary_line(FILE *f, const struct tool_syntax *syn, const struct tool
 
 void tool_signatures_intro(FILE *f, const struct tool_syntax *syn)
 {
-        fputs(is_ruby(syn)
-                      ? "\n\nThe tools of MCP servers are also methods of a module named for the "
-                        "server:\n`Memory.create_entities(entities: [...])` is "
-                        "`SB.call(\"memory.create_entities\", entities: [...])`\n(also "
-                        "`SB::MCP::Memory`). A tool answers with plain data; its failure raises "
-                        "`SB::ToolError`\nwith the tool's message. Arguments are checked against "
-                        "the signature before the call."
-                      : "\n\nThe tools of MCP servers are also functions of an object named for "
-                        "the server:\n`memory.create_entities(entities=[...])` is "
-                        "`sb.call(\"memory.create_entities\", entities=[...])`\n(also "
-                        "`sb.mcp.memory`). A tool answers with plain data; its failure raises "
-                        "`sb.ToolError`\nwith the tool's message. Arguments are checked against "
-                        "the signature before the call.",
-              f);
+        fprintf(f, "\n\n%s", syn->bindings_intro);
 }
 
 void tool_signatures_many(FILE *f, const struct tool_syntax *syn, size_t n)
@@ -264,5 +238,5 @@ void tool_signatures_many(FILE *f, const struct tool_syntax *syn, size_t n)
         fprintf(f,
                 "\n\nThere are %zu tools: their names and summaries follow. Read a tool's full "
                 "signature\nat run time with `%s(\"NAME\")` (a string) before you call it.",
-                n, is_ruby(syn) ? "SB.describe" : "sb.describe");
+                n, syn->describe);
 }

@@ -96,10 +96,9 @@ static void report(codecell_layer_report *r, const char *name, bool ok, bool req
 
 /* A language's system interpreter: found, and which version it is (it runs the probe a cell
  * runs, so a broken one shows here). */
-static void report_interpreter(codecell_layer_report *r, const char *language)
+static void report_interpreter(codecell_layer_report *r, const struct runtime *rt)
 {
-        codecell_config *config = codecell_config_new(language, NULL);
-        const struct runtime *rt = runtime_find(language);
+        codecell_config *config = codecell_config_new(rt->name, NULL);
         struct interpreter_info info = {0};
         codecell_error err = {0};
         bool found = access(rt->interpreter, X_OK) == 0;
@@ -120,7 +119,8 @@ static void report_interpreter(codecell_layer_report *r, const char *language)
 
 int codecell_host_check(codecell_layer_report *out, size_t max)
 {
-        codecell_layer_report all[16];
+        /* The layers above, then one report per language. */
+        codecell_layer_report all[32];
         size_t n = 0;
         int ns = probe_namespaces();
         report(&all[n++], "user_namespace", !(ns & 0x80), true,
@@ -190,9 +190,9 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                         : "nested user namespaces are refused: forked cells cannot start%s",
                "");
 
-        static const char *const languages[] = {"ruby", "python"};
-        for (size_t i = 0; i < sizeof(languages) / sizeof(languages[0]); i++)
-                report_interpreter(&all[n++], languages[i]);
+        const struct runtime *rt;
+        for (size_t i = 0; (rt = runtime_at(i)) && n < sizeof(all) / sizeof(all[0]); i++)
+                report_interpreter(&all[n++], rt);
 
         size_t count = n < max ? n : max;
         memcpy(out, all, count * sizeof(*out));
