@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "command_tool.h"
+#include "deadline.h"
 #include "host_spawn.h"
 #include "pipe_write.h"
 #include "util.h"
@@ -131,12 +132,11 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                         p[n++] = (struct pollfd){.fd = se.fd, .events = POLLIN};
                 if (!exited && pidfd >= 0)
                         p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
-                double left = deadline - now_ms();
-                if (left <= 0) {
+                int wait = deadline_poll_ms(deadline);
+                if (wait == 0) {
                         timed_out = !exited;
                         break;
                 }
-                int wait = (int)left + 1;
                 if (!exited && pidfd < 0 && wait > EXIT_POLL_MS)
                         wait = EXIT_POLL_MS;
                 if (poll(p, (nfds_t)n, wait) < 0 && errno != EINTR)

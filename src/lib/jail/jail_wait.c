@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cpu_time.h"
+#include "deadline.h"
 #include "error.h"
 #include "jail.h"
 #include "pipe_write.h"
@@ -187,7 +188,7 @@ static int supervise(struct watch *w, codecell_error *err)
                 double until = w->killed_at > 0 ? w->killed_at + KILL_GRACE_MS + 1 : deadline;
                 if (w->metering && w->killed_at == 0 && until > now + CPU_CHECK_MS)
                         until = now + CPU_CHECK_MS;
-                int wait_ms = until > now ? (int)(until - now) + 1 : 0;
+                int wait_ms = poll_timeout(until - now);
                 struct pollfd p[2] = {{.fd = w->report_fd, .events = POLLIN},
                                       {.fd = w->answer_fd, .events = POLLIN}};
                 int n = poll(p, 2, wait_ms);

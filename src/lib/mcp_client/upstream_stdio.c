@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "exact_integers.h"
 #include "host_spawn.h"
 #include "pipe_write.h"
@@ -64,21 +65,31 @@ static void keep_tail(struct stdio_state *s, const char *buf, size_t n)
         s->tail[s->tail_len] = '\0';
 }
 
+/* Whether pid exits within ms, looked at every 5 ms, and how (into *ret_info unless NULL); it
+ * is not reaped. */
+static bool exited_within(pid_t pid, double ms, siginfo_t *ret_info)
+{
+        double until = now_ms() + ms;
+        do {
+                siginfo_t info = {0};
+                if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                    info.si_pid == pid) {
+                        if (ret_info)
+                                *ret_info = info;
+                        return true;
+                }
+                usleep(5000);
+        } while (now_ms() < until);
+        return false;
+}
+
 /* Why the server's stdout ended: its exit status (waited for briefly, not reaped: close()
  * reaps it after killing its group) and the last line of its stderr. */
 static void describe_end(struct stdio_state *s, const char *what, char *buf, size_t size)
 {
         siginfo_t info = {0};
-        double until = now_ms() + 500;
-        while (now_ms() < until) {
-                info.si_pid = 0;
-                if (waitid(P_PID, (id_t)s->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                    info.si_pid == s->pid)
-                        break;
-                usleep(5000);
-        }
         char status[64] = "";
-        if (info.si_pid == s->pid)
+        if (exited_within(s->pid, 500, &info))
                 snprintf(status, sizeof(status),
                          info.si_code == CLD_EXITED ? " (exit code %d)" : " (signal %d)",
                          info.si_status);
@@ -248,10 +259,10 @@ static int stdio_send(struct upstream *u, const char *text, double deadline, cha
                         }
                         if (w < 0 && errno == EINTR)
                                 continue;
-                        double wait = deadline - now_ms();
+                        int wait = deadline_poll_ms(deadline);
                         if (w < 0 && errno == EAGAIN && wait > 0) {
                                 struct pollfd pfd = {.fd = s->in_fd, .events = POLLOUT};
-                                (void)poll(&pfd, 1, (int)wait + 1);
+                                (void)poll(&pfd, 1, wait);
                                 continue;
                         }
                         *ret_error = strdup(w < 0 && errno == EAGAIN ? "it does not read its input"
@@ -260,19 +271,6 @@ static int stdio_send(struct upstream *u, const char *text, double deadline, cha
                 }
         }
         return 0;
-}
-
-static bool exited_within(pid_t pid, double ms)
-{
-        double until = now_ms() + ms;
-        do {
-                siginfo_t info = {0};
-                if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                    info.si_pid == pid)
-                        return true;
-                usleep(5000);
-        } while (now_ms() < until);
-        return false;
 }
 
 /* MCP's stdio shutdown: close its stdin, wait, SIGTERM, wait, SIGKILL. Whatever is left of its
@@ -287,10 +285,10 @@ static void stdio_close(struct upstream *u, bool polite)
         close(s->in_fd);
         s->in_fd = -1;
         pthread_mutex_unlock(&u->write_lock);
-        if (!polite || !exited_within(s->pid, EXIT_GRACE_MS)) {
+        if (!polite || !exited_within(s->pid, EXIT_GRACE_MS, NULL)) {
                 if (polite) {
                         kill(-s->pid, SIGTERM);
-                        if (!exited_within(s->pid, EXIT_GRACE_MS))
+                        if (!exited_within(s->pid, EXIT_GRACE_MS, NULL))
                                 kill(-s->pid, SIGKILL);
                 } else {
                         kill(-s->pid, SIGKILL);

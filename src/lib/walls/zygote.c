@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "proc_stat.h"
 #include "util.h"
@@ -242,8 +243,7 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
         struct pollfd p = {.fd = z->sb.ctl_fd, .events = POLLIN};
         double deadline = now_ms() + REPLY_TIMEOUT_MS;
         for (;;) {
-                int left = (int)(deadline - now_ms());
-                int k = poll(&p, 1, left > 0 ? left : 0);
+                int k = poll(&p, 1, deadline_poll_ms(deadline));
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
