@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "cpu_time.h"
 #include "deadline.h"
 #include "error.h"
@@ -262,12 +263,10 @@ int codecell_jail_wait(codecell_jail *j, int pid, codecell_jail_result *ret, cod
         ret->memory_peak_bytes = -1;
         double start = now_ms();
         /* The child's ends: the parent must see EOF once the child is gone. */
-        int *theirs[] = {&j->report[1], &j->go[0], &j->answer[1], &j->null_fd};
-        for (size_t i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++)
-                if (*theirs[i] >= 0) {
-                        close(*theirs[i]);
-                        *theirs[i] = -1;
-                }
+        close_fd(&j->report[1]);
+        close_fd(&j->go[0]);
+        close_fd(&j->answer[1]);
+        close_fd(&j->null_fd);
         struct watch w = {.j = j,
                           .keeper = pid,
                           .jailed = -1,
@@ -289,8 +288,7 @@ int codecell_jail_wait(codecell_jail *j, int pid, codecell_jail_result *ret, cod
                         goto out;
                 }
         }
-        while (waitpid(pid, &keeper_status, 0) < 0 && errno == EINTR)
-                ;
+        (void)wait_child(pid, &keeper_status);
         ret->duration_ms = now_ms() - start;
         if (r < 0 || w.early)
                 goto out;

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "deadline.h"
 #include "exact_integers.h"
 #include "host_spawn.h"
@@ -132,10 +133,8 @@ static void *reader_main(void *arg)
                         ssize_t n = read(s->err_fd, buf, sizeof(buf));
                         if (n > 0)
                                 keep_tail(s, buf, (size_t)n);
-                        else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                                close(s->err_fd);
-                                s->err_fd = -1;
-                        }
+                        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+                                close_fd(&s->err_fd);
                 }
                 if (!p[0].revents)
                         continue;
@@ -179,45 +178,41 @@ static void *reader_main(void *arg)
         return NULL;
 }
 
-static void close_pair(int fds[2])
-{
-        for (int i = 0; i < 2; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
-}
-
 static int stdio_open(struct upstream *u, double deadline, char **ret_error)
 {
         (void)deadline;
         struct stdio_state *s = calloc(1, sizeof(*s));
-        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+        _cleanup_close_pair_ int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+        _cleanup_close_pair_ int wake[2] = {-1, -1};
         if (!s || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
-            pipe2(err, O_CLOEXEC) < 0 || pipe2(s->wake, O_CLOEXEC) < 0) {
+            pipe2(err, O_CLOEXEC) < 0 || pipe2(wake, O_CLOEXEC) < 0) {
                 if (asprintf(ret_error, "could not be started: %s", strerror(errno)) < 0)
                         *ret_error = NULL;
-                goto fail;
+                free(s);
+                return -1;
         }
         int r = spawn(&u->spec, in[0], out[1], err[1], &s->pid);
-        close(in[0]);
-        close(out[1]);
-        close(err[1]);
-        in[0] = out[1] = err[1] = -1;
+        close_fd(&in[0]);
+        close_fd(&out[1]);
+        close_fd(&err[1]);
         if (r != 0) {
                 if (asprintf(ret_error, "could not be started: %s: %s", u->spec.argv[0],
                              strerror(r)) < 0)
                         *ret_error = NULL;
-                goto fail;
+                free(s);
+                return -1;
         }
-        s->in_fd = in[1];
-        s->out_fd = out[0];
-        s->err_fd = err[0];
+        s->in_fd = steal_fd(in[1]);
+        s->out_fd = steal_fd(out[0]);
+        s->err_fd = steal_fd(err[0]);
+        s->wake[0] = steal_fd(wake[0]);
+        s->wake[1] = steal_fd(wake[1]);
         (void)fcntl(s->in_fd, F_SETFL, O_NONBLOCK);
         u->transport = s;
         if (pthread_create(&s->reader, NULL, reader_main, u) != 0) {
                 u->transport = NULL;
                 kill(-s->pid, SIGKILL);
-                while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
+                (void)wait_child(s->pid, NULL);
                 close(s->in_fd);
                 close(s->out_fd);
                 close(s->err_fd);
@@ -227,14 +222,6 @@ static int stdio_open(struct upstream *u, double deadline, char **ret_error)
                 return -1;
         }
         return 0;
-fail:
-        close_pair(in);
-        close_pair(out);
-        close_pair(err);
-        if (s)
-                close_pair(s->wake);
-        free(s);
-        return -1;
 }
 
 static int stdio_send(struct upstream *u, const char *text, double deadline, char **ret_error)
@@ -282,8 +269,7 @@ static void stdio_close(struct upstream *u, bool polite)
         if (!s)
                 return;
         pthread_mutex_lock(&u->write_lock);
-        close(s->in_fd);
-        s->in_fd = -1;
+        close_fd(&s->in_fd);
         pthread_mutex_unlock(&u->write_lock);
         if (!polite || !exited_within(s->pid, EXIT_GRACE_MS, NULL)) {
                 if (polite) {
@@ -297,11 +283,9 @@ static void stdio_close(struct upstream *u, bool polite)
         kill(-s->pid, SIGKILL);
         (void)!write(s->wake[1], "x", 1);
         pthread_join(s->reader, NULL);
-        while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        close(s->out_fd);
-        if (s->err_fd >= 0)
-                close(s->err_fd);
+        (void)wait_child(s->pid, NULL);
+        close_fd(&s->out_fd);
+        close_fd(&s->err_fd);
         close_pair(s->wake);
         pthread_mutex_lock(&u->write_lock); /* a sender of the old connection sees it gone */
         u->transport = NULL;
