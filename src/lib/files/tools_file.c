@@ -27,8 +27,7 @@ static int bad(codecell_error *err, const char *path, size_t i, const char *key,
                        key ? "." : "", key ? key : "", what);
 }
 
-/* argv[0] as an absolute path: relative to the file's folder when it has a '/', else looked
- * up in PATH. NULL when not found or not executable. */
+/* Room for n strings and the NULL after them, all NULL yet. */
 static char **string_list(size_t n)
 {
         return calloc(n + 1, sizeof(char *));
