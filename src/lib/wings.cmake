@@ -31,11 +31,12 @@ function(codecell_wing name)
   set_property(GLOBAL APPEND PROPERTY CODECELL_WINGS ${name})
 endfunction()
 
-# Plumbing every part shares: errors, clocks, files, UTF-8, cleanup, the guest protocol's
-# frames, JSON files, base64, host programs and command calls, libraries loaded at run time.
+# Plumbing every part shares: errors, clocks and deadlines, files, UTF-8, cleanup, the guest
+# protocol's frames, JSON files, base64, host programs and command calls, libraries loaded at run
+# time.
 codecell_wing(base SOURCES
-  error.c util.c frame.c json_file.c base64.c host_spawn.c command_tool.c pipe_write.c dynlib.c
-  proc_stat.c version.c)
+  error.c util.c deadline.c frame.c json_file.c base64.c host_spawn.c command_tool.c pipe_write.c
+  dynlib.c proc_stat.c version.c)
 # What a cell is before anything runs: its configuration and limits, the guest languages (with
 # their embedded programs, GUEST_SOURCES of CMakeLists.txt), the interpreters as probed on the
 # host, the rules of mounts.

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base64.h"
 #include "util.h"
@@ -901,12 +900,11 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         if (reset)
                 (void)codecell_session_close(cell, scoped, NULL);
         codecell_result *res = NULL;
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double start = now_ms();
         int r = session ? session_eval(s, c, cell, scoped, code, &options, &res, &err)
                         : codecell_cell_run_with(cell, json_string_value(code),
                                                  json_string_length(code), &options, &res, &err);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = now_ms() - start;
         json_decref(empty);
         untrack(c, &f);
         give_slot(s);
@@ -936,7 +934,6 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
          * thread): this call ran in a fresh one, which it created. */
         bool respawned = session && !created && codecell_result_state_lost(res) &&
                          (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
-        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
         metrics_record(s->metrics, (size_t)i, status, ms);
         call_log(c->prefix, name, session, code, res, ms);
         mcp_log(c, call, sink, status == CODECELL_STATUS_SANDBOX_ERROR ? LOG_WARNING : LOG_INFO,

@@ -24,9 +24,9 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "util.h"
 #include "oplog.h"
 #include "refusals.h"
@@ -54,13 +54,6 @@ struct http_session {
         struct mcp_client *client;
         double last_used_ms; /* monotonic */
 };
-
-static double monotonic_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 struct http {
         struct mcp_server *server;
@@ -234,7 +227,7 @@ static int new_session(struct http *h, struct mcp_client *client, size_t who, ch
         }
         h->sessions = grown;
         snprintf(h->sessions[h->n_sessions].id, sizeof(grown->id), "%s", ret_id);
-        h->sessions[h->n_sessions].last_used_ms = monotonic_ms();
+        h->sessions[h->n_sessions].last_used_ms = now_ms();
         h->sessions[h->n_sessions].who = who;
         h->sessions[h->n_sessions++].client = client;
         pthread_mutex_unlock(&h->lock);
@@ -250,7 +243,7 @@ static struct mcp_client *find_session(struct http *h, const char *id, size_t wh
         for (size_t i = 0; id && i < h->n_sessions; i++)
                 if (same_secret(h->sessions[i].id, id) && h->sessions[i].who == who) {
                         c = h->sessions[i].client;
-                        h->sessions[i].last_used_ms = monotonic_ms();
+                        h->sessions[i].last_used_ms = now_ms();
                         if (remove)
                                 h->sessions[i] = h->sessions[--h->n_sessions];
                         else
@@ -402,22 +395,17 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
         (void)pos;
         struct stream *st = cls;
         pthread_mutex_lock(&st->lock);
-        double quiet_since = monotonic_ms();
+        double quiet_since = now_ms();
         while (st->len == st->off && !st->done) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_nsec += PEER_CHECK_MS * 1000000L;
-                ts.tv_sec += ts.tv_nsec / 1000000000L;
-                ts.tv_nsec %= 1000000000L;
-                if (pthread_cond_timedwait(&st->changed, &st->lock, &ts) != ETIMEDOUT ||
-                    st->len != st->off || st->done)
+                int woken = cond_wait_until(&st->changed, &st->lock, now_ms() + PEER_CHECK_MS);
+                if (woken != ETIMEDOUT || st->len != st->off || st->done)
                         continue;
                 if (peer_gone(st->fd)) {
                         /* Ends the response: stream_closed() then cancels a modern call. */
                         pthread_mutex_unlock(&st->lock);
                         return MHD_CONTENT_READER_END_WITH_ERROR;
                 }
-                if (monotonic_ms() - quiet_since >= SSE_KEEPALIVE_MS) {
+                if (now_ms() - quiet_since >= SSE_KEEPALIVE_MS) {
                         /* A comment line keeps proxies from closing a quiet stream. */
                         pthread_mutex_unlock(&st->lock);
                         static const char keepalive[] = ": keepalive\n\n";
@@ -463,7 +451,7 @@ static enum MHD_Result answer_stream(struct http *h, struct MHD_Connection *conn
                               "out of memory");
         st->sink.send = stream_send;
         pthread_mutex_init(&st->lock, NULL);
-        pthread_cond_init(&st->changed, NULL);
+        cond_init_monotonic(&st->changed);
         st->refs = 2;
         st->http = h;
         st->server = h->server;
@@ -1075,7 +1063,7 @@ static int adopt(const struct http_options *o, unsigned *ret_port, char *host, s
  * that never sends DELETE does not hold its slot, and its code sessions, for ever. */
 static void sweep_idle(struct http *h)
 {
-        double now = monotonic_ms();
+        double now = now_ms();
         for (;;) {
                 struct mcp_client *gone = NULL;
                 pthread_mutex_lock(&h->lock);
@@ -1133,7 +1121,7 @@ static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
                         int sig = signal_read(signal_fd);
                         if (sig != SIGTERM || !h->o->drain_ms || drain_until)
                                 return;
-                        drain_until = monotonic_ms() + (double)h->o->drain_ms;
+                        drain_until = now_ms() + (double)h->o->drain_ms;
                         mcp_server_drain(h->server);
                         stop_listening(d, h->o->listen_fd <= 0);
                         oplog_event(OPLOG_INFO, "drain",
@@ -1148,7 +1136,7 @@ static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
                 pthread_mutex_lock(&h->lock);
                 bool idle = h->in_flight == 0;
                 pthread_mutex_unlock(&h->lock);
-                if (idle || monotonic_ms() >= drain_until)
+                if (idle || now_ms() >= drain_until)
                         return;
         }
 }
@@ -1159,11 +1147,9 @@ static void wait_for_stop(struct http *h, struct MHD_Daemon *d, int signal_fd)
  * cancelled ones answer -32800): stopping the daemon first would cut them off unanswered. */
 static void answer_in_flight(struct http *h)
 {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += ANSWER_IN_FLIGHT_MS / 1000;
+        double until = now_ms() + ANSWER_IN_FLIGHT_MS;
         pthread_mutex_lock(&h->lock);
-        while (h->in_flight && pthread_cond_timedwait(&h->streams_done, &h->lock, &until) == 0)
+        while (h->in_flight && cond_wait_until(&h->streams_done, &h->lock, until) == 0)
                 ;
         pthread_mutex_unlock(&h->lock);
 }
@@ -1219,7 +1205,7 @@ int mcp_serve_http(struct mcp_server *server, const struct http_options *o, int 
         /* Half the connections at most wait for a token: the other half stays for those that
          * passed it. */
         peers_init(&h.peers, o->header_timeout_ms, o->max_connections / 2);
-        pthread_cond_init(&h.streams_done, NULL);
+        cond_init_monotonic(&h.streams_done);
         char host[64];
         unsigned port = 0;
         int fd = o->listen_fd > 0 ? adopt(o, &port, host, sizeof(host))

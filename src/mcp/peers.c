@@ -3,16 +3,9 @@
  * the fd shut down is never a number already given to another file. */
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "peers.h"
-
-static double now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "util.h"
 
 void peers_init(struct peers *p, uint64_t header_timeout_ms, unsigned max_pending)
 {

@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "command_tool.h"
+#include "deadline.h"
 #include "host_spawn.h"
 #include "pipe_write.h"
 #include "util.h"
@@ -64,8 +66,7 @@ static void take(struct stream *s)
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
                 return;
         if (n <= 0) {
-                close(s->fd);
-                s->fd = -1;
+                close_fd(&s->fd);
                 return;
         }
         size_t keep = (size_t)n;
@@ -90,28 +91,26 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                       double deadline_ms, uint64_t timeout_ms, size_t max_answer, char **ret_json,
                       char **ret_error)
 {
-        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+        _cleanup_close_pair_ int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
         *ret_json = *ret_error = NULL;
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
                 *ret_error =
                         str_printf("tool \"%s\" could not be started: %s", name, strerror(errno));
-                goto out;
+                return -1;
         }
         pid_t pid;
         int r = spawn_tool(cmd, in[0], out[1], err[1], &pid);
-        close(in[0]);
-        close(out[1]);
-        close(err[1]);
-        in[0] = out[1] = err[1] = -1;
+        close_fd(&in[0]);
+        close_fd(&out[1]);
+        close_fd(&err[1]);
         if (r != 0) {
                 *ret_error = str_printf("tool \"%s\" could not be started: %s: %s", name,
                                         cmd->argv[0], strerror(r));
-                goto out;
+                return -1;
         }
         (void)fcntl(in[1], F_SETFL, O_NONBLOCK);
-        struct stream so = {.fd = out[0], .cap = max_answer + 1};
-        struct stream se = {.fd = err[0], .cap = STDERR_KEPT};
-        out[0] = err[0] = -1;
+        struct stream so = {.fd = steal_fd(out[0]), .cap = max_answer + 1};
+        struct stream se = {.fd = steal_fd(err[0]), .cap = STDERR_KEPT};
         size_t sent = 0, total = strlen(args_json);
         double call_deadline = now_ms() + (double)timeout_ms;
         double deadline = call_deadline < deadline_ms ? call_deadline : deadline_ms;
@@ -131,12 +130,11 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                         p[n++] = (struct pollfd){.fd = se.fd, .events = POLLIN};
                 if (!exited && pidfd >= 0)
                         p[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
-                double left = deadline - now_ms();
-                if (left <= 0) {
+                int wait = deadline_poll_ms(deadline);
+                if (wait == 0) {
                         timed_out = !exited;
                         break;
                 }
-                int wait = (int)left + 1;
                 if (!exited && pidfd < 0 && wait > EXIT_POLL_MS)
                         wait = EXIT_POLL_MS;
                 if (poll(p, (nfds_t)n, wait) < 0 && errno != EINTR)
@@ -150,10 +148,8 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                                         sent += (size_t)w;
                                 /* EPIPE: the tool closed its stdin early; what it answers
                                  * still counts. */
-                                if ((w < 0 && errno != EAGAIN && errno != EINTR) || sent == total) {
-                                        close(in[1]); /* EOF: the arguments are complete */
-                                        in[1] = -1;
-                                }
+                                if ((w < 0 && errno != EAGAIN && errno != EINTR) || sent == total)
+                                        close_fd(&in[1]); /* EOF: the arguments are complete */
                         } else if (p[i].fd == so.fd) {
                                 take(&so);
                         } else {
@@ -165,27 +161,19 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                          * group still exists (the leader is not reaped yet), so the signal
                          * cannot reach a stranger. */
                         kill(-pid, SIGKILL);
-                        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                                ;
+                        (void)wait_child(pid, &status);
                         exited = true;
-                        if (in[1] >= 0) {
-                                close(in[1]);
-                                in[1] = -1;
-                        }
+                        close_fd(&in[1]);
                 }
         }
         if (!exited) {
                 kill(-pid, SIGKILL);
                 kill(pid, SIGKILL);
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
+                (void)wait_child(pid, &status);
         }
-        if (pidfd >= 0)
-                close(pidfd);
-        if (so.fd >= 0)
-                close(so.fd);
-        if (se.fd >= 0)
-                close(se.fd);
+        close_fd(&pidfd);
+        close_fd(&so.fd);
+        close_fd(&se.fd);
         if (timed_out) {
                 if (call_deadline <= deadline_ms)
                         *ret_error = str_printf("tool \"%s\" did not answer within %llu ms", name,
@@ -217,14 +205,5 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
         }
         free(so.data);
         free(se.data);
-out:
-        for (int i = 0; i < 2; i++) {
-                if (in[i] >= 0)
-                        close(in[i]);
-                if (out[i] >= 0)
-                        close(out[i]);
-                if (err[i] >= 0)
-                        close(err[i]);
-        }
         return *ret_json ? 0 : -1;
 }

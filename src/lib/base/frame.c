@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "cleanup.h"
+#include "deadline.h"
 #include "error.h"
 #include "util.h"
 
@@ -132,8 +133,8 @@ int frame_send_text(int fd, const char *body, size_t n, int timeout_ms, codecell
                         continue;
                 if (errno != EAGAIN)
                         return err_sys(err, errno, "send frame");
-                int left = (int)(deadline - now_ms());
-                if (left <= 0)
+                int left = deadline_poll_ms(deadline);
+                if (left == 0)
                         return err_set(err, CODECELL_ERR_SYSTEM, ETIMEDOUT,
                                        "the guest did not read its frame in time");
                 struct pollfd p = {.fd = fd, .events = POLLOUT};

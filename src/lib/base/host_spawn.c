@@ -46,8 +46,7 @@ int host_spawn(const struct host_spawn *s, pid_t *ret_pid)
         if (pid < 0)
                 return errno;
         if (child_errno) {
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
+                (void)wait_child(pid, NULL);
                 return child_errno;
         }
         *ret_pid = pid;

@@ -45,27 +45,16 @@ __attribute__((format(printf, 3, 4))) static int bad(struct loader *l, int errno
         return err_set(l->err, CODECELL_ERR_INVALID, errno_value, "%s: %s", l->path, text);
 }
 
-/* Refuses keys outside `known` (a NULL-terminated list), naming them all in the error. */
+/* Refuses a key outside `known` (a NULL-terminated list), naming them all in the error. */
 static int only_keys(struct loader *l, const json_t *obj, const char *where,
                      const char *const *known)
 {
-        const char *key;
-        const json_t *value;
-        json_object_foreach((json_t *)obj, key, value)
-        {
-                bool ok = false;
-                for (size_t k = 0; known[k]; k++)
-                        ok |= strcmp(key, known[k]) == 0;
-                if (ok)
-                        continue;
-                char list[256] = "";
-                for (size_t k = 0; known[k]; k++)
-                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-                                 k ? ", " : "", known[k]);
-                return bad(l, EINVAL, "%s%s%s: unknown key (known: %s)", where, *where ? "." : "",
-                           key, list);
-        }
-        return 0;
+        const char *key = json_unknown_key(obj, known);
+        char list[256];
+        if (!key)
+                return 0;
+        return bad(l, EINVAL, "%s%s%s: unknown key (known: %s)", where, *where ? "." : "", key,
+                   json_key_list(known, list, sizeof(list)));
 }
 
 /* An optional string: absent, or a string. */

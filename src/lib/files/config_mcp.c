@@ -12,6 +12,7 @@
 #include "error.h"
 #include "guest_names.h"
 #include "host_spawn.h"
+#include "json_file.h"
 #include "tools.h"
 #include "upstream_tools.h"
 #include "util.h"
@@ -58,20 +59,13 @@ static char **string_list(size_t n)
 
 static int only_keys(codecell_error *err, const char *path, const char *server, const json_t *obj)
 {
-        static const char *const known[] = {"command", "env", "cwd", "url", "headers"};
-        const char *key;
-        const json_t *value;
-        json_object_foreach((json_t *)obj, key, value)
-        {
-                bool ok = false;
-                for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++)
-                        ok |= strcmp(key, known[k]) == 0;
-                if (!ok)
-                        return bad(err, path, server,
-                                   ".%s: unknown key (known: command, env, cwd, url, headers)",
-                                   key);
-        }
-        return 0;
+        static const char *const known[] = {"command", "env", "cwd", "url", "headers", NULL};
+        const char *key = json_unknown_key(obj, known);
+        char list[256];
+        if (!key)
+                return 0;
+        return bad(err, path, server, ".%s: unknown key (known: %s)", key,
+                   json_key_list(known, list, sizeof(list)));
 }
 
 /* A JSON object whose values are all strings. */

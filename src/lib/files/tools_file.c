@@ -27,8 +27,7 @@ static int bad(codecell_error *err, const char *path, size_t i, const char *key,
                        key ? "." : "", key ? key : "", what);
 }
 
-/* argv[0] as an absolute path: relative to the file's folder when it has a '/', else looked
- * up in PATH. NULL when not found or not executable. */
+/* Room for n strings and the NULL after them, all NULL yet. */
 static char **string_list(size_t n)
 {
         return calloc(n + 1, sizeof(char *));
@@ -37,21 +36,16 @@ static char **string_list(size_t n)
 int tool_from_json(const json_t *obj, size_t i, const char *path, const char *dir,
                    uint64_t max_call_ms, struct tool **ret, codecell_error *err)
 {
-        static const char *const keys[] = {"name",         "description", "command",
-                                           "input_schema", "timeout_ms",  "env"};
+        static const char *const keys[] = {"name",       "description", "command", "input_schema",
+                                           "timeout_ms", "env",         NULL};
         if (!json_is_object(obj))
                 return bad(err, path, i, NULL, "must be an object");
-        const char *key;
-        const json_t *value;
-        json_object_foreach((json_t *)obj, key, value)
-        {
-                bool known = false;
-                for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-                        known |= strcmp(key, keys[k]) == 0;
-                if (!known)
-                        return bad(err, path, i, key,
-                                   "unknown key (known: name, description, "
-                                   "command, input_schema, timeout_ms, env)");
+        const char *unknown = json_unknown_key(obj, keys);
+        if (unknown) {
+                char list[256], what[300];
+                snprintf(what, sizeof(what), "unknown key (known: %s)",
+                         json_key_list(keys, list, sizeof(list)));
+                return bad(err, path, i, unknown, what);
         }
         const char *name = json_string_value(json_object_get(obj, "name"));
         const char *problem = tool_name_problem(name);
@@ -195,21 +189,18 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
         struct mcp_servers servers = {0};
         char *copy = strdup(path);
         char *dir = copy ? dirname(copy) : NULL;
+        static const char *const keys[] = {"$schema", "tools", "mcp_servers", "cells", NULL};
         const char *key;
-        const json_t *value;
+        char names[64];
         if (!json_is_object(root)) {
                 r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: must be a JSON object", path);
                 goto out;
         }
         /* The same file may configure cells for `codecell serve`; here only its tools count:
-         * its host tools, and every tool of its MCP servers. */
-        json_object_foreach(root, key, value) if (strcmp(key, "tools") != 0 &&
-                                                  strcmp(key, "cells") != 0 &&
-                                                  strcmp(key, "mcp_servers") != 0 &&
-                                                  strcmp(key, "$schema") != 0)
-        {
-                r = err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                            "%s: %s: unknown key (known: tools, mcp_servers, cells)", path, key);
+         * its host tools, and every tool of its MCP servers. "$schema" is let pass unnamed. */
+        if ((key = json_unknown_key(root, keys))) {
+                r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: %s: unknown key (known: %s)",
+                            path, key, json_key_list(keys + 1, names, sizeof(names)));
                 goto out;
         }
         if (!dir) {

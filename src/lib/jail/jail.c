@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "error.h"
 #include "jail.h"
 #include "pipe_write.h"
@@ -277,13 +278,6 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
 fail:
         codecell_jail_free(j);
         return NULL;
-}
-
-static void close_fd(int *fd)
-{
-        if (*fd >= 0)
-                close(*fd);
-        *fd = -1;
 }
 
 void codecell_jail_free(codecell_jail *j)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "cleanup.h"
 #include "jail.h"
 
 struct leftover {
@@ -54,8 +55,7 @@ static void register_atfork(void)
 
 static void collect(struct leftover *l)
 {
-        while (waitpid(l->keeper, NULL, 0) < 0 && errno == EINTR)
-                ;
+        (void)wait_child(l->keeper, NULL);
         if (l->has_cgroup)
                 l->cgroup.backend->destroy(&l->cgroup);
         jail_netns_give_back(l->netns_fd);

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "cpu_time.h"
+#include "deadline.h"
 #include "error.h"
 #include "jail.h"
 #include "pipe_write.h"
@@ -187,7 +189,7 @@ static int supervise(struct watch *w, codecell_error *err)
                 double until = w->killed_at > 0 ? w->killed_at + KILL_GRACE_MS + 1 : deadline;
                 if (w->metering && w->killed_at == 0 && until > now + CPU_CHECK_MS)
                         until = now + CPU_CHECK_MS;
-                int wait_ms = until > now ? (int)(until - now) + 1 : 0;
+                int wait_ms = poll_timeout(until - now);
                 struct pollfd p[2] = {{.fd = w->report_fd, .events = POLLIN},
                                       {.fd = w->answer_fd, .events = POLLIN}};
                 int n = poll(p, 2, wait_ms);
@@ -261,12 +263,10 @@ int codecell_jail_wait(codecell_jail *j, int pid, codecell_jail_result *ret, cod
         ret->memory_peak_bytes = -1;
         double start = now_ms();
         /* The child's ends: the parent must see EOF once the child is gone. */
-        int *theirs[] = {&j->report[1], &j->go[0], &j->answer[1], &j->null_fd};
-        for (size_t i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++)
-                if (*theirs[i] >= 0) {
-                        close(*theirs[i]);
-                        *theirs[i] = -1;
-                }
+        close_fd(&j->report[1]);
+        close_fd(&j->go[0]);
+        close_fd(&j->answer[1]);
+        close_fd(&j->null_fd);
         struct watch w = {.j = j,
                           .keeper = pid,
                           .jailed = -1,
@@ -288,8 +288,7 @@ int codecell_jail_wait(codecell_jail *j, int pid, codecell_jail_result *ret, cod
                         goto out;
                 }
         }
-        while (waitpid(pid, &keeper_status, 0) < 0 && errno == EINTR)
-                ;
+        (void)wait_child(pid, &keeper_status);
         ret->duration_ms = now_ms() - start;
         if (r < 0 || w.early)
                 goto out;

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "exact_integers.h"
 #include "upstream_internal.h"
@@ -46,11 +46,7 @@ struct upstream *upstream_new(struct upstream_spec *spec)
         pthread_mutex_init(&u->connect_lock, NULL);
         pthread_mutex_init(&u->lock, NULL);
         pthread_mutex_init(&u->write_lock, NULL);
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&u->changed, &attr);
-        pthread_condattr_destroy(&attr);
+        cond_init_monotonic(&u->changed);
         u->next_id = 1;
         return u;
 }
@@ -332,17 +328,13 @@ static int wait_answer(struct upstream *u, struct pending *p, double deadline,
                         return 1;
                 if (p->generation != u->generation)
                         return -1;
-                double left = deadline - now_ms();
-                if (left <= 0 || (stop && atomic_load(stop)))
+                double now = now_ms();
+                if (deadline <= now || (stop && atomic_load(stop)))
                         return 0;
-                if (stop && left > STOP_POLL_MS)
-                        left = STOP_POLL_MS;
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                long ns = ts.tv_nsec + (long)(left * 1e6);
-                ts.tv_sec += ns / 1000000000L;
-                ts.tv_nsec = ns % 1000000000L;
-                pthread_cond_timedwait(&u->changed, &u->lock, &ts);
+                /* A call that can be stopped looks at *stop every STOP_POLL_MS. */
+                double until =
+                        stop && deadline > now + STOP_POLL_MS ? now + STOP_POLL_MS : deadline;
+                (void)cond_wait_until(&u->changed, &u->lock, until);
         }
 }
 
@@ -591,12 +583,7 @@ static int ensure_connected(struct upstream *u, double deadline, char **ret_erro
                         until = deadline;
                 struct pending none = {.generation = u->generation};
                 while (u->ping_id && none.generation == u->generation && now_ms() < until) {
-                        struct timespec ts;
-                        clock_gettime(CLOCK_MONOTONIC, &ts);
-                        ts.tv_nsec += STOP_POLL_MS * 1000000L;
-                        ts.tv_sec += ts.tv_nsec / 1000000000L;
-                        ts.tv_nsec %= 1000000000L;
-                        pthread_cond_timedwait(&u->changed, &u->lock, &ts);
+                        (void)cond_wait_until(&u->changed, &u->lock, now_ms() + STOP_POLL_MS);
                 }
                 if (u->ping_id && u->connected) {
                         u->connected = false;

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cleanup.h"
+#include "deadline.h"
 #include "exact_integers.h"
 #include "host_spawn.h"
 #include "pipe_write.h"
@@ -64,21 +66,31 @@ static void keep_tail(struct stdio_state *s, const char *buf, size_t n)
         s->tail[s->tail_len] = '\0';
 }
 
+/* Whether pid exits within ms, looked at every 5 ms, and how (into *ret_info unless NULL); it
+ * is not reaped. */
+static bool exited_within(pid_t pid, double ms, siginfo_t *ret_info)
+{
+        double until = now_ms() + ms;
+        do {
+                siginfo_t info = {0};
+                if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                    info.si_pid == pid) {
+                        if (ret_info)
+                                *ret_info = info;
+                        return true;
+                }
+                usleep(5000);
+        } while (now_ms() < until);
+        return false;
+}
+
 /* Why the server's stdout ended: its exit status (waited for briefly, not reaped: close()
  * reaps it after killing its group) and the last line of its stderr. */
 static void describe_end(struct stdio_state *s, const char *what, char *buf, size_t size)
 {
         siginfo_t info = {0};
-        double until = now_ms() + 500;
-        while (now_ms() < until) {
-                info.si_pid = 0;
-                if (waitid(P_PID, (id_t)s->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                    info.si_pid == s->pid)
-                        break;
-                usleep(5000);
-        }
         char status[64] = "";
-        if (info.si_pid == s->pid)
+        if (exited_within(s->pid, 500, &info))
                 snprintf(status, sizeof(status),
                          info.si_code == CLD_EXITED ? " (exit code %d)" : " (signal %d)",
                          info.si_status);
@@ -121,10 +133,8 @@ static void *reader_main(void *arg)
                         ssize_t n = read(s->err_fd, buf, sizeof(buf));
                         if (n > 0)
                                 keep_tail(s, buf, (size_t)n);
-                        else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                                close(s->err_fd);
-                                s->err_fd = -1;
-                        }
+                        else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+                                close_fd(&s->err_fd);
                 }
                 if (!p[0].revents)
                         continue;
@@ -168,45 +178,41 @@ static void *reader_main(void *arg)
         return NULL;
 }
 
-static void close_pair(int fds[2])
-{
-        for (int i = 0; i < 2; i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
-}
-
 static int stdio_open(struct upstream *u, double deadline, char **ret_error)
 {
         (void)deadline;
         struct stdio_state *s = calloc(1, sizeof(*s));
-        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+        _cleanup_close_pair_ int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+        _cleanup_close_pair_ int wake[2] = {-1, -1};
         if (!s || pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
-            pipe2(err, O_CLOEXEC) < 0 || pipe2(s->wake, O_CLOEXEC) < 0) {
+            pipe2(err, O_CLOEXEC) < 0 || pipe2(wake, O_CLOEXEC) < 0) {
                 if (asprintf(ret_error, "could not be started: %s", strerror(errno)) < 0)
                         *ret_error = NULL;
-                goto fail;
+                free(s);
+                return -1;
         }
         int r = spawn(&u->spec, in[0], out[1], err[1], &s->pid);
-        close(in[0]);
-        close(out[1]);
-        close(err[1]);
-        in[0] = out[1] = err[1] = -1;
+        close_fd(&in[0]);
+        close_fd(&out[1]);
+        close_fd(&err[1]);
         if (r != 0) {
                 if (asprintf(ret_error, "could not be started: %s: %s", u->spec.argv[0],
                              strerror(r)) < 0)
                         *ret_error = NULL;
-                goto fail;
+                free(s);
+                return -1;
         }
-        s->in_fd = in[1];
-        s->out_fd = out[0];
-        s->err_fd = err[0];
+        s->in_fd = steal_fd(in[1]);
+        s->out_fd = steal_fd(out[0]);
+        s->err_fd = steal_fd(err[0]);
+        s->wake[0] = steal_fd(wake[0]);
+        s->wake[1] = steal_fd(wake[1]);
         (void)fcntl(s->in_fd, F_SETFL, O_NONBLOCK);
         u->transport = s;
         if (pthread_create(&s->reader, NULL, reader_main, u) != 0) {
                 u->transport = NULL;
                 kill(-s->pid, SIGKILL);
-                while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
+                (void)wait_child(s->pid, NULL);
                 close(s->in_fd);
                 close(s->out_fd);
                 close(s->err_fd);
@@ -216,14 +222,6 @@ static int stdio_open(struct upstream *u, double deadline, char **ret_error)
                 return -1;
         }
         return 0;
-fail:
-        close_pair(in);
-        close_pair(out);
-        close_pair(err);
-        if (s)
-                close_pair(s->wake);
-        free(s);
-        return -1;
 }
 
 static int stdio_send(struct upstream *u, const char *text, double deadline, char **ret_error)
@@ -248,10 +246,10 @@ static int stdio_send(struct upstream *u, const char *text, double deadline, cha
                         }
                         if (w < 0 && errno == EINTR)
                                 continue;
-                        double wait = deadline - now_ms();
+                        int wait = deadline_poll_ms(deadline);
                         if (w < 0 && errno == EAGAIN && wait > 0) {
                                 struct pollfd pfd = {.fd = s->in_fd, .events = POLLOUT};
-                                (void)poll(&pfd, 1, (int)wait + 1);
+                                (void)poll(&pfd, 1, wait);
                                 continue;
                         }
                         *ret_error = strdup(w < 0 && errno == EAGAIN ? "it does not read its input"
@@ -260,19 +258,6 @@ static int stdio_send(struct upstream *u, const char *text, double deadline, cha
                 }
         }
         return 0;
-}
-
-static bool exited_within(pid_t pid, double ms)
-{
-        double until = now_ms() + ms;
-        do {
-                siginfo_t info = {0};
-                if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                    info.si_pid == pid)
-                        return true;
-                usleep(5000);
-        } while (now_ms() < until);
-        return false;
 }
 
 /* MCP's stdio shutdown: close its stdin, wait, SIGTERM, wait, SIGKILL. Whatever is left of its
@@ -284,13 +269,12 @@ static void stdio_close(struct upstream *u, bool polite)
         if (!s)
                 return;
         pthread_mutex_lock(&u->write_lock);
-        close(s->in_fd);
-        s->in_fd = -1;
+        close_fd(&s->in_fd);
         pthread_mutex_unlock(&u->write_lock);
-        if (!polite || !exited_within(s->pid, EXIT_GRACE_MS)) {
+        if (!polite || !exited_within(s->pid, EXIT_GRACE_MS, NULL)) {
                 if (polite) {
                         kill(-s->pid, SIGTERM);
-                        if (!exited_within(s->pid, EXIT_GRACE_MS))
+                        if (!exited_within(s->pid, EXIT_GRACE_MS, NULL))
                                 kill(-s->pid, SIGKILL);
                 } else {
                         kill(-s->pid, SIGKILL);
@@ -299,11 +283,9 @@ static void stdio_close(struct upstream *u, bool polite)
         kill(-s->pid, SIGKILL);
         (void)!write(s->wake[1], "x", 1);
         pthread_join(s->reader, NULL);
-        while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-        close(s->out_fd);
-        if (s->err_fd >= 0)
-                close(s->err_fd);
+        (void)wait_child(s->pid, NULL);
+        close_fd(&s->out_fd);
+        close_fd(&s->err_fd);
         close_pair(s->wake);
         pthread_mutex_lock(&u->write_lock); /* a sender of the old connection sees it gone */
         u->transport = NULL;

@@ -60,10 +60,13 @@ static char *elf_interpreter(const char *path)
 static int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid,
                         codecell_error *err)
 {
-        int ready[2];
+        /* On the way out, in this order: ready closed, then the child killed and reaped (it
+         * only owns the namespace until the fd opened below holds it). */
+        _cleanup_pid_ pid_t pid = -1;
+        _cleanup_close_pair_ int ready[2] = {-1, -1};
         if (pipe2(ready, O_CLOEXEC) < 0)
                 return err_sys(err, errno, "idmap: pipe");
-        pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+        pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
         if (pid == 0) {
                 /* Exists only to own the namespace until the engine has opened it. */
                 close(ready[1]);
@@ -71,11 +74,9 @@ static int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_g
                 (void)!read(ready[0], &c, 1);
                 _exit(0);
         }
-        close(ready[0]);
-        if (pid < 0) {
-                close(ready[1]);
+        close_fd(&ready[0]);
+        if (pid < 0)
                 return err_sys(err, errno, "idmap: clone");
-        }
         char path[64], map[64];
         int r = 0, fd = -1;
         snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
@@ -92,9 +93,6 @@ static int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_g
                 if (fd < 0)
                         r = -errno;
         }
-        close(ready[1]);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
         return r < 0 ? err_sys(err, -r, "idmap: %s", path) : fd;
 }
 
@@ -410,8 +408,7 @@ void cell_plan_free(struct cell_plan *plan)
         netns_stock_free(&plan->netns);
         if (plan->idmap_fds)
                 for (size_t i = 0; i < plan->config->n_mounts; i++)
-                        if (plan->idmap_fds[i] >= 0)
-                                close(plan->idmap_fds[i]);
+                        close_fd(&plan->idmap_fds[i]);
         free(plan->idmap_fds);
         mount_roots_close(&plan->mount_roots);
         mount_plan_free(&plan->mounts);

@@ -5,9 +5,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "util.h"
 
@@ -49,20 +49,6 @@ struct pool {
         codecell_error last_error;
 };
 
-/* Waits on pool->changed (lock held) until woken or deadline (now_ms() clock) passes. */
-static void wait_until(struct pool *pool, double deadline)
-{
-        double left = deadline - now_ms();
-        if (left <= 0)
-                return;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        long long ns = (long long)ts.tv_nsec + (long long)(left * 1e6);
-        ts.tv_sec += (time_t)(ns / 1000000000LL);
-        ts.tv_nsec = (long)(ns % 1000000000LL);
-        (void)pthread_cond_timedwait(&pool->changed, &pool->lock, &ts);
-}
-
 /* Starts a session's kernel (lock held, released meanwhile). */
 static void serve(struct pool *pool, struct spawn_request *req)
 {
@@ -85,11 +71,12 @@ static bool should_start(struct pool *pool)
                  * back) or any other change ends the pause at once. */
                 if (pool->n_ready > 0 && pool->n_ready + pool->n_starting < pool->size &&
                     !pool->stopping && !pool->requests)
-                        wait_until(pool, now_ms() + REFILL_DELAY_MS);
+                        (void)cond_wait_until(&pool->changed, &pool->lock,
+                                              now_ms() + REFILL_DELAY_MS);
                 return false;
         }
         if (failing && now_ms() < pool->retry_at) {
-                wait_until(pool, pool->retry_at);
+                (void)cond_wait_until(&pool->changed, &pool->lock, pool->retry_at);
                 return false;
         }
         return true;
@@ -172,11 +159,7 @@ int pool_start(struct cell_plan *plan, size_t size, struct pool **ret, codecell_
         pool->plan = plan;
         pool->size = size;
         pthread_mutex_init(&pool->lock, NULL);
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&pool->changed, &attr);
-        pthread_condattr_destroy(&attr);
+        cond_init_monotonic(&pool->changed);
         size_t wanted = threads_for(size);
         int r = 0;
         /* Fewer threads than wanted still serve (more slowly); none cannot. */

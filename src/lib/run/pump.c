@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cancel.h"
+#include "deadline.h"
 #include "util.h"
 
 /* Output still in the pipes after the result frame is drained for at most this long. */
@@ -262,11 +263,11 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                         return true;
                 if (p->progress && now >= p->next_progress_ms)
                         report_progress(p, now);
-                int wait = (int)left + 1;
+                int wait = poll_timeout(left);
                 if (p->cpu_limit_ms > 0 && wait > CPU_CHECK_MS)
                         wait = CPU_CHECK_MS;
-                if (p->progress && wait > (int)(p->next_progress_ms - now) + 1)
-                        wait = (int)(p->next_progress_ms - now) + 1;
+                if (p->progress && wait > poll_timeout(p->next_progress_ms - now))
+                        wait = poll_timeout(p->next_progress_ms - now);
                 int k = poll(fds, (nfds_t)n, wait);
                 if (k < 0 && errno != EINTR)
                         return false;

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cleanup.h"
+#include "deadline.h"
 #include "error.h"
 #include "execution.h"
 #include "pump.h"
@@ -134,15 +134,8 @@ static void *reap(void *arg)
                         pthread_cond_wait(&t->changed, &t->lock);
                         continue;
                 }
-                double wait = next - now_ms();
-                if (wait < 1)
-                        wait = 1;
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                long long ns = (long long)ts.tv_nsec + (long long)(wait * 1e6);
-                ts.tv_sec += (time_t)(ns / 1000000000LL);
-                ts.tv_nsec = (long)(ns % 1000000000LL);
-                (void)pthread_cond_timedwait(&t->changed, &t->lock, &ts);
+                double soonest = now_ms() + 1;
+                (void)cond_wait_until(&t->changed, &t->lock, next > soonest ? next : soonest);
         }
         pthread_mutex_unlock(&t->lock);
         return NULL;
@@ -152,7 +145,7 @@ void session_table_init(struct session_table *t, struct cell_plan *plan, struct 
 {
         *t = (struct session_table){.plan = plan, .tools = tools};
         pthread_mutex_init(&t->lock, NULL);
-        pthread_cond_init(&t->changed, NULL);
+        cond_init_monotonic(&t->changed);
 }
 
 void session_close_all(struct session_table *t)

@@ -121,10 +121,7 @@ int standby_teardown(struct standby *s, enum standby_end how, struct rusage *ret
 static void close_trees(int *tree_fds)
 {
         for (size_t i = 0; i < MOUNT_PLAN_MAX_OPS; i++)
-                if (tree_fds[i] >= 0) {
-                        close(tree_fds[i]);
-                        tree_fds[i] = -1;
-                }
+                close_fd(&tree_fds[i]);
 }
 
 /* A fresh sandbox exec'ing the interpreter. It is born in its cgroup (sandbox_spawn moves init

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -182,18 +181,15 @@ static char *build_reply(const json_t *id, const char *name, int status, char *j
 
 /* Calls come in bursts (a loop of SB.call): after answering one, wait briefly for the next
  * without sleeping, which saves the wake-up of a sleeping thread on each call. */
-#define SPIN_NS 100000
+#define SPIN_MS 0.1
 
 static bool spin_for_request(struct runner *r)
 {
-        struct timespec start, now;
-        clock_gettime(CLOCK_MONOTONIC, &start);
+        double until = now_ms() + SPIN_MS;
         do {
                 if (atomic_load_explicit(&r->queued, memory_order_acquire))
                         return true;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-        } while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) <
-                 SPIN_NS);
+        } while (now_ms() < until);
         return false;
 }
 

@@ -1,5 +1,9 @@
-/* The host tools of a cell (DESIGN §8): a C handler, or a host command run outside the
- * sandbox. The registry only grows, so a tool found once stays valid for the cell's life. */
+/* The host tools of a cell (DESIGN §8) and their table (tools.c): each tool a C handler, a host
+ * command run outside the sandbox (its spec and its call: command_tool.h, in base/) or a tool of
+ * an upstream MCP server; the rules for their names and input schemas; their descriptions for
+ * the guest. The table only grows, so a tool found once stays valid for the cell's life. A
+ * command tool read from its JSON (tool_from_json and the two after it) is files/tools_file.c's
+ * work, declared here beside the tool it makes. */
 #ifndef CODECELL_TOOLS_H
 #define CODECELL_TOOLS_H
 

@@ -20,7 +20,9 @@ static int own_cgroup_path(const char *controller, char *buf, size_t size)
         char text[4096];
         if (read_file("/proc/self/cgroup", text, sizeof(text)) < 0)
                 return -ENOENT;
-        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        /* strtok_r: strtok's place is shared by every thread of the engine. */
+        char *lines = NULL;
+        for (char *line = strtok_r(text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
                 char *c1 = strchr(line, ':');
                 char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
                 if (!c2)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "cleanup.h"
 #include "config.h"
 #include "interpreter.h"
 #include "codecell.h"
@@ -47,8 +48,8 @@ static int probe_namespaces(void)
         if (pid < 0)
                 return 0x80;
         int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
+        if (wait_child(pid, &st) < 0)
+                return 0x80;
         return WIFEXITED(st) ? WEXITSTATUS(st) : 0x80;
 }
 
@@ -75,8 +76,8 @@ static bool probe_nested_user_namespace(void)
         if (pid < 0)
                 return false;
         int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-                ;
+        if (wait_child(pid, &st) < 0)
+                return false;
         return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 

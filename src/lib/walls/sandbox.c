@@ -19,6 +19,7 @@
 
 #include "capabilities.h"
 #include "cleanup.h"
+#include "deadline.h"
 #include "error.h"
 #include "init_exit.h"
 #include "netns.h"
@@ -339,9 +340,8 @@ static int wait_setup(int fd, pid_t pid, codecell_error *err)
         size_t got = 0;
         double deadline = now_ms() + SETUP_TIMEOUT_MS;
         while (got < sizeof(fail)) {
-                int left = (int)(deadline - now_ms());
                 struct pollfd p = {.fd = fd, .events = POLLIN};
-                int n = poll(&p, 1, left > 0 ? left : 0);
+                int n = poll(&p, 1, deadline_poll_ms(deadline));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
@@ -448,17 +448,12 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         ret->err_fd = errp[0];
         return 0;
 fail:
-        if (ret->pid > 0) {
-                kill(ret->pid, SIGKILL);
-                while (waitpid(ret->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                ret->pid = -1;
-        }
-        int *all[] = {ctl, out, errp, failure, sync};
-        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-                for (int j = 0; j < 2; j++)
-                        if (all[i][j] >= 0)
-                                close(all[i][j]);
+        kill_and_reap(steal_pid(ret->pid));
+        close_pair(ctl);
+        close_pair(out);
+        close_pair(errp);
+        close_pair(failure);
+        close_pair(sync);
         return r;
 }
 
@@ -538,8 +533,7 @@ static int forked_end(struct sandbox *sb, int grace_ms, struct rusage *ret_usage
         struct pollfd p = {.fd = sb->exit_fd, .events = POLLIN};
         double deadline = now_ms() + SETUP_TIMEOUT_MS;
         while (got < sizeof(end)) {
-                int left = (int)(deadline - now_ms());
-                int n = poll(&p, 1, left > 0 ? left : 0);
+                int n = poll(&p, 1, deadline_poll_ms(deadline));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
@@ -578,13 +572,12 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
                         *ret_usage = usage;
                 sb->pid = -1;
         }
-        int *fds[] = {&sb->ctl_fd, &sb->out_fd, &sb->err_fd, &sb->pidfd, &sb->exit_fd,
-                      &sb->guest_pidfd};
-        for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-                if (*fds[i] >= 0) {
-                        close(*fds[i]);
-                        *fds[i] = -1;
-                }
+        close_fd(&sb->ctl_fd);
+        close_fd(&sb->out_fd);
+        close_fd(&sb->err_fd);
+        close_fd(&sb->pidfd);
+        close_fd(&sb->exit_fd);
+        close_fd(&sb->guest_pidfd);
         return status;
 }
 

@@ -12,6 +12,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cleanup.h"
+#include "deadline.h"
 #include "error.h"
 #include "proc_stat.h"
 #include "util.h"
@@ -201,15 +203,6 @@ static int send_order(struct zygote *z, bool session, const int *fds, uint64_t i
         return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
 }
 
-static void close_pair(int *fds)
-{
-        for (int i = 0; i < 2; i++)
-                if (fds[i] >= 0) {
-                        close(fds[i]);
-                        fds[i] = -1;
-                }
-}
-
 /* The pidfds an answer carried (SCM_RIGHTS), at most two, into fds (the rest -1); any
  * other descriptor is closed. */
 static void received_pidfds(struct msghdr *msg, int fds[2])
@@ -242,8 +235,7 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
         struct pollfd p = {.fd = z->sb.ctl_fd, .events = POLLIN};
         double deadline = now_ms() + REPLY_TIMEOUT_MS;
         for (;;) {
-                int left = (int)(deadline - now_ms());
-                int k = poll(&p, 1, left > 0 ? left : 0);
+                int k = poll(&p, 1, deadline_poll_ms(deadline));
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
@@ -263,24 +255,20 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
         while ((n = recvmsg(z->sb.ctl_fd, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC)) < 0 &&
                errno == EINTR)
                 ;
-        int fds[2] = {-1, -1};
+        _cleanup_close_pair_ int fds[2] = {-1, -1};
         if (n > 0)
                 received_pidfds(&msg, fds);
         if (n != (ssize_t)sizeof(reply) || reply.magic != ZYGOTE_MAGIC || reply.id != id ||
-            (reply.error == 0 && (reply.pid <= 0 || reply.init <= 0))) {
-                close_pair(fds);
+            (reply.error == 0 && (reply.pid <= 0 || reply.init <= 0)))
                 return -EPIPE;
-        }
         reply.what[sizeof(reply.what) - 1] = '\0';
         snprintf(what, size, "%s", reply.what);
-        if (reply.error != 0) {
-                close_pair(fds);
+        if (reply.error != 0)
                 return reply.error;
-        }
         ret_pids[0] = reply.pid;
         ret_pids[1] = reply.init;
-        ret_pidfds[0] = fds[0];
-        ret_pidfds[1] = fds[1];
+        ret_pidfds[0] = steal_fd(fds[0]);
+        ret_pidfds[1] = steal_fd(fds[1]);
         return 0;
 }
 
@@ -315,53 +303,46 @@ static pid_t host_pid(int pidfd, pid_t ns_pid)
 /* One fork. -EPIPE when the zygote is gone (the caller starts another). */
 static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_error *err)
 {
-        int ctl[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, ended[2] = {-1, -1};
+        _cleanup_close_pair_ int ctl[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1},
+                                 ended[2] = {-1, -1};
         int r;
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
-            pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-            pipe2(ended, O_CLOEXEC) < 0) {
-                r = err_sys(err, errno, "sandbox: pipes");
-                goto out;
-        }
+            pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(ended, O_CLOEXEC) < 0)
+                return err_sys(err, errno, "sandbox: pipes");
         int theirs[ZYGOTE_ORDER_FDS];
         theirs[ZYGOTE_FD_CTL] = ctl[1];
         theirs[ZYGOTE_FD_OUT] = out[1];
         theirs[ZYGOTE_FD_ERR] = errp[1];
         theirs[ZYGOTE_FD_EXIT] = ended[1];
         uint64_t id = ++z->next_id;
-        if ((r = send_order(z, session, theirs, id)) == -ETOOMANYREFS) {
-                r = err_sys(err, ETOOMANYREFS,
-                            "sandbox: too many descriptors in flight for this user (a sandbox "
-                            "is holding them in a socket's queue)");
-                goto out;
-        }
+        if ((r = send_order(z, session, theirs, id)) == -ETOOMANYREFS)
+                return err_sys(err, ETOOMANYREFS,
+                               "sandbox: too many descriptors in flight for this user (a sandbox "
+                               "is holding them in a socket's queue)");
         if (r < 0)
-                goto out;
+                return r;
         /* Ours are the only copies left besides the zygote's: EOF then means the child (or the
          * zygote) is gone. */
-        close(ctl[1]);
-        close(out[1]);
-        close(errp[1]);
-        close(ended[1]);
-        ctl[1] = out[1] = errp[1] = ended[1] = -1;
+        close_fd(&ctl[1]);
+        close_fd(&out[1]);
+        close_fd(&errp[1]);
+        close_fd(&ended[1]);
         pid_t ns_pid[2] = {0, 0};
         int pidfds[2];
         char what[128] = "";
         r = read_reply(z, id, ns_pid, pidfds, what, sizeof(what));
-        if (r > 0) {
-                r = err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
-                goto out;
-        }
+        if (r > 0)
+                return err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
         if (r < 0)
-                goto out;
+                return r;
         int guest_pidfd = pidfds[0], pidfd = pidfds[1];
         pid_t guest = host_pid(guest_pidfd, ns_pid[0]), init = host_pid(pidfd, ns_pid[1]);
         *ret = (struct sandbox){.pid = init,
-                                .ctl_fd = ctl[0],
-                                .out_fd = out[0],
-                                .err_fd = errp[0],
+                                .ctl_fd = steal_fd(ctl[0]),
+                                .out_fd = steal_fd(out[0]),
+                                .err_fd = steal_fd(errp[0]),
                                 .pidfd = pidfd,
-                                .exit_fd = ended[0],
+                                .exit_fd = steal_fd(ended[0]),
                                 .forked = true,
                                 .guest = guest,
                                 .guest_pidfd = guest_pidfd};
@@ -379,15 +360,9 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
                 return r;
         }
         /* Non-blocking, as sandbox_spawn leaves them. */
-        (void)fcntl(out[0], F_SETFL, O_NONBLOCK);
-        (void)fcntl(errp[0], F_SETFL, O_NONBLOCK);
+        (void)fcntl(ret->out_fd, F_SETFL, O_NONBLOCK);
+        (void)fcntl(ret->err_fd, F_SETFL, O_NONBLOCK);
         return 0;
-out:
-        close_pair(ctl);
-        close_pair(out);
-        close_pair(errp);
-        close_pair(ended);
-        return r;
 }
 
 /* What a zygote that failed wrote before it stopped talking (its boot, or its fork server's
