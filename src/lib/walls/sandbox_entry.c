@@ -24,14 +24,14 @@
  *                    each rule one more (O_PATH); an exec'd guest still holds the engine's
  *                    close-on-exec descriptors until its exec, and with more of them than the
  *                    cell's open_files allows, a limit set first refused every new sandbox
- *                    (commit a8e43cf). The jail and the zygote's child set their limits before
- *                    Landlock, harmless for them (no RLIMIT_NOFILE in the jail; a forked
- *                    interpreter has closed the zygote's descriptors by then): all three now
- *                    take the order that holds for every caller.
+ *                    (test_forked.py, ExecCellsBesideManySandboxes). The jail and the
+ *                    zygote's child used to set their limits first, harmless for them (the
+ *                    jail sets no RLIMIT_NOFILE; a forked interpreter has closed the zygote's
+ *                    descriptors by then): all three now take the order safe for every one.
  *  8. rlimits        After 7 (above). Raising a hard limit takes CAP_SYS_RESOURCE in the
  *                    host's user namespace, which none of these processes holds (each is in a
- *                    user namespace of its own by now): the drop that follows changes nothing
- *                    for this step, and it keeps seccomp's place last.
+ *                    user namespace of its own by now), so the drop after it changes nothing
+ *                    here; before seccomp, which may refuse setrlimit.
  *  9. capabilities   Every one gone (but keep_caps, a zygote's two) from every set, bounding
  *                    included. After everything that needs one (step 2's mounts and setns),
  *                    before seccomp (a filter may refuse capset and prctl).
@@ -39,10 +39,10 @@
  *                    mount; a stricter filter prctl, landlock_*, setrlimit, capset). After it
  *                    come only the caller's exec or return into the guest's code.
  *
- * Landlock, the limits, the capability sets and the filter are each a property of the calling
- * thread: the caller is single-threaded (a raw clone's child, a fork's). Nothing here
- * allocates or touches the C library's locks (the exec'd guest is a clone of a multithreaded
- * engine; the zygote's child a fork of an interpreter). */
+ * Landlock, the capability sets and the filter are each a property of the calling thread:
+ * the caller is single-threaded (a raw clone's child, a fork's). Nothing here allocates or
+ * takes a lock of the C library's (the exec'd guest is a clone of a multithreaded engine, the
+ * zygote's child a fork of an interpreter). */
 #include "sandbox_entry.h"
 
 #include <errno.h>
