@@ -41,8 +41,9 @@ struct sandbox_entry_failure {
  * it with SIGXFSZ. */
 #define SANDBOX_ENTRY_IGNORE_SIGXFSZ 1u
 /* Every other disposition back to the default and no signal blocked: a mask and ignored
- * signals survive exec, and the engine's thread may have either. Only for a process that
- * execs (a forked interpreter keeps its runtime's handlers). */
+ * signals survive exec, and the engine's thread may have either (serve blocks SIGINT and
+ * SIGTERM to sigwait for them; a caller may ignore SIGHUP). Only for a process that execs (a
+ * forked interpreter keeps its runtime's handlers). */
 #define SANDBOX_ENTRY_RESET_SIGNALS 2u
 
 /* What to apply. Everything is prepared before the process is made (or, in the zygote, read
