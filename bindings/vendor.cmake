@@ -39,7 +39,8 @@ function(vendor_program name)
 endfunction()
 # A forked cell's fork server (src/zygote/zygote.c), loaded into the guest's interpreter.
 vendor_program(zygote_so -D_GNU_SOURCE -shared -fPIC -fvisibility=hidden
-               -I${ROOT}/src/lib/walls ${ROOT}/src/zygote/zygote.c ${ROOT}/src/lib/walls/landlock.c
+               -I${ROOT}/src/lib/walls ${ROOT}/src/zygote/zygote.c
+               ${ROOT}/src/lib/walls/sandbox_entry.c ${ROOT}/src/lib/walls/landlock.c
                ${ROOT}/src/lib/walls/capabilities.c)
 # The forked sandboxes' init (src/zygote/init.c), static and without libc, as CMakeLists.txt
 # builds it.

@@ -54,9 +54,10 @@ target_include_directories(engine_mcp_client PRIVATE ${CURL_INCLUDE_DIRS})
 codecell_wing(tools USES spec results mcp_client SOURCES
   tools.c tool_signatures.c rpc.c guest_names.c json_schema_check.c)
 # The walls of a sandbox and what the host gives of them: namespaces, mounts, seccomp, Landlock,
-# capabilities, cgroups, CPU time, the zygote's side of forked sandboxes.
+# capabilities, the one entry every guest takes, cgroups, CPU time, the zygote's side of forked
+# sandboxes.
 codecell_wing(walls USES spec SOURCES
-  sandbox.c seccomp_filter.c landlock.c capabilities.c netns.c cgroup.c cgroup_v1.c cgroup_v2.c
+  sandbox.c sandbox_entry.c seccomp_filter.c landlock.c capabilities.c netns.c cgroup.c cgroup_v1.c cgroup_v2.c
   mount_plan.c mount_roots.c cpu_time.c zygote.c zygote_walls.c check.c
   ${CMAKE_BINARY_DIR}/zygote_so.c ${CMAKE_BINARY_DIR}/init_bin.c)
 target_link_libraries(engine_walls PUBLIC PkgConfig::SECCOMP)

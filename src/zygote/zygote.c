@@ -22,19 +22,19 @@
  *            interpreter ends
  *   guest    await_cgroup()            inside fork(): the engine's word that it is in its
  *                                      cgroup, before the runtime's after-fork work
- *            codecell_zygote_guest()   init's namespaces, its own descriptors and session, a
- *                                      user namespace of its own, rlimits, Landlock, no
- *                                      capability, seccomp; then the prelude goes on as in any
- *                                      sandbox: "ready", and the code.
+ *            codecell_zygote_guest()   the entry every guest takes (sandbox_entry.c), its
+ *                                      own part init's namespaces, its own descriptors and
+ *                                      session, a user namespace of its own; then
+ *                                      no_new_privs, Landlock, rlimits, no capability,
+ *                                      seccomp; then the prelude goes on as in any sandbox:
+ *                                      "ready", and the code.
  *
  * The zygote holds CAP_SYS_ADMIN and CAP_SYS_CHROOT in its own user namespace (it makes each
  * sandbox's namespaces, and its interpreter enters them), and nothing else; it never runs
  * guest code. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/sched.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -55,9 +55,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capabilities.h"
 #include "init_exit.h"
 #include "landlock.h"
+#include "sandbox_entry.h"
 #include "zygote_protocol.h"
 
 /* The entry points the preludes call; everything else stays inside the library (it is loaded
@@ -127,13 +127,20 @@ static bool forking_guest; /* from an order's init to its interpreter's fork */
 
 /* ---- in a child ------------------------------------------------------------------------- */
 
-static _Noreturn void child_fail(const char *what)
+/* what, and path after it when not NULL. */
+static _Noreturn void child_fail_at(const char *what, const char *path)
 {
         char line[256];
-        int n = snprintf(line, sizeof(line), "codecell zygote: %s: %s\n", what, strerror(errno));
+        int n = snprintf(line, sizeof(line), "codecell zygote: %s%s: %s\n", what, path ? path : "",
+                         strerror(errno));
         if (n > 0)
                 (void)!write(STDERR_FILENO, line, (size_t)n);
         _exit(255);
+}
+
+static _Noreturn void child_fail(const char *what)
+{
+        child_fail_at(what, NULL);
 }
 
 static void write_file(const char *path, const char *text)
@@ -334,17 +341,15 @@ static void await_cgroup(void)
                 _exit(255);
 }
 
-/* In the interpreter, PID 2 of init's pid namespace, after the fork and await_cgroup: it
- * enters init's namespaces (init then holds its /proc files), takes its own descriptors and
- * session; then a
- * user namespace of its own (its processes are counted against RLIMIT_NPROC apart from every
- * other sandbox's; the namespaces init made belong to the zygote's, where it is about to give
- * up every capability), its limits, Landlock, no capability, the filter. */
-ZYGOTE_API void codecell_zygote_guest(void)
+/* The interpreter's own part of its entry (sandbox_entry.h), once it dies with the zygote:
+ * it enters init's namespaces (init then holds its /proc files), takes its own descriptors
+ * and session; then a user namespace of its own (its processes are counted against
+ * RLIMIT_NPROC apart from every other sandbox's; the namespaces init made belong to the
+ * zygote's, where it is about to give up every capability). */
+static int guest_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
 {
-        /* Dies with the zygote, which dies with the engine. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                child_fail("set the parent-death signal");
+        (void)ctx;
+        (void)ret_failure;
         /* init has made the sandbox's namespaces and mounts ("m"): enter them. Then init may
          * become undumpable (entering took ptrace access to it), and holds the interpreter's
          * /proc files ("p"): Landlock grants them by inode, and a /proc/<pid> inode lives only
@@ -372,43 +377,53 @@ ZYGOTE_API void codecell_zygote_guest(void)
         if (unshare(CLONE_NEWUSER) < 0)
                 child_fail("unshare the user namespace");
         map_ids();
-        if (chdir("/work") < 0)
-                child_fail("chdir /work");
-        for (uint32_t i = 0; i < walls.n_rlimits; i++) {
-                if (walls.rlimits[i].resource == RLIMIT_CPU &&
-                    (order.flags & ZYGOTE_ORDER_SESSION))
-                        continue;
-                struct rlimit rl = {walls.rlimits[i].cur, walls.rlimits[i].max};
-                if (setrlimit(walls.rlimits[i].resource, &rl) < 0)
-                        child_fail("setrlimit");
-        }
-        /* Past RLIMIT_FSIZE a write fails with EFBIG instead of killing with SIGXFSZ. */
-        signal(SIGXFSZ, SIG_IGN);
         /* SIGPIPE stays as the runtime set it at boot (ignored: a write to a closed pipe is an
-         * error), as in an exec'd interpreter. */
+         * error), as in an exec'd interpreter; SIGCHLD is the runtime's again, not the fork
+         * server's. */
         sigaction(SIGCHLD, &runtime_sigchld, NULL);
-        umask(022);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                child_fail("no_new_privs");
-        if (landlock.abi > 0) {
-                const char *where = NULL;
-                int r = landlock_apply(&landlock, &where);
-                if (r < 0) {
-                        errno = -r;
-                        child_fail(where);
-                }
+        return 0;
+}
+
+/* In the interpreter, PID 2 of init's pid namespace, after the fork and await_cgroup: the
+ * entry every sandbox's guest takes (sandbox_entry.h), with the walls the zygote read at its
+ * start, then nothing of them left in its memory. */
+ZYGOTE_API void codecell_zygote_guest(void)
+{
+        /* A session's kernel serves many evals, each with its own budget: no RLIMIT_CPU
+         * backstop (zygote_protocol.h). */
+        struct sandbox_rlimit limits[ZYGOTE_MAX_RLIMITS];
+        size_t n_limits = 0;
+        for (uint32_t i = 0; i < walls.n_rlimits; i++)
+                if (walls.rlimits[i].resource != RLIMIT_CPU ||
+                    !(order.flags & ZYGOTE_ORDER_SESSION))
+                        limits[n_limits++] = (struct sandbox_rlimit){
+                                walls.rlimits[i].resource,
+                                {walls.rlimits[i].cur, walls.rlimits[i].max}};
+        const struct sock_fprog filter = {.len = (unsigned short)walls.filter_len,
+                                          .filter = walls.filter};
+        /* Dies with the zygote, which dies with the engine. A zygote gone before that takes
+         * init with it, which ends the handshake guest_prepare waits on: no watch. */
+        const struct sandbox_entry entry = {
+                .parent_watch = -1,
+                .prepare = guest_prepare,
+                .workdir = "/work",
+                .signals = SANDBOX_ENTRY_IGNORE_SIGXFSZ,
+                .guest_umask = 022,
+                .landlock = &landlock,
+                .rlimits = limits,
+                .n_rlimits = n_limits,
+                .seccomp = &filter,
+        };
+        struct sandbox_entry_failure failure;
+        if (sandbox_entry_run(&entry, &failure) < 0) {
+                errno = failure.errno_value;
+                child_fail_at(failure.what, failure.path);
         }
-        /* Security invariant: from here the guest holds no capability in any namespace. */
-        if (capabilities_drop_all() < 0)
-                child_fail("drop capabilities");
-        struct sock_fprog prog = {.len = (unsigned short)walls.filter_len,
-                                  .filter = walls.filter};
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-                child_fail("seccomp");
         /* Up: the walls' text (the filter's program, Landlock's paths, the limits) and what
          * the zygote knew of itself are not the guest's to read in its copy of this memory. */
         memset(&walls, 0, sizeof(walls));
         memset(&landlock, 0, sizeof(landlock));
+        explicit_bzero(limits, sizeof(limits)); /* a dead local: a plain memset may go */
         max_children = 0;
         zygote_pid = 0;
         own_pidns = own_netns = -1;

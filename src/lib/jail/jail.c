@@ -187,8 +187,8 @@ static uint64_t address_space_now(void)
 
 static void add_rlimit(struct codecell_jail *j, int id, rlim_t soft, rlim_t hard)
 {
-        j->rlimit_ids[j->n_rlimits] = id;
-        j->rlimits[j->n_rlimits++] = (struct rlimit){.rlim_cur = soft, .rlim_max = hard};
+        j->rlimits[j->n_rlimits++] =
+                (struct sandbox_rlimit){id, {.rlim_cur = soft, .rlim_max = hard}};
 }
 
 static int plan_limits(struct codecell_jail *j, codecell_error *err)

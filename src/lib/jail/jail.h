@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "codecell.h"
 #include "landlock.h"
+#include "sandbox_entry.h"
 #include "seccomp_filter.h"
 
 #define JAIL_MAX_PATHS 64
@@ -59,8 +60,7 @@ struct codecell_jail {
         bool privileged;
         struct landlock_plan landlock; /* abi 0: not applied */
         const struct seccomp_program *seccomp;
-        struct rlimit rlimits[JAIL_RLIMITS];
-        int rlimit_ids[JAIL_RLIMITS];
+        struct sandbox_rlimit rlimits[JAIL_RLIMITS];
         size_t n_rlimits;
         bool has_cgroup;
         struct cgroup cgroup;

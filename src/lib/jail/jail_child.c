@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capabilities.h"
 #include "jail.h"
 #include "pipe_write.h"
+#include "sandbox_entry.h"
 
 /* The keeper's exit code when the set-up failed (the record says where). */
 #define KEEPER_FAILED 125
@@ -115,38 +115,53 @@ static void neutralize_fds(const struct codecell_jail *j)
         close(dir);
 }
 
-/* The jailed process: PID 1 of the new pid namespace, still holding the capabilities of the
- * new user namespace. Builds the last walls and returns to the caller's function. */
-static void jailed_setup(struct codecell_jail *j, int keeper_alive)
+struct jailed_prepare {
+        const struct codecell_jail *j;
+        int keeper_alive;
+};
+
+/* The jailed process's own part of its entry (sandbox_entry.h): its /proc and its
+ * descriptors. */
+static int jailed_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
 {
-        die_with_parent(j, keeper_alive, POLLIN);
-        close(keeper_alive);
+        const struct jailed_prepare *p = ctx;
+        const struct codecell_jail *j = p->j;
+        close(p->keeper_alive);
         /* A /proc of this pid namespace: the host's processes (their command lines) out of
          * sight. Refused where the host's /proc is partly covered (a container's masked
          * paths); the host's then stays, and Landlock's ptrace scoping still keeps the
          * other processes' private files out of reach. */
         (void)mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
         if (dup2(j->null_fd, 0) < 0 || dup2(j->null_fd, 1) < 0 || dup2(j->null_fd, 2) < 0)
-                fail(j, false, errno, "stdin, stdout and stderr to /dev/null", NULL);
+                return sandbox_entry_failed(ret_failure, errno,
+                                            "stdin, stdout and stderr to /dev/null", NULL);
         neutralize_fds(j);
-        for (size_t i = 0; i < j->n_rlimits; i++)
-                if (setrlimit(j->rlimit_ids[i], &j->rlimits[i]) < 0)
-                        fail(j, false, errno, "setrlimit", NULL);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                fail(j, false, errno, "no_new_privs", NULL);
-        if (j->landlock.abi > 0) {
-                const char *where = NULL;
-                int r = landlock_apply(&j->landlock, &where);
-                if (r < 0)
-                        fail(j, false, -r, "landlock ", where);
+        return 0;
+}
+
+/* The jailed process: PID 1 of the new pid namespace, still holding the capabilities of the
+ * new user namespace. Builds the last walls and returns to the caller's function. */
+static void jailed_setup(struct codecell_jail *j, int keeper_alive)
+{
+        struct jailed_prepare prepare = {.j = j, .keeper_alive = keeper_alive};
+        const struct sandbox_entry entry = {
+                /* EOF when the keeper, its parent, is gone */
+                .parent_watch = keeper_alive,
+                .parent_watch_events = POLLIN,
+                .prepare = jailed_prepare,
+                .prepare_ctx = &prepare,
+                .guest_umask = -1,
+                .landlock = &j->landlock,
+                .rlimits = j->rlimits,
+                .n_rlimits = j->n_rlimits,
+                .seccomp = &j->seccomp->prog,
+        };
+        struct sandbox_entry_failure failure;
+        if (sandbox_entry_run(&entry, &failure) < 0) {
+                if (failure.parent_gone)
+                        _exit(KEEPER_FAILED);
+                fail(j, false, failure.errno_value, failure.what, failure.path);
         }
-        /* Security invariant: from here the function holds no capability in any namespace,
-         * and no_new_privs keeps an exec from granting one back. */
-        if (capabilities_drop_all() < 0)
-                fail(j, false, errno, "drop capabilities", NULL);
-        int r = seccomp_program_load(j->seccomp);
-        if (r < 0)
-                fail(j, false, -r, "seccomp", NULL);
         /* The function cannot forge the keeper's records. */
         close(j->report[1]);
         j->report[1] = -1;

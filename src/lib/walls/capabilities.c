@@ -39,8 +39,3 @@ int capabilities_keep_only(uint64_t keep)
                         return -1;
         return 0;
 }
-
-int capabilities_drop_all(void)
-{
-        return capabilities_keep_only(0);
-}

@@ -17,7 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capabilities.h"
 #include "cleanup.h"
 #include "deadline.h"
 #include "error.h"
@@ -25,6 +24,7 @@
 #include "netns.h"
 #include "pipe_write.h"
 #include "proc_stat.h"
+#include "sandbox_entry.h"
 #include "util.h"
 #include "zygote_protocol.h"
 
@@ -89,93 +89,57 @@ static int lift(int fd)
         return fcntl(fd, F_DUPFD_CLOEXEC, 10);
 }
 
-/* A signal mask and ignored signals survive exec, and the engine's thread may have either
- * (serve blocks SIGINT and SIGTERM to sigwait for them; a caller may ignore SIGHUP): the guest
- * starts with none blocked and every disposition the default, whatever its engine's. SIGXFSZ
- * stays ignored (see exec_guest). Handlers go first, so that none of the engine's runs here
- * once the mask is empty; exec would reset them anyway. */
-static void reset_signals(void)
+/* The exec'd guest's own part of its entry (sandbox_entry.h): init's word that it holds the
+ * guest's /proc files (Landlock grants them by inode), then its descriptors. */
+static int guest_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
 {
-        /* Through the kernel's call: the C library's sigaction refuses the two real-time
-         * signals it keeps for itself (32 and 33), which an engine may still have inherited
-         * ignored, and exec keeps them so. The kernel's struct: handler, flags, restorer, mask. */
-        const struct {
-                void (*handler)(int);
-                unsigned long flags;
-                void (*restorer)(void);
-                unsigned long mask;
-        } default_action = {SIG_DFL, 0, NULL, 0};
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGXFSZ && sig != SIGKILL && sig != SIGSTOP)
-                        (void)syscall(SYS_rt_sigaction, sig, &default_action, NULL,
-                                      sizeof(default_action.mask));
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-static _Noreturn void exec_guest(const struct sandbox_spec *spec, const struct child_fds *fds)
-{
-        int fail_fd = fds->failure;
+        const struct child_fds *fds = ctx;
         close(fds->pinned[1]); /* init's: EOF if init dies before it writes */
+        char byte;
+        if (read(fds->pinned[0], &byte, 1) != 1)
+                return sandbox_entry_failed(ret_failure, errno, "wait for init", NULL);
         int ctl = lift(fds->ctl), out = lift(fds->out), err = lift(fds->err);
-        int pinned = lift(fds->pinned[0]);
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (ctl < 0 || out < 0 || err < 0 || pinned < 0 || null < 0)
-                child_fail_errno(fail_fd, "set up the guest's fds");
+        if (ctl < 0 || out < 0 || err < 0 || null < 0)
+                return sandbox_entry_failed(ret_failure, errno, "set up the guest's fds", NULL);
         if (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup2(ctl, 3) < 0)
-                child_fail_errno(fail_fd, "dup2");
+                return sandbox_entry_failed(ret_failure, errno, "dup2", NULL);
         /* Everything else the engine had open (its own sockets, other sandboxes' pipes) closes
          * at exec; the failure pipe stays usable until then. */
         if (syscall(SYS_close_range, 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-                child_fail_errno(fail_fd, "close_range");
-        if (chdir("/work") < 0)
-                child_fail_errno(fail_fd, "chdir /work");
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-                child_fail_errno(fail_fd, "set the parent-death signal");
-        /* Past RLIMIT_FSIZE a write fails with EFBIG, which the guest can read, instead of
-         * killing it with SIGXFSZ. An ignored signal stays ignored across exec. */
-        signal(SIGXFSZ, SIG_IGN);
-        reset_signals();
-        /* Whatever the engine's umask: the guest creates nothing group- or world-writable
-         * unless it sets its own umask. */
-        umask(022);
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                child_fail_errno(fail_fd, "no_new_privs");
-        char byte;
-        if (read(pinned, &byte, 1) != 1)
-                child_fail_errno(fail_fd, "wait for init");
-        if (spec->landlock->abi > 0 && !spec->zygote) {
-                const char *where = NULL;
-                int r = landlock_apply(spec->landlock, &where);
-                if (r < 0) {
-                        errno = -r;
-                        struct child_failure fail = {.errno_value = -r};
-                        failure_append(&fail, "landlock ");
-                        failure_append(&fail, where);
-                        child_fail(fail_fd, &fail);
-                }
-        }
-        /* The limits once Landlock's ruleset is made: until the exec the engine's descriptors
-         * are still open (close-on-exec), and with more of them than the cell's open_files
-         * allows, the ruleset could not get one. */
-        for (size_t i = 0; i < spec->n_rlimits; i++)
-                if (setrlimit(spec->rlimits[i].resource, &spec->rlimits[i].value) < 0)
-                        child_fail_errno(fail_fd, "setrlimit");
-        /* Security invariant: from here the guest holds no capability in any namespace, and
-         * no_new_privs keeps exec from granting one back. A cell's zygote keeps two in its own
-         * user namespace, to make its sandboxes' namespaces and have their interpreters enter
-         * them (zygote.h). */
+                return sandbox_entry_failed(ret_failure, errno, "close_range", NULL);
+        return 0;
+}
+
+static _Noreturn void exec_guest(const struct sandbox_spec *spec, struct child_fds *fds)
+{
+        /* A cell's zygote keeps two capabilities in its own user namespace, to make its
+         * sandboxes' namespaces and have their interpreters enter them, and puts up neither
+         * Landlock nor a filter (zygote.h): each of its children puts up both. */
         const uint64_t zygote_caps = 1ull << CAP_SYS_ADMIN | 1ull << CAP_SYS_CHROOT;
-        if (capabilities_keep_only(spec->zygote ? zygote_caps : 0) < 0)
-                child_fail_errno(fail_fd, "drop capabilities");
-        int r = spec->zygote ? 0 : seccomp_program_load(spec->seccomp);
-        if (r < 0) {
-                errno = -r;
-                child_fail_errno(fail_fd, "seccomp");
+        const struct sandbox_entry entry = {
+                .parent_watch = -1, /* init: its death is the EOF guest_prepare waits on */
+                .prepare = guest_prepare,
+                .prepare_ctx = fds,
+                .workdir = "/work",
+                .signals = SANDBOX_ENTRY_IGNORE_SIGXFSZ | SANDBOX_ENTRY_RESET_SIGNALS,
+                .guest_umask = 022,
+                .landlock = spec->zygote ? NULL : spec->landlock,
+                .rlimits = spec->rlimits,
+                .n_rlimits = spec->n_rlimits,
+                .keep_caps = spec->zygote ? zygote_caps : 0,
+                .seccomp = spec->zygote ? NULL : &spec->seccomp->prog,
+        };
+        struct sandbox_entry_failure failure;
+        if (sandbox_entry_run(&entry, &failure) < 0) {
+                struct child_failure fail = {.errno_value = failure.errno_value};
+                failure_append(&fail, failure.what);
+                if (failure.path)
+                        failure_append(&fail, failure.path);
+                child_fail(fds->failure, &fail);
         }
         execve(spec->interpreter, (char *const *)spec->argv, (char *const *)spec->envp);
-        child_fail_errno(fail_fd, "exec the interpreter");
+        child_fail_errno(fds->failure, "exec the interpreter");
 }
 
 /* init is a copy of the engine, and the guest can read its /proc/1/cmdline: blank the

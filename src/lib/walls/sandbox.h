@@ -11,16 +11,12 @@
 #include "codecell.h"
 #include "landlock.h"
 #include "mount_plan.h"
+#include "sandbox_entry.h" /* struct sandbox_rlimit */
 #include "seccomp_filter.h"
 
 /* The ids the guest has inside its user namespace. */
 #define SANDBOX_INNER_UID 1000
 #define SANDBOX_INNER_GID 1000
-
-struct sandbox_rlimit {
-        int resource;
-        struct rlimit value;
-};
 
 struct sandbox_spec {
         const struct mount_plan *plan;

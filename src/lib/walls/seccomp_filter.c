@@ -363,10 +363,3 @@ void seccomp_program_free(struct seccomp_program *p)
         free(p->prog.filter);
         p->prog.filter = NULL;
 }
-
-int seccomp_program_load(const struct seccomp_program *p)
-{
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->prog) < 0)
-                return -errno;
-        return 0;
-}

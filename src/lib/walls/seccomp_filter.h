@@ -1,5 +1,6 @@
-/* The seccomp filter: compiled once per cell with libseccomp, loaded in every sandbox just
- * before exec without allocating (the crun way). */
+/* The seccomp filter: compiled once per cell with libseccomp, loaded in every sandbox as the
+ * last step of its entry (sandbox_entry.c: prog, a plain BPF program) without allocating (the
+ * crun way). */
 #ifndef CODECELL_SECCOMP_FILTER_H
 #define CODECELL_SECCOMP_FILTER_H
 
@@ -18,7 +19,5 @@ int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, code
 int seccomp_program_compile_network(struct seccomp_program *ret, bool subprocesses, bool network,
                                     codecell_error *err);
 void seccomp_program_free(struct seccomp_program *p);
-/* Installs the filter on the calling thread. No allocation. 0 or -errno. */
-int seccomp_program_load(const struct seccomp_program *p);
 
 #endif
