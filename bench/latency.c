@@ -550,8 +550,9 @@ int main(int argc, char **argv)
                 printf("  %s: pool 2 %ld kB (%.2fx), pool 8 %ld kB (%.2fx)%s\n",
                        k ? "exec" : "fork", p2, (double)p2 / (double)one, p8,
                        (double)p8 / (double)one,
-                       k ? "" : (p8 <= one * 11 / 10 ? "  (target <= 1.1x: met)"
-                                                     : "  (target <= 1.1x: NOT met)"));
+                       k ? ""
+                         : (p8 <= one * 11 / 10 ? "  (target <= 1.1x: met)"
+                                                : "  (target <= 1.1x: NOT met)"));
         }
         char cmd[128];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

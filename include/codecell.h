@@ -482,7 +482,7 @@ CODECELL_API size_t codecell_result_image_count(const codecell_result *result);
 /* The i-th image's bytes (*ret_len of them) and, in *ret_mime_type, its static MIME type; NULL
  * past the last. Owned by the result. */
 CODECELL_API const void *codecell_result_image(const codecell_result *result, size_t i,
-                                              size_t *ret_len, const char **ret_mime_type);
+                                               size_t *ret_len, const char **ret_mime_type);
 
 /* ---- host check ------------------------------------------------------------------------ */
 
@@ -497,7 +497,6 @@ typedef struct codecell_layer_report {
  * a test cgroup is made and removed). Fills up to `max` reports and returns how many were
  * filled (< 0 on failure). */
 CODECELL_API int codecell_host_check(codecell_layer_report *reports, size_t max);
-
 
 /* ---- jail: a caller's own function in a forked child ----------------------------------- */
 

@@ -96,13 +96,14 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
                         f->start ? "--start" : "CODECELL_START", start);
                 goto out;
         }
-        (void)codecell_config_set_start(config, fork_start ? CODECELL_START_FORK : CODECELL_START_EXEC,
-                                        &err);
+        (void)codecell_config_set_start(
+                config, fork_start ? CODECELL_START_FORK : CODECELL_START_EXEC, &err);
         for (size_t i = 0; i < f->n_mounts; i++)
                 if (add_mount_flag(f->who, config, f->mounts[i], &err) < 0)
                         goto out;
         /* After the mounts: the folder may be in a read-write one. */
-        if (f->image_folder && codecell_config_set_image_folder(config, f->image_folder, &err) < 0) {
+        if (f->image_folder &&
+            codecell_config_set_image_folder(config, f->image_folder, &err) < 0) {
                 fprintf(stderr, "%s: --image-folder: %s\n", f->who, err.message);
                 goto out;
         }

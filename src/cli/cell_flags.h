@@ -51,7 +51,7 @@ enum {
 
 /* The help lines of --interpreter and --library, the same in every verb that builds a cell. */
 #define CELL_FLAGS_HELP_INTERPRETER                                                                \
-        "      --interpreter PATH   the interpreter that runs the code (default\n"                  \
+        "      --interpreter PATH   the interpreter that runs the code (default\n"                 \
         "                           /usr/bin/ruby or /usr/bin/python3); checked to be\n"           \
         "                           that language\n"                                               \
         "      --library DIR[:ro|exec]\n"                                                          \
@@ -62,8 +62,8 @@ enum {
 /* The help lines of --start, the same in every verb that builds a cell. */
 #define CELL_FLAGS_HELP_START                                                                      \
         "      --start fork|exec    how the sandbox is made: exec (the default here) boots\n"      \
-        "                           a fresh interpreter; fork copies one the cell booted\n"       \
-        "                           once (what serve's cells do), the faster way when one\n"      \
+        "                           a fresh interpreter; fork copies one the cell booted\n"        \
+        "                           once (what serve's cells do), the faster way when one\n"       \
         "                           cell makes many sandboxes\n"
 
 /* A limit flag's value into f: a duration ("5s") when duration, else a size ("256M"). < 0 when

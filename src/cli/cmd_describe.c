@@ -57,9 +57,8 @@ static const char usage[] =
         "      --mount SRC:DST[:ro|rw|exec]\n"
         "                           a host folder, as for codecell run; repeatable\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
-        "                           of /usr); off by default\n"
-        CELL_FLAGS_HELP_INTERPRETER
-        CELL_FLAGS_HELP_START
+        "                           of /usr); off by default\n" CELL_FLAGS_HELP_INTERPRETER
+                CELL_FLAGS_HELP_START
         "      --tools FILE         host tools and MCP servers (docs/tools.md)\n"
         "  -h, --help               show this help\n"
         "\n"
@@ -103,8 +102,8 @@ int cmd_describe(int argc, char **argv)
         }
         if (optind < argc)
                 return bad_option(f.who, argv[optind]);
-        if (config && (f.n_mounts || f.tools || f.subprocesses || f.interpreter ||
-                       f.n_libraries || strcmp(f.lang, "ruby") != 0)) {
+        if (config && (f.n_mounts || f.tools || f.subprocesses || f.interpreter || f.n_libraries ||
+                       strcmp(f.lang, "ruby") != 0)) {
                 fprintf(stderr,
                         "%s: --config takes the cells from the file: no --lang, --mount, "
                         "--tools, --allow-subprocesses, --interpreter or --library with it\n",

@@ -26,10 +26,8 @@ static const char usage[] =
         "      --mount SRC:DST[:ro|rw|exec]\n"
         "                           a host folder, as for codecell run; repeatable\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
-        "                           of /usr); off by default\n"
-        CELL_FLAGS_HELP_INTERPRETER
-        CELL_FLAGS_HELP_START
-        "      --tools FILE         host tools (docs/tools.md)\n"
+        "                           of /usr); off by default\n" CELL_FLAGS_HELP_INTERPRETER
+                CELL_FLAGS_HELP_START "      --tools FILE         host tools (docs/tools.md)\n"
         "      --timeout DURATION   wall-clock limit of each entry (default 30s)\n"
         "      --memory SIZE        memory limit of the session (default 256M)\n"
         "  -h, --help               show this help\n"

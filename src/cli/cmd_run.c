@@ -40,9 +40,8 @@ static const char usage[] =
         "      --memory SIZE        memory limit (default 256M; units K, M, G)\n"
         "      --max-output SIZE    stdout and stderr kept, each (default 1M)\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
-        "                           of /usr); off by default\n"
-        CELL_FLAGS_HELP_INTERPRETER
-        CELL_FLAGS_HELP_START
+        "                           of /usr); off by default\n" CELL_FLAGS_HELP_INTERPRETER
+                CELL_FLAGS_HELP_START
         "      --tools FILE         host tools the code may call with SB.call\n"
         "                           (docs/tools.md)\n"
         "      --on-unsupported warn|raise|ignore\n"

@@ -274,8 +274,7 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
 {
         const char *key;
         const json_t *value;
-        json_object_foreach((json_t *)args, key, value)
-        {
+        json_object_foreach((json_t *)args, key, value) {
                 if (strcmp(key, "code") != 0 &&
                     (!sessions || (strcmp(key, "session") != 0 && strcmp(key, "reset") != 0))) {
                         snprintf(why, n,

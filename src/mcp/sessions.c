@@ -175,8 +175,7 @@ static bool bad_sessions_arguments(struct mcp_server *s, const json_t *args, int
 {
         const char *key;
         const json_t *value;
-        json_object_foreach((json_t *)args, key, value)
-        {
+        json_object_foreach((json_t *)args, key, value) {
                 if (strcmp(key, "action") && strcmp(key, "session") && strcmp(key, "tool")) {
                         snprintf(why, n,
                                  "Unknown argument \"%.*s\": this tool takes \"action\" (\"list\" "

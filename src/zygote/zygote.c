@@ -88,9 +88,9 @@ struct child {
         int init_pidfd, guest_pidfd; /* -1 once reaped */
         int init_status, guest_status;
         bool guest_ended_first; /* reaped while init still ran */
-        struct rusage usage; /* both's, summed */
-        int exit_fd;         /* the engine's pipe for its zygote_exit */
-        int netns;           /* its network namespace, to be given back */
+        struct rusage usage;    /* both's, summed */
+        int exit_fd;            /* the engine's pipe for its zygote_exit */
+        int netns;              /* its network namespace, to be given back */
 };
 
 static struct zygote_walls walls;
@@ -99,8 +99,8 @@ static struct child children[ZYGOTE_MAX_CHILDREN];
 static struct sigaction runtime_sigchld; /* the interpreter's, given back to each child */
 static size_t n_children;
 static size_t children_seen; /* the most slots ever used: beyond it the table was never written */
-static int own_pidns = -1; /* the zygote's pid namespace, to make the next one from */
-static int own_netns = -1; /* the zygote's network namespace, to come back to */
+static int own_pidns = -1;   /* the zygote's pid namespace, to make the next one from */
+static int own_netns = -1;   /* the zygote's network namespace, to come back to */
 static int idle_netns[MAX_IDLE_NETNS];
 static size_t n_idle_netns;
 /* The sandbox being made: in the zygote until the fork, then in the interpreter. */
@@ -363,8 +363,7 @@ static int guest_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
          * cgroup's name (the engine's pid and how many sandboxes it has made). */
         if (unshare(CLONE_NEWCGROUP) < 0)
                 child_fail("a cgroup namespace of its own");
-        if (write(handshake[1], &byte, 1) != 1 || read(handshake[1], &byte, 1) != 1 ||
-            byte != 'p')
+        if (write(handshake[1], &byte, 1) != 1 || read(handshake[1], &byte, 1) != 1 || byte != 'p')
                 child_fail("wait for init");
         own_descriptors(order_fds);
         forget_the_zygote();
@@ -479,9 +478,9 @@ static int load_walls(void)
         for (uint32_t i = 0; i < walls.n_rules; i++) {
                 if (walls.rules[i].path >= sizeof(walls.paths))
                         return -EPROTO;
-                landlock.rules[i] = (struct landlock_rule){
-                        .path = walls.paths + walls.rules[i].path,
-                        .grant = (enum landlock_grant)walls.rules[i].grant};
+                landlock.rules[i] =
+                        (struct landlock_rule){.path = walls.paths + walls.rules[i].path,
+                                               .grant = (enum landlock_grant)walls.rules[i].grant};
         }
         landlock.n_rules = walls.n_rules;
         return 0;
@@ -516,8 +515,7 @@ ZYGOTE_API int codecell_zygote_start(void)
         if (r == 0 && getrlimit(RLIMIT_NOFILE, &files) == 0 &&
             files.rlim_cur < FDS_OWN + MAX_IDLE_NETNS + FDS_PER_CHILD * (rlim_t)max_children)
                 max_children = files.rlim_cur > FDS_OWN + MAX_IDLE_NETNS + FDS_PER_CHILD
-                                       ? (files.rlim_cur - FDS_OWN - MAX_IDLE_NETNS) /
-                                                 FDS_PER_CHILD
+                                       ? (files.rlim_cur - FDS_OWN - MAX_IDLE_NETNS) / FDS_PER_CHILD
                                        : 1;
         if (r < 0) {
                 errno = -r;
@@ -561,11 +559,8 @@ ZYGOTE_API int codecell_zygote_start(void)
  * queue) goes without them, as a refusal of this order. */
 static bool send_reply(int error, const char *what, pid_t guest, pid_t init, const int *pidfds)
 {
-        struct zygote_reply reply = {.magic = ZYGOTE_MAGIC,
-                                     .error = error,
-                                     .id = order.id,
-                                     .pid = guest,
-                                     .init = init};
+        struct zygote_reply reply = {
+                .magic = ZYGOTE_MAGIC, .error = error, .id = order.id, .pid = guest, .init = init};
         snprintf(reply.what, sizeof(reply.what), "%s", what);
         struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
         union {

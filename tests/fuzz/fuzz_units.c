@@ -25,11 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (clean) {
                 size_t budget = size ? data[0] : 0, len, head, tail;
                 bool cut;
-                char *e = excerpt_make(clean, n, clean, n, n, 0, budget, EXCERPT_CHARS, &len,
-                                       &head, &tail, &cut);
+                char *e = excerpt_make(clean, n, clean, n, n, 0, budget, EXCERPT_CHARS, &len, &head,
+                                       &tail, &cut);
                 if (e && (!utf8_valid(e, len) ||
-                          (cut && utf8_chars(clean, head) + utf8_chars(clean + n - tail, tail) >
-                                          budget)))
+                          (cut &&
+                           utf8_chars(clean, head) + utf8_chars(clean + n - tail, tail) > budget)))
                         abort();
                 free(e);
         }
@@ -38,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len = 0, len2 = 0;
         if (base64_decode(s, size, &bytes, &len) == 0) {
                 char *text = base64_encode(bytes, len, NULL);
-                if (!text || base64_decode(text, strlen(text), &again, &len2) != 0 ||
-                    len2 != len || memcmp(again, bytes, len) != 0)
+                if (!text || base64_decode(text, strlen(text), &again, &len2) != 0 || len2 != len ||
+                    memcmp(again, bytes, len) != 0)
                         abort();
                 free(text);
                 free(again);

@@ -79,8 +79,7 @@ static inline pid_t zygote_under(pid_t child)
         pid_t zygote;
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/task/%d/children", child, child);
-        return read_pids(path, &zygote, 1) == 1 && comm_is(zygote, "codecell-zygote") ? zygote
-                                                                                     : 0;
+        return read_pids(path, &zygote, 1) == 1 && comm_is(zygote, "codecell-zygote") ? zygote : 0;
 }
 
 /* The sandboxes' inits: children of this process, of whichever thread started them -- or, for

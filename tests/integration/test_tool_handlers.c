@@ -138,7 +138,8 @@ int main(int argc, char **argv)
         expect(cell,
                L("begin; SB.call('echo', q: 3); rescue SB::ToolError => e; e.message; end",
                  "try:\n    sb.call('echo', q=3)\nexcept sb.ToolError as e:\n    m = str(e)\nm"),
-               "{\"status\":\"ok\",\"value\":\"tool \\\"echo\\\": arguments: q: must be a string\",");
+               "{\"status\":\"ok\",\"value\":\"tool \\\"echo\\\": arguments: q: must be a "
+               "string\",");
         expect(cell,
                L("begin; SB.call('echo'); rescue SB::ToolError => e; e.message; end",
                  "try:\n    sb.call('echo')\nexcept sb.ToolError as e:\n    m = str(e)\nm"),

@@ -326,7 +326,8 @@ static long try_openat2(void)
 {
         /* struct open_how: flags, mode, resolve. */
         uint64_t how[3] = {O_CREAT | O_WRONLY, 04755, 0};
-        return fd_outcome(syscall(437 /* openat2 */, AT_FDCWD, "/tmp/probe-openat2", how, sizeof(how)));
+        return fd_outcome(
+                syscall(437 /* openat2 */, AT_FDCWD, "/tmp/probe-openat2", how, sizeof(how)));
 }
 static long try_setxattr_capability(void)
 {

@@ -12,8 +12,13 @@
 static void base64_both_ways(void)
 {
         static const char *const cases[][2] = {
-                {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="},
-                {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}, /* RFC 4648 §10 */
+                {"", ""},
+                {"f", "Zg=="},
+                {"fo", "Zm8="},
+                {"foo", "Zm9v"},
+                {"foob", "Zm9vYg=="},
+                {"fooba", "Zm9vYmE="},
+                {"foobar", "Zm9vYmFy"}, /* RFC 4648 §10 */
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char *text = base64_encode(cases[i][0], strlen(cases[i][0]), NULL);
@@ -25,8 +30,8 @@ static void base64_both_ways(void)
                 CHECK(len == strlen(cases[i][0]) && memcmp(bytes, cases[i][0], len) == 0);
                 free(bytes);
         }
-        static const char *const bad[] = {"Zg=", "Z===", "Zm9v\n", "Zm 9", "Zg==Zg==", "=Zg=",
-                                          "Zm9*"};
+        static const char *const bad[] = {"Zg=",      "Z===", "Zm9v\n", "Zm 9",
+                                          "Zg==Zg==", "=Zg=", "Zm9*"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 unsigned char *bytes = NULL;
                 size_t len = 0;

@@ -5,8 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static const char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *base64_encode(const void *data, size_t len, size_t *ret_len)
 {

@@ -12,7 +12,10 @@ struct dynlib_symbol {
         size_t offset; /* of its function pointer in the table */
 };
 
-#define DYNLIB_SYMBOL(type, field, name) {name, offsetof(type, field)}
+#define DYNLIB_SYMBOL(type, field, name)                                                           \
+        {                                                                                          \
+                name, offsetof(type, field)                                                        \
+        }
 
 /* Opens soname (kept open for the life of the process) and stores each symbol's address in
  * table. 0, or on failure nothing stays open and: -ENOENT with *ret_why dlerror's text, or

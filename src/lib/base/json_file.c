@@ -28,8 +28,7 @@ const char *json_unknown_key(const json_t *obj, const char *const *known)
 {
         const char *key;
         const json_t *value;
-        json_object_foreach((json_t *)obj, key, value)
-        {
+        json_object_foreach((json_t *)obj, key, value) {
                 size_t k = 0;
                 while (known[k] && strcmp(key, known[k]) != 0)
                         k++;

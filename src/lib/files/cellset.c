@@ -102,8 +102,7 @@ static void follow_tools(struct upstream *u, const json_t *tools, void *userdata
         for (size_t i = 0; i < set->n; i++) {
                 size_t k;
                 const json_t *v;
-                json_array_foreach(set->entries[i].mcp_all, k, v)
-                {
+                json_array_foreach(set->entries[i].mcp_all, k, v) {
                         if (strcmp(json_string_value(v), upstream_name(u)) == 0)
                                 upstream_attach_new(set->entries[i].cell, u, tools);
                 }

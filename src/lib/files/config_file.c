@@ -205,8 +205,7 @@ static int load_limits(struct loader *l, const json_t *limits, const char *where
                 return bad(l, EINVAL, "%s.limits: must be an object", where);
         const char *key;
         const json_t *value;
-        json_object_foreach((json_t *)limits, key, value)
-        {
+        json_object_foreach((json_t *)limits, key, value) {
                 char at[128];
                 snprintf(at, sizeof(at), "%s.limits.%s", where, key);
                 codecell_limit limit;
@@ -413,8 +412,8 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
                 return bad(l, EINVAL, "%s.allow_subprocesses: must be true or false", where);
         const json_t *start = json_object_get(obj, "start");
         const char *start_text = json_string_value(start);
-        if (start && (!start_text || (strcmp(start_text, "fork") != 0 &&
-                                      strcmp(start_text, "exec") != 0)))
+        if (start &&
+            (!start_text || (strcmp(start_text, "fork") != 0 && strcmp(start_text, "exec") != 0)))
                 return bad(l, EINVAL, "%s.start: must be \"fork\" or \"exec\"", where);
 
         codecell_error e = {0};

@@ -75,7 +75,9 @@ static bool string_map(const json_t *obj)
         const json_t *value;
         if (!json_is_object(obj))
                 return false;
-        json_object_foreach((json_t *)obj, key, value) if (!json_is_string(value)) return false;
+        json_object_foreach((json_t *)obj, key, value)
+                if (!json_is_string(value))
+                        return false;
         return true;
 }
 
@@ -97,8 +99,9 @@ static int stdio_spec(const json_t *def, const char *path, const char *dir, cons
                 return bad(err, path, server, ".cwd: must be a string (a folder)");
         const char *key;
         const json_t *value;
-        json_object_foreach((json_t *)env, key, value) if (!*key || strchr(key, '=')) return bad(
-                err, path, server, ".env: \"%s\" is not a variable name", key);
+        json_object_foreach((json_t *)env, key, value)
+                if (!*key || strchr(key, '='))
+                        return bad(err, path, server, ".env: \"%s\" is not a variable name", key);
         if (cwd) {
                 const char *c = json_string_value(cwd);
                 char joined[PATH_MAX];
@@ -128,12 +131,11 @@ static int stdio_spec(const json_t *def, const char *path, const char *dir, cons
                     asprintf(&spec->env[e++], "%s=%s", inherited[k], v) < 0)
                         return spec->env[--e] = NULL, err_sys(err, ENOMEM, "mcp_servers");
         }
-        json_object_foreach((json_t *)env, key, value) if (asprintf(&spec->env[e++], "%s=%s", key,
-                                                                    json_string_value(value)) < 0)
-        {
-                spec->env[--e] = NULL;
-                return err_sys(err, ENOMEM, "mcp_servers");
-        }
+        json_object_foreach((json_t *)env, key, value)
+                if (asprintf(&spec->env[e++], "%s=%s", key, json_string_value(value)) < 0) {
+                        spec->env[--e] = NULL;
+                        return err_sys(err, ENOMEM, "mcp_servers");
+                }
         return 0;
 }
 
@@ -151,8 +153,7 @@ static int http_spec(const json_t *def, const char *path, const char *server,
                 return bad(err, path, server, ".headers: must be an object of strings");
         const char *key;
         const json_t *value;
-        json_object_foreach((json_t *)headers, key, value)
-        {
+        json_object_foreach((json_t *)headers, key, value) {
                 const char *v = json_string_value(value);
                 bool ok = *key != '\0';
                 for (const char *p = key; *p; p++)
@@ -166,13 +167,11 @@ static int http_spec(const json_t *def, const char *path, const char *server,
         if (!(spec->url = strdup(url)) || !(spec->headers = string_list(json_object_size(headers))))
                 return err_sys(err, ENOMEM, "mcp_servers");
         size_t h = 0;
-        json_object_foreach((json_t *)headers, key,
-                            value) if (asprintf(&spec->headers[h++], "%s: %s", key,
-                                                json_string_value(value)) < 0)
-        {
-                spec->headers[--h] = NULL;
-                return err_sys(err, ENOMEM, "mcp_servers");
-        }
+        json_object_foreach((json_t *)headers, key, value)
+                if (asprintf(&spec->headers[h++], "%s: %s", key, json_string_value(value)) < 0) {
+                        spec->headers[--h] = NULL;
+                        return err_sys(err, ENOMEM, "mcp_servers");
+                }
         return 0;
 }
 
@@ -239,8 +238,7 @@ int mcp_servers_define(const json_t *obj, const char *path, const char *dir,
         const char *name;
         const json_t *def;
         int r = 0;
-        json_object_foreach((json_t *)obj, name, def)
-        {
+        json_object_foreach((json_t *)obj, name, def) {
                 if ((r = load_one(name, def, path, dir, &ret->list[ret->n], err)) < 0)
                         goto fail;
                 ret->n++;

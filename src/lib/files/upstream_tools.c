@@ -32,7 +32,8 @@ const char *upstream_collision(struct upstream *u, char *buf, size_t size)
                 for (size_t k = 0; k < i && !problem; k++) {
                         const char *b = json_string_value(
                                 json_object_get(json_array_get(tools, k), "name"));
-                        if (b && guest_name_sanitize(b, sb, sizeof(sb)) == 0 && strcmp(sa, sb) == 0) {
+                        if (b && guest_name_sanitize(b, sb, sizeof(sb)) == 0 &&
+                            strcmp(sa, sb) == 0) {
                                 snprintf(buf, size,
                                          "its tools \"%.*s\" and \"%.*s\" are both %s.%s "
                                          "once their names are sanitised",

@@ -72,8 +72,8 @@ struct codecell_jail {
         int alive[2];  /* keeper -> jailed: EOF when the keeper is gone */
         int null_fd;   /* /dev/null, opened in the parent */
         bool answered;
-        bool entered; /* in the keeper or the jailed process */
-        bool jailed;  /* in the jailed process */
+        bool entered;     /* in the keeper or the jailed process */
+        bool jailed;      /* in the jailed process */
         pid_t jailed_pid; /* in it: its pid, the only one that answers (not its children) */
         char layers[512];
         char *warnings[JAIL_MAX_WARNINGS];

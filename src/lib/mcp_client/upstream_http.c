@@ -200,7 +200,8 @@ static void finished(struct upstream *u, struct http_state *s, struct transfer *
                         size_t i;
                         json_t *m;
                         if (json_is_array(body))
-                                json_array_foreach(body, i, m) upstream_receive(u, json_incref(m));
+                                json_array_foreach(body, i, m)
+                                        upstream_receive(u, json_incref(m));
                         else if (body)
                                 upstream_receive(u, json_incref(body));
                         json_decref(body);

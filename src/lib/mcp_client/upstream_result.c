@@ -25,8 +25,7 @@ static char *error_text(const json_t *content)
         size_t i;
         const json_t *item;
         bool any = false;
-        json_array_foreach(content, i, item)
-        {
+        json_array_foreach(content, i, item) {
                 const char *t = json_string_value(json_object_get(item, "text"));
                 if (t) {
                         fprintf(f, "%s%s", any ? "\n" : "", t);
@@ -64,8 +63,7 @@ int mcp_result_unwrap(const json_t *result, json_t **ret_value, char **ret_error
         }
         size_t n = json_array_size(content), texts = 0, i;
         const json_t *item;
-        json_array_foreach(content, i, item)
-        {
+        json_array_foreach(content, i, item) {
                 const char *type = json_string_value(json_object_get(item, "type"));
                 if (type && strcmp(type, "text") == 0 &&
                     json_is_string(json_object_get(item, "text")))
@@ -78,14 +76,14 @@ int mcp_result_unwrap(const json_t *result, json_t **ret_value, char **ret_error
                         json_string_value(json_object_get(json_array_get(content, 0), "text")));
         } else if (texts == n) {
                 *ret_value = json_array();
-                json_array_foreach(content, i, item) json_array_append_new(
-                        *ret_value, text_value(json_string_value(json_object_get(item, "text"))));
+                json_array_foreach(content, i, item)
+                        json_array_append_new(*ret_value, text_value(json_string_value(
+                                                                  json_object_get(item, "text"))));
         } else {
                 /* Images, audio, resources: the content items as MCP defines them, without
                  * their annotations and _meta. */
                 *ret_value = json_array();
-                json_array_foreach(content, i, item)
-                {
+                json_array_foreach(content, i, item) {
                         json_t *copy = json_is_object(item) ? json_copy((json_t *)item) : NULL;
                         if (!copy)
                                 continue;

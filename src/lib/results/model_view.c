@@ -46,8 +46,8 @@ static json_t *cut_string(const char *text, size_t len, size_t budget, bool *ret
         return clean ? json_stringn(clean, n) : NULL;
 }
 
-static int set_output(json_t *obj, const char *key, const char *flag,
-                      const struct output_buffer *b, size_t budget)
+static int set_output(json_t *obj, const char *key, const char *flag, const struct output_buffer *b,
+                      size_t budget)
 {
         if (b->len == 0 && !b->truncated)
                 return 0;
@@ -128,12 +128,14 @@ static size_t json_chars(const json_t *v)
 static char *model_json(const codecell_result *r, size_t max_chars, bool details)
 {
         const char *value = codecell_result_value(r);
-        size_t need[N_PIECES] = {
-                [VALUE] = value ? utf8_chars(value, strlen(value)) : 0,
-                [STDOUT] = utf8_chars(r->out.data ? r->out.data : "", r->out.len),
-                [STDERR] = utf8_chars(r->err.data ? r->err.data : "", r->err.len),
-                [ERROR] = json_chars(r->error),
-        }, share[N_PIECES];
+        size_t need[N_PIECES] =
+                {
+                        [VALUE] = value ? utf8_chars(value, strlen(value)) : 0,
+                        [STDOUT] = utf8_chars(r->out.data ? r->out.data : "", r->out.len),
+                        [STDERR] = utf8_chars(r->err.data ? r->err.data : "", r->err.len),
+                        [ERROR] = json_chars(r->error),
+                },
+               share[N_PIECES];
         share_budget(need, max_chars, share);
 
         json_t *obj = json_object();

@@ -14,12 +14,12 @@ struct output_buffer {
          * head, a marker and the tail. */
         char *data;
         size_t len;
-        size_t cap;             /* bytes kept at most, the marker aside */
-        char *ring;             /* once the head is full: the last bytes, circular */
+        size_t cap; /* bytes kept at most, the marker aside */
+        char *ring; /* once the head is full: the last bytes, circular */
         size_t ring_len, ring_pos;
-        uint64_t total;         /* bytes written */
-        uint64_t lines;         /* newlines written */
-        bool truncated;         /* more was written than kept */
+        uint64_t total; /* bytes written */
+        uint64_t lines; /* newlines written */
+        bool truncated; /* more was written than kept */
         bool finished;
         /* After output_finish of a truncated buffer: data[0..head) is the head and
          * data[len - tail..len) the tail; the marker is between them. */
@@ -50,8 +50,7 @@ char *excerpt_make(const char *head, size_t head_len, const char *tail, size_t t
                    size_t *ret_len, size_t *ret_head, size_t *ret_tail, bool *ret_cut);
 
 /* An excerpt of a finished buffer for a reader with budget characters. */
-char *output_excerpt(const struct output_buffer *b, size_t budget, size_t *ret_len,
-                     bool *ret_cut);
+char *output_excerpt(const struct output_buffer *b, size_t budget, size_t *ret_len, bool *ret_cut);
 
 /* Characters in s[0..len) as the model reads them: a byte utf8_sanitize replaces is one. */
 size_t utf8_chars(const char *s, size_t len);

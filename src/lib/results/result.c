@@ -528,8 +528,7 @@ void result_take_idle_interrupts(codecell_result *r, const json_t *frame)
         const json_t *said = json_object_get(frame, "idle_interrupts");
         size_t i;
         const json_t *item;
-        json_array_foreach(said, i, item)
-        {
+        json_array_foreach(said, i, item) {
                 if (i == RESULT_MAX_INTERRUPTS)
                         break;
                 json_t *cls = guest_text(json_object_get(item, "class"));

@@ -263,10 +263,11 @@ size_t cell_plan_rlimits(const struct cell_plan *plan, bool session, struct sand
         /* A backstop only: the budget itself is enforced by the engine from exec on. A session
          * lives through many evals, each with its own budget, so it has none: the engine
          * watches it during evals, and the reaper between them. */
-        rlim_t cpu_s = session ? RLIM_INFINITY - 1
-                               : (rlim_t)((SANDBOX_STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) /
-                                                  1000 +
-                                          1);
+        rlim_t cpu_s =
+                session ? RLIM_INFINITY - 1
+                        : (rlim_t)((SANDBOX_STARTUP_TIMEOUT_MS + lim[CODECELL_LIMIT_CPU_MS]) /
+                                           1000 +
+                                   1);
         struct sandbox_rlimit rl[] = {
                 {RLIMIT_CPU, {cpu_s, cpu_s + 1}},
                 {RLIMIT_NOFILE, {lim[CODECELL_LIMIT_OPEN_FILES], lim[CODECELL_LIMIT_OPEN_FILES]}},
@@ -349,10 +350,10 @@ static int plan_zygote(struct cell_plan *plan, codecell_error *err)
                 return err_sys(err, ENOMEM, "cell");
         struct sandbox_rlimit rlimits[8];
         size_t n_rlimits = cell_plan_rlimits(plan, false, rlimits);
-        int r = zygote_walls_encode(walls, &plan->mounts, &plan->landlock, &plan->seccomp,
-                                    rlimits, n_rlimits, SANDBOX_INNER_UID, SANDBOX_INNER_GID, err);
-        if (r == 0 && mount_plan_set_contents(&plan->mounts, ZYGOTE_WALLS_PATH, walls,
-                                              sizeof(*walls)) < 0)
+        int r = zygote_walls_encode(walls, &plan->mounts, &plan->landlock, &plan->seccomp, rlimits,
+                                    n_rlimits, SANDBOX_INNER_UID, SANDBOX_INNER_GID, err);
+        if (r == 0 &&
+            mount_plan_set_contents(&plan->mounts, ZYGOTE_WALLS_PATH, walls, sizeof(*walls)) < 0)
                 r = err_sys(err, ENOMEM, "cell");
         free(walls);
         if (r == 0 && !(plan->zygote = zygote_new(plan->cgroup_place.backend ? warm_cgroups : NULL,

@@ -15,16 +15,26 @@
 #define MIB (1024ULL * 1024ULL)
 
 static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
-        [CODECELL_LIMIT_TIMEOUT_MS] = 30000,           [CODECELL_LIMIT_CPU_MS] = 10000,
-        [CODECELL_LIMIT_MEMORY_BYTES] = 256 * MIB,     [CODECELL_LIMIT_PIDS] = 64,
-        [CODECELL_LIMIT_OUTPUT_BYTES] = 1 * MIB,       [CODECELL_LIMIT_TMP_BYTES] = 64 * MIB,
-        [CODECELL_LIMIT_WORK_BYTES] = 64 * MIB,        [CODECELL_LIMIT_OPEN_FILES] = 256,
-        [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,        [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
-        [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,       [CODECELL_LIMIT_TOOL_CALLS] = 1000,
-        [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = 1 * MIB, [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = 1 * MIB,
-        [CODECELL_LIMIT_TOOL_CALL_MS] = 10000,         [CODECELL_LIMIT_SESSIONS] = 8,
-        [CODECELL_LIMIT_SESSION_IDLE_MS] = 300000,     [CODECELL_LIMIT_MODEL_CHARS] = 20000,
-        [CODECELL_LIMIT_IMAGES] = 8,                   [CODECELL_LIMIT_IMAGE_BYTES] = 4 * MIB,
+        [CODECELL_LIMIT_TIMEOUT_MS] = 30000,
+        [CODECELL_LIMIT_CPU_MS] = 10000,
+        [CODECELL_LIMIT_MEMORY_BYTES] = 256 * MIB,
+        [CODECELL_LIMIT_PIDS] = 64,
+        [CODECELL_LIMIT_OUTPUT_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_TMP_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_WORK_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_OPEN_FILES] = 256,
+        [CODECELL_LIMIT_FILE_BYTES] = 64 * MIB,
+        [CODECELL_LIMIT_CODE_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_FRAME_BYTES] = 16 * MIB,
+        [CODECELL_LIMIT_TOOL_CALLS] = 1000,
+        [CODECELL_LIMIT_TOOL_REQUEST_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_TOOL_ANSWER_BYTES] = 1 * MIB,
+        [CODECELL_LIMIT_TOOL_CALL_MS] = 10000,
+        [CODECELL_LIMIT_SESSIONS] = 8,
+        [CODECELL_LIMIT_SESSION_IDLE_MS] = 300000,
+        [CODECELL_LIMIT_MODEL_CHARS] = 20000,
+        [CODECELL_LIMIT_IMAGES] = 8,
+        [CODECELL_LIMIT_IMAGE_BYTES] = 4 * MIB,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -429,8 +439,7 @@ codecell_config *config_copy(const codecell_config *src)
         if ((src->interpreter && !(c->interpreter = strdup(src->interpreter))) ||
             (src->interpreter_where && !(c->interpreter_where = strdup(src->interpreter_where))))
                 goto fail;
-        if (src->n_libraries &&
-            !(c->libraries = calloc(src->n_libraries, sizeof(*c->libraries))))
+        if (src->n_libraries && !(c->libraries = calloc(src->n_libraries, sizeof(*c->libraries))))
                 goto fail;
         for (size_t i = 0; i < src->n_libraries; i++) {
                 const struct cc_library *lib = &src->libraries[i];

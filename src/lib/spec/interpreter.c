@@ -136,8 +136,7 @@ static int take_answer(const codecell_config *c, json_t *answer, struct interpre
                 return err_sys(err, ENOMEM, "interpreter");
         size_t i;
         json_t *entry;
-        json_array_foreach(load_path, i, entry)
-        {
+        json_array_foreach(load_path, i, entry) {
                 json_int_t library = json_integer_value(json_array_get(entry, 0));
                 const char *sub = json_string_value(json_array_get(entry, 1));
                 if (library < 0 || (size_t)library >= c->n_libraries || !sub || strstr(sub, ".."))
@@ -149,8 +148,7 @@ static int take_answer(const codecell_config *c, json_t *answer, struct interpre
                 ret->load_paths[ret->n_load_paths++] = path;
         }
         json_t *names = json_array();
-        json_array_foreach(libraries, i, entry)
-        {
+        json_array_foreach(libraries, i, entry) {
                 if (listable(entry))
                         json_array_append(names, entry);
         }

@@ -16,5 +16,4 @@ const char *mount_dest_reserved(const char *dest);
 /* True when one path is the other or lies beneath it ("/data" and "/data/x"). */
 bool paths_overlap(const char *a, const char *b);
 
-
 #endif

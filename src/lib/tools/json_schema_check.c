@@ -69,9 +69,10 @@ static const char *type_word(const json_t *type, char *words, size_t size)
         words[0] = '\0';
         size_t i;
         const json_t *t;
-        json_array_foreach(type, i, t) if (json_is_string(t))
-                snprintf(words + strlen(words), size - strlen(words), "%s%s", i ? " or " : "",
-                         article(json_string_value(t)));
+        json_array_foreach(type, i, t)
+                if (json_is_string(t))
+                        snprintf(words + strlen(words), size - strlen(words), "%s%s",
+                                 i ? " or " : "", article(json_string_value(t)));
         return words;
 }
 
@@ -104,16 +105,14 @@ static const char *check_object(struct checker *c, const json_t *schema, const j
         const json_t *extra = json_object_get(schema, "additionalProperties");
         size_t i;
         const json_t *name;
-        json_array_foreach(json_object_get(schema, "required"), i, name)
-        {
+        json_array_foreach(json_object_get(schema, "required"), i, name) {
                 const char *key = json_string_value(name);
                 if (key && !json_object_get(v, key))
                         return fail(c, "the required \"%s\" is missing", key);
         }
         const char *key;
         const json_t *item;
-        json_object_foreach((json_t *)v, key, item)
-        {
+        json_object_foreach((json_t *)v, key, item) {
                 const json_t *sub = json_object_get(props, key);
                 if (!sub && json_is_false(extra))
                         return fail(c, "unknown key \"%s\" (the schema allows no others)", key);
@@ -135,8 +134,8 @@ static const char *check(struct checker *c, const json_t *schema, const json_t *
                 bool ok = json_is_string(type) && type_matches(json_string_value(type), v);
                 size_t i;
                 const json_t *t;
-                json_array_foreach(type, i, t) ok |=
-                        json_is_string(t) && type_matches(json_string_value(t), v);
+                json_array_foreach(type, i, t)
+                        ok |= json_is_string(t) && type_matches(json_string_value(t), v);
                 char words[200];
                 if (!ok)
                         return fail(c, "must be %s", type_word(type, words, sizeof(words)));
@@ -146,7 +145,8 @@ static const char *check(struct checker *c, const json_t *schema, const json_t *
                 bool ok = false;
                 size_t i;
                 const json_t *a;
-                json_array_foreach(allowed, i, a) ok |= json_equal(a, v);
+                json_array_foreach(allowed, i, a)
+                        ok |= json_equal(a, v);
                 if (!ok) {
                         char *list = json_dumps(allowed, JSON_COMPACT);
                         const char *problem =
@@ -189,8 +189,7 @@ static const char *check(struct checker *c, const json_t *schema, const json_t *
                 }
                 size_t i;
                 const json_t *item;
-                json_array_foreach(v, i, item)
-                {
+                json_array_foreach(v, i, item) {
                         const char *problem = json_is_object(items)
                                                       ? check_child(c, items, item, NULL, i, depth)
                                                       : NULL;

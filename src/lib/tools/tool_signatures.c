@@ -57,8 +57,7 @@ static void one_type(FILE *f, const struct tool_syntax *syn, const char *type, c
                 const char *key;
                 const json_t *prop;
                 bool first = true;
-                json_object_foreach((json_t *)props, key, prop)
-                {
+                json_object_foreach((json_t *)props, key, prop) {
                         fprintf(f, "%s%s%s: ", first ? "" : ", ", key,
                                 tool_schema_requires(schema, key) ? "" : "?");
                         first = false;
@@ -93,8 +92,7 @@ static void type_of(FILE *f, const struct tool_syntax *syn, const json_t *schema
         size_t i;
         const json_t *v;
         if (json_is_array(values) && json_array_size(values) > 0) {
-                json_array_foreach(values, i, v)
-                {
+                json_array_foreach(values, i, v) {
                         if (i)
                                 fputs(" | ", f);
                         literal(f, syn, v);
@@ -104,16 +102,14 @@ static void type_of(FILE *f, const struct tool_syntax *syn, const json_t *schema
         } else if (json_is_string(type)) {
                 one_type(f, syn, json_string_value(type), schema, depth);
         } else if (json_is_array(type) && json_array_size(type) > 0) {
-                json_array_foreach(type, i, v)
-                {
+                json_array_foreach(type, i, v) {
                         if (i)
                                 fputs(" | ", f);
                         one_type(f, syn, json_is_string(v) ? json_string_value(v) : "", schema,
                                  depth);
                 }
         } else if (json_is_array(any) && json_array_size(any) > 0 && depth < MAX_DEPTH) {
-                json_array_foreach(any, i, v)
-                {
+                json_array_foreach(any, i, v) {
                         if (i)
                                 fputs(" | ", f);
                         type_of(f, syn, v, depth + 1);
@@ -168,8 +164,7 @@ void tool_signature_describe(FILE *f, const struct tool_syntax *syn, const struc
         bool first = true;
         /* Required keywords first, as a reader looks for them. */
         for (int pass = 0; pass < 2; pass++)
-                json_object_foreach((json_t *)props, key, prop)
-                {
+                json_object_foreach((json_t *)props, key, prop) {
                         bool req = tool_schema_requires(schema, key);
                         if (req != (pass == 0))
                                 continue;
@@ -195,8 +190,7 @@ void tool_signature_describe(FILE *f, const struct tool_syntax *syn, const struc
                 fputs(" -> ", f);
                 type_of(f, syn, tool->upstream.output_schema, 0);
         }
-        json_object_foreach((json_t *)props, key, prop)
-        {
+        json_object_foreach((json_t *)props, key, prop) {
                 const char *desc = json_string_value(json_object_get(prop, "description"));
                 if (desc && *desc) {
                         fprintf(f, "\n    # %s: ", key);

@@ -93,21 +93,17 @@ const char *tool_schema_problem(const json_t *schema)
                 return "\"properties\" must be an object";
         const char *key;
         const json_t *value;
-        json_object_foreach(
-                (json_t *)props, key,
-                value) if (!json_is_object(value)) return "every property must be a schema object";
+        json_object_foreach((json_t *)props, key, value)
+                if (!json_is_object(value))
+                        return "every property must be a schema object";
         const json_t *required = json_object_get(schema, "required");
         if (required && !json_is_array(required))
                 return "\"required\" must be an array of property names";
         size_t i;
-        json_array_foreach(
-                required, i,
-                value) if (!json_is_string(value) ||
-                           !json_object_get(
-                                   props,
-                                   json_string_value(
-                                           value))) return "\"required\" names a property that "
-                                                           "\"properties\" does not define";
+        json_array_foreach(required, i, value)
+                if (!json_is_string(value) || !json_object_get(props, json_string_value(value)))
+                        return "\"required\" names a property that "
+                               "\"properties\" does not define";
         return NULL;
 }
 
@@ -179,8 +175,7 @@ static void type_name(FILE *f, const struct tool_syntax *syn, const json_t *sche
         if (json_is_array(enumeration)) {
                 size_t i;
                 const json_t *v;
-                json_array_foreach(enumeration, i, v)
-                {
+                json_array_foreach(enumeration, i, v) {
                         char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
                         fprintf(f, "%s%s", i ? " | " : "", text ? text : "?");
                         free(text);
@@ -220,9 +215,9 @@ bool tool_schema_requires(const json_t *schema, const char *key)
 {
         size_t i;
         const json_t *v;
-        json_array_foreach(json_object_get(schema, "required"), i,
-                           v) if (json_is_string(v) &&
-                                  strcmp(json_string_value(v), key) == 0) return true;
+        json_array_foreach(json_object_get(schema, "required"), i, v)
+                if (json_is_string(v) && strcmp(json_string_value(v), key) == 0)
+                        return true;
         return false;
 }
 
@@ -236,8 +231,7 @@ static void describe_tool(FILE *f, const struct tool_syntax *syn, const struct t
         fprintf(f, syn->call, tool->name);
         const char *key;
         const json_t *prop;
-        json_object_foreach((json_t *)props, key, prop)
-        {
+        json_object_foreach((json_t *)props, key, prop) {
                 fprintf(f, syn->keyword, key);
                 bool optional = !tool_schema_requires(tool->input_schema, key);
                 if (optional && json_object_get(prop, "enum"))
@@ -250,8 +244,7 @@ static void describe_tool(FILE *f, const struct tool_syntax *syn, const struct t
         }
         fputs(")", f);
         bool any = false;
-        json_object_foreach((json_t *)props, key, prop)
-        {
+        json_object_foreach((json_t *)props, key, prop) {
                 fprintf(f, "%s- `%s` (", any ? "\n" : "\n\n", key);
                 any = true;
                 type_name(f, syn, prop);

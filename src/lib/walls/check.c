@@ -184,7 +184,7 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
         bool nested = !(ns & 0x80) && probe_nested_user_namespace();
         bool forks = nested && codecell_zygote_so_size > 0 && codecell_init_bin_size > 0;
         report(&all[n++], "forked_sandboxes", forks, false,
-               forks ? "cells fork their sandboxes from a booted interpreter (start \"fork\")%s"
+               forks    ? "cells fork their sandboxes from a booted interpreter (start \"fork\")%s"
                : nested ? "the fork server or its init was not built into this library: cells "
                           "exec a fresh "
                           "interpreter for every sandbox%s"

@@ -11,9 +11,9 @@
 #define LANDLOCK_PLAN_STORAGE 2048
 
 enum landlock_grant {
-        GRANT_READ,         /* read files, list directories */
-        GRANT_LIST,         /* list directories only */
-        GRANT_WRITE,        /* everything a scratch folder needs (no device nodes) */
+        GRANT_READ,  /* read files, list directories */
+        GRANT_LIST,  /* list directories only */
+        GRANT_WRITE, /* everything a scratch folder needs (no device nodes) */
         /* files and folders only: no symbolic link, FIFO or socket that a caller reading the
          * folder afterwards could trip on (the jail's fs_allow) */
         GRANT_WRITE_FILES,
@@ -28,7 +28,7 @@ struct landlock_rule {
 };
 
 struct landlock_plan {
-        int abi; /* 0 when the kernel has no Landlock */
+        int abi;      /* 0 when the kernel has no Landlock */
         bool network; /* TCP bind and connect left to the network namespace (the jail's option) */
         struct landlock_rule rules[LANDLOCK_PLAN_MAX_RULES];
         size_t n_rules;

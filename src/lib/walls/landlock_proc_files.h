@@ -4,8 +4,8 @@
 #ifndef CODECELL_LANDLOCK_PROC_FILES_H
 #define CODECELL_LANDLOCK_PROC_FILES_H
 
-#define LANDLOCK_PROC_SELF_FILES                                                                 \
-        "status", "stat", "statm", "maps", "smaps", "smaps_rollup", "limits", "cmdline", "comm", \
+#define LANDLOCK_PROC_SELF_FILES                                                                   \
+        "status", "stat", "statm", "maps", "smaps", "smaps_rollup", "limits", "cmdline", "comm",   \
                 "environ", "io", "uid_map", "gid_map", "cgroup", "oom_score"
 
 #endif

@@ -180,8 +180,7 @@ static int add_interpreter_binds(struct mount_plan *plan, const codecell_config 
                                 return err_set(err, CODECELL_ERR_INVALID, EINVAL,
                                                "interpreter %s: its prefix %s overlaps the mount "
                                                "at %s",
-                                               config->interpreter, prefix,
-                                               config->mounts[i].dest);
+                                               config->interpreter, prefix, config->mounts[i].dest);
                 r = refuse_if_writable(config, "interpreter prefix", prefix, err);
                 if (r == 0)
                         r = add(plan,
@@ -300,8 +299,8 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
         /* The user's mounts get what the sandbox's own file system and the interpreter's
          * folders leave. */
         size_t zygote_ops = config_forks(config) ? 3 : 0;
-        size_t room = (MOUNT_PLAN_MAX_OPS - 2) - (plan->n_ops - zygote_ops) -
-                      config->n_libraries - 1;
+        size_t room =
+                (MOUNT_PLAN_MAX_OPS - 2) - (plan->n_ops - zygote_ops) - config->n_libraries - 1;
         if (r == 0 && config->n_mounts > room)
                 r = err_set(err, CODECELL_ERR_INVALID, E2BIG, "too many mounts (at most %zu)",
                             room);

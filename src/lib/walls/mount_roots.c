@@ -30,7 +30,8 @@ int mount_roots_open(struct mount_roots *m, const codecell_config *config, codec
                                 close(fd);
                         return err_sys(err, saved, "mount %s: %s", mount->dest, mount->source);
                 }
-                m->roots[m->n++] = (struct mount_root){.fd = fd, .mode = st.st_mode & PERMISSION_BITS};
+                m->roots[m->n++] =
+                        (struct mount_root){.fd = fd, .mode = st.st_mode & PERMISSION_BITS};
         }
         return 0;
 }

@@ -53,9 +53,7 @@ static void sanitizer_leave_alone(void)
         AnnotateIgnoreSyncBegin(__FILE__, __LINE__);
 }
 #else
-static void sanitizer_leave_alone(void)
-{
-}
+static void sanitizer_leave_alone(void) {}
 #endif
 
 #define SETUP_TIMEOUT_MS 10000

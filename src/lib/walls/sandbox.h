@@ -55,9 +55,15 @@ struct sandbox {
 };
 
 /* A sandbox that is not there (pid -1, every fd -1). */
-#define SANDBOX_NONE                                                                             \
-        ((struct sandbox){.pid = -1, .ctl_fd = -1, .out_fd = -1, .err_fd = -1, .pidfd = -1,      \
-                          .exit_fd = -1, .guest = -1, .guest_pidfd = -1})
+#define SANDBOX_NONE                                                                               \
+        ((struct sandbox){.pid = -1,                                                               \
+                          .ctl_fd = -1,                                                            \
+                          .out_fd = -1,                                                            \
+                          .err_fd = -1,                                                            \
+                          .pidfd = -1,                                                             \
+                          .exit_fd = -1,                                                           \
+                          .guest = -1,                                                             \
+                          .guest_pidfd = -1})
 
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
  * failure nothing is left: no process, no fd. */

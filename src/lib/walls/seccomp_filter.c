@@ -145,9 +145,9 @@ struct mode_arg {
 };
 
 static const struct mode_arg mode_args[] = {
-        {"chmod", -1, 1, true},      {"fchmod", -1, 1, true},   {"fchmodat", -1, 2, true},
-        {"fchmodat2", 452, 2, true}, {"open", -1, 2, false},    {"openat", -1, 3, false},
-        {"creat", -1, 1, false},     {"mknod", -1, 1, false},   {"mknodat", -1, 2, false},
+        {"chmod", -1, 1, true},      {"fchmod", -1, 1, true}, {"fchmodat", -1, 2, true},
+        {"fchmodat2", 452, 2, true}, {"open", -1, 2, false},  {"openat", -1, 3, false},
+        {"creat", -1, 1, false},     {"mknod", -1, 1, false}, {"mknodat", -1, 2, false},
 };
 
 /* Security invariant: nothing the guest makes or changes carries S_ISUID or S_ISGID. In a
@@ -170,9 +170,9 @@ static int deny_privileged_modes(scmp_filter_ctx ctx, codecell_error *err)
                 const scmp_datum_t bits[] = {S_ISUID, S_ISGID, S_IWOTH};
                 size_t n_bits = m->chmod ? 3 : 2;
                 for (size_t b = 0; b < n_bits; b++) {
-                        int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
-                                                 SCMP_CMP(m->arg, SCMP_CMP_MASKED_EQ, bits[b],
-                                                          bits[b]));
+                        int r = seccomp_rule_add(
+                                ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                SCMP_CMP(m->arg, SCMP_CMP_MASKED_EQ, bits[b], bits[b]));
                         if (r < 0)
                                 return err_sys(err, -r, "seccomp rule %s", m->name);
                 }

@@ -36,7 +36,7 @@
 #define ZYGOTE_MAGIC 0x5a434331u /* "1CCZ" */
 /* Sandboxes a zygote keeps alive at once (each is two of its children: init, interpreter). */
 #define ZYGOTE_MAX_CHILDREN 1024
-#define ZYGOTE_MAX_FILTER 4096   /* BPF instructions */
+#define ZYGOTE_MAX_FILTER 4096 /* BPF instructions */
 #define ZYGOTE_MAX_RLIMITS 8
 #define ZYGOTE_PATHS 8192 /* bytes of Landlock rule paths */
 
@@ -76,13 +76,14 @@ struct zygote_reply {
         uint32_t magic;
         int32_t error; /* 0, or the errno of what failed */
         uint64_t id;
-        int32_t pid;  /* the interpreter, as the zygote sees it */
-        int32_t init; /* the sandbox's init, as the zygote sees it */
+        int32_t pid;    /* the interpreter, as the zygote sees it */
+        int32_t init;   /* the sandbox's init, as the zygote sees it */
         char what[112]; /* which step failed */
 };
 
 struct zygote_exit {
-        int32_t status; /* as waitpid gives it (init_exit.h: the interpreter's end as init reports it) */
+        int32_t status; /* as waitpid gives it (init_exit.h: the interpreter's end as init reports
+                           it) */
         int32_t reserved;
         struct rusage usage;
 };
