@@ -15,7 +15,7 @@
 #include "commands.h"
 #include "cell_flags.h"
 #include "result_print.h"
-#include "run_input.h"
+#include "cli_input.h"
 
 static const char usage[] =
         "Usage: codecell run [OPTIONS] FILE [--] [ARGS...]\n"

@@ -10,8 +10,9 @@ command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/boo
 mkdir -p "$out"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=gnu11"
 # Every wing of the engine (src/lib/README.md): the fuzz targets reach into them as tests do.
-inc="$(pkg-config --cflags libcurl) -I$root/include -I$root/src/cli -I$root/src/mcp"
+inc="$(pkg-config --cflags libcurl) -I$root/include"
 for wing in "$root"/src/lib/*/; do inc="$inc -I$wing"; done
+inc="$inc -I$root/src/cli -I$root/src/mcp"
 lib_sources="$(ls "$root"/src/lib/*/*.c)"
 # The guest files the library embeds, generated as the CMake build does
 # (cmake/guest_languages.cmake); the compiled preludes are left empty (no fuzz target starts an

@@ -86,6 +86,16 @@ class Layout(unittest.TestCase):
         for name, homes in self.home.items():
             self.assertEqual(len(homes), 1, f"{name} is in {', '.join(homes)}")
 
+    def test_no_front_end_header_shadows_the_engines(self):
+        """A program that sees both (a fuzz target, a unit test) would find the wrong one by
+        the order of its include folders: the engine's own file, compiled there, too."""
+        for folder in ALLOWED_OUTSIDE:
+            for name in os.listdir(os.path.join(ROOT, folder)):
+                if name.endswith(".h"):
+                    self.assertNotIn(name, self.home,
+                                     f"{folder}/{name} has the name of src/lib/"
+                                     f"{self.home.get(name, ['?'])[0]}/{name}")
+
     def test_wings_use_each_other_one_way(self):
         order = list(self.wings)
         for wing, (uses, _) in self.wings.items():

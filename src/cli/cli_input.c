@@ -1,4 +1,4 @@
-#include "run_input.h"
+#include "cli_input.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* What `codecell run` hands the code besides the code itself: its stdin, and the cell of a
  * configuration file to run it in (--config FILE --cell NAME). */
-#ifndef CODECELL_CLI_RUN_INPUT_H
-#define CODECELL_CLI_RUN_INPUT_H
+#ifndef CODECELL_CLI_INPUT_H
+#define CODECELL_CLI_INPUT_H
 
 #include <stddef.h>
 
