@@ -81,7 +81,8 @@ int tools_from_json(const json_t *list, const char *path, const char *dir, uint6
                     struct tool ***ret, size_t *ret_n, codecell_error *err);
 void tools_free_list(struct tool **tools, size_t n);
 
-/* Appends the "## Tools" section for every tool to the description f (description.c). */
+/* tool_descriptions.c: appends the "## Tools" section for every tool to the description f
+ * (description.c). */
 void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);
 
 /* The description of one tool (its "### name" entry), for SB.describe; NULL if none. */
