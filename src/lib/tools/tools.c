@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "upstream.h"
+#include "util.h"
 
 void tool_table_init(struct tool_table *t)
 {
@@ -114,7 +115,9 @@ static int add_binding(struct tool_table *t, const struct tool *tool, codecell_e
         const char *dot = strchr(tool->name, '.');
         json_t *next = t->bindings ? json_deep_copy(t->bindings) : json_object();
         char server[80];
-        snprintf(server, sizeof(server), "%.*s", (int)(dot - tool->name), tool->name);
+        /* Cut on a character boundary: the name becomes a JSON key. */
+        size_t server_len = utf8_cut(tool->name, (size_t)(dot - tool->name), sizeof(server) - 1);
+        snprintf(server, sizeof(server), "%.*s", (int)server_len, tool->name);
         json_t *of_server = next ? json_object_get(next, server) : NULL;
         if (next && !of_server)
                 json_object_set_new(next, server, of_server = json_object());
