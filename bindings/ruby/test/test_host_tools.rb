@@ -207,6 +207,23 @@ module StandIn
     end
   end
 
+  # An MCP tool of ruby_llm-mcp 0.6 (v0.6.0 lib/ruby_llm/mcp/tool.rb:27-52): no params_schema,
+  # attr_readers `parameters` (Parameters made from the inputSchema) and `tool_response`; under
+  # RubyLLM 1.16 it inherits a parameters_schema inferred from `execute(**params)`, which is empty.
+  class OldMcpTool < Tool
+    attr_reader :name, :description, :parameters, :tool_response
+
+    def initialize(name, input_schema)
+      super()
+      @name = name
+      @description = ""
+      @tool_response = { "name" => name, "inputSchema" => input_schema }
+      @parameters = input_schema["properties"].to_h { |key, _| [key.to_sym, Parameter.new(key.to_sym)] }
+    end
+
+    def execute(**params) = Content.new(text: params.to_json)
+  end
+
   Content = Struct.new(:text, keyword_init: true) do # content.rb:5-16 (text, attachments)
     def attachments = []
     def to_s = text.to_s
@@ -467,6 +484,25 @@ class TestHostTools < Minitest::Test
     def initialize(user:)
       super(name: "linear", tools: [StandIn::McpTool.new("whoami", "", nil) { { text: user } }])
     end
+  end
+
+  def test_an_old_mcp_tool_keeps_its_servers_schema
+    schema = { "type" => "object", "properties" => { "ids" => { "type" => "array", "items" => { "type" => "integer" } } },
+               "required" => ["ids"] }
+    server = StandIn::Client.new(name: "old", tools: [StandIn::OldMcpTool.new("pick", schema)])
+    klass = define { mcps server }
+    assert_equal schema, klass.tools.first.input_schema
+    assert_equal '{"ids":[1,2]}', run_code(klass, 'SB.call("pick", ids: [1, 2])["text"]')
+  end
+
+  def test_subclasses_inherit_servers_without_sharing_them
+    first = weather_server(instructions: "First.")
+    parent = define { mcps first }
+    second = weather_server("other", tools: [], instructions: "Second.")
+    child = define(parent, name: :ChildServers) { mcps second }
+    assert_equal %w[weather other], child.mcps.map(&:name)
+    assert_equal %w[weather], parent.mcps.map(&:name)
+    assert_includes child.description, "- **weather** — First.\n- **other** — Second."
   end
 
   def test_mcps_with_a_server_class_and_its_keywords
