@@ -84,6 +84,16 @@ module StandIn
 
     def execute(...) = raise(NotImplementedError, "Subclasses must implement #execute") # tool.rb:306-308
 
+    # ruby_llm 1.6-1.15 (1.6.0 tool.rb:36-47, 96-98): an answer that ends the chat's turn.
+    class Halt
+      attr_reader :content
+
+      def initialize(content) = (@content = content)
+      def to_s = @content.to_s
+    end
+
+    def halt(message) = Halt.new(message)
+
     protected
 
     def normalize_args(args) # tool.rb:312-317
@@ -256,6 +266,22 @@ class TestHostTools < Minitest::Test
     def execute(city:, units:) = "#{city} #{units}"
   end
 
+  # The keywords at the top level are symbols; what is inside them is JSON data as parsed.
+  class Keys < StandIn::Tool
+    parameters({ type: "object", properties: { opts: { type: "object" } } })
+    def execute(**given) = [given.keys.map(&:inspect), given[:opts].keys.map(&:inspect)]
+  end
+
+  # RubyLLM 1.16's reserved tool_call: keyword (tool.rb:294-305): no call here, so nil.
+  class Audited < StandIn::Tool
+    parameters({ type: "object", properties: { query: { type: "string" }, tool_call: {} }, required: ["query"] })
+    def execute(query:, tool_call: :unset) = [query, tool_call.inspect]
+  end
+
+  class Stopper < StandIn::Tool
+    def execute = halt("stop here")
+  end
+
   class Boom < StandIn::Tool
     def execute = raise(KeyError, "no such key")
   end
@@ -281,6 +307,13 @@ class TestHostTools < Minitest::Test
     def description = "answers"
     def parameters_schema = { type: "object", properties: { n: { type: "integer" } }, required: ["n"] }
     def execute(n:) = n * 2
+  end
+
+  # A look-alike with RubyLLM 1.16's reserved keyword: the guest cannot fill it in.
+  class AuditedLookAlike < LookAlike
+    def name = "audited_look_alike"
+    def parameters_schema = { type: "object", properties: { n: { type: "integer" }, tool_call: {} } }
+    def execute(n:, tool_call: nil) = [n, tool_call]
   end
 
   def setup
@@ -320,6 +353,20 @@ class TestHostTools < Minitest::Test
     assert_equal({ "city" => "Rome", "days" => 3, "calls" => 1 }, value[2]) # its own instance
     # Made once at definition: the next run calls the same instance.
     assert_equal 2, run_code(klass, 'SB.call("weather", city: "Oslo")["calls"]')
+  end
+
+  def test_symbol_keys_tool_call_and_halt
+    klass = define { tools [Keys, Audited], stop: Stopper }
+    assert_equal %w[keys audited stop], klass.tools.map(&:name)
+    assert_equal [[":opts"], ['"a"']], run_code(klass, 'SB.call("keys", opts: { a: 1 })')
+    assert_equal %w[q nil], run_code(klass, 'SB.call("audited", query: "q")')
+    assert_equal({ "error" => "Invalid tool arguments: unknown keyword: tool_call" },
+                 run_code(klass, 'SB.call("audited", query: "q", tool_call: 1)'))
+    assert_equal "stop here", run_code(klass, 'SB.call("stop")')
+    look = define(name: :Look) { tools AuditedLookAlike }
+    assert_equal [1, nil], run_code(look, 'SB.call("audited_look_alike", n: 1)')
+    assert_equal({ "error" => "Invalid tool arguments: unknown keyword: tool_call" },
+                 run_code(look, 'SB.call("audited_look_alike", n: 1, tool_call: "forged")'))
   end
 
   def test_tool_spellings
@@ -493,6 +540,14 @@ class TestHostTools < Minitest::Test
     klass = define { mcps server }
     assert_equal schema, klass.tools.first.input_schema
     assert_equal '{"ids":[1,2]}', run_code(klass, 'SB.call("pick", ids: [1, 2])["text"]')
+  end
+
+  def test_an_mcp_tool_bound_alone_answers_like_its_server
+    tool = weather_server.tools.first
+    klass = define { tools tool }
+    assert_equal %w[forecast], klass.tools.map(&:name) # its own name
+    assert_equal({ "text" => "sunny in x", "structured" => nil, "error" => false },
+                 run_code(klass, 'SB.call("forecast", city: "x")'))
   end
 
   def test_subclasses_inherit_servers_without_sharing_them

@@ -114,8 +114,9 @@ module CodeCell
           return { error: "Invalid tool arguments: #{problem}" } if problem
         end
         value = tool.respond_to?(:call) ? tool.call(args) : tool.execute(**keywords)
-        # RubyLLM 1.6-1.15's halt(message): it ends a chat's turn; here it is the message.
-        value.class.name == "RubyLLM::Tool::Halt" && value.respond_to?(:content) ? value.content : value
+        # RubyLLM 1.6-1.15's halt(message) (ruby_llm 1.6.0 lib/ruby_llm/tool.rb:36-47, 96-98) ends
+        # a chat's turn; here it is the message.
+        value.class.name.to_s.end_with?("Tool::Halt") && value.respond_to?(:content) ? value.content : value
       end
 
       # An MCP tool's answer as {text:, structured:, error:}. ruby_llm-mcp's tools answer
@@ -198,7 +199,9 @@ module CodeCell
                              "raised #{e.class}: #{e.message}"
       end
 
-      def entry_for(tool, name, mcp: false)
+      # An MCP tool answers {text:, structured:, error:}, bound with its server or alone
+      # (ruby_llm-mcp's tools, of every release, have the server's tool_response).
+      def entry_for(tool, name, mcp: tool.respond_to?(:tool_response))
         name ||= name_of(tool)
         caller = mcp ? ->(args) { mcp_answer(tool, answer(tool, args)) } : ->(args) { answer(tool, args) }
         description = tool.description.to_s
