@@ -290,6 +290,30 @@ class TestHostTools < Minitest::Test
     def execute = { "object" => Object.new, "struct" => Struct.new(:a).new(1), "nan" => Float::NAN, "sym" => :s }
   end
 
+  class HTTPProxyTool < StandIn::Tool
+    def execute = 1
+  end
+
+  class Unmakeable < StandIn::Tool
+    def initialize = raise(IOError, "no token")
+    def execute = 1
+  end
+
+  # Its own to_json is read back; one that writes something else than JSON is its inspect.
+  class Money
+    def initialize(cents) = (@cents = cents)
+    def to_json(*) = { cents: @cents, currency: "EUR" }.to_json
+  end
+
+  class Broken
+    def to_json(*) = "not json"
+    def inspect = "#<Broken>"
+  end
+
+  class Priced < StandIn::Tool
+    def execute = [Money.new(250), Broken.new]
+  end
+
   class Renamed < StandIn::Tool
     def name = "web_lookup"
     def execute(q:) = q.reverse
@@ -386,8 +410,8 @@ class TestHostTools < Minitest::Test
   end
 
   def test_names_follow_rubyllm_from_the_leaf_or_the_tools_own
-    klass = define { tools MyApp::Tools::Weather, SearchTool, Renamed, Legacy, LookAlike }
-    assert_equal %w[weather search web_lookup legacy look_alike], klass.tools.map(&:name)
+    klass = define { tools MyApp::Tools::Weather, SearchTool, Renamed, Legacy, LookAlike, HTTPProxyTool }
+    assert_equal %w[weather search web_lookup legacy look_alike http_proxy], klass.tools.map(&:name)
     e = assert_raises(ArgumentError) { define(name: :Anon) { tools Class.new(StandIn::Tool) { def execute = 1 } } }
     assert_match(/has no name/, e.message)
   end
@@ -431,6 +455,7 @@ class TestHostTools < Minitest::Test
     assert_equal "#<struct a=1>", value["struct"] # to_s would be the same; inspect is the rule
     assert_equal({ "$float" => "NaN" }, value["nan"])
     assert_equal "s", value["sym"]
+    assert_equal [{ "cents" => 250, "currency" => "EUR" }, "#<Broken>"], run_code(define(name: :Prices) { tools Priced }, 'SB.call("priced")')
   end
 
   def test_bad_declarations_raise_and_change_nothing
@@ -445,7 +470,8 @@ class TestHostTools < Minitest::Test
       "a name the engine refuses" => [proc { klass.tools "1st" => Legacy }, /must start with a letter/],
       "a block with a name the engine refuses" => [proc { klass.tool("bad name") { 1 } }, /may hold only/],
       "a block tool's duplicate" => [proc { klass.tool("search") { 1 } }, /"search" is bound already/],
-      "nothing" => [proc { klass.tools({}) }, /give RubyLLM tools/]
+      "nothing" => [proc { klass.tools({}) }, /give RubyLLM tools/],
+      "a class whose new raises" => [proc { klass.tools Legacy, Unmakeable }, /Unmakeable.new raised IOError: no token/]
     }
     cases.each do |what, (body, message)|
       e = assert_raises(ArgumentError, what) { body.call }
@@ -497,6 +523,21 @@ class TestHostTools < Minitest::Test
     extended.close
     assert own.closed?
     refute klass.cell.closed?
+  end
+
+  def test_an_instances_own_cell_is_closed_when_it_is_collected
+    klass = define { cell_options(pool: 1) }
+    before = descendants
+    # On a thread of its own, whose stack is gone after join (test_cell.rb says why).
+    Thread.new do
+      instance = klass.new
+      instance.add_tools Legacy
+      instance.cell.warmup
+      assert_equal "old a", instance.call('SB.call("legacy", city: "a")')[:value]
+      assert_operator descendants, :>, before
+      nil
+    end.join
+    wait_until { descendants <= before }
   end
 
   def weather_server(name = "weather", tools: nil, **options)
