@@ -574,6 +574,33 @@ class TestHostTools < Minitest::Test
     end
   end
 
+  # Result objects read as they are: MCP's CallToolResult spelled in Ruby (content,
+  # structured_content, error?) and the seed's RubyLLM::MCP::Result (text, structured, error?:
+  # juneira/ruby_llm-code_mode lib/ruby_llm/code_mode.rb, normalize_result).
+  CallResult = Struct.new(:content, :structured_content, :failed) do
+    def error? = failed
+  end
+  SeedResult = Struct.new(:text, :structured, :failed) do
+    def error? = failed
+  end
+
+  class ResultTool < StandIn::McpTool
+    def call(args, tool_call: nil)
+      _ = tool_call
+      return SeedResult.new("seed", { "k" => 1 }, false) if args["seed"]
+
+      CallResult.new([{ "type" => "text", "text" => "a" }, { "type" => "text", "text" => "b" }], { "n" => 1 }, true)
+    end
+  end
+
+  def test_result_objects
+    tool = ResultTool.new("result", "", { "type" => "object", "properties" => { "seed" => { "type" => "boolean" } } })
+    klass = define { mcps StandIn::Client.new(name: "r", tools: [tool]) }
+    assert_equal [{ "text" => "a\nb", "structured" => { "n" => 1 }, "error" => true },
+                  { "text" => "seed", "structured" => { "k" => 1 }, "error" => false }],
+                 run_code(klass, '[SB.call("result"), SB.call("result", seed: true)]')
+  end
+
   def test_an_old_mcp_tool_keeps_its_servers_schema
     schema = { "type" => "object", "properties" => { "ids" => { "type" => "array", "items" => { "type" => "integer" } } },
                "required" => ["ids"] }
