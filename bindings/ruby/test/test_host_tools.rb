@@ -629,7 +629,7 @@ class TestHostTools < Minitest::Test
   end
 
   def test_mcps_with_a_server_class_and_its_keywords
-    klass = define { mcps UserServer, user: "ada" }
+    klass = define { mcp UserServer, user: "ada" } # the seed's older spelling
     assert_equal({ "text" => "ada", "structured" => nil, "error" => false }, run_code(klass, 'SB.call("whoami")'))
     server = weather_server
     e = assert_raises(ArgumentError) { define(name: :Mixed) { mcps server, UserServer, user: "x" } }

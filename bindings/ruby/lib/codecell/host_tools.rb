@@ -362,6 +362,9 @@ module CodeCell
         end
       end
 
+      # ruby_llm-code_mode 0.2-0.3's spelling.
+      alias_method :mcp, :mcps
+
       def mcp_servers
         @mcp_servers ||= []
       end
