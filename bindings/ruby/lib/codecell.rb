@@ -5,6 +5,7 @@
 require "json"
 require "codecell/version"
 require "codecell/codecell_ext"
+require "codecell/answer"
 require "codecell/dispatcher"
 require "codecell/result"
 require "codecell/session"

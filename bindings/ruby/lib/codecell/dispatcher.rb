@@ -61,7 +61,7 @@ module CodeCell
           return answered = true
         end
         value = invoke(tool, JSON.parse(call.args_json))
-        call.reply(JSON.generate(value))
+        call.reply(Answer.json(value)) # what JSON cannot hold as its inspect
         answered = true
       rescue Exception => e # rubocop:disable Lint/RescueException -- a guest gets every failure
         call.fail("#{e.class}: #{e.message}")

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "codecell/host_tools"
+
 module CodeCell
   # RubyLLM's tool base class when RubyLLM was loaded before codecell, so that subclasses of
   # CodeCell::Tool go straight into chat.with_tools; Object otherwise.
@@ -23,6 +25,8 @@ module CodeCell
       end
     end
     HostTool = Struct.new(:name, :description, :input_schema, :block, keyword_init: true)
+    extend HostTools::ClassMethods # tools, mcps
+    include HostTools::InstanceMethods # add_tools, add_mcps, and an instance's own cell
 
     class << self
       # The tool's name: the underscored class name, without a trailing "_tool"
@@ -80,14 +84,12 @@ module CodeCell
       end
 
       # A host tool the guest reaches with SB.call (see CodeCell::Cell#tool); listed under
-      # "Tools" in the description.
-      def tool(name, description: nil, input_schema: nil, &block)
-        raise ArgumentError, "tool #{name}: give a block" unless block
-
-        changed do
-          host_tools << HostTool.new(name: name.to_s, description: description, input_schema: input_schema,
-                                     block: block)
-        end
+      # "Tools" in the description. A block (`tool "name" { |city:| … }`), or one RubyLLM tool:
+      # `tool Weather`, `tool "forecast" => Weather`, `tool forecast: Weather` (HostTools).
+      def tool(name = nil, description: nil, input_schema: nil, **named, &block)
+        entries = HostTools.declared(name, named, description: description, input_schema: input_schema,
+                                                  block: block, taken: host_tools)
+        changed { host_tools.concat(entries) }
       end
 
       def host_tools
@@ -102,7 +104,7 @@ module CodeCell
                                "the description is fixed and cannot be set by hand"
         end
 
-        cell.description
+        HostTools.describe(cell.description, mcp_servers)
       end
 
       # The JSON Schema of the one argument.
@@ -141,6 +143,7 @@ module CodeCell
         super
         subclass.instance_variable_set(:@mounts, mounts.dup)
         subclass.instance_variable_set(:@host_tools, host_tools.dup)
+        subclass.instance_variable_set(:@mcp_servers, mcp_servers.dup)
         %i[@language @timeout_ms @fuel_ms @cell_options].each do |ivar|
           subclass.instance_variable_set(ivar, instance_variable_get(ivar))
         end
@@ -180,10 +183,11 @@ module CodeCell
         raise ArgumentError, "Invalid mount #{source.to_s.inspect} => #{dest.to_s.inspect}: #{e.message}"
       end
 
-      def build_cell
+      # extra: an instance's own host tools (HostTools::InstanceMethods).
+      def build_cell(extra = [])
         cell = Cell.new(language: language, mounts: mounts.map(&:payload), timeout_ms: timeout_ms,
                         cpu_ms: fuel_ms, **cell_options)
-        host_tools.each do |t|
+        (host_tools + extra).each do |t|
           cell.tool(t.name, description: t.description, input_schema: t.input_schema, &t.block)
         end
         cell
@@ -195,7 +199,7 @@ module CodeCell
     end
 
     def description
-      self.class.description
+      HostTools.describe(cell.description, mcp_servers)
     end
 
     def input_schema
@@ -218,7 +222,7 @@ module CodeCell
     private
 
     def run(code)
-      self.class.cell.run(code).to_h
+      cell.run(code).to_h
     end
   end
 end
