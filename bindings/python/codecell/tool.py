@@ -61,16 +61,24 @@ def _overlaps(a, b):
 
 def _folder_problem(m):
     """What keeps the guest from using the folder as declared, or None. The engine checks
-    that it exists; whether this process can read it (and write it, read-write) is known now
-    too, and would otherwise show only in the guest as a PermissionError."""
+    that it exists; whether the guest may read it (and write it, read-write) is known now too,
+    and would otherwise show only in the guest, as a PermissionError."""
     for reserved in RESERVED_DESTS:
         if _overlaps(m.dest, reserved):
             return "dest overlaps the reserved %s" % reserved
     if os.path.isdir(m.source):
-        wanted = os.R_OK | os.X_OK | (os.W_OK if m.mode == "rw" else 0)
-        if not os.access(m.source, wanted):
-            return "source %s is not %s by this process" % (
-                m.source, "readable and writable" if m.mode == "rw" else "readable")
+        if os.geteuid() == 0:
+            # root reads every folder, but its guest does not: a root engine maps the folder's
+            # owner to the guest (an idmapped mount), so the owner's bits are what it gets.
+            wanted = 0o500 | (0o200 if m.mode == "rw" else 0)
+            usable = os.stat(m.source).st_mode & wanted == wanted
+        else:
+            usable = os.access(m.source, os.R_OK | os.X_OK | (os.W_OK if m.mode == "rw" else 0))
+        if not usable:
+            st = os.stat(m.source)
+            return "source %s is not %s for the sandbox's code (mode %03o, owner uid %d)" % (
+                m.source, "readable and writable" if m.mode == "rw" else "readable",
+                st.st_mode & 0o7777, st.st_uid)
     return None
 
 
@@ -81,15 +89,15 @@ def _check_cell(cls, tools):
     run says so (sandbox_error)."""
     options = dict(cls.cell_options)
     pool, policy = options.pop("pool", None), options.pop("policy", None)
-    n.lib.codecell_config_free(build_config(cls.language, [], {}, pool, policy))
     try:
+        n.lib.codecell_config_free(build_config(cls.language, [], {}, pool, policy))
         cell = Cell(cls.language, [m.as_dict() for m in cls._all_mounts],
                     timeout_ms=cls.timeout_ms, cpu_ms=cls.fuel_ms, pool=0, policy="ignore",
                     **options)
     except n.CodeCellError:
         return
     except ValueError as e:
-        raise ValueError("Invalid mounts of %s: %s" % (cls.__name__, e)) from None
+        raise ValueError("Invalid declaration of %s: %s" % (cls.__name__, e)) from None
     except TypeError as e:
         raise TypeError("%s.cell_options: %s" % (cls.__name__, e)) from None
     try:
@@ -98,7 +106,7 @@ def _check_cell(cls, tools):
                 cell.tool(t.name, t.call, description=t.description,
                           input_schema=t.input_schema)
             except ValueError as e:
-                raise ValueError("%s.tools %s: %s" % (cls.__name__, t.name, e)) from None
+                raise ValueError("%s.tools: %s" % (cls.__name__, e)) from None
     finally:
         cell.close()
 
