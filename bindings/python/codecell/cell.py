@@ -7,6 +7,7 @@ import threading
 import weakref
 
 from . import _native as n
+from ._tool_call import Keywords, answer_json
 from .result import Result
 
 _MODES = {"ro": "ro", "read_only": "ro", "rw": "rw", "read_write": "rw", "exec": "exec"}
@@ -204,9 +205,11 @@ class Cell:
 
     def tool(self, name, fn=None, *, description=None, input_schema=None):
         """Registers a host tool the guest calls with sb.call(name, key=value) (Python) or
-        SB.call(name, key: value) (Ruby). fn gets the arguments as keywords; its return value
-        goes back as JSON; an exception becomes a ToolError in the guest. Usable as a
-        decorator: @cell.tool("name")."""
+        SB.call(name, key: value) (Ruby). fn gets the arguments as keywords (a missing or
+        unknown one is refused before the call: "Invalid tool arguments: missing keyword: x");
+        its return value goes back as JSON, with what JSON cannot hold as its repr; an
+        exception becomes a ToolError in the guest ("KeyError: 'x'"). Usable as a decorator:
+        @cell.tool("name")."""
         if fn is None:
             return lambda f: self.tool(name, f, description=description,
                                        input_schema=input_schema) or f
@@ -226,6 +229,7 @@ class Cell:
         # Not self: the cell holds the handler, and a cycle would keep it from being freed
         # as soon as it is dropped.
         tool_call_ms = self._tool_call_ms
+        keywords = Keywords(fn)
 
         # Called on an engine thread with the GIL taken by ctypes. The function runs on a
         # thread of its own so that a call over tool_call_ms is answered with an error at the
@@ -237,7 +241,12 @@ class Cell:
 
                 def work():
                     try:
-                        outcome["value"] = json.dumps(fn(**json.loads(args_json)))
+                        args = json.loads(args_json)
+                        problem = keywords.problem(args)
+                        if problem:
+                            outcome["error"] = problem
+                        else:
+                            outcome["value"] = answer_json(fn(**args))
                     except BaseException as e:  # the guest gets every failure
                         outcome["error"] = "%s: %s" % (type(e).__name__, e)
 

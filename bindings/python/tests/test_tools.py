@@ -1,3 +1,4 @@
+import datetime
 import threading
 import time
 import unittest
@@ -52,10 +53,44 @@ class ToolsTest(unittest.TestCase):
         r = self.cell.run("try:\n  sb.call('weather.today', town='x')\nexcept sb.ToolError as e:\n"
                           "  out = str(e)\nout")
         self.assertIn('arguments: the required "city" is missing', r.value)
-        # A callable that raises on arguments its schema allowed: its TypeError, told.
+        # Arguments no schema refused but the callable cannot take: RubyLLM's words, and the
+        # callable is not called.
         r = self.cell.run("try:\n  sb.call('boom', key=1)\nexcept sb.ToolError as e:\n"
                           "  out = str(e)\nout")
-        self.assertIn("TypeError", r.value)
+        self.assertEqual(r.value, "Invalid tool arguments: unknown keyword: key")
+        r = self.cell.run("try:\n  sb.call('slow')\nexcept sb.ToolError as e:\n"
+                          "  out = str(e)\nout")
+        self.assertEqual(r.value, "Invalid tool arguments: missing keyword: seconds")
+        # A TypeError raised inside the callable stays the callable's.
+        r = self.cell.run("try:\n  sb.call('slow', seconds='x')\nexcept sb.ToolError as e:\n"
+                          "  out = str(e)\nout")
+        self.assertTrue(r.value.startswith("TypeError: "), r.value)
+
+    def test_answers_json_cannot_hold_come_back_as_their_repr(self):
+        class Point:
+            def __repr__(self):
+                return "Point(1, 2)"
+
+        loop = [1]
+        loop.append(loop)
+        answer = {"when": datetime.date(2026, 12, 2), "tags": {"a"}, "nan": float("nan"),
+                  "inf": [float("-inf")], (1, 2): "a tuple key", 3: "an int key",
+                  "point": Point(), "loop": loop, "bytes": b"\x00", "ok": [1, 2.5, None, True]}
+        self.cell.tool("odd", lambda: answer)
+        self.assertEqual(self.cell.run("sb.call('odd')").value, {
+            "when": "datetime.date(2026, 12, 2)", "tags": "{'a'}", "nan": "nan",
+            "inf": ["-inf"], "(1, 2)": "a tuple key", "3": "an int key", "point": "Point(1, 2)",
+            "loop": [1, "[1, [...]]"], "bytes": "b'\\x00'", "ok": [1, 2.5, None, True]})
+        self.cell.tool("plain_repr", lambda: Point())
+        self.assertEqual(self.cell.run("sb.call('plain_repr')").value, "Point(1, 2)")
+        # Deeper than the guest would take: a clear error, never a crash of the handler.
+        deep = []
+        for _ in range(300):
+            deep = [deep]
+        self.cell.tool("deep", lambda: deep)
+        r = self.cell.run("try:\n  sb.call('deep')\nexcept sb.ToolError as e:\n"
+                          "  out = str(e)\nout")
+        self.assertIn("nested deeper than 200 levels", r.value)
 
     def test_a_slow_callable_is_answered_at_the_limit(self):
         self.assertEqual(self.cell.run("sb.call('slow', seconds=0.2)").value, "done")
