@@ -118,7 +118,17 @@ module CodeCell
                                "the description is fixed and cannot be set by hand"
         end
 
-        cell.description
+        @description_text = cell.description
+      rescue StandardError
+        # No cell can be made now (a folder gone since the class was defined): a chat still
+        # reads a description, the last one, or the language's without the folders; the runs
+        # answer sandbox_error naming what is wrong.
+        @description_text ||= begin
+          fallback = build_cell(mounts: [])
+          fallback.description
+        ensure
+          fallback&.close
+        end
       end
 
       # The JSON Schema of the one argument (no other is taken).
@@ -188,6 +198,7 @@ module CodeCell
       def changed
         result = yield
         close if @cell
+        @description_text = nil
         result
       end
 
@@ -242,8 +253,8 @@ module CodeCell
           **cell_options.except(:tools) }
       end
 
-      def build_cell
-        cell = Cell.new(**cell_arguments, tools: cell_options.fetch(:tools, {}))
+      def build_cell(**changes)
+        cell = Cell.new(**cell_arguments(**changes), tools: cell_options.fetch(:tools, {}))
         host_tools.each do |t|
           cell.tool(t.name, description: t.description, input_schema: t.input_schema, &t.block)
         end
