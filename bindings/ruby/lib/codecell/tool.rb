@@ -87,7 +87,7 @@ module CodeCell
         changed { @fuel_ms = value }
       end
 
-      # Any other limit of CodeCell::Cell (memory_bytes:, pids:, pool:, …).
+      # Any other option of CodeCell::Cell.new (memory:, pool:, policy:, limits: {pids: …}, …).
       def cell_options(**options)
         return @cell_options || {} if options.empty?
 
@@ -118,16 +118,18 @@ module CodeCell
                                "the description is fixed and cannot be set by hand"
         end
 
-        @description_text = cell.description
-      rescue StandardError
-        # No cell can be made now (a folder gone since the class was defined): a chat still
-        # reads a description, the last one, or the language's without the folders; the runs
-        # answer sandbox_error naming what is wrong.
-        @description_text ||= begin
-          fallback = build_cell(mounts: [])
-          fallback.description
-        ensure
-          fallback&.close
+        begin
+          @description_text = cell.description
+        rescue StandardError
+          # No cell can be made now (a folder gone since the class was defined): a chat still
+          # reads a description, the last one, or the language's without the folders; the
+          # runs answer sandbox_error naming what is wrong.
+          @description_text ||= begin
+            fallback = build_cell(mounts: [])
+            fallback.description
+          ensure
+            fallback&.close
+          end
         end
       end
 
