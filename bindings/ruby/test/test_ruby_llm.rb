@@ -128,18 +128,25 @@ class TestRubyLLM < Minitest::Test
     end
   end
 
-  def test_the_adapter_refuses_a_tool_class_made_without_ruby_llm
-    out, err, status = child(<<~'RUBY')
-      require "codecell"
-      class Early < CodeCell::Tool; end
+  # The message of the LoadError that requiring `library` raises after `before`.
+  def load_error(before, library)
+    out, err, status = child(before + <<~RUBY)
       begin
-        require "codecell/ruby_llm"
+        require #{library.inspect}
       rescue LoadError => e
         puts e.message
         exit 3
       end
     RUBY
     assert_equal 3, status.exitstatus, err
+    out
+  end
+
+  def test_the_adapter_refuses_a_tool_class_made_without_ruby_llm
+    out = load_error(<<~'RUBY', "codecell/ruby_llm")
+      require "codecell"
+      class Early < CodeCell::Tool; end
+    RUBY
     assert_includes out, "CodeCell::Tool (and Early) was made before RubyLLM was loaded"
     assert_includes out, 'require "codecell/ruby_llm" before the first use of CodeCell::Tool'
   end
@@ -223,21 +230,14 @@ class TestRubyLLM < Minitest::Test
   end
 
   def test_code_mode_refuses_the_seed_gem_loaded
-    out, err, status = child(<<~'RUBY')
+    out = load_error(<<~'RUBY', "codecell/code_mode")
       require "ruby_llm"
       module RubyLLM
         class CodeMode < Tool # what ruby_llm-code_mode defines
           VERSION = "0.1.1"
         end
       end
-      begin
-        require "codecell/code_mode"
-      rescue LoadError => e
-        puts e.message
-        exit 3
-      end
     RUBY
-    assert_equal 3, status.exitstatus, err
     assert_includes out, "RubyLLM::CodeMode is already defined by ruby_llm-code_mode 0.1.1 (-e)"
     assert_includes out, "load either it or codecell/code_mode, not both"
   end
