@@ -219,6 +219,11 @@ class TestToolDsl < Minitest::Test
     assert_equal result, tool.call({ "code" => "1 + 1" }, tool_call: nil)
     assert_equal result, JSON.parse(result.to_s, symbolize_names: true) # to_s: what RubyLLM 1.x sends
     assert_includes klass.description, "Executes Ruby code" # the description does not raise either
+    refute_includes klass.description, "`/g`" # never read before: the language's, no folders
+    known = define(:Known) { mount source: "other", dest: "/o" }
+    text = known.description
+    FileUtils.rm_rf(File.join(@root, "other"))
+    assert_equal text, known.description # read before: the last one
     Dir.mkdir(gone) # back: the next call makes the cell
     assert_equal({ status: "ok", value: 2 }, tool.call("1 + 1"))
   end

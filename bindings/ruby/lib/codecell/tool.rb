@@ -127,6 +127,8 @@ module CodeCell
           @description_text ||= begin
             fallback = build_cell(mounts: [])
             fallback.description
+          rescue StandardError => e # no cell at all on this host
+            "Executes #{language == :python ? "Python" : "Ruby"} code in a sandbox, which cannot be made now: #{e.message}"
           ensure
             fallback&.close
           end
@@ -286,7 +288,7 @@ module CodeCell
     # RubyLLM's entry point: the seed's result hash (an Answer), never an exception. tool_call:
     # is RubyLLM's ToolCall, handed to an execute that declares it.
     def execute(code:, tool_call: nil) # rubocop:disable Lint/UnusedMethodArgument
-      return { error: "Invalid tool arguments: code must be a String, not #{code.class}" } unless code.is_a?(String)
+      return Answer[error: "Invalid tool arguments: code must be a String, not #{code.class}"] unless code.is_a?(String)
 
       run(code)
     end
