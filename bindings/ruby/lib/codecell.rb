@@ -10,5 +10,11 @@ require "codecell/dispatcher"
 require "codecell/result"
 require "codecell/session"
 require "codecell/cell"
-require "codecell/tool"
 require "codecell/jail"
+
+module CodeCell
+  # Made at its first use, so that it is a RubyLLM::Tool when RubyLLM is loaded by then, as
+  # when a Gemfile lists codecell before ruby_llm (require "codecell/ruby_llm" to be sure).
+  autoload :Tool, "codecell/tool"
+  autoload :HostTools, "codecell/host_tools" # Cell.new(tools:) binds RubyLLM tools with it
+end

@@ -393,6 +393,17 @@ class TestHostTools < Minitest::Test
                  run_code(look, 'SB.call("audited_look_alike", n: 1, tool_call: "forged")'))
   end
 
+  # A RubyLLM tool given to a plain cell is bound as a Tool binds it, not called as a block
+  # (RubyLLM's call(args, tool_call:) would take the arguments as keywords and raise).
+  def test_a_plain_cell_binds_rubyllm_tools
+    cell = CodeCell::Cell.new(tools: { "weather" => MyApp::Tools::Weather, "look" => LookAlike.new })
+    result = cell.run('[SB.call("weather", city: "Oslo")["city"], SB.call("look", n: 4)]')
+    assert_equal "ok", result.status, result.to_h.inspect
+    assert_equal ["Oslo", 8], result.value
+  ensure
+    cell&.close
+  end
+
   def test_tool_spellings
     klass = define do
       tool MyApp::Tools::Weather

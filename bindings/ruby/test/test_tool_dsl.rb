@@ -126,4 +126,130 @@ class TestToolDsl < Minitest::Test
     assert_equal "Complete Python script to execute in the sandbox",
                  klass.input_schema["properties"]["code"]["description"]
   end
+
+  # The engine knows its room for mounts only when it lays a sandbox out: the class finds it at
+  # definition, by making (and closing) a cell of what it would be.
+  def test_too_many_mounts_raise_at_definition
+    klass = define(:Many)
+    error = nil
+    100.times do |i|
+      FileUtils.mkdir_p(File.join(@root, "many/#{i}"))
+      klass.mount(source: File.join(@root, "many/#{i}"), dest: "/m#{i}")
+    rescue ArgumentError => e
+      error = e
+      break
+    end
+    refute_nil error, "100 mounts accepted"
+    limit = error.message[/: too many mounts \(at most (\d+)\)\z/, 1]
+    assert limit, error.message
+    assert_equal Integer(limit), klass.mounts.size
+    assert_equal({ status: "ok", value: Integer(limit) }, klass.new.call("Dir.children('/').grep(/\\Am\\d/).size"))
+  end
+
+  # The guest works in a folder as its owner when the host is root (idmapped mounts), as this
+  # user otherwise.
+  def test_folders_the_guest_cannot_use_raise_at_definition
+    { "locked" => 0o000, "blind" => 0o311, "read_only" => 0o555 }.each do |name, mode|
+      FileUtils.mkdir_p(File.join(@root, name))
+      File.chmod(mode, File.join(@root, name))
+    end
+    e = assert_raises(ArgumentError) { define(:Locked) { mount source: "locked", dest: "/l" } }
+    assert_match(/: source #{Regexp.escape(@root)}\/locked lacks read and search permission for /, e.message)
+    e = assert_raises(ArgumentError) { define(:Blind) { mount source: "blind", dest: "/b" } }
+    assert_match(/lacks read permission for /, e.message)
+    e = assert_raises(ArgumentError) { define(:Unwritable) { mount_rw source: "read_only", dest: "/r" } }
+    assert_match(/lacks write permission for /, e.message)
+    klass = define(:ReadOnly) { mount source: "read_only", dest: "/r" }
+    assert_equal "ok", klass.new.call("Dir.children('/r')")[:status]
+  end
+
+  def test_the_seeds_reserved_trees
+    %w[/work /work/x /usr /usr/share /src /src/app].each do |dest|
+      e = assert_raises(ArgumentError, dest) { define(:Reserved) { mount source: "other", dest: dest } }
+      assert_match(%r{\AInvalid mount "other" => "#{dest}": .*overlaps the reserved /(work|usr|src)\z}, e.message)
+    end
+    assert_equal ["/srcs"], define(:Near) { mount source: "other", dest: "/srcs" }.mounts.map(&:dest)
+  end
+
+  def test_a_refused_declaration_changes_nothing
+    klass = analytics.warmup
+    cell = klass.cell
+    text = klass.description
+    Dir.chdir(@root) do
+      assert_raises(ArgumentError) { klass.mount(source: "other", dest: "/src/app") }
+      assert_raises(ArgumentError) { klass.mount(source: "nope", dest: "/n") }
+    end
+    assert_raises(ArgumentError) { klass.language(:cobol) }
+    assert_raises(ArgumentError) { klass.cell_options(limits: { pids: 0 }) }
+    assert_raises(ArgumentError) { klass.cell_options(bogus: 1) }
+    assert_raises(ArgumentError) { klass.timeout_ms(0) }
+    assert_same cell, klass.cell
+    refute cell.closed?
+    assert_equal text, klass.description
+    assert_equal %w[/data /workspace], klass.mounts.map(&:dest)
+    assert_equal({}, klass.cell_options)
+  end
+
+  def test_checking_declarations_leaves_nothing_running
+    threads = os_threads
+    processes = descendants
+    define(:Checked) do
+      mount source: "other", dest: "/o"
+      mount_rw source: "workspace", dest: "/w"
+      language :python
+      cell_options limits: { pids: 16 }
+    end
+    wait_until { os_threads <= threads && descendants <= processes }
+  end
+
+  # The seed: execute never raises into the chat's loop.
+  def test_a_sandbox_that_cannot_be_made_is_the_seeds_sandbox_error
+    gone = File.join(@root, "gone")
+    Dir.mkdir(gone)
+    klass = define(:Gone) { mount source: "gone", dest: "/g" }
+    Dir.rmdir(gone)
+    tool = klass.new
+    result = tool.call("1 + 1")
+    assert_equal %i[status error], result.keys
+    assert_equal "sandbox_error", result[:status]
+    assert_equal %i[class message], result[:error].keys
+    assert_equal "ArgumentError", result[:error][:class]
+    assert_includes result[:error][:message], "#{gone} does not exist"
+    assert_equal result, tool.execute(code: "1 + 1")
+    assert_equal result, tool.call({ "code" => "1 + 1" }, tool_call: nil)
+    assert_equal result, JSON.parse(result.to_s, symbolize_names: true) # to_s: what RubyLLM 1.x sends
+    assert_includes klass.description, "Executes Ruby code" # the description does not raise either
+    refute_includes klass.description, "`/g`" # never read before: the language's, no folders
+    known = define(:Known) { mount source: "other", dest: "/o" }
+    text = known.description
+    FileUtils.rm_rf(File.join(@root, "other"))
+    assert_equal text, known.description # read before: the last one
+    Dir.mkdir(gone) # back: the next call makes the cell
+    assert_equal({ status: "ok", value: 2 }, tool.call("1 + 1"))
+  end
+
+  # RubyLLM's entry points, as its chat calls them (test_ruby_llm.rb runs a chat).
+  def test_rubyllms_entry_points
+    tool = analytics.new
+    assert_equal({ status: "ok", value: 1 }, tool.call({ "code" => "Dir.children('/data').size" }, tool_call: Object.new))
+    assert_equal({ status: "ok", value: 1 }, tool.call({ code: "Dir.children('/data').size" }))
+    assert_equal({ status: "ok", value: 2 }, tool.execute(code: "1 + 1", tool_call: Object.new))
+    assert_equal({ error: "Invalid tool arguments: missing keyword: code" }, tool.call({}))
+    assert_equal({ error: "Invalid tool arguments: missing keyword: code" }, tool.call(nil))
+    assert_equal({ error: "Invalid tool arguments: unknown keyword: path" }, tool.call({ "code" => "1", "path" => "/" }))
+    assert_equal({ error: "Invalid tool arguments: code must be a String, not Array" }, tool.call({ "code" => ["1"] }))
+    assert_raises(ArgumentError) { tool.call({ "code" => "1" }, bogus: 1) } # as RubyLLM's own call
+    assert_equal "analytics", tool.name
+    assert_equal analytics.description, tool.description
+    assert_equal tool.input_schema, tool.parameters_schema
+    assert_equal tool.input_schema, tool.params_schema
+    assert_equal false, tool.input_schema["additionalProperties"]
+    assert_equal %i[code], tool.parameters.keys
+    assert_equal ["string", true], [tool.parameters[:code].type, tool.parameters[:code].required]
+    assert_equal tool.parameters, tool.declared_parameters
+    assert_equal({}, tool.provider_options)
+    assert_equal({}, tool.provider_params)
+    assert_equal false, tool.requires_approval?
+    assert_nil tool.approval_resolver
+  end
 end

@@ -28,7 +28,8 @@ module CodeCell
     # (bytes): the limits most often set; limits: any limit by its configuration-file name
     # (pids:, output_bytes:, tool_call_ms:, model_chars:, …). pool: sandboxes kept standing
     # by (0 starts every run cold). policy: :warn, :raise or :ignore for a missing optional
-    # layer. tools: {name => callable} or {name => {description:, input_schema:, call:}}.
+    # layer. tools: {name => callable}, {name => {description:, input_schema:, call:}} or
+    # {name => a RubyLLM tool, class or instance} (bound as CodeCell::Tool's `tools` binds it).
     def initialize(language: :ruby, mounts: [], timeout_ms: nil, cpu_ms: nil, memory: nil,
                    pool: nil, limits: {}, tools: {}, policy: nil, image_folder: nil,
                    subprocesses: false)
@@ -42,13 +43,24 @@ module CodeCell
       @tool_blocks = [] # the Dispatcher holds them weakly
       ObjectSpace.define_finalizer(self, Cell.releaser(@native))
       tools.each do |name, spec|
-        if spec.respond_to?(:call)
+        if Cell.rubyllm_tool?(spec)
+          # RubyLLM's call(args, tool_call:) is not a block's: bound as a Tool binds one.
+          HostTools.bind([], { name => spec }, taken: []).each do |t|
+            tool(t.name, description: t.description, input_schema: t.input_schema, &t.block)
+          end
+        elsif spec.respond_to?(:call)
           tool(name, &(spec.is_a?(Proc) ? spec : spec.method(:call)))
         else
           tool(name, description: spec[:description], input_schema: spec[:input_schema], &spec.fetch(:call))
         end
       end
       yield self if block_given?
+    end
+
+    # A RubyLLM tool (class or instance) or a look-alike, which HostTools binds: it answers
+    # `execute`, where a block or a callable answers `call` only.
+    def self.rubyllm_tool?(spec)
+      spec.is_a?(Class) ? spec.method_defined?(:execute) : spec.respond_to?(:execute)
     end
 
     # Registers a host tool the guest calls with SB.call(name, key: value) (Ruby) or
