@@ -398,7 +398,7 @@ class TestHostTools < Minitest::Test
   def test_a_plain_cell_binds_rubyllm_tools
     cell = CodeCell::Cell.new(tools: { "weather" => MyApp::Tools::Weather, "look" => LookAlike.new })
     result = cell.run('[SB.call("weather", city: "Oslo")["city"], SB.call("look", n: 4)]')
-    assert_equal "ok", result.status, result.to_h.inspect
+    assert_equal :ok, result.status, result.to_h.inspect
     assert_equal ["Oslo", 8], result.value
   ensure
     cell&.close
