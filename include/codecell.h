@@ -537,8 +537,12 @@ typedef struct codecell_jail_options {
         const char *const *fs_allow;      /* read and write beneath each */
         const char *const *fs_read_allow; /* read beneath each */
         bool network; /* true: the host's network (and inet sockets); false: none */
-        codecell_policy on_unsupported; /* a host without Landlock or a cgroup */
-        void *reserved[4];              /* zero */
+        codecell_policy on_unsupported; /* a host without Landlock (or idmapped mounts) */
+        /* The caller's descriptors the function may use as they are (the same open file: its
+         * offset, its access mode, a socket's peer), terminated by -1; every other one points
+         * at /dev/null in the child. Each must be open; at most 64. NULL: none. */
+        const int *keep_open;
+        void *reserved[3]; /* zero */
 } codecell_jail_options;
 
 typedef struct codecell_jail_result {

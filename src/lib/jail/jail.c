@@ -51,6 +51,20 @@ static void add_layer(struct codecell_jail *j, const char *name)
         snprintf(j->layers + used, sizeof(j->layers) - used, "%s%s", used ? "," : "", name);
 }
 
+/* A wall replaced by the one the seed itself stands on (RLIMIT_AS for the cgroup): told under
+ * "warn" and "raise", refused by neither. */
+static int fallen_back(struct codecell_jail *j, const char *what, codecell_error *err)
+{
+        if (j->options.on_unsupported != CODECELL_POLICY_IGNORE &&
+            j->n_warnings < JAIL_MAX_WARNINGS) {
+                j->warnings[j->n_warnings] = strdup(what);
+                if (!j->warnings[j->n_warnings])
+                        return err_sys(err, ENOMEM, "jail");
+                j->n_warnings++;
+        }
+        return 0;
+}
+
 static int missing_layer(struct codecell_jail *j, const char *what, codecell_error *err)
 {
         if (j->options.on_unsupported == CODECELL_POLICY_RAISE)
@@ -194,15 +208,18 @@ static void add_rlimit(struct codecell_jail *j, int id, rlim_t soft, rlim_t hard
 static int plan_limits(struct codecell_jail *j, codecell_error *err)
 {
         codecell_error why = {0};
-        if (jail_cgroup_create(j, &why) == 0) {
+        /* Inside another jail the outer's cgroup (if any) holds this one too, and a cgroup
+         * of its own is out of the outer's reach: RLIMIT_AS, as for any jail without one. */
+        if (!j->nested && jail_cgroup_create(j, &why) == 0)
                 add_layer(j, j->cgroup.backend->name);
-        } else {
+        if (!j->has_cgroup) {
                 char what[sizeof(why.message) + 96];
                 snprintf(what, sizeof(what),
                          "cgroup: %s; memory is limited by RLIMIT_AS (on top of what the child "
                          "shares) and processes by RLIMIT_NPROC instead",
-                         why.message);
-                int r = missing_layer(j, what, err);
+                         j->nested ? "none inside another jail" : why.message);
+                /* agent_jail's own memory limit: not a missing layer, even under "raise". */
+                int r = j->nested ? 0 : fallen_back(j, what, err);
                 if (r < 0)
                         return r;
                 /* The snapshot's own mappings count against RLIMIT_AS: the budget comes on top. */
@@ -218,6 +235,20 @@ static int plan_limits(struct codecell_jail *j, codecell_error *err)
         add_rlimit(j, RLIMIT_NPROC, j->options.pids, j->options.pids);
         /* A core dump would write the caller's memory (its secrets among it) to disk. */
         add_rlimit(j, RLIMIT_CORE, 0, 0);
+        jail_clamp_rlimits(j);
+        return 0;
+}
+
+/* A root caller's fs_allow folders, writable as their owner (jail_idmap.c). */
+static int plan_idmaps(struct codecell_jail *j, codecell_error *err)
+{
+        if (!j->privileged || j->nested)
+                return 0;
+        char why[sizeof(err->message)];
+        if (jail_idmap_prepare(j, why, sizeof(why)) < 0)
+                return missing_layer(j, why, err);
+        if (j->n_idmapped > 0)
+                add_layer(j, "idmapped_fs_allow");
         return 0;
 }
 
@@ -248,6 +279,7 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
                 goto fail;
         j->parent = getpid();
         j->privileged = geteuid() == 0;
+        j->nested = jail_nested();
         /* Never root on the host: a root caller's child runs as nobody. */
         j->host_uid = j->privileged ? 65534 : geteuid();
         j->host_gid = j->privileged ? 65534 : getegid();
@@ -257,8 +289,12 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
         j->n_read_write = n_read_write;
         if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", err) < 0)
                 goto fail;
-        add_layer(j, "user_namespace,mount_namespace,pid_namespace,ipc_namespace,uts_namespace");
-        if (!j->options.network)
+        if (j->nested)
+                add_layer(j, "inside_another_jail");
+        else
+                add_layer(j, "user_namespace,mount_namespace,pid_namespace,ipc_namespace,"
+                             "uts_namespace");
+        if (!j->options.network && !j->nested)
                 add_layer(j, "network_namespace");
         add_layer(j, "seccomp,no_new_privs,capabilities_dropped,rlimits");
         pthread_once(&seccomp_once, compile_filters);
@@ -269,6 +305,8 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
         }
         j->seccomp = &seccomp_programs[j->options.network ? 1 : 0];
         if (plan_landlock(j, n_read_write, err) < 0 || plan_limits(j, err) < 0 ||
+            plan_idmaps(j, err) < 0 ||
+            jail_keep_open_plan(j, options ? options->keep_open : NULL, err) < 0 ||
             open_pipes(j, err) < 0)
                 goto fail;
         if (j->privileged && !j->options.network) {
@@ -289,6 +327,7 @@ void codecell_jail_free(codecell_jail *j)
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 close_fd(fds[i]);
         jail_netns_give_back(j->netns_fd);
+        jail_idmap_close(j);
         if (j->has_cgroup)
                 j->cgroup.backend->destroy(&j->cgroup);
         for (size_t i = 0; i < j->n_paths; i++)
