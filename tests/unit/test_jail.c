@@ -407,10 +407,10 @@ static void test_threads(void)
 
 static int inherited[2];
 
+/* Writes "leak" to the descriptor *arg and answers what write returned. */
 static void fds_fn(codecell_jail *jail, void *arg)
 {
-        (void)arg;
-        ssize_t n = write(inherited[1], "leak", 4);
+        ssize_t n = write(*(const int *)arg, "leak", 4);
         char text[32];
         snprintf(text, sizeof(text), "%zd", n);
         answer_text(jail, CODECELL_JAIL_VALUE, text);
@@ -419,7 +419,7 @@ static void fds_fn(codecell_jail *jail, void *arg)
 static void test_fds(void)
 {
         CHECK(pipe(inherited) == 0);
-        codecell_jail_result r = run(NULL, fds_fn, NULL);
+        codecell_jail_result r = run(NULL, fds_fn, &inherited[1]);
         CHECK(r.outcome == CODECELL_JAIL_VALUE); /* the write "worked": into /dev/null */
         fcntl(inherited[0], F_SETFL, O_NONBLOCK);
         char buf[8];
@@ -725,27 +725,18 @@ static void test_nested(void)
 
 static int kept[2];
 
-static void kept_fn(codecell_jail *jail, void *arg)
-{
-        (void)arg;
-        ssize_t n = write(kept[1], "kept", 4);
-        char text[32];
-        snprintf(text, sizeof(text), "%zd", n);
-        answer_text(jail, CODECELL_JAIL_VALUE, text);
-}
-
 /* keep_open hands chosen descriptors to the function as they are; the rest stay /dev/null. */
 static void test_keep_open(void)
 {
         CHECK(pipe(kept) == 0);
         int keep[] = {kept[1], -1};
         codecell_jail_options o = {.keep_open = keep};
-        codecell_jail_result r = run(&o, kept_fn, NULL);
+        codecell_jail_result r = run(&o, fds_fn, &kept[1]);
         CHECK(r.outcome == CODECELL_JAIL_VALUE && r.len == 1 && r.data[0] == '4');
         codecell_jail_result_clear(&r);
         char buf[8] = "";
         fcntl(kept[0], F_SETFL, O_NONBLOCK);
-        CHECK(read(kept[0], buf, sizeof(buf)) == 4 && memcmp(buf, "kept", 4) == 0);
+        CHECK(read(kept[0], buf, sizeof(buf)) == 4 && memcmp(buf, "leak", 4) == 0);
         codecell_error err = {0};
         int closed[] = {kept[1] + 100, -1};
         o.keep_open = closed;

@@ -51,12 +51,10 @@ static void add_layer(struct codecell_jail *j, const char *name)
         snprintf(j->layers + used, sizeof(j->layers) - used, "%s%s", used ? "," : "", name);
 }
 
-/* A wall replaced by the one the seed itself stands on (RLIMIT_AS for the cgroup): told under
- * "warn" and "raise", refused by neither. */
-static int fallen_back(struct codecell_jail *j, const char *what, codecell_error *err)
+/* Notes what under the jail's warnings (the first few). */
+static int warn_of(struct codecell_jail *j, const char *what, codecell_error *err)
 {
-        if (j->options.on_unsupported != CODECELL_POLICY_IGNORE &&
-            j->n_warnings < JAIL_MAX_WARNINGS) {
+        if (j->n_warnings < JAIL_MAX_WARNINGS) {
                 j->warnings[j->n_warnings] = strdup(what);
                 if (!j->warnings[j->n_warnings])
                         return err_sys(err, ENOMEM, "jail");
@@ -65,19 +63,19 @@ static int fallen_back(struct codecell_jail *j, const char *what, codecell_error
         return 0;
 }
 
+/* A wall replaced by the one the seed itself stands on (RLIMIT_AS for the cgroup): told under
+ * "warn" and "raise", refused by neither. */
+static int fallen_back(struct codecell_jail *j, const char *what, codecell_error *err)
+{
+        return j->options.on_unsupported == CODECELL_POLICY_IGNORE ? 0 : warn_of(j, what, err);
+}
+
 static int missing_layer(struct codecell_jail *j, const char *what, codecell_error *err)
 {
         if (j->options.on_unsupported == CODECELL_POLICY_RAISE)
                 return err_set(err, CODECELL_ERR_UNSUPPORTED, ENOTSUP,
                                "%s (on_unsupported is \"raise\")", what);
-        if (j->options.on_unsupported == CODECELL_POLICY_WARN &&
-            j->n_warnings < JAIL_MAX_WARNINGS) {
-                j->warnings[j->n_warnings] = strdup(what);
-                if (!j->warnings[j->n_warnings])
-                        return err_sys(err, ENOMEM, "jail");
-                j->n_warnings++;
-        }
-        return 0;
+        return j->options.on_unsupported == CODECELL_POLICY_WARN ? warn_of(j, what, err) : 0;
 }
 
 static int check_options(codecell_jail_options *o, codecell_error *err)

@@ -22,9 +22,16 @@ static bool namespace_fd(int fd)
         if (n <= 0)
                 return false;
         target[n] = '\0';
-        static const char *const kinds[] = {"user:[", "mnt:[",    "net:[",    "pid:[",
-                                            "ipc:[",  "uts:[",    "cgroup:[", "time:[",
-                                            "pid_for_children:[", "time_for_children:["};
+        static const char *const kinds[] = {"user:[",
+                                            "mnt:[",
+                                            "net:[",
+                                            "pid:[",
+                                            "ipc:[",
+                                            "uts:[",
+                                            "cgroup:[",
+                                            "time:[",
+                                            "pid_for_children:[",
+                                            "time_for_children:["};
         for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
                 if (strncmp(target, kinds[i], strlen(kinds[i])) == 0)
                         return true;
