@@ -565,6 +565,20 @@ static void test_idmapped_fs_allow(void)
         CHECK_STR(t = open_in_jail(&o, spec), strerror(EACCES));
         free(t);
         CHECK(!mounted_at(dir));
+        /* A file system that cannot be idmapped (sysfs): on_unsupported decides, and says
+         * which folder. */
+        const char *sys[] = {"/sys/kernel", NULL};
+        codecell_jail_options s = {.fs_allow = sys, .on_unsupported = CODECELL_POLICY_RAISE};
+        CHECK(codecell_jail_new(&s, &err) == NULL && err.kind == CODECELL_ERR_UNSUPPORTED &&
+              strstr(err.message, "idmapped fs_allow: /sys/kernel: "));
+        s.on_unsupported = CODECELL_POLICY_WARN;
+        j = codecell_jail_new(&s, &err);
+        bool warned = false;
+        for (size_t i = 0; j && codecell_jail_warning(j, i); i++)
+                warned = warned ||
+                         strstr(codecell_jail_warning(j, i), "idmapped fs_allow: /sys/kernel");
+        CHECK(j != NULL && warned && strstr(codecell_jail_layers(j), "idmapped") == NULL);
+        codecell_jail_free(j);
         /* a folder the child owns already needs no clone */
         CHECK(chown(other, 65534, 65534) == 0);
         const char *own[] = {other, NULL};
