@@ -565,6 +565,19 @@ static void test_idmapped_fs_allow(void)
         CHECK_STR(t = open_in_jail(&o, spec), strerror(EACCES));
         free(t);
         CHECK(!mounted_at(dir));
+        /* A folder of another owner inside, listed first: mounted after (over) the outer
+         * clone, so that its own mapping shows; what the child makes there is that owner's. */
+        char sub[96];
+        snprintf(sub, sizeof(sub), "%s/sub", dir);
+        CHECK(mkdir(sub, 0700) == 0 && chown(sub, 1234, 1234) == 0);
+        const char *both[] = {sub, dir, NULL};
+        codecell_jail_options b = {.fs_allow = both};
+        r = run(&b, create_fn, sub);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen("ok owner=65534") &&
+              memcmp(r.data, "ok owner=65534", r.len) == 0);
+        codecell_jail_result_clear(&r);
+        snprintf(made, sizeof(made), "%s/made-in-jail", sub);
+        CHECK(stat(made, &st) == 0 && st.st_uid == 1234 && st.st_gid == 1234);
         /* A file system that cannot be idmapped (sysfs): on_unsupported decides, and says
          * which folder. */
         const char *sys[] = {"/sys/kernel", NULL};

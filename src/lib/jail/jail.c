@@ -104,10 +104,24 @@ static int check_options(codecell_jail_options *o, codecell_error *err)
         return 0;
 }
 
+/* Whether dir is one of the fs_allow folders, which the child sees as its own (jail_idmap.c). */
+static bool in_fs_allow(const char *dir, const char *const *fs_allow)
+{
+        for (size_t i = 0; fs_allow && fs_allow[i]; i++) {
+                char *real = fs_allow[i][0] ? realpath(fs_allow[i], NULL) : NULL;
+                bool same = real && strcmp(real, dir[0] ? dir : "/") == 0;
+                free(real);
+                if (same)
+                        return true;
+        }
+        return false;
+}
+
 /* Whether the child of a root caller (nobody, no supplementary group) may search every folder
  * down to path, by the mode bits: a folder under /root is out of its reach whatever Landlock
- * grants, and opening it for the rule would fail the set-up. */
-static bool reachable(const char *path, uid_t uid, gid_t gid)
+ * grants, and opening it for the rule would fail the set-up. An fs_allow folder on the way
+ * counts as the child's: it is idmapped so. */
+static bool reachable(const char *path, uid_t uid, gid_t gid, const char *const *fs_allow)
 {
         char dir[PATH_MAX];
         size_t len = strlen(path);
@@ -120,7 +134,7 @@ static bool reachable(const char *path, uid_t uid, gid_t gid)
                 if (stat(dir[0] ? dir : "/", &st) < 0)
                         return false;
                 mode_t x = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
-                if (!(st.st_mode & x))
+                if (!(st.st_mode & x) && !((st.st_mode & S_IXUSR) && in_fs_allow(dir, fs_allow)))
                         return false;
         }
         return true;
@@ -129,7 +143,7 @@ static bool reachable(const char *path, uid_t uid, gid_t gid)
 /* Resolves one list into jail->paths: a path that does not exist or that the child cannot
  * reach is left out (as the seed does); any other failure names the path. */
 static int add_paths(struct codecell_jail *j, const char *const *list, const char *what,
-                     codecell_error *err)
+                     const char *const *fs_allow, codecell_error *err)
 {
         for (size_t i = 0; list && list[i]; i++) {
                 if (!list[i][0])
@@ -143,7 +157,7 @@ static int add_paths(struct codecell_jail *j, const char *const *list, const cha
                                        list[i]);
                 /* A caller that is not root has the child's own ids and groups: realpath
                  * reaching the path is the answer. */
-                if (j->privileged && !reachable(real, j->host_uid, j->host_gid)) {
+                if (j->privileged && !reachable(real, j->host_uid, j->host_gid, fs_allow)) {
                         free(real);
                         continue;
                 }
@@ -281,11 +295,13 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
         /* Never root on the host: a root caller's child runs as nobody. */
         j->host_uid = j->privileged ? 65534 : geteuid();
         j->host_gid = j->privileged ? 65534 : getegid();
-        if (add_paths(j, options ? options->fs_allow : NULL, "fs_allow", err) < 0)
+        const char *const *fs_allow = options ? options->fs_allow : NULL;
+        if (add_paths(j, fs_allow, "fs_allow", fs_allow, err) < 0)
                 goto fail;
         size_t n_read_write = j->n_paths;
         j->n_read_write = n_read_write;
-        if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", err) < 0)
+        if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", fs_allow, err) <
+            0)
                 goto fail;
         if (j->nested)
                 add_layer(j, "inside_another_jail");
