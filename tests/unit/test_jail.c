@@ -507,6 +507,21 @@ static void create_fn(codecell_jail *jail, void *arg)
         answer_text(jail, CODECELL_JAIL_VALUE, text);
 }
 
+/* In an idmapped folder what the child makes is its owner's (root's): a setuid bit there
+ * would be a setuid-root program on the host. Answers how chmod and a creation with the bit
+ * ended. */
+static void setuid_fn(codecell_jail *jail, void *arg)
+{
+        char path[256], text[160];
+        snprintf(path, sizeof(path), "%s/made-in-jail", (const char *)arg);
+        int c = chmod(path, 04755);
+        const char *chmod_why = c == 0 ? "made" : strerror(errno);
+        snprintf(path, sizeof(path), "%s/suid", (const char *)arg);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 04755);
+        snprintf(text, sizeof(text), "%s|%s", chmod_why, fd >= 0 ? "made" : strerror(errno));
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
 static bool mounted_at(const char *dir)
 {
         FILE *f = fopen("/proc/self/mountinfo", "r");
@@ -555,6 +570,13 @@ static void test_idmapped_fs_allow(void)
         snprintf(made, sizeof(made), "%s/made-in-jail", dir);
         struct stat st;
         CHECK(stat(made, &st) == 0 && st.st_uid == 0 && st.st_gid == 0);
+        r = run(&o, setuid_fn, dir);
+        char refused[64];
+        snprintf(refused, sizeof(refused), "%s|%s", strerror(EPERM), strerror(EPERM));
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(refused) &&
+              memcmp(r.data, refused, r.len) == 0);
+        codecell_jail_result_clear(&r);
+        CHECK(stat(made, &st) == 0 && !(st.st_mode & (S_ISUID | S_ISGID)));
         /* another owner's file in the folder: not mapped, not the child's */
         snprintf(spec, sizeof(spec), "w%s", theirs);
         char *t;
