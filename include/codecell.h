@@ -507,14 +507,17 @@ CODECELL_API int codecell_host_check(codecell_layer_report *reports, size_t max)
  *
  * Walls, applied in the child before the function's first instruction: new user, pid, mount,
  * IPC, UTS and (unless network) network namespaces; the child runs as the caller's uid, or as
- * nobody (65534) when the caller is root, with no capability anywhere; no_new_privs; the
+ * nobody (65534) when the caller is root (its fs_allow folders idmapped so that nobody writes
+ * there as their owner), with no capability anywhere; no_new_privs; the
  * seccomp filter of a cell that allows subprocesses (no new namespaces, mounts, ptrace, bpf …;
  * without network, no socket but AF_UNIX); Landlock granting only fs_allow (read-write),
  * fs_read_allow and the seed's system paths (read-only), at their own host paths; a fresh
  * /proc; memory and process limits in a cgroup (v2, or v1 on hybrid hosts) or by rlimits; a
- * wall clock and a CPU budget enforced from the parent; every fd but the answer's pointing at
- * /dev/null. Thread-safe; see "Threads" in docs/jail.md for what only the calling thread
- * existing in the child means for the function. */
+ * wall clock and a CPU budget enforced from the parent; every fd but the answer's and
+ * keep_open's pointing at /dev/null. Made inside another jail, a jail has no namespaces of its
+ * own and stands inside the outer's walls (docs/jail.md, "Nested jails"). Thread-safe; see
+ * "Threads" in docs/jail.md for what only the calling thread existing in the child means for
+ * the function. */
 
 typedef enum codecell_jail_outcome {
         CODECELL_JAIL_VALUE = 0,   /* the function handed back its value (data) */
@@ -537,8 +540,12 @@ typedef struct codecell_jail_options {
         const char *const *fs_allow;      /* read and write beneath each */
         const char *const *fs_read_allow; /* read beneath each */
         bool network; /* true: the host's network (and inet sockets); false: none */
-        codecell_policy on_unsupported; /* a host without Landlock or a cgroup */
-        void *reserved[4];              /* zero */
+        codecell_policy on_unsupported; /* a host without Landlock (or idmapped mounts) */
+        /* The caller's descriptors the function may use as they are (the same open file: its
+         * offset, its access mode, a socket's peer), terminated by -1; every other one points
+         * at /dev/null in the child. Each must be open; at most 64. NULL: none. */
+        const int *keep_open;
+        void *reserved[3]; /* zero */
 } codecell_jail_options;
 
 typedef struct codecell_jail_result {

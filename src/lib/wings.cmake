@@ -58,12 +58,13 @@ codecell_wing(tools USES spec results mcp_client SOURCES
 # sandboxes.
 codecell_wing(walls USES spec SOURCES
   sandbox.c sandbox_entry.c seccomp_filter.c landlock.c capabilities.c netns.c cgroup.c cgroup_v1.c cgroup_v2.c
-  mount_plan.c mount_roots.c cpu_time.c zygote.c zygote_walls.c check.c
+  mount_plan.c mount_roots.c idmap.c cpu_time.c zygote.c zygote_walls.c check.c
   ${CMAKE_BINARY_DIR}/zygote_so.c ${CMAKE_BINARY_DIR}/init_bin.c)
 target_link_libraries(engine_walls PUBLIC PkgConfig::SECCOMP)
 # A caller's function in a forked child behind a sandbox's walls (codecell_jail_*).
 codecell_wing(jail USES walls SOURCES
-  jail.c jail_child.c jail_cgroup.c jail_reaper.c jail_wait.c jail_netns.c)
+  jail.c jail_child.c jail_cgroup.c jail_reaper.c jail_wait.c jail_netns.c
+  jail_idmap.c jail_nested.c jail_keep_open.c)
 # The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
 # disposal, the description.
 codecell_wing(run USES tools walls SOURCES

@@ -407,10 +407,10 @@ static void test_threads(void)
 
 static int inherited[2];
 
+/* Writes "leak" to the descriptor *arg and answers what write returned. */
 static void fds_fn(codecell_jail *jail, void *arg)
 {
-        (void)arg;
-        ssize_t n = write(inherited[1], "leak", 4);
+        ssize_t n = write(*(const int *)arg, "leak", 4);
         char text[32];
         snprintf(text, sizeof(text), "%zd", n);
         answer_text(jail, CODECELL_JAIL_VALUE, text);
@@ -419,7 +419,7 @@ static void fds_fn(codecell_jail *jail, void *arg)
 static void test_fds(void)
 {
         CHECK(pipe(inherited) == 0);
-        codecell_jail_result r = run(NULL, fds_fn, NULL);
+        codecell_jail_result r = run(NULL, fds_fn, &inherited[1]);
         CHECK(r.outcome == CODECELL_JAIL_VALUE); /* the write "worked": into /dev/null */
         fcntl(inherited[0], F_SETFL, O_NONBLOCK);
         char buf[8];
@@ -489,6 +489,320 @@ static void test_bad_options(void)
         CHECK(codecell_jail_run(&o, NULL, NULL, &r, &err) == -EINVAL);
 }
 
+/* Creates name in the folder arg and answers "ok" and the folder's owner as the child sees it,
+ * or the error. */
+static void create_fn(codecell_jail *jail, void *arg)
+{
+        char path[256], text[160];
+        snprintf(path, sizeof(path), "%s/made-in-jail", (const char *)arg);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        struct stat st = {0};
+        stat((const char *)arg, &st);
+        if (fd >= 0) {
+                close(fd);
+                snprintf(text, sizeof(text), "ok owner=%u", (unsigned)st.st_uid);
+        } else {
+                snprintf(text, sizeof(text), "%s", strerror(errno));
+        }
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+/* In an idmapped folder what the child makes is its owner's (root's): a setuid bit there
+ * would be a setuid-root program on the host. Answers how chmod and a creation with the bit
+ * ended. */
+static void setuid_fn(codecell_jail *jail, void *arg)
+{
+        char path[256], text[160];
+        snprintf(path, sizeof(path), "%s/made-in-jail", (const char *)arg);
+        int c = chmod(path, 04755);
+        const char *chmod_why = c == 0 ? "made" : strerror(errno);
+        snprintf(path, sizeof(path), "%s/suid", (const char *)arg);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 04755);
+        snprintf(text, sizeof(text), "%s|%s", chmod_why, fd >= 0 ? "made" : strerror(errno));
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+static bool mounted_at(const char *dir)
+{
+        FILE *f = fopen("/proc/self/mountinfo", "r");
+        char line[4096];
+        bool found = false;
+        while (f && fgets(line, sizeof(line), f))
+                found = found || strstr(line, dir) != NULL;
+        if (f)
+                fclose(f);
+        return found;
+}
+
+/* A root caller's folder that only root may write (0700, as mkdtemp makes it): the child
+ * (nobody) writes there through an idmapped clone, and what it makes is root's on the host.
+ * A file of another owner inside stays another's; nothing is left mounted. */
+static void test_idmapped_fs_allow(void)
+{
+        if (geteuid() != 0) {
+                printf("SKIP idmapped fs_allow: needs root (the child of a root caller)\n");
+                return;
+        }
+        char dir[] = "/tmp/codecell-jail-XXXXXX", other[] = "/tmp/codecell-jail-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL && mkdtemp(other) != NULL);
+        char theirs[128], spec[160];
+        snprintf(theirs, sizeof(theirs), "%s/theirs", dir);
+        FILE *f = fopen(theirs, "w");
+        CHECK(f != NULL && fclose(f) == 0);
+        CHECK(chown(theirs, 1234, 1234) == 0 && chmod(theirs, 0644) == 0);
+        const char *allow[] = {dir, NULL};
+        codecell_jail_options o = {.fs_allow = allow, .on_unsupported = CODECELL_POLICY_RAISE};
+        codecell_error err = {0};
+        codecell_jail *j = codecell_jail_new(&o, &err);
+        if (!j && err.kind == CODECELL_ERR_UNSUPPORTED) {
+                printf("SKIP idmapped fs_allow: %s\n", err.message);
+                goto out;
+        }
+        CHECK(j != NULL && strstr(codecell_jail_layers(j), "idmapped_fs_allow") != NULL);
+        codecell_jail_free(j);
+        codecell_jail_result r = run(&o, create_fn, dir);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen("ok owner=65534") &&
+              memcmp(r.data, "ok owner=65534", r.len) == 0);
+        if (r.data)
+                printf("idmapped fs_allow: %.*s\n", (int)r.len, r.data);
+        codecell_jail_result_clear(&r);
+        char made[160];
+        snprintf(made, sizeof(made), "%s/made-in-jail", dir);
+        struct stat st;
+        CHECK(stat(made, &st) == 0 && st.st_uid == 0 && st.st_gid == 0);
+        r = run(&o, setuid_fn, dir);
+        char refused[64];
+        snprintf(refused, sizeof(refused), "%s|%s", strerror(EPERM), strerror(EPERM));
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(refused) &&
+              memcmp(r.data, refused, r.len) == 0);
+        codecell_jail_result_clear(&r);
+        CHECK(stat(made, &st) == 0 && !(st.st_mode & (S_ISUID | S_ISGID)));
+        /* another owner's file in the folder: not mapped, not the child's */
+        snprintf(spec, sizeof(spec), "w%s", theirs);
+        char *t;
+        CHECK_STR(t = open_in_jail(&o, spec), strerror(EACCES));
+        free(t);
+        /* a folder of root's outside fs_allow stays out of reach */
+        snprintf(spec, sizeof(spec), "w%s/new", other);
+        CHECK_STR(t = open_in_jail(&o, spec), strerror(EACCES));
+        free(t);
+        CHECK(!mounted_at(dir));
+        /* A folder of another owner inside, listed first: mounted after (over) the outer
+         * clone, so that its own mapping shows; what the child makes there is that owner's. */
+        char sub[96];
+        snprintf(sub, sizeof(sub), "%s/sub", dir);
+        CHECK(mkdir(sub, 0700) == 0 && chown(sub, 1234, 1234) == 0);
+        const char *both[] = {sub, dir, NULL};
+        codecell_jail_options b = {.fs_allow = both};
+        r = run(&b, create_fn, sub);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen("ok owner=65534") &&
+              memcmp(r.data, "ok owner=65534", r.len) == 0);
+        codecell_jail_result_clear(&r);
+        snprintf(made, sizeof(made), "%s/made-in-jail", sub);
+        CHECK(stat(made, &st) == 0 && st.st_uid == 1234 && st.st_gid == 1234);
+        /* A file system that cannot be idmapped (sysfs): on_unsupported decides, and says
+         * which folder. */
+        const char *sys[] = {"/sys/kernel", NULL};
+        codecell_jail_options s = {.fs_allow = sys, .on_unsupported = CODECELL_POLICY_RAISE};
+        CHECK(codecell_jail_new(&s, &err) == NULL && err.kind == CODECELL_ERR_UNSUPPORTED &&
+              strstr(err.message, "idmapped fs_allow: /sys/kernel: "));
+        s.on_unsupported = CODECELL_POLICY_WARN;
+        j = codecell_jail_new(&s, &err);
+        bool warned = false;
+        for (size_t i = 0; j && codecell_jail_warning(j, i); i++)
+                warned = warned ||
+                         strstr(codecell_jail_warning(j, i), "idmapped fs_allow: /sys/kernel");
+        CHECK(j != NULL && warned && strstr(codecell_jail_layers(j), "idmapped") == NULL);
+        codecell_jail_free(j);
+        /* a folder the child owns already needs no clone */
+        CHECK(chown(other, 65534, 65534) == 0);
+        const char *own[] = {other, NULL};
+        codecell_jail_options mine = {.fs_allow = own};
+        j = codecell_jail_new(&mine, &err);
+        CHECK(j != NULL && strstr(codecell_jail_layers(j), "idmapped") == NULL);
+        codecell_jail_free(j);
+out:;
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, other);
+        CHECK(system(cmd) == 0);
+}
+
+/* A host whose cgroup is not delegated (nobody's, here) still runs under "raise": RLIMIT_AS
+ * is the seed's own memory limit, a fallback told as a warning, not a missing layer. */
+static void test_raise_without_a_cgroup(void)
+{
+        codecell_jail_options o = {.on_unsupported = CODECELL_POLICY_RAISE,
+                                   .memory_bytes = 64u << 20};
+        codecell_error err = {0};
+        codecell_jail *j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL);
+        if (!j) {
+                fprintf(stderr, "raise without a cgroup: %s\n", err.message);
+                return;
+        }
+        const char *layers = codecell_jail_layers(j);
+        bool cgroup = strstr(layers, "cgroup_") != NULL;
+        printf("layers: %s\n", layers);
+        CHECK(cgroup || strstr(layers, "rlimit_as") != NULL);
+        if (!cgroup)
+                CHECK(codecell_jail_warning(j, 0) &&
+                      strncmp(codecell_jail_warning(j, 0), "cgroup: ", 8) == 0);
+        codecell_jail_free(j);
+        codecell_jail_result r = run(&o, memory_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_MEMORY);
+        codecell_jail_result_clear(&r);
+        o.on_unsupported = CODECELL_POLICY_IGNORE;
+        j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL && codecell_jail_warning(j, 0) == NULL);
+        codecell_jail_free(j);
+}
+
+/* What the inner jail's function does, by arg's first char. */
+static void inner_fn(codecell_jail *jail, void *arg)
+{
+        const char *what = arg;
+        char text[128];
+        if (what[0] == 'v') {
+                snprintf(text, sizeof(text), "inner pid=%d", (int)getpid());
+        } else if (what[0] == 'l') {
+                /* leaves a process behind: double fork, its own session */
+                pid_t p = fork();
+                if (p == 0) {
+                        setsid();
+                        if (fork() == 0)
+                                for (;;)
+                                        pause();
+                        _exit(0);
+                }
+                waitpid(p, NULL, 0);
+                snprintf(text, sizeof(text), "left");
+        } else {
+                for (;;)
+                        pause();
+        }
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+/* The outer function: runs the inner jail and answers what it saw. */
+static void outer_fn(codecell_jail *jail, void *arg)
+{
+        const char *what = arg;
+        char text[512];
+        codecell_jail_options o = {.timeout_ms = what[0] == 's' ? 300 : 0};
+        const char *allow[] = {what + 1, NULL};
+        if (what[0] == 'w') {
+                o.fs_allow = allow;
+                snprintf(text, sizeof(text), "w%s/inner", what + 1);
+                what = text;
+        }
+        codecell_error err = {0};
+        codecell_jail *probe = codecell_jail_new(&o, &err);
+        char layers[256] = "";
+        if (probe)
+                snprintf(layers, sizeof(layers), "%s", codecell_jail_layers(probe));
+        codecell_jail_free(probe);
+        codecell_jail_result r;
+        char out[512];
+        int rc = codecell_jail_run(&o, what[0] == 'w' ? open_fn : inner_fn, (void *)what, &r, &err);
+        if (rc < 0)
+                snprintf(out, sizeof(out), "error %s", err.message);
+        else
+                snprintf(out, sizeof(out), "%s %.*s|%s", codecell_jail_outcome_name(r.outcome),
+                         (int)r.len, r.data ? r.data : "", layers);
+        codecell_jail_result_clear(&r);
+        /* nothing of the inner jail outlives its run */
+        char path[64], kids[64] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+        FILE *f = fopen(path, "r");
+        if (f && !fgets(kids, sizeof(kids), f))
+                kids[0] = '\0';
+        if (f)
+                fclose(f);
+        int procs = 0;
+        for (int pid = 2; pid < 4096; pid++)
+                procs += kill(pid, 0) == 0 && pid != getpid();
+        size_t n = strlen(out);
+        snprintf(out + n, sizeof(out) - n, "|children=%s|others=%d", kids, procs);
+        answer_text(jail, CODECELL_JAIL_VALUE, out);
+}
+
+static char *outer_says(const codecell_jail_options *o, const char *what)
+{
+        codecell_jail_result r = run(o, outer_fn, (void *)what);
+        char *text = strndup(r.outcome == CODECELL_JAIL_VALUE && r.data ? r.data : "", r.len);
+        codecell_jail_result_clear(&r);
+        printf("nested %c: %s\n", what[0], text);
+        return text;
+}
+
+/* A jail inside a jail: no namespaces of its own (the outer's filter refuses them), but its
+ * own fork, Landlock stacked on the outer's, its own clock, and nothing left behind. */
+static void test_nested(void)
+{
+        char dir[] = "/tmp/codecell-jail-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL);
+        chmod(dir, 0777);
+        char *t = outer_says(NULL, "v");
+        CHECK(strncmp(t, "value inner pid=", 16) == 0 && strstr(t, "inner pid=1|") == NULL);
+        CHECK(strstr(t, "inside_another_jail") && strstr(t, "landlock_abi_") &&
+              strstr(t, "seccomp"));
+        CHECK(strstr(t, "|children=|others=0") != NULL);
+        free(t);
+        t = outer_says(NULL, "l");
+        CHECK(strncmp(t, "value left|", 11) == 0 && strstr(t, "|children=|others=0") != NULL);
+        free(t);
+        t = outer_says(NULL, "s");
+        CHECK(strncmp(t, "timeout |", 9) == 0 && strstr(t, "|children=|others=0") != NULL);
+        free(t);
+        /* the outer grants dir; the inner grants it too: both walls allow the write */
+        const char *allow[] = {dir, NULL};
+        codecell_jail_options o = {.fs_allow = allow};
+        char what[64];
+        snprintf(what, sizeof(what), "w%s", dir);
+        t = outer_says(&o, what);
+        CHECK(strncmp(t, "value ok|", 9) == 0);
+        free(t);
+        /* the outer does not grant it: the inner's fs_allow cannot widen the outer's walls */
+        t = outer_says(NULL, what);
+        CHECK(strncmp(t, "value Permission denied|", 24) == 0 ||
+              strncmp(t, "value Read-only", 15) == 0);
+        free(t);
+        char cmd[96];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        CHECK(system(cmd) == 0);
+}
+
+static int kept[2];
+
+/* keep_open hands chosen descriptors to the function as they are; the rest stay /dev/null. */
+static void test_keep_open(void)
+{
+        CHECK(pipe(kept) == 0);
+        int keep[] = {kept[1], -1};
+        codecell_jail_options o = {.keep_open = keep};
+        codecell_jail_result r = run(&o, fds_fn, &kept[1]);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.len == 1 && r.data[0] == '4');
+        codecell_jail_result_clear(&r);
+        char buf[8] = "";
+        fcntl(kept[0], F_SETFL, O_NONBLOCK);
+        CHECK(read(kept[0], buf, sizeof(buf)) == 4 && memcmp(buf, "leak", 4) == 0);
+        codecell_error err = {0};
+        int closed[] = {kept[1] + 100, -1};
+        o.keep_open = closed;
+        CHECK(codecell_jail_new(&o, &err) == NULL && err.kind == CODECELL_ERR_INVALID &&
+              strstr(err.message, "is not open"));
+        int negative[] = {-7, -1};
+        o.keep_open = negative;
+        CHECK(codecell_jail_new(&o, &err) == NULL && strstr(err.message, "not a descriptor"));
+        int ns = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+        int namespace[] = {ns, -1};
+        o.keep_open = namespace;
+        CHECK(codecell_jail_new(&o, &err) == NULL && strstr(err.message, "a namespace's"));
+        close(ns);
+        close(kept[0]);
+        close(kept[1]);
+}
+
 /* Whether this process has no child left (the reaper thread collected the keepers), polled
  * with a generous deadline. */
 static bool no_children_within(int seconds)
@@ -543,7 +857,8 @@ static void test_layouts(void)
         CHECK(offsetof(codecell_jail_options, fs_allow) == 40);
         CHECK(offsetof(codecell_jail_options, network) == 56);
         CHECK(offsetof(codecell_jail_options, on_unsupported) == 60);
-        CHECK(offsetof(codecell_jail_options, reserved) == 64);
+        CHECK(offsetof(codecell_jail_options, keep_open) == 64);
+        CHECK(offsetof(codecell_jail_options, reserved) == 72);
         CHECK(sizeof(codecell_jail_result) == 88);
         CHECK(offsetof(codecell_jail_result, data) == 16);
         CHECK(offsetof(codecell_jail_result, memory_peak_bytes) == 48);
@@ -572,6 +887,10 @@ int main(int argc, char **argv)
         test_fds();
         test_other_outcomes();
         test_bad_options();
+        test_idmapped_fs_allow();
+        test_raise_without_a_cgroup();
+        test_nested();
+        test_keep_open();
         test_collected_after_a_fork();
         CHECK(no_children_within(60));
         CHECK_DONE();

@@ -3,7 +3,7 @@ tools written as Python callables. See the package's README.md."""
 from ._native import CodeCellError
 from .cell import Cancel, Cell, Session
 from .jail import (FilesystemError, JailError, MemoryError, SandboxError, TimeoutError,
-                   UnsupportedPlatformError, configure, jail)
+                   UnsupportedPlatformError, configure, jail, jail_layers)
 from .result import Result
 from .tool import Tool, mount, mount_rw, tool_name
 
@@ -12,4 +12,5 @@ __version__ = "0.1.0"
 # import would hide Python's own.
 __all__ = ["Cancel", "Cell", "CodeCellError", "FilesystemError", "JailError", "Result",
            "SandboxError", "Session", "Tool", "UnsupportedPlatformError", "configure", "jail",
+           "jail_layers",
            "mount", "mount_rw", "tool_name"]

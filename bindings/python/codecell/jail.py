@@ -19,7 +19,7 @@ import warnings
 from . import _answer
 from ._native import E, Error as _CError, P, CodeCellError, POLICIES, cstr, lib, libc
 
-__all__ = ["jail", "configure", "reset", "JailError", "FilesystemError", "SandboxError",
+__all__ = ["jail", "jail_layers", "configure", "reset", "JailError", "FilesystemError", "SandboxError",
            "UnsupportedPlatformError"]
 
 
@@ -63,7 +63,8 @@ class _Options(ctypes.Structure):
                 ("memory_bytes", ctypes.c_uint64), ("pids", ctypes.c_uint64),
                 ("answer_bytes", ctypes.c_uint64), ("fs_allow", ctypes.c_void_p),
                 ("fs_read_allow", ctypes.c_void_p), ("network", ctypes.c_bool),
-                ("on_unsupported", ctypes.c_int), ("reserved", ctypes.c_void_p * 4)]
+                ("on_unsupported", ctypes.c_int), ("keep_open", ctypes.c_void_p),
+                ("reserved", ctypes.c_void_p * 3)]
 
 
 class _Result(ctypes.Structure):
@@ -88,6 +89,8 @@ lib.codecell_jail_free.restype = None
 lib.codecell_jail_free.argtypes = [P]
 lib.codecell_jail_warning.restype = ctypes.c_char_p
 lib.codecell_jail_warning.argtypes = [P, ctypes.c_size_t]
+lib.codecell_jail_layers.restype = ctypes.c_char_p
+lib.codecell_jail_layers.argtypes = [P]
 lib.codecell_jail_result_clear.restype = None
 lib.codecell_jail_result_clear.argtypes = [ctypes.POINTER(_Result)]
 
@@ -133,11 +136,14 @@ def _positive(name, value):
 
 
 def jail(fn=None, *args, timeout=None, cpu_timeout=None, memory_mb=None, fs_allow=None,
-         fs_read_allow=None, network=False, **kwargs):
+         fs_read_allow=None, network=False, keep_open=None, **kwargs):
     """Runs fn(*args, **kwargs) in a jailed child and returns its value. Without fn, a
-    decorator: @codecell.jail(timeout=5) makes each call of the function run jailed."""
+    decorator: @codecell.jail(timeout=5) makes each call of the function run jailed.
+    keep_open: files or sockets (anything with fileno()) or descriptors the function may use
+    as they are; every other descriptor points at /dev/null in the child."""
     options = dict(timeout=timeout, cpu_timeout=cpu_timeout, memory_mb=memory_mb,
-                   fs_allow=fs_allow, fs_read_allow=fs_read_allow, network=network)
+                   fs_allow=fs_allow, fs_read_allow=fs_read_allow, network=network,
+                   keep_open=keep_open)
     if fn is None:
         def decorate(f):
             @functools.wraps(f)
@@ -158,6 +164,27 @@ def _paths(paths, name):
             raise TypeError("%s: %r is not a path" % (name, p))
         out.append(cstr(p, name))
     return out
+
+
+def _descriptors(keep_open):
+    """keep_open's descriptors: an int, or an open object with fileno() (a file, a socket);
+    the library checks that each is open."""
+    if keep_open is None:
+        return []
+    if not isinstance(keep_open, (list, tuple)):
+        raise TypeError("keep_open must be a list of files, sockets or descriptors")
+    fds = []
+    for f in keep_open:
+        if isinstance(f, bool) or not (isinstance(f, int) or hasattr(f, "fileno")):
+            raise TypeError("keep_open: %r is not a file, a socket or a descriptor" % (f,))
+        if not isinstance(f, int):
+            if getattr(f, "closed", False):
+                raise ValueError("keep_open: %r is closed" % (f,))
+            f = f.fileno()
+            if f < 0:  # a closed socket's
+                raise ValueError("keep_open: a closed socket")
+        fds.append(f if 0 <= f <= 0x7fffffff else -2)  # -1 ends the list: -2, refused
+    return fds
 
 
 def _c_list(items):
@@ -195,14 +222,16 @@ def _runtime_paths():
     return [d for d in kept if not inside(d, [k for k in kept if k != d])]
 
 
-def _prepare(limits, fs_allow, fs_read_allow, network, policy):
+def _prepare(limits, fs_allow, fs_read_allow, network, policy, fds=()):
     allow, allow_p = _c_list(_paths(fs_allow, "fs_allow"))
+    keep = (ctypes.c_int * (len(fds) + 1))(*fds, -1)
     read, read_p = _c_list(_paths(list(fs_read_allow or []) + _runtime_paths(), "fs_read_allow"))
     o = _Options(timeout_ms=int(limits["timeout"] * 1000 + 0.999),
                  cpu_ms=int(limits["cpu_timeout"] * 1000 + 0.999),
                  memory_bytes=int(limits["memory_mb"] * 1024 * 1024),
                  fs_allow=allow_p, fs_read_allow=read_p, network=bool(network),
-                 on_unsupported=POLICIES[policy])
+                 on_unsupported=POLICIES[policy],
+                 keep_open=ctypes.cast(keep, ctypes.c_void_p))
     err = _CError()
     j = lib.codecell_jail_new(ctypes.byref(o), ctypes.byref(err))
     if not j:
@@ -235,8 +264,9 @@ def _run(fn, args, kwargs, options):
         _positive(name, value)
     limits = {"timeout": timeout, "cpu_timeout": cpu, "memory_mb": memory}
     fs_allow = options["fs_allow"] if options["fs_allow"] is not None else cfg["default_fs_allow"]
+    fds = _descriptors(options["keep_open"])
     j = _prepare(limits, fs_allow, options["fs_read_allow"], options["network"],
-                 cfg["on_unsupported"])
+                 cfg["on_unsupported"], fds)
     try:
         pid = os.fork()
         if pid == 0:
@@ -250,6 +280,21 @@ def _run(fn, args, kwargs, options):
             return _interpret(result, data, limits, cfg["trusted_classes"])
         finally:
             lib.codecell_jail_result_clear(ctypes.byref(result))
+    finally:
+        lib.codecell_jail_free(j)
+
+
+def jail_layers(fs_allow=None, fs_read_allow=None, network=False):
+    """The walls a jail with these options would have on this host, as jail() would make them
+    ("landlock_abi_6", "cgroup_v2" or "rlimit_as", "idmapped_fs_allow", "inside_another_jail"
+    ...); nothing runs. Raises as jail() would under on_unsupported="raise"."""
+    cfg = dict(_config)
+    limits = {"timeout": cfg["default_timeout"], "cpu_timeout": cfg["default_timeout"],
+              "memory_mb": cfg["default_memory_mb"]}
+    fs_allow = fs_allow if fs_allow is not None else cfg["default_fs_allow"]
+    j = _prepare(limits, fs_allow, fs_read_allow, network, cfg["on_unsupported"])
+    try:
+        return lib.codecell_jail_layers(j).decode("utf-8").split(",")
     finally:
         lib.codecell_jail_free(j)
 
@@ -288,10 +333,8 @@ def _call(fn, args, kwargs):
         return (FILESYSTEM if _filesystem(e) else RAISED), _dump_error(e)
     try:
         return VALUE, _answer.dumps(value)
-    except Exception as e:  # noqa: B902 - whatever pickle raises
-        return RAISED, json.dumps({"class": "codecell.Unpicklable", "backtrace": [],
-                                   "message": "the function's value cannot be passed back: "
-                                              "%s: %s" % (type(e).__name__, e)}).encode()
+    except Exception as e:  # noqa: B902 - whatever pickle raises: the seed's SandboxError
+        return RAISED, _dump_error(e)
 
 
 _FILESYSTEM_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
@@ -330,8 +373,6 @@ def _interpret(r, data, limits, trusted):
             raise JailError("the function's error came back malformed") from None
         if r.outcome == FILESYSTEM:
             raise FilesystemError(message)
-        if cls == "codecell.Unpicklable":
-            raise JailError(message)
         raise SandboxError(cls, message, backtrace)
     if r.outcome == TIMEOUT:
         if r.cpu:

@@ -4,6 +4,7 @@ require_relative "helper"
 require "socket"
 require "open3"
 require "rbconfig"
+require "tempfile"
 
 # CodeCell.jail against the real kernel, as root and as nobody (tests/bindings/install.sh).
 class TestJail < Minitest::Test
@@ -164,10 +165,124 @@ class TestJail < Minitest::Test
     ticker&.kill
   end
 
+  # As the seed: Marshal.dump raises TypeError in the child, which comes back as a SandboxError.
   def test_a_value_that_cannot_be_marshalled
-    error = assert_raises(CodeCell::Error) { CodeCell.jail { proc { 1 } } }
-    assert_match(/cannot be passed back.*Proc/, error.message)
-    refute_kind_of CodeCell::SandboxError, error
+    error = assert_raises(CodeCell::SandboxError) { CodeCell.jail { proc { 1 } } }
+    assert_equal "TypeError", error.original_class
+    assert_match(/no _dump_data is defined for class Proc/, error.original_message)
+    error = assert_raises(CodeCell::SandboxError) { CodeCell.jail { [1, $stdout] } }
+    assert_equal "TypeError", error.original_class
+  end
+
+  # A root caller's folder that only root may write (Dir.mktmpdir: 0700) is the child's to
+  # write through an idmapped clone; what it makes is root's on the host, a file of another
+  # owner inside stays another's, and nothing stays mounted.
+  def test_fs_allow_honours_a_root_callers_ownership
+    skip "needs root: the child of a root caller runs as nobody" unless root?
+
+    Dir.mktmpdir("codecell-jail") do |dir|
+      assert_equal 0o700, File.stat(dir).mode & 0o777
+      File.write("#{dir}/theirs", "theirs")
+      File.chown(1234, 1234, "#{dir}/theirs")
+      layers = CodeCell.jail_layers(fs_allow: [dir])
+      skip "this file system cannot be idmapped: #{layers.inspect}" unless layers.include?("idmapped_fs_allow")
+
+      seen = CodeCell.jail(fs_allow: [dir]) do
+        File.write("#{dir}/made", "in the jail")
+        [Process.uid, File.stat(dir).uid]
+      end
+      assert_equal [65_534, 65_534], seen
+      assert_equal [0, 0], [File.stat("#{dir}/made").uid, File.stat("#{dir}/made").gid]
+      assert_raises(CodeCell::FilesystemError) { CodeCell.jail(fs_allow: [dir]) { File.write("#{dir}/theirs", "x") } }
+      assert_equal "theirs", File.read("#{dir}/theirs")
+      Dir.mktmpdir("codecell-jail-other") do |other|
+        assert_raises(CodeCell::FilesystemError) do
+          CodeCell.jail(fs_allow: [dir]) { File.write("#{other}/x", "x") }
+        end
+      end
+      refute_includes File.read("/proc/self/mountinfo"), dir
+    end
+  end
+
+  # agent_jail's memory limit is RLIMIT_AS: a host without a delegated cgroup (nobody's, here)
+  # runs under :raise with a warning, and the limit holds.
+  def test_raise_without_a_cgroup_falls_back_to_rlimit_as
+    CodeCell.configure { |c| c.on_unsupported = :raise }
+    assert_equal 2, CodeCell.jail { 1 + 1 }
+    layers = CodeCell.jail_layers
+    assert(layers.include?("rlimit_as") || layers.any? { |l| l.start_with?("cgroup_") }, layers.inspect)
+    assert(layers.any? { |l| l.start_with?("landlock_abi_") }, layers.inspect)
+    assert_raises(CodeCell::MemoryError) { CodeCell.jail(memory_mb: 64) { "x" * 400_000_000 } }
+  end
+
+  # A jail inside a jail: no namespaces of its own (the outer's filter refuses them), but its
+  # own fork and clock, Landlock stacked on the outer's, and nothing left behind.
+  def test_nested_jails
+    assert_equal 1, CodeCell.jail { CodeCell.jail { 1 } }
+    inner_pid, layers = CodeCell.jail { [CodeCell.jail { Process.pid }, CodeCell.jail_layers] }
+    refute_equal 1, inner_pid
+    assert_includes layers, "inside_another_jail"
+    assert(layers.any? { |l| l.start_with?("landlock_abi_") }, layers.inspect)
+    assert_equal :timeout, CodeCell.jail {
+      begin
+        CodeCell.jail(timeout: 0.3) { sleep }
+      rescue CodeCell::TimeoutError
+        :timeout
+      end
+    }
+    error = assert_raises(CodeCell::SandboxError) { CodeCell.jail { CodeCell.jail { raise "inner" } } }
+    assert_equal "CodeCell::SandboxError", error.original_class
+    assert_equal "RuntimeError: inner", error.original_message
+    scratch do |dir|
+      # the inner jail cannot widen the outer's walls
+      error = assert_raises(CodeCell::SandboxError) do
+        CodeCell.jail { CodeCell.jail(fs_allow: [dir]) { File.write("#{dir}/x", "x") } }
+      end
+      assert_equal "CodeCell::FilesystemError", error.original_class
+      assert_equal "yes", CodeCell.jail(fs_allow: [dir]) {
+        CodeCell.jail(fs_allow: [dir]) { File.write("#{dir}/x", "yes") }
+        File.read("#{dir}/x")
+      }
+    end
+  end
+
+  # keep_open hands the block the parent's open files as they are: the same offset, the same
+  # peer; the rest still read as empty.
+  def test_keep_open
+    Tempfile.create("codecell-kept") do |f|
+      f.write("hello world")
+      f.flush
+      f.rewind
+      assert_equal "hello", CodeCell.jail(keep_open: [f]) { f.read(5) }
+      assert_equal 5, f.pos # the offset is shared
+      assert_nil CodeCell.jail { f.read(5) } # not kept: /dev/null
+      a, b = UNIXSocket.pair
+      CodeCell.jail(keep_open: [a]) { a.write("from the jail") }
+      assert_equal "from the jail", b.read_nonblock(100)
+      r, w = IO.pipe
+      CodeCell.jail(keep_open: [w.fileno]) { w.write("by number"); w.flush; nil }
+      w.close
+      assert_equal "by number", r.read
+    ensure
+      [a, b, r].each { |io| io&.close }
+    end
+  end
+
+  def test_keep_open_refuses
+    assert_raises(TypeError) { CodeCell.jail(keep_open: ["/etc/passwd"]) { 1 } }
+    assert_raises(TypeError) { CodeCell.jail(keep_open: $stdout) { 1 } }
+    r, w = IO.pipe
+    w.close
+    assert_raises(ArgumentError) { CodeCell.jail(keep_open: [w]) { 1 } }
+    error = assert_raises(ArgumentError) { CodeCell.jail(keep_open: [r.fileno + 1000]) { 1 } }
+    assert_match(/is not open/, error.message)
+    assert_raises(ArgumentError) { CodeCell.jail(keep_open: [-3]) { 1 } }
+    File.open("/proc/self/ns/user") do |ns|
+      error = assert_raises(ArgumentError) { CodeCell.jail(keep_open: [ns]) { 1 } }
+      assert_match(/namespace/, error.message)
+    end
+  ensure
+    r&.close
   end
 
   def test_only_trusted_classes_load_in_the_parent

@@ -51,19 +51,31 @@ static void add_layer(struct codecell_jail *j, const char *name)
         snprintf(j->layers + used, sizeof(j->layers) - used, "%s%s", used ? "," : "", name);
 }
 
-static int missing_layer(struct codecell_jail *j, const char *what, codecell_error *err)
+/* Notes what under the jail's warnings (the first few). */
+static int warn_of(struct codecell_jail *j, const char *what, codecell_error *err)
 {
-        if (j->options.on_unsupported == CODECELL_POLICY_RAISE)
-                return err_set(err, CODECELL_ERR_UNSUPPORTED, ENOTSUP,
-                               "%s (on_unsupported is \"raise\")", what);
-        if (j->options.on_unsupported == CODECELL_POLICY_WARN &&
-            j->n_warnings < JAIL_MAX_WARNINGS) {
+        if (j->n_warnings < JAIL_MAX_WARNINGS) {
                 j->warnings[j->n_warnings] = strdup(what);
                 if (!j->warnings[j->n_warnings])
                         return err_sys(err, ENOMEM, "jail");
                 j->n_warnings++;
         }
         return 0;
+}
+
+/* A wall replaced by the one the seed itself stands on (RLIMIT_AS for the cgroup): told under
+ * "warn" and "raise", refused by neither. */
+static int fallen_back(struct codecell_jail *j, const char *what, codecell_error *err)
+{
+        return j->options.on_unsupported == CODECELL_POLICY_IGNORE ? 0 : warn_of(j, what, err);
+}
+
+static int missing_layer(struct codecell_jail *j, const char *what, codecell_error *err)
+{
+        if (j->options.on_unsupported == CODECELL_POLICY_RAISE)
+                return err_set(err, CODECELL_ERR_UNSUPPORTED, ENOTSUP,
+                               "%s (on_unsupported is \"raise\")", what);
+        return j->options.on_unsupported == CODECELL_POLICY_WARN ? warn_of(j, what, err) : 0;
 }
 
 static int check_options(codecell_jail_options *o, codecell_error *err)
@@ -92,10 +104,24 @@ static int check_options(codecell_jail_options *o, codecell_error *err)
         return 0;
 }
 
+/* Whether dir is one of the fs_allow folders, which the child sees as its own (jail_idmap.c). */
+static bool in_fs_allow(const char *dir, const char *const *fs_allow)
+{
+        for (size_t i = 0; fs_allow && fs_allow[i]; i++) {
+                char *real = fs_allow[i][0] ? realpath(fs_allow[i], NULL) : NULL;
+                bool same = real && strcmp(real, dir[0] ? dir : "/") == 0;
+                free(real);
+                if (same)
+                        return true;
+        }
+        return false;
+}
+
 /* Whether the child of a root caller (nobody, no supplementary group) may search every folder
  * down to path, by the mode bits: a folder under /root is out of its reach whatever Landlock
- * grants, and opening it for the rule would fail the set-up. */
-static bool reachable(const char *path, uid_t uid, gid_t gid)
+ * grants, and opening it for the rule would fail the set-up. An fs_allow folder on the way
+ * counts as the child's: it is idmapped so. */
+static bool reachable(const char *path, uid_t uid, gid_t gid, const char *const *fs_allow)
 {
         char dir[PATH_MAX];
         size_t len = strlen(path);
@@ -108,7 +134,7 @@ static bool reachable(const char *path, uid_t uid, gid_t gid)
                 if (stat(dir[0] ? dir : "/", &st) < 0)
                         return false;
                 mode_t x = st.st_uid == uid ? S_IXUSR : st.st_gid == gid ? S_IXGRP : S_IXOTH;
-                if (!(st.st_mode & x))
+                if (!(st.st_mode & x) && !((st.st_mode & S_IXUSR) && in_fs_allow(dir, fs_allow)))
                         return false;
         }
         return true;
@@ -117,7 +143,7 @@ static bool reachable(const char *path, uid_t uid, gid_t gid)
 /* Resolves one list into jail->paths: a path that does not exist or that the child cannot
  * reach is left out (as the seed does); any other failure names the path. */
 static int add_paths(struct codecell_jail *j, const char *const *list, const char *what,
-                     codecell_error *err)
+                     const char *const *fs_allow, codecell_error *err)
 {
         for (size_t i = 0; list && list[i]; i++) {
                 if (!list[i][0])
@@ -131,7 +157,7 @@ static int add_paths(struct codecell_jail *j, const char *const *list, const cha
                                        list[i]);
                 /* A caller that is not root has the child's own ids and groups: realpath
                  * reaching the path is the answer. */
-                if (j->privileged && !reachable(real, j->host_uid, j->host_gid)) {
+                if (j->privileged && !reachable(real, j->host_uid, j->host_gid, fs_allow)) {
                         free(real);
                         continue;
                 }
@@ -194,15 +220,18 @@ static void add_rlimit(struct codecell_jail *j, int id, rlim_t soft, rlim_t hard
 static int plan_limits(struct codecell_jail *j, codecell_error *err)
 {
         codecell_error why = {0};
-        if (jail_cgroup_create(j, &why) == 0) {
+        /* Inside another jail the outer's cgroup (if any) holds this one too, and a cgroup
+         * of its own is out of the outer's reach: RLIMIT_AS, as for any jail without one. */
+        if (!j->nested && jail_cgroup_create(j, &why) == 0)
                 add_layer(j, j->cgroup.backend->name);
-        } else {
+        if (!j->has_cgroup) {
                 char what[sizeof(why.message) + 96];
                 snprintf(what, sizeof(what),
                          "cgroup: %s; memory is limited by RLIMIT_AS (on top of what the child "
                          "shares) and processes by RLIMIT_NPROC instead",
-                         why.message);
-                int r = missing_layer(j, what, err);
+                         j->nested ? "none inside another jail" : why.message);
+                /* agent_jail's own memory limit: not a missing layer, even under "raise". */
+                int r = j->nested ? 0 : fallen_back(j, what, err);
                 if (r < 0)
                         return r;
                 /* The snapshot's own mappings count against RLIMIT_AS: the budget comes on top. */
@@ -218,6 +247,20 @@ static int plan_limits(struct codecell_jail *j, codecell_error *err)
         add_rlimit(j, RLIMIT_NPROC, j->options.pids, j->options.pids);
         /* A core dump would write the caller's memory (its secrets among it) to disk. */
         add_rlimit(j, RLIMIT_CORE, 0, 0);
+        jail_clamp_rlimits(j);
+        return 0;
+}
+
+/* A root caller's fs_allow folders, writable as their owner (jail_idmap.c). */
+static int plan_idmaps(struct codecell_jail *j, codecell_error *err)
+{
+        if (!j->privileged || j->nested)
+                return 0;
+        char why[sizeof(err->message)];
+        if (jail_idmap_prepare(j, why, sizeof(why)) < 0)
+                return missing_layer(j, why, err);
+        if (j->n_idmapped > 0)
+                add_layer(j, "idmapped_fs_allow");
         return 0;
 }
 
@@ -248,17 +291,24 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
                 goto fail;
         j->parent = getpid();
         j->privileged = geteuid() == 0;
+        j->nested = jail_nested();
         /* Never root on the host: a root caller's child runs as nobody. */
         j->host_uid = j->privileged ? 65534 : geteuid();
         j->host_gid = j->privileged ? 65534 : getegid();
-        if (add_paths(j, options ? options->fs_allow : NULL, "fs_allow", err) < 0)
+        const char *const *fs_allow = options ? options->fs_allow : NULL;
+        if (add_paths(j, fs_allow, "fs_allow", fs_allow, err) < 0)
                 goto fail;
         size_t n_read_write = j->n_paths;
         j->n_read_write = n_read_write;
-        if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", err) < 0)
+        if (add_paths(j, options ? options->fs_read_allow : NULL, "fs_read_allow", fs_allow, err) <
+            0)
                 goto fail;
-        add_layer(j, "user_namespace,mount_namespace,pid_namespace,ipc_namespace,uts_namespace");
-        if (!j->options.network)
+        if (j->nested)
+                add_layer(j, "inside_another_jail");
+        else
+                add_layer(j, "user_namespace,mount_namespace,pid_namespace,ipc_namespace,"
+                             "uts_namespace");
+        if (!j->options.network && !j->nested)
                 add_layer(j, "network_namespace");
         add_layer(j, "seccomp,no_new_privs,capabilities_dropped,rlimits");
         pthread_once(&seccomp_once, compile_filters);
@@ -269,6 +319,8 @@ codecell_jail *codecell_jail_new(const codecell_jail_options *options, codecell_
         }
         j->seccomp = &seccomp_programs[j->options.network ? 1 : 0];
         if (plan_landlock(j, n_read_write, err) < 0 || plan_limits(j, err) < 0 ||
+            plan_idmaps(j, err) < 0 ||
+            jail_keep_open_plan(j, options ? options->keep_open : NULL, err) < 0 ||
             open_pipes(j, err) < 0)
                 goto fail;
         if (j->privileged && !j->options.network) {
@@ -289,6 +341,7 @@ void codecell_jail_free(codecell_jail *j)
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 close_fd(fds[i]);
         jail_netns_give_back(j->netns_fd);
+        jail_idmap_close(j);
         if (j->has_cgroup)
                 j->cgroup.backend->destroy(&j->cgroup);
         for (size_t i = 0; i < j->n_paths; i++)

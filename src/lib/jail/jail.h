@@ -24,6 +24,7 @@
 #define JAIL_MAX_PATHS 64
 #define JAIL_MAX_WARNINGS 4
 #define JAIL_RLIMITS 5
+#define JAIL_MAX_KEEP_OPEN 64
 
 enum jail_record_type {
         JAIL_FAILED = 1, /* set-up failed in the keeper or the jailed process */
@@ -65,6 +66,17 @@ struct codecell_jail {
         bool has_cgroup;
         struct cgroup cgroup;
         int netns_fd; /* a recycled empty network namespace to join, or -1 */
+        /* A root caller's fs_allow folders not owned by the child's uid: detached idmapped
+         * clones (jail_idmap.c), attached by the keeper over the same paths, parents first. */
+        struct {
+                int tree_fd;
+                size_t path; /* into paths */
+        } idmapped[JAIL_MAX_PATHS];
+        size_t n_idmapped;
+        /* Made inside another jail's walls: no namespaces of its own (jail_nested.c). */
+        bool nested;
+        int keep_open[JAIL_MAX_KEEP_OPEN]; /* the caller's fds handed to the function */
+        size_t n_keep_open;
         /* pipes: [0] read, [1] write */
         int report[2]; /* keeper/jailed -> parent: jail_record */
         int go[2];     /* parent -> keeper: one byte once it is in the cgroup */
@@ -97,6 +109,31 @@ bool jail_reaper_add(struct codecell_jail *j, pid_t keeper);
 int jail_netns_take(void);
 /* The same back to the stock (-1: nothing). */
 void jail_netns_give_back(int fd);
+
+/* jail_idmap.c. In the parent (root): an idmapped clone of every read-write path whose owner
+ * is not the child's uid, so that the child writes there as the owner does (0). Where the
+ * kernel or the file system cannot, < 0 with why filled: the path stays as it is. */
+int jail_idmap_prepare(struct codecell_jail *j, char *why, size_t why_size);
+/* In the keeper, in its own mount namespace: the clones over their paths. 0, or -errno with
+ * *ret_path the path that failed. */
+int jail_idmap_attach(struct codecell_jail *j, const char **ret_path);
+void jail_idmap_close(struct codecell_jail *j);
+
+/* jail_nested.c. Whether this process is a jailed one (or a process it forked): a jail made
+ * here cannot make namespaces (the outer filter refuses them) and stands inside the outer's. */
+bool jail_nested(void);
+/* In the jailed process, once its walls are up. */
+void jail_mark_jailed(void);
+/* In a nested jail's keeper (a child subreaper): kills and reaps every process the jailed one
+ * left behind, which no pid namespace ends for it. */
+void jail_nested_end_rest(void);
+/* The rlimits lowered to what this process may set (a nested jail cannot raise the outer's). */
+void jail_clamp_rlimits(struct codecell_jail *j);
+
+/* jail_keep_open.c. In the parent: checks and notes the caller's fds for the function (a -1-
+ * terminated list). 0, or < 0 with err. */
+int jail_keep_open_plan(struct codecell_jail *j, const int *fds, codecell_error *err);
+bool jail_keeps_open(const struct codecell_jail *j, int fd);
 
 /* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
 int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);

@@ -98,7 +98,7 @@ static void neutralize_fds(const struct codecell_jail *j)
                         for (; *c >= '0' && *c <= '9'; c++)
                                 fd = fd * 10 + (*c - '0');
                         if (fd < 3 || fd == dir || fd == j->answer[1] || fd == j->report[1] ||
-                            fd == j->null_fd)
+                            fd == j->null_fd || jail_keeps_open(j, fd))
                                 continue;
                         char link[64], target[32];
                         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -132,9 +132,10 @@ static int jailed_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
          * paths); the host's then stays, and Landlock's ptrace scoping still keeps the
          * other processes' private files out of reach. */
         (void)mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-        if (dup2(j->null_fd, 0) < 0 || dup2(j->null_fd, 1) < 0 || dup2(j->null_fd, 2) < 0)
-                return sandbox_entry_failed(ret_failure, errno,
-                                            "stdin, stdout and stderr to /dev/null", NULL);
+        for (int fd = 0; fd < 3; fd++)
+                if (!jail_keeps_open(j, fd) && dup2(j->null_fd, fd) < 0)
+                        return sandbox_entry_failed(ret_failure, errno,
+                                                    "stdin, stdout and stderr to /dev/null", NULL);
         neutralize_fds(j);
         return 0;
 }
@@ -186,6 +187,8 @@ static _Noreturn void keep(struct codecell_jail *j, pid_t jailed, int keeper_ali
         while (waitpid(jailed, &status, 0) < 0)
                 if (errno != EINTR)
                         _exit(KEEPER_FAILED);
+        if (j->nested)
+                jail_nested_end_rest();
         report(j, JAIL_ENDED, jailed, status);
         _exit(0);
 }
@@ -221,6 +224,23 @@ static void map_own_ids(const struct codecell_jail *j)
                 fail(j, false, errno, "dumpable", NULL);
 }
 
+/* The keeper of a jail inside another one (jail_nested.c): no namespace of its own (the
+ * outer's filter refuses them), a subreaper for what the jailed process leaves behind. */
+static int enter_nested(struct codecell_jail *j)
+{
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+                fail(j, false, errno, "child subreaper", NULL);
+        char byte;
+        if (read(j->go[0], &byte, 1) != 1)
+                _exit(KEEPER_FAILED);
+        close(j->go[0]);
+        j->go[0] = -1;
+        if (pipe2(j->alive, O_CLOEXEC) < 0)
+                fail(j, false, errno, "pipe", NULL);
+        j->entered = true;
+        return 0;
+}
+
 int jail_enter_namespaces(struct codecell_jail *j)
 {
         close(j->report[0]);
@@ -228,6 +248,8 @@ int jail_enter_namespaces(struct codecell_jail *j)
         close(j->answer[0]);
         j->report[0] = j->go[1] = j->answer[0] = -1;
         die_with_parent(j, j->report[1], POLLOUT);
+        if (j->nested)
+                return enter_nested(j);
         int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
                     CLONE_NEWCGROUP;
         if (j->netns_fd >= 0) {
@@ -262,6 +284,10 @@ int jail_enter_namespaces(struct codecell_jail *j)
                      NULL);
         }
         map_own_ids(j);
+        const char *path = NULL;
+        int r = jail_idmap_attach(j, &path);
+        if (r < 0)
+                fail(j, false, -r, "fs_allow: mount the idmapped folder at ", path);
         /* One byte once the parent has moved the keeper into the jail's cgroup (written at
          * once when there is none): the jailed process must be born there. */
         char byte;
@@ -283,6 +309,7 @@ int jail_enter_walls(struct codecell_jail *j)
         j->alive[1] = -1;
         jailed_setup(j, j->alive[0]);
         j->alive[0] = -1;
+        jail_mark_jailed();
         j->jailed = true;
         j->jailed_pid = getpid();
         return 0;

@@ -61,7 +61,9 @@ static bool answer_complete(const struct watch *w)
 static bool may_leave_early(const struct watch *w)
 {
         return answer_complete(w) && w->jailed > 0 && w->killed_at == 0 &&
-               w->j->n_read_write == 0 && !w->j->options.network;
+               w->j->n_read_write == 0 && !w->j->options.network &&
+               /* a nested jail's keeper ends the rest itself (jail_nested.c) */
+               !w->j->nested;
 }
 
 static void kill_child(struct watch *w)

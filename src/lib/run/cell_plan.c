@@ -20,6 +20,7 @@
 #include "config.h"
 #include "error.h"
 #include "guest_user.h"
+#include "idmap.h"
 #include "runtime.h"
 #include "sandbox.h"
 #include "util.h"
@@ -53,47 +54,6 @@ static char *elf_interpreter(const char *path)
                 return realpath(buf, NULL);
         }
         return NULL;
-}
-
-/* A user namespace whose only mapping is host `from` -> host `to`, for an idmapped mount that
- * shows the mount folder's owner as the guest (and stores the guest's files as that owner). */
-static int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid,
-                        codecell_error *err)
-{
-        /* On the way out, in this order: ready closed, then the child killed and reaped (it
-         * only owns the namespace until the fd opened below holds it). */
-        _cleanup_pid_ pid_t pid = -1;
-        _cleanup_close_pair_ int ready[2] = {-1, -1};
-        if (pipe2(ready, O_CLOEXEC) < 0)
-                return err_sys(err, errno, "idmap: pipe");
-        pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
-        if (pid == 0) {
-                /* Exists only to own the namespace until the engine has opened it. */
-                close(ready[1]);
-                char c;
-                (void)!read(ready[0], &c, 1);
-                _exit(0);
-        }
-        close_fd(&ready[0]);
-        if (pid < 0)
-                return err_sys(err, errno, "idmap: clone");
-        char path[64], map[64];
-        int r = 0, fd = -1;
-        snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_uid, (unsigned)to_uid);
-        r = write_file(path, map);
-        if (r == 0) {
-                snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-                snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)from_gid, (unsigned)to_gid);
-                r = write_file(path, map);
-        }
-        if (r == 0) {
-                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        r = -errno;
-        }
-        return r < 0 ? err_sys(err, -r, "idmap: %s", path) : fd;
 }
 
 static int add_layer(struct cell_plan *plan, const char *name)

@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "config.h"
+#include "idmap.h"
 #include "interpreter.h"
 #include "codecell.h"
 #include "landlock.h"
@@ -30,6 +31,27 @@ static const struct {
         {"uts_namespace", CLONE_NEWUTS},     {"cgroup_namespace", CLONE_NEWCGROUP},
 };
 #define N_NS (sizeof(namespaces) / sizeof(namespaces[0]))
+
+/* Root only: whether /tmp (where a jail's fs_allow folders usually are) can be cloned and the
+ * clone idmapped, as a cell's read-write mounts and a root caller's jail fs_allow are. */
+static bool probe_idmapped_mount(char *why, size_t why_size)
+{
+        codecell_error err = {0};
+        _cleanup_close_ int userns = idmap_userns(0, 0, 65534, 65534, &err);
+        if (userns < 0) {
+                snprintf(why, why_size, "%s", err.message);
+                return false;
+        }
+        _cleanup_close_ int tree =
+                (int)syscall(SYS_open_tree, AT_FDCWD, "/tmp", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns};
+        if (tree < 0 ||
+            syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+                snprintf(why, why_size, "%s", strerror(errno));
+                return false;
+        }
+        return true;
+}
 
 /* In a child: a new user namespace, then each other namespace inside it. The exit code has
  * bit 7 set when the user namespace failed, else one bit per namespace that failed. */
@@ -174,11 +196,16 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
         report(&all[n++], "cgroup", cg, false, "%s", cg ? where : err.message);
 
         bool root = geteuid() == 0;
-        report(&all[n++], "idmapped_mounts", root, false,
-               root ? "used for user mounts (engine runs as root)%s"
-                    : "needs root; unprivileged, files written to read-write mounts belong to the "
-                      "invoking user%s",
-               "");
+        char idmap_why[200] = "";
+        bool idmap = root && probe_idmapped_mount(idmap_why, sizeof(idmap_why));
+        report(&all[n++], "idmapped_mounts", idmap, false,
+               idmap  ? "used for a cell's read-write mounts and a root caller's jail fs_allow "
+                        "(tried on /tmp)%s"
+               : root ? "refused on /tmp (%s): a cell's read-write mounts and a jail's fs_allow "
+                        "are written as the sandbox's uid may"
+                      : "needs root; unprivileged, files written to read-write mounts belong to "
+                        "the invoking user%s",
+               root ? idmap_why : "");
 
         /* Forked cells' sandboxes each take a user namespace inside their zygote's. */
         bool nested = !(ns & 0x80) && probe_nested_user_namespace();

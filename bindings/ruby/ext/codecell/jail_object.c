@@ -75,10 +75,32 @@ static const char **path_list(VALUE list)
         return paths;
 }
 
-/* new(timeout_ms, cpu_ms, memory_bytes, fs_allow, fs_read_allow, network, policy) */
-static VALUE jail_initialize(VALUE self, VALUE timeout_ms, VALUE cpu_ms, VALUE memory_bytes,
-                             VALUE fs_allow, VALUE fs_read_allow, VALUE network, VALUE policy)
+/* The -1-terminated descriptors of a list of Integers (lib/codecell/jail.rb made them from
+ * IO objects); the library checks that each is open. */
+static int *fd_list(VALUE list)
 {
+        Check_Type(list, T_ARRAY);
+        long n = RARRAY_LEN(list);
+        for (long i = 0; i < n; i++) {
+                if (!RB_INTEGER_TYPE_P(rb_ary_entry(list, i)))
+                        rb_raise(rb_eTypeError, "keep_open[%ld] must be an Integer", i);
+                (void)NUM2LONG(rb_ary_entry(list, i)); /* raises before anything is allocated */
+        }
+        int *fds = ALLOC_N(int, n + 1);
+        for (long i = 0; i < n; i++) {
+                long fd = NUM2LONG(rb_ary_entry(list, i));
+                fds[i] = fd < 0 || fd > INT32_MAX ? -2 : (int)fd; /* -2: refused as negative */
+        }
+        fds[n] = -1;
+        return fds;
+}
+
+/* new(timeout_ms, cpu_ms, memory_bytes, fs_allow, fs_read_allow, network, policy, keep_open) */
+static VALUE jail_initialize(int argc, VALUE *argv, VALUE self)
+{
+        rb_check_arity(argc, 8, 8);
+        VALUE timeout_ms = argv[0], cpu_ms = argv[1], memory_bytes = argv[2];
+        VALUE fs_allow = argv[3], fs_read_allow = argv[4], network = argv[5], policy = argv[6];
         if (DATA_PTR(self))
                 rb_raise(rbcc_eError, "jail already initialized");
         VALUE allow = rb_ary_dup(fs_allow), read = rb_ary_dup(fs_read_allow);
@@ -86,6 +108,9 @@ static VALUE jail_initialize(VALUE self, VALUE timeout_ms, VALUE cpu_ms, VALUE m
         check_paths(read, "fs_read_allow");
         uint64_t limits[3] = {NUM2ULL(timeout_ms), NUM2ULL(cpu_ms), NUM2ULL(memory_bytes)};
         int on_unsupported = NUM2INT(policy);
+        Check_Type(argv[7], T_ARRAY);
+        VALUE keep_list = rb_ary_dup(argv[7]);
+        int *keep = fd_list(keep_list);
         const char **allow_paths = path_list(allow);
         const char **read_paths = path_list(read);
         codecell_jail_options o = {
@@ -96,13 +121,16 @@ static VALUE jail_initialize(VALUE self, VALUE timeout_ms, VALUE cpu_ms, VALUE m
                 .fs_read_allow = read_paths,
                 .network = RTEST(network),
                 .on_unsupported = (codecell_policy)on_unsupported,
+                .keep_open = keep,
         };
         codecell_error err = {0};
         codecell_jail *j = codecell_jail_new(&o, &err);
         xfree(allow_paths);
         xfree(read_paths);
+        xfree(keep);
         RB_GC_GUARD(allow);
         RB_GC_GUARD(read);
+        RB_GC_GUARD(keep_list);
         if (!j)
                 jail_raise(&err);
         DATA_PTR(self) = j;
@@ -227,7 +255,7 @@ void rbcc_define_jail(VALUE mNative)
 {
         VALUE cJail = rb_define_class_under(mNative, "Jail", rb_cObject);
         rb_define_alloc_func(cJail, jail_alloc);
-        rb_define_method(cJail, "initialize", jail_initialize, 7);
+        rb_define_method(cJail, "initialize", jail_initialize, -1);
         rb_define_method(cJail, "warnings", jail_warnings, 0);
         rb_define_method(cJail, "layers", jail_layers, 0);
         rb_define_method(cJail, "enter_namespaces", jail_enter_namespaces, 0);

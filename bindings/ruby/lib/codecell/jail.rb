@@ -8,21 +8,38 @@ module CodeCell
     # Runs the block in a forked child behind codecell's walls (docs/jail.md) and returns its
     # value, passed back with Marshal; raises TimeoutError, MemoryError, FilesystemError,
     # SandboxError (the block raised), UnsupportedPlatformError or Error. The seed agent_jail's
-    # AgentJail.run, with its option names and defaults.
+    # AgentJail.run, with its option names and defaults; keep_open: IO objects (or fds) the
+    # block may use as they are, every other descriptor pointing at /dev/null in the child.
     def jail(timeout: nil, cpu_timeout: nil, memory_mb: nil, fs_allow: nil, fs_read_allow: [],
-             network: false, &block)
+             network: false, keep_open: [], &block)
       raise ArgumentError, "CodeCell.jail needs a block" unless block
 
       cfg = configuration
       limits = Jail.limits(timeout || cfg.default_timeout, cpu_timeout, memory_mb || cfg.default_memory_mb)
+      fds = Jail.descriptors(keep_open)
       unless Process.respond_to?(:fork)
         Jail.unsupported("fork is not available on #{RUBY_ENGINE}", cfg.on_unsupported)
         return block.call
       end
-      native = Jail.prepare(limits, fs_allow || cfg.default_fs_allow, fs_read_allow, network, cfg.on_unsupported)
+      native = Jail.prepare(limits, fs_allow || cfg.default_fs_allow, fs_read_allow, network, cfg.on_unsupported,
+                            fds)
       begin
         pid = Process.fork { Jail.keeper(native, block) }
         Jail.interpret(native.wait(pid), limits, cfg.trusted_classes)
+      ensure
+        native.close
+      end
+    end
+
+    # The walls a jail with these options would have on this host, as CodeCell.jail would make
+    # them ("landlock_abi_6", "cgroup_v2" or "rlimit_as", "idmapped_fs_allow",
+    # "inside_another_jail" …); nothing runs. Raises as CodeCell.jail would under :raise.
+    def jail_layers(fs_allow: nil, fs_read_allow: [], network: false)
+      cfg = configuration
+      limits = Jail.limits(cfg.default_timeout, nil, cfg.default_memory_mb)
+      native = Jail.prepare(limits, fs_allow || cfg.default_fs_allow, fs_read_allow, network, cfg.on_unsupported, [])
+      begin
+        native.layers
       ensure
         native.close
       end
@@ -50,14 +67,14 @@ module CodeCell
         { timeout: timeout, cpu_timeout: cpu_timeout || timeout, memory_mb: memory_mb }
       end
 
-      def prepare(limits, fs_allow, fs_read_allow, network, on_unsupported)
+      def prepare(limits, fs_allow, fs_read_allow, network, on_unsupported, fds)
         policy = Native::POLICIES.fetch(on_unsupported) do
           raise ArgumentError, "on_unsupported must be :warn, :raise or :ignore, got #{on_unsupported.inspect}"
         end
         native = Native::Jail.new((limits[:timeout] * 1000).ceil, (limits[:cpu_timeout] * 1000).ceil,
                                   (limits[:memory_mb] * 1024 * 1024).ceil, paths(fs_allow, "fs_allow"),
                                   paths(fs_read_allow, "fs_read_allow") + runtime_paths,
-                                  network ? true : false, policy)
+                                  network ? true : false, policy, fds)
         native.warnings.each { |w| warn_once(w) }
         native
       end
@@ -94,6 +111,22 @@ module CodeCell
           raise TypeError, "#{name}: #{p.inspect} is not a path" unless p.is_a?(String)
 
           p
+        end
+      end
+
+      # keep_open's descriptors: an IO (a File, a Socket, anything with #to_io) that is open, or
+      # an Integer the library checks is open.
+      def descriptors(list)
+        raise TypeError, "keep_open must be an Array of IO objects or descriptors" unless list.is_a?(Array)
+
+        list.map do |io|
+          next io if io.is_a?(Integer)
+          raise TypeError, "keep_open: #{io.inspect} is not an IO or a descriptor" unless io.respond_to?(:to_io)
+
+          io = io.to_io
+          raise ArgumentError, "keep_open: #{io.inspect} is closed" if io.closed?
+
+          io.fileno
         end
       end
 
@@ -137,12 +170,9 @@ module CodeCell
 
       def run_block(block)
         value = block.call
-        begin
-          [:value, Marshal.dump(value)]
-        rescue TypeError, ArgumentError => e
-          [:raised, dump_error("CodeCell::Jail::Unmarshallable", "the block's value cannot be " \
-                                                                  "passed back: #{e.message}", [])]
-        end
+        # A value Marshal cannot dump (a Proc, an IO) raises here, in the child, as the seed's
+        # Pipe.write_result does: a SandboxError wrapping that TypeError.
+        [:value, Marshal.dump(value)]
       rescue NoMemoryError => e
         [:memory, dump_exception(e)]
       rescue Exception => e # rubocop:disable Lint/RescueException
@@ -199,8 +229,6 @@ module CodeCell
       end
 
       def raise_from(h)
-        raise Error, h["message"] if h["class"] == "CodeCell::Jail::Unmarshallable"
-
         raise SandboxError.new(original_class: h["class"], original_message: h["message"],
                                original_backtrace: h["backtrace"])
       end
