@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -392,6 +393,10 @@ static long try_lease(void)
         close(fd);
         return r;
 }
+static long try_dumpable(void)
+{
+        return outcome(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0));
+}
 static long try_socket_unix_dgram(void)
 {
         return try_socket(AF_UNIX, SOCK_DGRAM, 0);
@@ -602,6 +607,7 @@ static const struct probe probes[] = {
         {"dnotify_usr_bin", try_dnotify_usr_bin},
         {"dnotify_high_bits", try_dnotify_high_bits},
         {"fcntl_setlease", try_lease},
+        {"prctl_set_dumpable", try_dumpable},
         {"proc_self_mountinfo", try_proc_self_mountinfo},
         {"statmount", try_statmount},
         {"listmount", try_listmount},

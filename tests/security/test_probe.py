@@ -108,6 +108,7 @@ EXPECTED = {
     "dnotify_usr_bin": "EPERM",            # seccomp (fcntl F_NOTIFY)
     "dnotify_high_bits": "EPERM",          # seccomp: the command's low 32 bits, as the kernel reads it
     "fcntl_setlease": "EPERM",             # seccomp (fcntl F_SETLEASE)
+    "prctl_set_dumpable": "EPERM",         # seccomp: no process of the guest's uid may ptrace it
     "proc_self_mountinfo": "EACCES",       # Landlock: only the guest's own status files
     "statmount": "EPERM",                  # seccomp
     "listmount": "EPERM",                  # seccomp

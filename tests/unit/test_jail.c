@@ -69,18 +69,22 @@ static void dumpable_fn(codecell_jail *jail, void *arg)
 {
         (void)arg;
         char text[8];
-        snprintf(text, sizeof(text), "%d", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0));
+        /* Made dumpable again, it could be ptraced by any process of nobody's: refused. */
+        int again = prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 && errno == EPERM;
+        snprintf(text, sizeof(text), "%d%d", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), again);
         answer_text(jail, CODECELL_JAIL_VALUE, text);
 }
 
 /* A root caller's jail runs as nobody, and no other process of nobody's may ptrace it (it holds
- * a copy of root's memory): not dumpable. */
+ * a copy of root's memory): not dumpable, and it cannot make itself dumpable again. */
 static void test_not_dumpable_for_root(void)
 {
         codecell_jail_result r = run(NULL, dumpable_fn, NULL);
-        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.len == 1);
-        if (r.len == 1)
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.len == 2);
+        if (r.len == 2) {
                 CHECK(r.data[0] == (geteuid() == 0 ? '0' : '1'));
+                CHECK(r.data[1] == '1');
+        }
         codecell_jail_result_clear(&r);
 }
 

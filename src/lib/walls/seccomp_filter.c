@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -259,6 +260,15 @@ static int add_rules(scmp_filter_ctx ctx, bool network, codecell_error *err)
         }
         if ((r = deny_clone_flags(ctx, err)) < 0 || (r = deny_privileged_modes(ctx, err)) < 0)
                 return r;
+        /* A process that changed uid is not dumpable, and so no other process of the uid it
+         * runs as may ptrace it or enter its namespaces through /proc: a root caller's jail
+         * (nobody, holding a copy of root's memory) and a root engine's guests. Made dumpable
+         * again, any process of nobody's on the host could. Becoming undumpable stays allowed
+         * (the sandbox's init does it once the interpreter is in). */
+        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 2,
+                             SCMP_A0(SCMP_CMP_EQ, PR_SET_DUMPABLE), SCMP_A1(SCMP_CMP_NE, 0));
+        if (r < 0)
+                return err_sys(err, -r, "seccomp rule prctl PR_SET_DUMPABLE");
         /* clone3 passes its flags in memory, which BPF cannot read: ENOSYS makes glibc fall
          * back to clone, which the rule above can check. */
         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
