@@ -680,6 +680,9 @@ def _run():
             os._exit(0)
         if not isinstance(frame, dict) or frame.get("t") != "exec":
             os._exit(2)
+        # Before any of the code runs: an engine that finds this kernel dead without it knows
+        # the code never ran, and may run it on a fresh one.
+        _send({"t": "taken", "id": frame.get("id")})
         interrupts = _take_interrupts()
         _apply_input(frame)
         if isinstance(frame.get("bindings"), dict):

@@ -358,6 +358,10 @@ module CodecellGuest
         exit!(0) if frame.nil? # the engine is gone
         exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
 
+        # Before any of the code runs: an engine that finds this kernel dead without it knows
+        # the code never ran, and may run it on a fresh one.
+        send_frame({ t: "taken", id: frame["id"] })
+
         interrupts = take_interrupts
         apply_input(frame)
         bind_tools(frame["bindings"]) if frame["bindings"].is_a?(Hash)
