@@ -527,10 +527,10 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
                  * the interpreter was killed by SIGKILL, as init would have said. Peeked at,
                  * not reaped: the wait below reaps it. */
                 siginfo_t info = {0};
-                bool killed_first = waitid(P_PID, (id_t)sb->pid, &info,
-                                           WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                                    info.si_pid == sb->pid &&
-                                    (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED);
+                bool killed_first =
+                        waitid(P_PID, (id_t)sb->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                        info.si_pid == sb->pid &&
+                        (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED);
                 kill(sb->pid, SIGKILL);
                 int st = 0;
                 struct rusage usage = {0};
