@@ -96,14 +96,39 @@ class RpcUnavailable(Exception):
     """The host's tool channel is gone."""
 
 
+_NOT_JSON = "rpc arguments must be JSON-serializable"
+_NOT_UTF_8 = "text that is not valid UTF-8 (a lone surrogate)"
+
+
+def _not_json(path, what):
+    raise TypeError("%s: %s %s" % (_NOT_JSON, path if len(path) <= 200 else path[:200] + "…", what))
+
+
+def _json_text(value):
+    """Whether json can write it as UTF-8: a str without lone surrogates."""
+    try:
+        str.encode(value, "utf-8")  # str's own: a subclass's encode may say anything
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def _check_json(value, path, depth=0):
+    """Tool arguments are JSON data: what JSON cannot carry (NaN, Infinity, a lone surrogate, a
+    key that is not a str, any other object) or what is nested deeper than the host takes is
+    the seed's TypeError, raised before anything is sent."""
     if isinstance(value, (list, tuple, dict)) and depth >= MAX_DEPTH:
-        raise ToolError("tool arguments: %s is %s" % (path[:200], TOO_DEEP))
-    if value is None or isinstance(value, (bool, str, int)):
+        _not_json(path, "is " + TOO_DEEP)
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, str):
+        if not _json_text(value):
+            _not_json(path, "is " + _NOT_UTF_8)
         return
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ToolError("tool arguments: %s is %r, which JSON cannot carry" % (path, value))
+        number = float.__float__(value)  # a subclass's __eq__ may say anything
+        if number != number or number in (float("inf"), float("-inf")):
+            _not_json(path, "is %r, which JSON cannot carry" % number)
         return
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
@@ -112,11 +137,12 @@ def _check_json(value, path, depth=0):
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError("tool arguments must be JSON: %s has a %s key"
-                                % (path, type(key).__name__))
+                _not_json(path, "has a %s key" % type(key).__name__)
+            if not _json_text(key):
+                _not_json(path, "has a key that is %s: %r" % (_NOT_UTF_8, key[:80]))
             _check_json(item, "%s[%r]" % (path, key), depth + 1)
         return
-    raise TypeError("tool arguments must be JSON: %s is a %s" % (path, type(value).__name__))
+    _not_json(path, "is a %s" % type(value).__name__)
 
 
 _rpc_id = [1]
@@ -132,12 +158,16 @@ _REENTERED = ("sb.call from a signal handler that interrupted another sb.call of
 
 def _exchange(name, args):
     """Sends one call and reads its reply; under _rpc_lock."""
-    _rpc_id[0] += 1
-    call_id = _rpc_id[0]
     # The arguments as text (checked by _check_json): the host reads integers of any size there,
     # where a frame's own members hold 64 bits.
-    with _whole_ints():
-        args_json = _dumps(args)
+    try:
+        with _whole_ints():
+            args_json = _dumps(args)
+        str.encode(args_json, "utf-8")
+    except (ValueError, TypeError, RecursionError) as e:  # what _check_json did not foresee
+        raise TypeError("%s: %s" % (_NOT_JSON, e)) from None
+    _rpc_id[0] += 1
+    call_id = _rpc_id[0]
     _send({"t": "call", "id": call_id, "name": _text(name), "args_json": args_json})
     while True:
         with _whole_ints():
@@ -650,6 +680,9 @@ def _run():
             os._exit(0)
         if not isinstance(frame, dict) or frame.get("t") != "exec":
             os._exit(2)
+        # Before any of the code runs: an engine that finds this kernel dead without it knows
+        # the code never ran, and may run it on a fresh one.
+        _send({"t": "taken", "id": frame.get("id")})
         interrupts = _take_interrupts()
         _apply_input(frame)
         if isinstance(frame.get("bindings"), dict):

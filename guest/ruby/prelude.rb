@@ -122,7 +122,11 @@ module CodecellGuest
       id = @rpc_id
       # The arguments as text (checked by check_json!): the host reads integers of any size
       # there, where a frame's own members hold 64 bits.
-      args_json = JSON.generate(args, max_nesting: false)
+      args_json = begin
+        JSON.generate(args, max_nesting: false)
+      rescue JSON::GeneratorError, EncodingError => e # what check_json! did not foresee
+        raise TypeError, "#{NOT_JSON}: #{e.message}"
+      end
       frame = JSON.generate({ t: "call", id: id, name: text(name), args_json: args_json })
       control.write([frame.bytesize].pack("N"), frame)
       reply = nil
@@ -140,33 +144,54 @@ module CodecellGuest
     end
 
     # Tool arguments are JSON data, nothing else (json's generic to_json would quietly turn any
-    # object into its to_s). What JSON cannot carry, or what is nested deeper than the host
-    # takes, is a ToolError.
+    # object into its to_s). What JSON cannot carry (NaN, Infinity, text that is not valid
+    # UTF-8, a key that is not text, any other object) or what is nested deeper than the host
+    # takes is the seed's TypeError, raised before anything is sent.
     def check_json!(value, path, depth = 0)
       if (Array === value || Hash === value) && depth >= MAX_DEPTH
-        raise SB::ToolError, "tool arguments: #{path[0, 200]} is #{TOO_DEEP}"
+        not_json!(path, "is #{TOO_DEEP}")
       end
 
       case value
-      when nil, true, false, String, Symbol, Integer then nil
+      when nil, true, false, Integer then nil
+      when String, Symbol then not_json!(path, "is #{NOT_UTF_8}") unless json_text?(value)
       when Float
-        raise SB::ToolError, "tool arguments: #{path} is #{value}, which JSON cannot carry" unless value.finite?
+        not_json!(path, "is #{value}, which JSON cannot carry") unless value.finite?
       when Array then value.each_with_index { |item, i| check_json!(item, "#{path}[#{i}]", depth + 1) }
-      when Hash
-        if value.keys.map(&:to_s).uniq.size != value.size
-          raise TypeError, "tool arguments must be JSON: #{path} has a key twice (a String and a Symbol alike)"
-        end
-
-        value.each do |key, item|
-          unless key.is_a?(String) || key.is_a?(Symbol)
-            raise TypeError, "tool arguments must be JSON: #{path} has a #{key.class} key"
-          end
-
-          check_json!(item, "#{path}[#{key.inspect}]", depth + 1)
-        end
+      when Hash then check_json_object!(value, path, depth)
       else
-        raise TypeError, "tool arguments must be JSON: #{path} is a #{class_name(value)}"
+        not_json!(path, "is a #{class_name(value)}")
       end
+    end
+
+    def check_json_object!(value, path, depth)
+      value.each do |key, item|
+        not_json!(path, "has a #{class_name(key)} key") unless String === key || Symbol === key
+        not_json!(path, "has a key that is #{NOT_UTF_8}: #{key.inspect[0, 80]}") unless json_text?(key)
+        check_json!(item, "#{path}[#{key.inspect}]", depth + 1)
+      end
+      return if value.keys.map(&:to_s).uniq.size == value.size
+
+      not_json!(path, "has a key twice (a String and a Symbol alike)")
+    end
+
+    NOT_JSON = "rpc arguments must be JSON-serializable"
+    NOT_UTF_8 = "text that is not valid UTF-8"
+
+    def not_json!(path, what)
+      raise TypeError, "#{NOT_JSON}: #{path.length > 200 ? "#{path[0, 200]}…" : path} #{what}"
+    end
+
+    # Whether json can write it: text that is, or converts to, valid UTF-8 (json reads a binary
+    # String's bytes as UTF-8).
+    def json_text?(value)
+      s = Symbol === value ? value.to_s : value
+      return s.valid_encoding? if s.encoding == UTF_8
+      return String.new(s).force_encoding(UTF_8).valid_encoding? if s.encoding == Encoding::BINARY
+
+      s.valid_encoding? && s.encode(UTF_8).valid_encoding?
+    rescue EncodingError
+      false
     end
 
     # A String that is valid UTF-8: invalid bytes become U+FFFD, as the engine does with
@@ -332,6 +357,10 @@ module CodecellGuest
         frame = next_exec
         exit!(0) if frame.nil? # the engine is gone
         exit!(2) unless frame.is_a?(Hash) && frame["t"] == "exec"
+
+        # Before any of the code runs: an engine that finds this kernel dead without it knows
+        # the code never ran, and may run it on a fresh one.
+        send_frame({ t: "taken", id: frame["id"] })
 
         interrupts = take_interrupts
         apply_input(frame)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "cleanup.h"
 #include "util.h"
 #include "call_log.h"
 #include "refusals.h"
@@ -70,7 +71,7 @@ static json_t *result_schema(void)
                 "{s:s, s:{s:{s:s, s:[s,s,s,s,s,s], s:s}, s:{s:s}, s:{s:[{s:s},{s:s}], s:s}, "
                 "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s}, "
                 "s:{s:s, s:{s:s}}, s:{s:s, s:{s:s}}, s:{s:s}, "
-                "s:{s:s, s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s]}}, s:[s,s]}",
+                "s:{s:s, s:s, s:{s:{s:s}, s:{s:s}, s:{s:s, s:s}}, s:[s,s]}}, s:[s,s]}",
                 "type", "object", "properties", "status", "type", "string", "enum", "ok", "error",
                 "timeout", "fuel_exhausted", "memory_limit", "sandbox_error", "description",
                 "ok: the code finished; the others say why it did not", "value", "description",
@@ -84,9 +85,13 @@ static json_t *result_schema(void)
                 "sandbox", "type", "array", "items", "type", "string", "warnings", "type", "array",
                 "items", "type", "string", "cancelled", "type", "boolean", "session", "type",
                 "object", "description",
-                "with a session: its name or handle (id), and whether this call created it",
-                "properties", "id", "type", "string", "created", "type", "boolean", "required",
-                "id", "created", "required", "status", "duration_ms");
+                "with a session: its name or handle (id), whether this call created it, and why "
+                "its state was lost when it was",
+                "properties", "id", "type", "string", "created", "type", "boolean", "lost", "type",
+                "string", "description",
+                "why what earlier calls put in the session is gone (its kernel was killed, it was "
+                "closed to make room, or this call ended it): define again what you need",
+                "required", "id", "created", "required", "status", "duration_ms");
         json_t *any = any_value();
         json_t *value = json_object_get(json_object_get(schema, "properties"), "value");
         if (!any || json_object_update(value, any) < 0) {
@@ -800,18 +805,37 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
         return NULL;
 }
 
-/* The note and structured member that tell a session call's answer apart: the session's id
- * and whether this call created it. */
-static void describe_session(const struct mcp_call *call, const char *session, bool by_default,
-                             bool created, bool evicted, char *note, size_t note_size, char *member,
-                             size_t member_size)
+/* Why an evicted session's state is gone, for its "lost" member. */
+static const char evicted_lost[] =
+        "the session was closed to make room for another client (you held more sessions than "
+        "your share and it was your least recently used)";
+
+/* The structured member that tells a session call's answer apart: "session":{"id", "created",
+ * and "lost" (why what earlier calls put in it is gone) when it is}. It goes into
+ * structuredContent as it is (answer_result). NULL when out of memory. */
+static char *session_member(const char *session, bool created, const char *lost)
 {
-        json_t *id = json_string(session);
-        char *id_text = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
-        json_decref(id);
-        snprintf(member, member_size, "\"session\":{\"id\":%s,\"created\":%s}",
-                 id_text ? id_text : "\"\"", created ? "true" : "false");
-        free(id_text);
+        json_t *m = json_pack("{s:{s:s, s:b}}", "session", "id", session, "created", created);
+        if (m && lost &&
+            json_object_set_new(json_object_get(m, "session"), "lost", json_string(lost)) < 0) {
+                json_decref(m);
+                m = NULL;
+        }
+        char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+        json_decref(m);
+        /* {"session":{…}} less its braces: a member. */
+        size_t n = text ? strlen(text) : 0;
+        if (n >= 2) {
+                memmove(text, text + 1, n - 2);
+                text[n - 2] = '\0';
+        }
+        return text;
+}
+
+/* The note that tells a session call's answer apart: whether this call created it. */
+static void describe_session(const struct mcp_call *call, const char *session, bool by_default,
+                             bool created, bool evicted, char *note, size_t note_size)
+{
         if (evicted)
                 snprintf(note, note_size, "%s", evicted_note);
         else if (created && by_default)
@@ -943,10 +967,15 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
                 codecell_result_free(res);
                 return false;
         }
-        char note[512], member[160];
-        if (session)
+        char note[512];
+        _cleanup_free_ char *member = NULL;
+        if (session) {
+                /* What the session held before this call is gone: why, for the client. */
+                const char *lost = evicted ? evicted_lost : codecell_result_state_lost(res);
                 describe_session(call, session, by_default, created || evicted || respawned,
-                                 evicted, note, sizeof(note), member, sizeof(member));
+                                 evicted, note, sizeof(note));
+                member = session_member(session, created || evicted || respawned, lost);
+        }
         if (respawned && !evicted)
                 snprintf(note, sizeof(note), "%s", respawned_note);
         if (session && status != CODECELL_STATUS_OK && status != CODECELL_STATUS_ERROR) {

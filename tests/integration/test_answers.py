@@ -188,10 +188,10 @@ class OneNestingLimit(EachMode, unittest.TestCase):
         # a: 199 levels inside the arguments' own object is 200; then 201.
         self.each_mode(
             {"ruby": NEST["ruby"] + 'def t(n) = SB.call("raw", a: nest(n))\n'
-                     'def try; yield; rescue SB::ToolError => e; e.message; end\n'
+                     'def try; yield; rescue TypeError => e; e.message; end\n'
                      '[t(199), try { t(200) }]',
              "python": NEST["python"] + 'def t(n):\n    try:\n        return sb.call("raw", a=nest(n))\n'
-                       '    except sb.ToolError as e:\n        return str(e)\n[t(199), t(200)]'},
+                       '    except TypeError as e:\n        return str(e)\n[t(199), t(200)]'},
             check, "--tools", TOOLS)
 
     def test_answers_from_a_tool(self):

@@ -682,24 +682,121 @@ class SessionsSayLostState(unittest.TestCase):
             time.sleep(0.02)
         self.assertTrue(done(), "it never happened")
 
+    def sandbox_of(self, peer, pid):
+        """The processes of the sandbox whose interpreter is pid (those in its pid namespace):
+        its init and the interpreter."""
+        ns = ns_of(pid)
+        return [p for p in descendants(peer.proc.pid) if ns_of(p) == ns]
+
+    def groups_of(self, peer, pid):
+        groups = {os.getpgid(p) for p in self.sandbox_of(peer, pid)}
+        # Never the test's own group or the server's.
+        self.assertFalse(groups & {os.getpgid(0), os.getpgid(peer.proc.pid)}, groups)
+        return groups
+
+    # How a kernel is killed from outside: its interpreter alone, its init (whose end takes
+    # the interpreter with it), or every process group of the sandbox.
+    KILLS = {
+        "interpreter": lambda self, peer, pid: os.kill(pid, signal.SIGKILL),
+        "init": lambda self, peer, pid: [os.kill(p, signal.SIGKILL)
+                                         for p in self.sandbox_of(peer, pid)
+                                         if comm_of(p) == "codecell-init"],
+        "group": lambda self, peer, pid: [os.killpg(g, signal.SIGKILL)
+                                          for g in self.groups_of(peer, pid)],
+    }
+
     def test_a_kernel_killed_from_outside(self):
+        for lang in ("ruby", "python"):
+            for start in ("exec", "fork"):
+                for how, kill in self.KILLS.items():
+                    with self.subTest(lang=lang, start=start, kill=how):
+                        peer, _ = self.server(lang, start)
+                        self.run_in(peer, "x = 1")
+                        pid = self.kernel(peer)
+                        kill(self, peer, pid)
+                        self.wait(lambda: not os.path.exists(f"/proc/{pid}"))
+                        r = self.run_in(peer, "1 + 1", 2)
+                        sc = r["structuredContent"]
+                        self.assertEqual(sc["value"], 2, r)
+                        self.assertIn("killed by signal 9", sc["state_lost"])
+                        self.assertIs(sc["session"]["created"], True, r)
+                        self.assertEqual(sc["session"]["id"], "s")
+                        self.assertIn("killed by signal 9", sc["session"]["lost"], r)
+                        self.assertIn("had ended since your last call", text_of(r))
+                        r = self.run_in(peer, "1", 3)
+                        self.assertNotIn("state_lost", r["structuredContent"])
+                        self.assertEqual(r["structuredContent"]["session"],
+                                         {"id": "s", "created": False})
+
+    def test_a_kernel_killed_as_the_code_goes_to_it(self):
+        # Stopped, it cannot read the code; killed once the call is under way (its first
+        # progress report), it never ran any of it: the code runs on a fresh kernel.
         for lang in ("ruby", "python"):
             for start in ("exec", "fork"):
                 with self.subTest(lang=lang, start=start):
                     peer, _ = self.server(lang, start)
                     self.run_in(peer, "x = 1")
                     pid = self.kernel(peer)
-                    os.kill(pid, signal.SIGKILL)
-                    self.wait(lambda: not os.path.exists(f"/proc/{pid}"))
-                    r = self.run_in(peer, "1 + 1", 2)
-                    sc = r["structuredContent"]
-                    self.assertEqual(sc["value"], 2, r)
-                    self.assertIn("killed by signal 9", sc["state_lost"])
-                    self.assertEqual(sc["session"], {"id": "s", "created": True})
-                    self.assertIn("had ended since your last call", text_of(r))
-                    r = self.run_in(peer, "1", 3)
-                    self.assertNotIn("state_lost", r["structuredContent"])
-                    self.assertIs(r["structuredContent"]["session"]["created"], False)
+                    os.kill(pid, signal.SIGSTOP)
+                    self.wait(lambda: state_of(pid) == "T")
+                    message = call(2, "41 + 1", name="t", args={"session": "s"},
+                                   _meta={"progressToken": "p"})
+                    peer.send(message)
+                    while True:
+                        m = peer.read(60)
+                        if m.get("method") == "notifications/progress":
+                            os.kill(pid, signal.SIGKILL)
+                            continue
+                        if m.get("id") == 2:
+                            break
+                    sc = m["result"]["structuredContent"]
+                    self.assertEqual(sc["value"], 42, m)
+                    self.assertIs(sc["session"]["created"], True, m)
+                    self.assertIn("before it took this eval's code (its interpreter was killed "
+                                  "by signal 9", sc["session"]["lost"], m)
+                    self.assertEqual(sc["session"]["lost"], sc["state_lost"])
+
+    def test_both_eras_carry_the_lost_state_within_the_output_schema(self):
+        try:
+            import jsonschema
+        except ImportError:
+            self.skipTest("jsonschema is not installed: the answers are not checked against "
+                          "the outputSchema")
+        def schema_of(peer, listed):
+            schema = next(t["outputSchema"] for t in listed["result"]["tools"] if t["name"] == "t")
+            jsonschema.Draft202012Validator.check_schema(schema)
+            self.assertIn("lost", schema["properties"]["session"]["properties"])
+            return schema
+
+        for era in ("2025-11-25", MODERN):
+            with self.subTest(era=era):
+                peer, _ = self.server("ruby", "exec")
+                if era == MODERN:
+                    schema = schema_of(peer, peer.request(modern(1, "tools/list")))
+                    def ask(i, code, session):
+                        return peer.request(modern(i, "tools/call", {"name": "t", "arguments": {
+                            "code": code, "session": session}}))["result"]
+                    r = ask(2, "x = 1", "new")
+                    handle = r["structuredContent"]["session"]["id"]
+                else:
+                    schema = schema_of(peer, peer.request(
+                        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+                    def ask(i, code, session):
+                        return self.run_in(peer, code, i)
+                    r = ask(2, "x = 1", None)
+                    handle = "s"
+                jsonschema.validate(r["structuredContent"], schema)
+                self.assertNotIn("lost", r["structuredContent"]["session"])
+                pid = self.kernel(peer)
+                os.kill(pid, signal.SIGKILL)
+                self.wait(lambda: not os.path.exists(f"/proc/{pid}"))
+                r = ask(3, "defined?(x).inspect", handle)
+                jsonschema.validate(r["structuredContent"], schema)
+                sc = r["structuredContent"]
+                self.assertEqual(sc["value"], "nil", r)
+                self.assertEqual(sc["session"]["id"], handle, r)
+                self.assertIs(sc["session"]["created"], True, r)
+                self.assertIn("killed by signal 9", sc["session"]["lost"], r)
 
     def test_a_cancelled_call_that_ended_the_kernel(self):
         # A cancelled request is not answered (the MCP rule), so the result that said the
@@ -719,7 +816,8 @@ class SessionsSayLostState(unittest.TestCase):
                     sc = r["structuredContent"]
                     self.assertEqual(sc["value"], 2, r)
                     self.assertIn("cancelled", sc.get("state_lost", ""), r)
-                    self.assertEqual(sc["session"], {"id": "s", "created": True})
+                    self.assertIs(sc["session"]["created"], True, r)
+                    self.assertIn("cancelled", sc["session"]["lost"], r)
                     r = self.run_in(peer, "1", 4)
                     self.assertNotIn("state_lost", r["structuredContent"])
                     self.assertNotIn(2, [m.get("id") for m in peer.seen], "a cancelled call was answered")
@@ -745,6 +843,22 @@ class SessionsSayLostState(unittest.TestCase):
                     self.assertEqual(sc["idle_interrupts"][0]["class"], cls, r)
                     self.assertNotIn("state_lost", sc)
                     self.assertIn("idle_interrupts", r["content"][0]["text"])
+
+
+def ns_of(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def state_of(pid):
+    """pid's state letter (R, S, T, Z…), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
 
 
 class FailedInitialize(unittest.TestCase):

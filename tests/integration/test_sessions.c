@@ -257,6 +257,64 @@ static void disturb(codecell_cell *c, const char *out, const struct disturbance 
         free(json);
 }
 
+/* Whether pid is stopped (SIGSTOP), by its /proc state. */
+static bool is_stopped(pid_t pid)
+{
+        char path[64], stat[512] = "";
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return false;
+        size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+        fclose(f);
+        stat[n] = '\0';
+        const char *end = strrchr(stat, ')');
+        return end && end[1] == ' ' && end[2] == 'T';
+}
+
+/* A progress report comes while the engine waits for the result: the code was sent by then. */
+static void kill_on_progress(uint64_t elapsed_ms, const char *last_line, size_t len, void *userdata)
+{
+        (void)elapsed_ms, (void)last_line, (void)len;
+        pid_t *guest = userdata;
+        if (*guest > 0)
+                kill(*guest, SIGKILL);
+        *guest = 0;
+}
+
+/* Session d's kernel killed after the eval found it alive but before it read the code (stopped, so
+ * that it cannot read it, then killed once the code is on its way): none of the code ran, so it
+ * runs on a fresh kernel, and the result says the state was lost. */
+static void killed_as_the_code_goes(codecell_cell *c)
+{
+        codecell_error err = {0};
+        expect(c, "d", L("w = 7", "w = 7"), "{\"status\":\"ok\"");
+        pid_t guest = the_guest();
+        CHECK(guest > 0);
+        if (guest <= 0)
+                return;
+        kill(guest, SIGSTOP);
+        for (int i = 0; i < 6000 && !is_stopped(guest); i++)
+                usleep(10000);
+        CHECK(is_stopped(guest));
+        pid_t target = guest;
+        codecell_run_options options = {
+                .progress = kill_on_progress, .progress_interval_ms = 20, .userdata = &target};
+        const char *code =
+                L("defined?(w) ? 'kept' : 'fresh'", "'kept' if 'w' in globals() else 'fresh'");
+        codecell_result *res = NULL;
+        CHECK(codecell_session_eval_with(c, "d", code, strlen(code), &options, &res, &err) == 0);
+        char *json = result_text(0, res, &err);
+        CHECK(target == 0); /* the kill came while the code was on its way */
+        CHECK(starts_with("killed as the code went", json ? json : "",
+                          "{\"status\":\"ok\",\"value\":\"fresh\""));
+        CHECK(json && strstr(json, "\"state_lost\":\"the session's kernel ended before it took "
+                                   "this eval's code (its interpreter was killed by signal 9"));
+        CHECK(json && strstr(json, "this eval ran in a fresh session"));
+        free(json);
+        expect(c, "d", L("w = 8; w", "w = 8\nw"), "{\"status\":\"ok\",\"value\":8,");
+}
+
 /* Every way in one start mode; then a kernel killed from outside, and one that a limit ended. */
 static void lost_state_is_said(codecell_start start)
 {
@@ -296,6 +354,8 @@ static void lost_state_is_said(codecell_start start)
         CHECK(codecell_session_eval(c, "d", "1", 1, &res, &err) == 0);
         CHECK(res && codecell_result_state_lost(res) == NULL);
         codecell_result_free(res);
+
+        killed_as_the_code_goes(c);
 
         /* An eval that ends the session says so in the same field as in its error. */
         res = NULL;

@@ -107,12 +107,9 @@ class Calls(ToolLanguages, unittest.TestCase):
 
     def test_non_json_arguments_are_a_type_error(self):
         def check(r, lang):
-            for i, (kind, message) in enumerate(r.result["value"][:4]):
-                if i == 1:  # NaN: JSON data, but JSON cannot carry it (see ArgumentsBeyondTheHost)
-                    self.assertEqual(kind, "ToolError", r)
-                    continue
+            for kind, message in r.result["value"][:4]:
                 self.assertEqual(kind, "TypeError", r)
-                self.assertIn("tool arguments must be JSON", message)
+                self.assertIn("rpc arguments must be JSON-serializable: args", message)
             self.assertEqual(r.result["value"][4][0], "TypeError")
         self.calls('[c("echo", x: Object.new), c("echo", x: [1, 0.0/0]), c("echo", x: {1 => 2}), '
                    'c("echo", x: Time.now), c("echo", [1])]',
@@ -354,20 +351,82 @@ class CallsFromThreads(ToolLanguages, unittest.TestCase):
 
 
 class ArgumentsBeyondTheHost(ToolLanguages, unittest.TestCase):
-    """NaN/Infinity cannot reach a tool: a ToolError the code can rescue, and the run goes on.
-    Integers of any size reach it exact (test_answers.BigIntegers)."""
+    """What JSON cannot carry never reaches a tool: the seed's TypeError ("rpc arguments must be
+    JSON-serializable"), saying what is wrong and where, raised before anything is sent; the
+    code can rescue it and the run goes on. Integers of any size reach it exact
+    (test_answers.BigIntegers)."""
 
-    def test_nan_is_a_tool_error_big_integers_pass(self):
+    def test_nan_is_a_type_error_big_integers_pass(self):
         def check(r, lang):
             self.assertEqual(r.status, "ok", r)
             *errors, last = r.result["value"]
-            self.assertEqual([kind for kind, _ in errors], ["ToolError"] * 2, r)
+            self.assertEqual([kind for kind, _ in errors], ["TypeError"] * 2, r)
+            self.assertIn("rpc arguments must be JSON-serializable", errors[0][1])
             self.assertIn("JSON cannot carry", errors[0][1])
             self.assertEqual(last, {"got": {"n": 2**63 - 1, "m": -(2**64), "f": 0.1}})
         self.calls("[c('echo', x: [0.0 / 0]), c('echo', x: {'y' => Float::INFINITY}), "
                    "SB.call('echo', n: 2**63 - 1, m: -(2**64), f: 0.1)]",
                    "[c('echo', x=[float('nan')]), c('echo', x={'y': float('inf')}), "
                    "sb.call('echo', n=2**63 - 1, m=-(2**64), f=0.1)]", check)
+
+    # Each bad call: (what it holds, where the message says it is, Ruby, Python).
+    BAD = [
+        ("NaN", "args[:x] is NaN", "args['x'] is nan", "c(x: 0.0 / 0)", "c(x=float('nan'))"),
+        ("nested Infinity", "args[:x][\"a\"][1][\"b\"] is Infinity",
+         "args['x']['a'][1]['b'] is -inf",
+         "c(x: {'a' => [1, {'b' => Float::INFINITY}]})", "c(x={'a': [1, {'b': float('-inf')}]})"),
+        ("NaN in a list", "args[:x][2] is NaN", "args['x'][2] is nan",
+         "c(x: [1, 2, Float::NAN])", "c(x=[1, 2, float('nan')])"),
+        ("a non-text key", "args[:x] has a Integer key", "args['x'] has a int key",
+         "c(x: {1 => 2})", "c(x={1: 2})"),
+        ("invalid UTF-8 text", "args[:x] is text that is not valid UTF-8",
+         "args['x'] is text that is not valid UTF-8",
+         'c(x: "ok \\xff")', "c(x='ok \\ud800')"),
+        ("invalid UTF-8 in a key", "args[:x] has a key that is text that is not valid UTF-8",
+         "args['x'] has a key that is text that is not valid UTF-8",
+         'c(x: {"\\xfe" => 1})', "c(x={'\\udcff': 1})"),
+        ("a binary Symbol key that is not UTF-8", "args has a key that is text that is not",
+         "args has a bytes key", 'c({"\\xff".b.to_sym => 1})', "c({b'k': 1})"),
+        ("a structure deeper than the host takes", "is nested deeper than 200 levels",
+         "is nested deeper than 200 levels", "c(x: deep)", "c(x=deep)"),
+        ("one that holds itself", "is nested deeper than 200 levels",
+         "is nested deeper than 200 levels", "c(x: itself)", "c(x=itself)"),
+        ("an object", "args[:x] is a Object", "args['x'] is a object",
+         "c(x: Object.new)", "c(x=object())"),
+    ]
+
+    def test_nothing_reaches_the_tool(self):
+        d = tempdir(self)
+        log = os.path.join(d, "calls.log")
+        tools = os.path.join(d, "tools.json")
+        with open(tools, "w") as f:
+            json.dump({"tools": [{"name": "record", "command": [
+                os.path.join(HERE, "tools", "record.py"), log]}]}, f)
+        ruby = ('def c(*a, **k); SB.call("record", *a, **k); '
+                'rescue Exception => e; [e.class.name, e.message]; end\n'
+                "deep = []; cur = deep; 300.times { n = []; cur << n; cur = n }\n"
+                "itself = []; itself << itself\n"
+                "[" + ", ".join(b[3] for b in self.BAD) + ", SB.call('record', s: :sym, :k => 1)]")
+        python = ("def c(*a, **k):\n    try:\n        return sb.call('record', *a, **k)\n"
+                  "    except BaseException as e:\n        return [type(e).__name__, str(e)]\n"
+                  "deep = cur = []\nfor _ in range(300):\n    cur.append([])\n    cur = cur[0]\n"
+                  "itself = []\nitself.append(itself)\n"
+                  "[" + ", ".join(b[4] for b in self.BAD) + ", sb.call('record', s='sym', k=1)]")
+
+        def check(r, lang):
+            self.assertEqual(r.status, "ok", r)
+            *errors, last = r.result["value"]
+            for (what, rb, py, _, _), (kind, message) in zip(self.BAD, errors):
+                self.assertEqual(kind, "TypeError", (what, message))
+                self.assertTrue(message.startswith("rpc arguments must be JSON-serializable: "),
+                                (what, message))
+                self.assertIn(rb if lang == "ruby" else py, message, what)
+            # Only the good call reached the tool (a Symbol is text: it goes as a String).
+            self.assertEqual(last, {"calls": 1}, r)
+            with open(log) as f:
+                self.assertEqual([json.loads(line) for line in f], [{"s": "sym", "k": 1}])
+            os.unlink(log)
+        self.each_language({"ruby": ruby, "python": python}, check, "--tools", tools)
 
 
 if __name__ == "__main__":

@@ -135,6 +135,48 @@ class Cancel:
             self._pointer = None
 
 
+# The session an eval without a name runs in, as the seed's Repl names it.
+DEFAULT_SESSION = "default"
+
+
+def _cells_open():
+    return [cell for cell in list(_open_cells) if not cell.closed]
+
+
+def sessions():
+    """Every session open now in any cell of this process (the seed's Repl keeps sessions
+    process-wide), as Session objects: each knows its name and its cell."""
+    found = []
+    for cell in _cells_open():
+        try:
+            found += [Session(cell, name) for name in cell.sessions()]
+        except n.CodeCellError:  # closed meanwhile
+            pass
+    return found
+
+
+def close_session(name=DEFAULT_SESSION):
+    """Closes the session of that name in every open cell; True when one was open."""
+    closed = False
+    for cell in _cells_open():
+        try:
+            closed = cell.close_session(name) or closed
+        except n.CodeCellError:
+            pass
+    return closed
+
+
+def close_all():
+    """Closes every session of every open cell (the cells stay open); how many were open."""
+    count = 0
+    for cell in _cells_open():
+        try:
+            count += cell.close_all()
+        except n.CodeCellError:
+            pass
+    return count
+
+
 class Session:
     """A named persistent sandbox of a cell (docs/sessions.md): variables, definitions and files
     in /work live from one eval to the next. An eval that hits a limit ends the session; the
@@ -145,7 +187,18 @@ class Session:
         self.name = str(name)
 
     def eval(self, code, cancel=None):
+        """A result whose session had ended since the last eval (killed from outside, or by a
+        thread of its own) ran in a fresh one, and says so in result.state_lost."""
         return self.cell._call(code, self.name, cancel)
+
+    def __eq__(self, other):
+        return isinstance(other, Session) and other.cell is self.cell and other.name == self.name
+
+    def __hash__(self):
+        return hash((id(self.cell), self.name))
+
+    def __repr__(self):
+        return "<codecell.Session %r of a %s cell>" % (self.name, self.cell.language)
 
     def reset(self):
         """Drops the state: the next eval starts a fresh interpreter."""
@@ -308,9 +361,25 @@ class Cell:
         """Runs code in a fresh sandbox; returns a Result. cancel: a codecell.Cancel."""
         return self._call(code, None, cancel)
 
-    def session(self, name):
-        """The named session (started on first eval); a context manager that closes it."""
+    def session(self, name=DEFAULT_SESSION):
+        """The named session (started on first eval; "default" when unnamed); a context manager
+        that closes it."""
         return Session(self, name)
+
+    def eval(self, code, session=DEFAULT_SESSION, reset=False, cancel=None):
+        """Runs code in the named session, as the seed's Repl.execute(code:, session:, reset:):
+        reset=True drops the session's state first."""
+        if reset:
+            self._session_close(str(session))
+        return self._call(code, str(session), cancel)
+
+    def close_session(self, name=DEFAULT_SESSION):
+        """Ends the named session's sandbox; True when one was open."""
+        return self._session_close(str(name))
+
+    def close_all(self):
+        """Ends every session of the cell (the cell stays open); how many were open."""
+        return sum(1 for name in self.sessions() if self._session_close(name))
 
     def _session_close(self, name):
         err = n.Error()

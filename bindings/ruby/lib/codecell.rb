@@ -9,6 +9,7 @@ require "codecell/answer"
 require "codecell/dispatcher"
 require "codecell/result"
 require "codecell/session"
+require "codecell/sessions"
 require "codecell/cell"
 require "codecell/jail"
 

@@ -360,8 +360,9 @@ static bool refuse_cancelled(const struct execution *x)
         return false;
 }
 
-/* The execution from the exec to the result; true when its sandbox goes on (a session's). */
-static bool run_on(struct execution *x, const char *code, size_t len)
+/* The execution from the exec to the result; true when its sandbox goes on (a session's).
+ * ret_end says how one that does not go on ended. */
+static bool run_on(struct execution *x, const char *code, size_t len, struct execution_end *ret_end)
 {
         struct pump *p = &x->s->pump;
         prepare_result(x);
@@ -383,6 +384,10 @@ static bool run_on(struct execution *x, const char *code, size_t len)
         take_what_was_seen(x, &o);
         end_sandbox(x, &o);
         finish(x, &o);
+        *ret_end = (struct execution_end){.untaken = !o.seen.taken && !o.seen.result_frame &&
+                                                     !o.seen.cancelled && !o.seen.timed_out &&
+                                                     !o.facts.cpu_exhausted,
+                                          .init_status = o.init_status};
         json_decref(o.seen.result_frame);
         return o.goes_on;
 }
@@ -409,11 +414,14 @@ static void hand_on_the_rest(const struct pump *p, const codecell_run_options *o
 
 bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
                   const char *code, size_t len, bool keep, const codecell_run_options *options,
-                  codecell_result *res)
+                  codecell_result *res, struct execution_end *ret_end)
 {
         struct execution x = {
                 .plan = plan, .tools = tools, .s = s, .options = options, .res = res, .keep = keep};
-        bool alive = run_on(&x, code, len);
+        struct execution_end end = {.init_status = -1};
+        bool alive = run_on(&x, code, len, &end);
+        if (ret_end)
+                *ret_end = end;
         hand_on_the_rest(&s->pump, options, res);
         /* A sandbox torn down has had its folders put back (standby_teardown); a session's
          * goes on, and its eval's chmods are put back now. */
@@ -435,7 +443,7 @@ void execution_run(struct cell_plan *plan, struct tool_table *tools, struct pool
                         return;
                 }
         }
-        (void)execution_on(plan, tools, s, code, len, false, options, res);
+        (void)execution_on(plan, tools, s, code, len, false, options, res, NULL);
         if (s->sb.pid > 0)
                 disposal_add(disposal, s); /* killed, not yet collected */
         else

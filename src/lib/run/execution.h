@@ -19,12 +19,21 @@
 int execution_accept(const struct cell_plan *plan, const char *code, size_t len,
                      const codecell_run_options *options, codecell_result **ret,
                      codecell_error *err);
+/* How a sandbox that gave no result ended. */
+struct execution_end {
+        /* It ended before the prelude took the code (neither cancelled nor out of time): none
+         * of the code ran, so it may run elsewhere (a session's fresh kernel). */
+        bool untaken;
+        int init_status; /* init's exit code as sandbox_destroy gives it, or -1 */
+};
+
 /* Runs one `exec` on a sandbox standing by, calling tools' host tools. With keep, a sandbox
  * that returned "ok" or "error" is left running for the next exec (a session) and true is
- * returned; otherwise it is torn down (not freed) and false is returned. */
+ * returned; otherwise it is torn down (not freed), false is returned, and ret_end (NULL: not
+ * wanted) says how it ended. */
 bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
                   const char *code, size_t len, bool keep, const codecell_run_options *options,
-                  codecell_result *res);
+                  codecell_result *res, struct execution_end *ret_end);
 /* Runs one execution on a sandbox from pool, or a cold one, into res; its sandbox goes to
  * disposal when it is still to be collected. */
 void execution_run(struct cell_plan *plan, struct tool_table *tools, struct pool *pool,

@@ -107,6 +107,14 @@ static void handle_frame(struct pump *p, json_t *frame)
         const char *t = json_string_value(json_object_get(frame, "t"));
         if (strcmp(t, "ready") == 0 && !p->ready) {
                 p->ready = true;
+        } else if (strcmp(t, "taken") == 0 && p->exec_sent && !p->taken && !p->result_frame) {
+                /* Sent by the prelude as soon as it has read the exec, before any of the code
+                 * runs: the id proves it is the prelude's (the code cannot know it yet). */
+                if (json_integer_value(json_object_get(frame, "id")) != p->exec_id) {
+                        pump_protocol_error(p, "taken frame without the exec's id");
+                        return;
+                }
+                p->taken = true;
         } else if (strcmp(t, "result") == 0 && p->exec_sent && !p->result_frame) {
                 if (json_integer_value(json_object_get(frame, "id")) != p->exec_id ||
                     !json_is_boolean(json_object_get(frame, "ok"))) {
@@ -373,10 +381,11 @@ void pump_exec_end(struct pump *p, struct pump_seen *ret)
         *ret = (struct pump_seen){.result_frame = p->result_frame,
                                   .timed_out = p->timed_out,
                                   .cancelled = p->cancelled && !p->result_frame,
-                                  .cpu_exhausted = p->cpu_exhausted};
+                                  .cpu_exhausted = p->cpu_exhausted,
+                                  .taken = p->taken};
         snprintf(ret->protocol_error, sizeof(ret->protocol_error), "%s", p->protocol_error);
         p->result_frame = NULL;
-        p->exec_sent = false;
+        p->exec_sent = p->taken = false;
         p->rpc = NULL;
         p->images = NULL;
         pump_output_to(p, NULL, NULL);

@@ -22,6 +22,7 @@ struct pump {
         bool ctl_open, out_open, err_open;
         bool ready;                /* the prelude said "ready" */
         bool exec_sent;            /* the code was handed over: "call" and "result" are allowed */
+        bool taken;                /* the prelude said "taken": it read the code, which may run */
         int64_t exec_id;           /* the id of that exec, which its result must carry */
         struct rpc *rpc;           /* host calls of this execution; NULL before exec */
         json_t *result_frame;      /* owned */
@@ -61,6 +62,9 @@ struct pump_seen {
         bool timed_out;                      /* the deadline passed before the result */
         bool cancelled;                      /* the caller cancelled before the result */
         bool cpu_exhausted;                  /* the CPU budget was spent */
+        /* The prelude said it read the code. Without it, a guest that ended never ran any of
+         * the code: a session's eval may run it on a fresh kernel instead (session.c). */
+        bool taken;
 };
 
 void pump_init(struct pump *p, struct sandbox *sb, size_t max_frame);

@@ -240,26 +240,70 @@ static void set_state_lost(codecell_result *res, const char *why, const char *th
                 res->state_lost = NULL;
 }
 
+/* How a session's kernel ended (init's exit code as sandbox_destroy gives it), and when, in
+ * why. */
+static void describe_end(int status, const char *when, char *why, size_t n)
+{
+        int sig = sandbox_guest_signal(status), code = sandbox_guest_exit_code(status);
+        if (sig)
+                snprintf(why, n,
+                         "the session's kernel ended %s (its interpreter was killed by signal %d, "
+                         "%s)",
+                         when, sig, strsignal(sig));
+        else if (code >= 0)
+                snprintf(why, n,
+                         "the session's kernel ended %s (its interpreter exited with code %d)",
+                         when, code);
+        else
+                snprintf(why, n, "the session's kernel could not go on %s", when);
+}
+
 /* A kernel found ended before its code was delivered (killed from outside, or by a thread of
  * its own between evals; or it spoke while idle): torn down, and how it ended written into
  * why. */
 static void bury_kernel(struct standby *kernel, char *why, size_t n)
 {
-        int status = standby_teardown(kernel, END_WAIT, NULL, NULL);
-        int sig = sandbox_guest_signal(status), code = sandbox_guest_exit_code(status);
-        if (sig)
-                snprintf(why, n,
-                         "the session's kernel ended after its last eval (its interpreter was "
-                         "killed by signal %d, %s)",
-                         sig, strsignal(sig));
-        else if (code >= 0)
-                snprintf(why, n,
-                         "the session's kernel ended after its last eval (its interpreter exited "
-                         "with code %d)",
-                         code);
-        else
-                snprintf(why, n, "the session's kernel could not go on after its last eval");
+        describe_end(standby_teardown(kernel, END_WAIT, NULL, NULL), "after its last eval", why, n);
         standby_free(kernel);
+}
+
+/* Runs the code on the session's kernel, started first if it has none; ended says why the
+ * state of an earlier kernel was lost ("" when it was not). False when the kernel ended
+ * before it took the code, unless last: none of the code ran, the kernel is gone, and why
+ * says how it ended. */
+static bool eval_on_kernel(struct session_table *t, struct session *s, const char *code, size_t len,
+                           const codecell_run_options *options, const char *ended, bool last,
+                           codecell_result *res, char *why, size_t n)
+{
+        codecell_error e = {0};
+        if (!s->kernel && pool_spawn(t->pool, &s->kernel, &e) < 0) {
+                s->kernel = NULL;
+                res->status = CODECELL_STATUS_SANDBOX_ERROR;
+                char text[sizeof(e.message) + 64];
+                snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
+                _cleanup_free_ char *clean = utf8_sanitize(text, strlen(text), NULL);
+                res->error = json_string(clean ? clean : "the session could not be started");
+                if (*ended)
+                        set_state_lost(res, ended, "the next eval tries a fresh session again");
+                return true;
+        }
+        struct execution_end end = {.init_status = -1};
+        if (execution_on(t->plan, t->tools, s->kernel, code, len, true, options, res, &end)) {
+                if (*ended)
+                        set_state_lost(res, ended, "this eval ran in a fresh session");
+                return true;
+        }
+        standby_free(s->kernel);
+        s->kernel = NULL;
+        if (end.untaken && !last) {
+                describe_end(end.init_status, "before it took this eval's code", why, n);
+                return false;
+        }
+        s->cancel_ended = res->cancelled;
+        append_error(res, state_lost);
+        set_state_lost(res, *ended ? ended : "this eval ended the session",
+                       "the next eval starts a fresh session");
+        return true;
 }
 
 int session_eval(struct session_table *t, const char *name, const char *code, size_t len,
@@ -284,7 +328,7 @@ int session_eval(struct session_table *t, const char *name, const char *code, si
         pthread_mutex_lock(&s->run_lock);
         /* A kernel found dead before the code is delivered is replaced, and the code runs
          * there: the caller gets a fresh session's result, which says the state was lost. */
-        char ended[160] = "";
+        char ended[200] = "";
         if (s->kernel && !standby_alive(s->kernel)) {
                 bury_kernel(s->kernel, ended, sizeof(ended));
                 s->kernel = NULL;
@@ -293,25 +337,18 @@ int session_eval(struct session_table *t, const char *name, const char *code, si
                          "the session's last eval was cancelled, which ended its kernel");
         }
         s->cancel_ended = false;
-        codecell_error e = {0};
-        if (!s->kernel && pool_spawn(t->pool, &s->kernel, &e) < 0) {
-                s->kernel = NULL;
-                res->status = CODECELL_STATUS_SANDBOX_ERROR;
-                char text[sizeof(e.message) + 64];
-                snprintf(text, sizeof(text), "the session could not be started: %s", e.message);
-                _cleanup_free_ char *clean = utf8_sanitize(text, strlen(text), NULL);
-                res->error = json_string(clean ? clean : "the session could not be started");
-                if (*ended)
-                        set_state_lost(res, ended, "the next eval tries a fresh session again");
-        } else if (!execution_on(t->plan, t->tools, s->kernel, code, len, true, options, res)) {
-                standby_free(s->kernel);
-                s->kernel = NULL;
-                s->cancel_ended = res->cancelled;
-                append_error(res, state_lost);
-                set_state_lost(res, *ended ? ended : "this eval ended the session",
-                               "the next eval starts a fresh session");
-        } else if (*ended) {
-                set_state_lost(res, ended, "this eval ran in a fresh session");
+        /* One found dead only as the code went to it (killed a moment before, or as its init
+         * ended) never took the code: the code runs once more, on a fresh kernel, as the
+         * seed's Repl does. Only once: a kernel that dies at every start does not loop. (A
+         * thread the earlier code left could read the code off the channel and end the
+         * kernel: the code then runs twice, each time within the limits.) */
+        bool retried = false;
+        while (!eval_on_kernel(t, s, code, len, options, ended, retried, res, ended,
+                               sizeof(ended))) {
+                retried = true;
+                codecell_result_free(res);
+                if ((r = execution_accept(t->plan, code, len, options, &res, err)) < 0)
+                        break;
         }
         /* Read while run_lock is held: once it is let go, a close or a reset waiting for it
          * frees the kernel. */
@@ -323,7 +360,7 @@ int session_eval(struct session_table *t, const char *name, const char *code, si
         release(t, s);
         pthread_mutex_unlock(&t->lock);
         *ret_result = res;
-        return 0;
+        return r;
 }
 
 int session_close(struct session_table *t, const char *name, codecell_error *err)

@@ -523,13 +523,21 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
         }
         if (sb->pid > 0) {
                 wait_exit(sb->pid, grace_ms);
+                /* Killed before this kill (from outside), init took its pid namespace with it:
+                 * the interpreter was killed by SIGKILL, as init would have said. Peeked at,
+                 * not reaped: the wait below reaps it. */
+                siginfo_t info = {0};
+                bool killed_first =
+                        waitid(P_PID, (id_t)sb->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                        info.si_pid == sb->pid &&
+                        (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED);
                 kill(sb->pid, SIGKILL);
                 int st = 0;
                 struct rusage usage = {0};
                 while (wait4(sb->pid, &st, 0, &usage) < 0 && errno == EINTR)
                         ;
                 /* Killed by us, init could not report how the guest ended: -1. */
-                status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+                status = WIFEXITED(st) ? WEXITSTATUS(st) : killed_first ? 128 + SIGKILL : -1;
                 if (ret_usage)
                         *ret_usage = usage;
                 sb->pid = -1;

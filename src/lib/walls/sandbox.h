@@ -77,7 +77,9 @@ const char *sandbox_forked_gone(const struct sandbox *sb);
 void sandbox_kill_guest(const struct sandbox *sb);
 /* Kills the whole sandbox (its pid namespace dies with its init) after giving it grace_ms to
  * exit by itself, and reaps it. Returns init's exit code, which encodes how the guest ended
- * (see sandbox_guest_signal), or -1 when init had to be killed. Closes the fds. */
+ * (see sandbox_guest_signal), or -1 when init had to be killed. An init killed from outside
+ * before that reads as an interpreter killed by SIGKILL (its pid namespace died with init).
+ * Closes the fds. */
 int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage);
 /* From init's exit code: the signal that ended the interpreter, or 0. */
 int sandbox_guest_signal(int init_status);

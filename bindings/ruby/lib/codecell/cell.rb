@@ -54,6 +54,7 @@ module CodeCell
           tool(name, description: spec[:description], input_schema: spec[:input_schema], &spec.fetch(:call))
         end
       end
+      Sessions.register(self)
       yield self if block_given?
     end
 
@@ -82,8 +83,9 @@ module CodeCell
       Result.new(@native.run(code.to_s), @native.model_chars)
     end
 
-    # The named session (created on first eval). With a block: yields it and closes it after.
-    def session(name)
+    # The named session (created on first eval; "default" when unnamed). With a block: yields
+    # it and closes it after.
+    def session(name = DEFAULT_SESSION)
       s = Session.new(self, name)
       return s unless block_given?
 
@@ -94,9 +96,27 @@ module CodeCell
       end
     end
 
+    # Runs code in the named session, as the seed's Repl#execute(code:, session:, reset:):
+    # reset: true drops the session's state first. A result whose session had ended since the
+    # last eval (killed, or by a thread of its own) says so in #state_lost.
+    def eval(code, session: DEFAULT_SESSION, reset: false)
+      session_close(session.to_s) if reset
+      session_eval(session.to_s, code)
+    end
+
     # Names of the sessions open now.
     def sessions
       @native.sessions
+    end
+
+    # Ends the named session's sandbox. True when one was open.
+    def close_session(name = DEFAULT_SESSION)
+      session_close(name.to_s)
+    end
+
+    # Ends every session of the cell (the cell stays open). Returns how many were open.
+    def close_all
+      sessions.count { |name| session_close(name) }
     end
 
     # Fills the pool and returns when every sandbox in it is ready.
@@ -125,6 +145,7 @@ module CodeCell
       return if @native.closed?
 
       @native.close
+      Sessions.unregister(self)
       @tool_blocks.clear
       ObjectSpace.undefine_finalizer(self)
       nil

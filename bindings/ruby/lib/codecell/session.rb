@@ -12,8 +12,24 @@ module CodeCell
       @name = name.to_s
     end
 
+    # A result whose session had ended since the last eval (killed from outside, or by a thread
+    # of its own) ran in a fresh one, and says so in #state_lost.
     def eval(code)
       @cell.send(:session_eval, @name, code)
+    end
+
+    # The same session: the same name in the same cell.
+    def ==(other)
+      other.is_a?(Session) && other.cell.equal?(@cell) && other.name == @name
+    end
+    alias eql? ==
+
+    def hash
+      [@cell.object_id, @name].hash
+    end
+
+    def inspect
+      "#<#{self.class} #{@name.inspect} of #{@cell.language} cell #{@cell.object_id}>"
     end
 
     # Drops the state: the next eval starts a fresh interpreter. Returns self.
