@@ -101,5 +101,9 @@ void jail_netns_give_back(int fd);
 /* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
 int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);
 int jail_cgroup_attach(const struct codecell_jail *jail, pid_t pid, codecell_error *err);
+/* jail_cgroup_stock.c: a spare made ahead with these limits into *ret (true), or false; either
+ * way the next spare is made, for these limits, while the jail runs. */
+bool jail_cgroup_stock_take(const struct cgroup_place *place, const struct cgroup_limits *limits,
+                            struct cgroup *ret);
 
 #endif
