@@ -93,6 +93,9 @@ int jail_enter(struct codecell_jail *j);
 /* jail_reaper.c: collects the keeper, the cgroup and the network namespace of a jail whose
  * answer is in hand, on a thread of its own. False when it cannot (the caller then waits). */
 bool jail_reaper_add(struct codecell_jail *j, pid_t keeper);
+/* Also there: a detached thread of the library running fn, with every signal blocked (they are
+ * the caller's threads'). False when it cannot be made. */
+bool jail_thread_start(void *(*fn)(void *));
 /* jail_netns.c: a recycled empty network namespace, or -1 when the stock has none. */
 int jail_netns_take(void);
 /* The same back to the stock (-1: nothing). */

@@ -7,7 +7,6 @@
  * the reaper of jail_reaper.c); a spare no jail took is removed at exit, or, after a SIGKILL,
  * by the next engine's sweep (it is named after this process). */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,17 +70,7 @@ static void *stock(void *arg)
 }
 
 /* A fork's child (a web server's worker, a jail's own processes) has no stock thread, and the
- * parent's spare is the parent's: it starts with none. */
-static void before_fork(void)
-{
-        pthread_mutex_lock(&lock);
-}
-
-static void after_fork_parent(void)
-{
-        pthread_mutex_unlock(&lock);
-}
-
+ * parent's spare is the parent's: it starts with none, whatever the state it copied. */
 static void after_fork_child(void)
 {
         pthread_mutex_init(&lock, NULL);
@@ -105,24 +94,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void register_handlers(void)
 {
-        (void)pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        (void)pthread_atfork(NULL, NULL, after_fork_child);
         (void)atexit(remove_spare);
-}
-
-/* Under the lock. */
-static void start(void)
-{
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        /* Signals belong to the caller's threads, not to this one. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        started = pthread_create(&t, &attr, stock, NULL) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
 }
 
 bool jail_cgroup_stock_take(const struct cgroup_place *where, const struct cgroup_limits *limits,
@@ -140,7 +113,7 @@ bool jail_cgroup_stock_take(const struct cgroup_place *where, const struct cgrou
         want_limits = *limits;
         wanted = true;
         if (!started)
-                start();
+                started = jail_thread_start(stock);
         pthread_cond_signal(&asked);
         pthread_mutex_unlock(&lock);
         return taken;
