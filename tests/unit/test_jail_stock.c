@@ -196,7 +196,8 @@ static codecell_jail_result run_watched(const codecell_jail_options *o)
 
 int main(void)
 {
-        codecell_jail_options o = {.memory_bytes = 256u << 20, .on_unsupported = CODECELL_POLICY_IGNORE};
+        codecell_jail_options o = {.memory_bytes = 256u << 20,
+                                   .on_unsupported = CODECELL_POLICY_IGNORE};
         codecell_jail_result r = run(&o, touch_fn, (void *)(uintptr_t)64);
         if (r.memory_peak_bytes < 0) {
                 printf("skip: the jail has no cgroup here (not root, no delegated subtree)\n");
