@@ -69,7 +69,7 @@ python)
         [ "$value" = 2 ] || { echo "install.sh: the README's check printed '$value'" >&2; exit 1; }
         cd "$work/suite/tests"
         if [ "$mode" = unprivileged ]; then
-                as_user "$work/v/bin/python" -m unittest -v test_jail test_jail_answer
+                as_user "$work/v/bin/python" -m unittest -v test_jail test_jail_answer test_jail_speed
         else
                 "$work/v/bin/python" -m unittest -v
         fi

@@ -54,8 +54,12 @@ def _engine_sources(scratch):
 
 
 def _compile(engine, out):
-    packages = ["libseccomp", "jansson", "libcurl"]  # libcurl: its header (MCP over HTTP)
+    packages = ["libseccomp", "jansson"]
     flags = _run(["pkg-config", "--cflags", "--libs"] + packages).split()
+    # libcurl: its header only (MCP over HTTP); the engine loads libcurl.so.4 when it needs it.
+    # Linked, its two dozen libraries would be mapped into every process that imports codecell,
+    # and each fork (every codecell.jail forks twice) copies their mappings.
+    flags += _run(["pkg-config", "--cflags", "libcurl"]).split()
     sources = sorted(glob.glob(os.path.join(engine, "*.c")))
     # The engine is C11 with GNU interfaces; only its public API (CODECELL_API) is exported.
     _run([os.environ.get("CC", "gcc"), "-shared", "-fPIC", "-O2", "-std=gnu11", "-D_GNU_SOURCE",

@@ -410,6 +410,18 @@ int codecell_jail_answer(codecell_jail *j, codecell_jail_outcome outcome, const 
         j->answered = true;
         struct jail_answer_head head = {
                 .magic = JAIL_ANSWER_MAGIC, .outcome = (uint32_t)outcome, .len = data ? len : 0};
+        /* A small answer goes in one write with its head: the parent wakes once for it. */
+        char whole[4096];
+        if (head.len <= sizeof(whole) - sizeof(head)) {
+                memcpy(whole, &head, sizeof(head));
+                if (head.len)
+                        memcpy(whole + sizeof(head), data, head.len);
+                ssize_t n;
+                do
+                        n = pipe_write(j->answer[1], whole, sizeof(head) + head.len);
+                while (n < 0 && errno == EINTR);
+                return n == (ssize_t)(sizeof(head) + head.len) ? 0 : n < 0 ? -errno : -EIO;
+        }
         /* The parent may have gone (or stopped reading past answer_bytes): EPIPE, not
          * SIGPIPE. */
         if (pipe_write(j->answer[1], &head, sizeof(head)) != (ssize_t)sizeof(head))

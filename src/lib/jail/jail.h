@@ -105,6 +105,9 @@ int jail_enter(struct codecell_jail *j);
 /* jail_reaper.c: collects the keeper, the cgroup and the network namespace of a jail whose
  * answer is in hand, on a thread of its own. False when it cannot (the caller then waits). */
 bool jail_reaper_add(struct codecell_jail *j, pid_t keeper);
+/* Also there: a detached thread of the library running fn, with every signal blocked (they are
+ * the caller's threads'). False when it cannot be made. */
+bool jail_thread_start(void *(*fn)(void *));
 /* jail_netns.c: a recycled empty network namespace, or -1 when the stock has none. */
 int jail_netns_take(void);
 /* The same back to the stock (-1: nothing). */
@@ -138,5 +141,9 @@ bool jail_keeps_open(const struct codecell_jail *j, int fd);
 /* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
 int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);
 int jail_cgroup_attach(const struct codecell_jail *jail, pid_t pid, codecell_error *err);
+/* jail_cgroup_stock.c: a spare made ahead with these limits into *ret (true), or false; either
+ * way the next spare is made, for these limits, while the jail runs. */
+bool jail_cgroup_stock_take(const struct cgroup_place *place, const struct cgroup_limits *limits,
+                            struct cgroup *ret);
 
 #endif

@@ -29,11 +29,15 @@ int jail_cgroup_create(struct codecell_jail *j, codecell_error *err)
                         *err = place_error;
                 return place_found;
         }
-        char name[64];
-        cgroup_unique_name(name, sizeof(name));
         struct cgroup_limits limits = {.memory_bytes = j->options.memory_bytes,
                                        .pids = j->options.pids,
                                        .cpu_accounting = true};
+        if (jail_cgroup_stock_take(&place, &limits, &j->cgroup)) {
+                j->has_cgroup = true;
+                return 0;
+        }
+        char name[64];
+        cgroup_unique_name(name, sizeof(name));
         int r = place.backend->create(&place, name, &limits, &j->cgroup, err);
         if (r == 0)
                 j->has_cgroup = true;

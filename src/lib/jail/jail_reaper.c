@@ -78,6 +78,22 @@ static void *reap(void *arg)
         return NULL;
 }
 
+bool jail_thread_start(void *(*fn)(void *))
+{
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        /* Signals belong to the caller's threads, not to this one. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        bool ok = pthread_create(&t, &attr, fn, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        return ok;
+}
+
 bool jail_reaper_add(struct codecell_jail *j, pid_t keeper)
 {
         struct leftover *l = malloc(sizeof(*l));
@@ -89,19 +105,8 @@ bool jail_reaper_add(struct codecell_jail *j, pid_t keeper)
                                .netns_fd = j->netns_fd};
         pthread_once(&atfork_once, register_atfork);
         pthread_mutex_lock(&lock);
-        if (!started) {
-                pthread_t t;
-                pthread_attr_t attr;
-                pthread_attr_init(&attr);
-                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-                /* Signals belong to the caller's threads, not to this one. */
-                sigset_t all, old;
-                sigfillset(&all);
-                pthread_sigmask(SIG_BLOCK, &all, &old);
-                started = pthread_create(&t, &attr, reap, NULL) == 0;
-                pthread_sigmask(SIG_SETMASK, &old, NULL);
-                pthread_attr_destroy(&attr);
-        }
+        if (!started)
+                started = jail_thread_start(reap);
         if (!started) {
                 pthread_mutex_unlock(&lock);
                 free(l);

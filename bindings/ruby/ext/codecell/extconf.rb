@@ -9,7 +9,10 @@ abort "codecell: #{engine} is missing; build the gem with `gem build codecell.ge
 pkg_config("libseccomp") or abort "codecell: libseccomp not found (Debian: libseccomp-dev)"
 pkg_config("jansson") or abort "codecell: jansson not found (Debian: libjansson-dev)"
 # libcurl's header only: the engine loads libcurl.so.4 at run time, for MCP servers over HTTP.
-pkg_config("libcurl") or abort "codecell: libcurl's header not found (Debian: libcurl4-openssl-dev)"
+# Not linked: its two dozen libraries would be mapped into every process that requires
+# codecell, and each fork (every CodeCell.jail forks twice) copies their mappings.
+curl_cflags = pkg_config("libcurl", "cflags") or abort "codecell: libcurl's header not found (Debian: libcurl4-openssl-dev)"
+$CFLAGS << " " << curl_cflags
 have_library("pthread") or abort "codecell: pthread not found"
 
 $INCFLAGS << " -I$(srcdir)/engine"
