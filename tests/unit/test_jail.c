@@ -23,24 +23,11 @@
 
 #include "check.h"
 #include "codecell.h"
+#include "jail_run.h"
 
 static void answer_text(codecell_jail *jail, codecell_jail_outcome outcome, const char *text)
 {
         codecell_jail_answer(jail, outcome, text, strlen(text));
-}
-
-/* Runs fn and returns the result; a failed run fails the test. */
-static codecell_jail_result run(const codecell_jail_options *o, codecell_jail_fn fn, void *arg)
-{
-        codecell_jail_result r;
-        codecell_error err = {0};
-        if (codecell_jail_run(o, fn, arg, &r, &err) < 0) {
-                fprintf(stderr, "jail run failed: %s\n", err.message);
-                check_failures++;
-                memset(&r, 0, sizeof(r));
-                r.outcome = CODECELL_JAIL_UNSUPPORTED;
-        }
-        return r;
 }
 
 static int counter = 41; /* the parent's memory, seen by the child */

@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "codecell.h"
+#include "jail_run.h"
 
 #define SKIP 77
 
@@ -92,19 +93,6 @@ static void touch_fn(codecell_jail *jail, void *arg)
         if (p != MAP_FAILED)
                 memset(p, 1, len);
         codecell_jail_answer(jail, CODECELL_JAIL_VALUE, "ok", 2);
-}
-
-static codecell_jail_result run(const codecell_jail_options *o, codecell_jail_fn fn, void *arg)
-{
-        codecell_jail_result r;
-        codecell_error err = {0};
-        if (codecell_jail_run(o, fn, arg, &r, &err) < 0) {
-                fprintf(stderr, "jail run failed: %s\n", err.message);
-                check_failures++;
-                memset(&r, 0, sizeof(r));
-                r.outcome = CODECELL_JAIL_UNSUPPORTED;
-        }
-        return r;
 }
 
 /* The cgroup (its last path component) of the jailed process, found from outside while the
