@@ -44,18 +44,26 @@ def sandbox_of(pid):
     return [p for p in below(os.getpid())[0] if ns_of(p) == ns_of(pid)]
 
 
+def kill_gone_too(kill, target):
+    """Kills target; one already gone (the end of an earlier one's init took it) is fine."""
+    try:
+        kill(target, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def kill_init(pid):
     names = below(os.getpid())[1]
     for p in sandbox_of(pid):
         if names.get(p) == "codecell-init":
-            os.kill(p, signal.SIGKILL)
+            kill_gone_too(os.kill, p)
 
 
 def kill_groups(pid):
     groups = {os.getpgid(p) for p in sandbox_of(pid)}
     assert os.getpgrp() not in groups, groups  # never this process's own group
     for g in groups:
-        os.killpg(g, signal.SIGKILL)
+        kill_gone_too(os.killpg, g)
 
 
 # How the kernel is killed from outside: its interpreter alone, its init (whose end takes the
