@@ -618,6 +618,76 @@ out:;
         CHECK(system(cmd) == 0);
 }
 
+static bool warned_of(const codecell_jail *j, const char *what)
+{
+        bool warned = false;
+        for (size_t i = 0; j && codecell_jail_warning(j, i); i++)
+                warned = warned || strstr(codecell_jail_warning(j, i), what) != NULL;
+        return warned;
+}
+
+/* A root caller's fs_allow is idmapped only where nobody but root and the folder's owner
+ * steers its path: a link planted by another user in a folder of theirs (pub/job -> a
+ * folder of root's) is not followed into root's ownership, and a folder everyone may write
+ * (/tmp) stays written as nobody. */
+static void test_idmap_refused(void)
+{
+        if (geteuid() != 0) {
+                printf("SKIP idmap refused: needs root (the child of a root caller)\n");
+                return;
+        }
+        char target[] = "/tmp/codecell-jail-XXXXXX", pub[] = "/tmp/codecell-jail-XXXXXX";
+        CHECK(mkdtemp(target) != NULL && mkdtemp(pub) != NULL);
+        CHECK(chmod(pub, 0755) == 0 && chown(pub, 1000, 1000) == 0);
+        char job[96], made[128];
+        snprintf(job, sizeof(job), "%s/job", pub);
+        CHECK(symlink(target, job) == 0 && lchown(job, 1000, 1000) == 0);
+        const char *planted[] = {job, NULL};
+        codecell_jail_options o = {.fs_allow = planted, .on_unsupported = CODECELL_POLICY_RAISE};
+        codecell_error err = {0};
+        CHECK(codecell_jail_new(&o, &err) == NULL && err.kind == CODECELL_ERR_UNSUPPORTED &&
+              strstr(err.message, "not idmapped: ") && strstr(err.message, pub));
+        printf("idmap refused: %s\n", err.message);
+        o.on_unsupported = CODECELL_POLICY_WARN;
+        codecell_jail *j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL && warned_of(j, "not idmapped: ") &&
+              strstr(codecell_jail_layers(j), "idmapped") == NULL);
+        codecell_jail_free(j);
+        codecell_jail_result r = run(&o, create_fn, job);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(strerror(EACCES)) &&
+              memcmp(r.data, strerror(EACCES), r.len) == 0);
+        codecell_jail_result_clear(&r);
+        snprintf(made, sizeof(made), "%s/made-in-jail", target);
+        struct stat st;
+        CHECK(lstat(made, &st) < 0 && errno == ENOENT);
+        /* The same folder named directly is the caller's own choice: idmapped. */
+        const char *direct[] = {target, NULL};
+        o.fs_allow = direct;
+        j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL && strstr(codecell_jail_layers(j), "idmapped_fs_allow") != NULL);
+        codecell_jail_free(j);
+        /* /tmp, and a sticky folder everyone may write like it: nobody writes there already,
+         * and no warning (nothing the caller asked for is missing). */
+        const char *tmp[] = {"/tmp", NULL};
+        o.fs_allow = tmp;
+        j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL && strstr(codecell_jail_layers(j), "idmapped") == NULL &&
+              codecell_jail_warning(j, 0) == NULL);
+        codecell_jail_free(j);
+        CHECK(chown(pub, 0, 0) == 0 && chmod(pub, 01777) == 0 && unlink(job) == 0);
+        const char *sticky[] = {pub, NULL};
+        o.fs_allow = sticky;
+        r = run(&o, create_fn, pub);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len > 3 &&
+              memcmp(r.data, "ok ", 3) == 0);
+        codecell_jail_result_clear(&r);
+        snprintf(made, sizeof(made), "%s/made-in-jail", pub);
+        CHECK(stat(made, &st) == 0 && st.st_uid == 65534);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s %s", target, pub);
+        CHECK(system(cmd) == 0);
+}
+
 /* A host whose cgroup is not delegated (nobody's, here) still runs under "raise": RLIMIT_AS
  * is the seed's own memory limit, a fallback told as a warning, not a missing layer. */
 static void test_raise_without_a_cgroup(void)
@@ -879,6 +949,7 @@ int main(int argc, char **argv)
         test_other_outcomes();
         test_bad_options();
         test_idmapped_fs_allow();
+        test_idmap_refused();
         test_raise_without_a_cgroup();
         test_nested();
         test_keep_open();

@@ -53,6 +53,8 @@ struct jail_answer_head {
 struct codecell_jail {
         codecell_jail_options options; /* the lists point into paths */
         char *paths[JAIL_MAX_PATHS];   /* resolved, existing */
+        /* The caller's spelling of the read-write ones, during codecell_jail_new only. */
+        const char *given[JAIL_MAX_PATHS];
         size_t n_paths;
         size_t n_read_write; /* the first n_paths of them */
         pid_t parent;
@@ -113,10 +115,17 @@ int jail_netns_take(void);
 /* The same back to the stock (-1: nothing). */
 void jail_netns_give_back(int fd);
 
-/* jail_idmap.c. In the parent (root): an idmapped clone of every read-write path whose owner
- * is not the child's uid, so that the child writes there as the owner does (0). Where the
- * kernel or the file system cannot, < 0 with why filled: the path stays as it is. */
-int jail_idmap_prepare(struct codecell_jail *j, char *why, size_t why_size);
+/* jail_idmap.c. In the parent (root): an idmapped clone of read-write path i (given: the
+ * caller's spelling of it), when its owner is not the child's uid, so that the child writes
+ * there as the owner does (0, also when no clone is needed). 1: refused, its path may be
+ * steered by another user (jail_safe_path.c); < 0: the kernel or the file system cannot. Both
+ * fill why, and the path stays as it is. */
+int jail_idmap_prepare(struct codecell_jail *j, size_t i, const char *given, char *why,
+                       size_t why_size);
+/* jail_safe_path.c: path resolved one name at a time without following a link blindly, an O_PATH
+ * descriptor of what it names; with check, refused (-1, why filled) when a folder in which a
+ * name is looked up may be written by another user than root and owner. */
+int jail_safe_open(const char *path, bool check, uid_t owner, char *why, size_t why_size);
 /* In the keeper, in its own mount namespace: the clones over their paths. 0, or -errno with
  * *ret_path the path that failed. */
 int jail_idmap_attach(struct codecell_jail *j, const char **ret_path);
