@@ -14,7 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/io_uring.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -835,6 +842,65 @@ static void test_nested(void)
 
 static int kept[2];
 
+/* Opens a file beneath a kept folder's descriptor: Landlock checks what is opened beneath. */
+static void beneath_fn(codecell_jail *jail, void *arg)
+{
+        int fd = openat(*(int *)arg, "file", O_RDONLY | O_CLOEXEC);
+        answer_text(jail, CODECELL_JAIL_VALUE, fd >= 0 ? "opened" : strerror(errno));
+}
+
+/* A descriptor of the caller's machinery (an epoll set, an io_uring, ...) is refused: the
+ * function would add to it, or act through it, as the caller. fd < 0: the host has none. */
+static void check_refused_kind(const char *what, int fd)
+{
+        if (fd < 0) {
+                printf("SKIP keep_open of %s: %s\n", what, strerror(errno));
+                return;
+        }
+        int keep[] = {fd, -1};
+        codecell_jail_options o = {.keep_open = keep};
+        codecell_error err = {0};
+        codecell_jail *j = codecell_jail_new(&o, &err);
+        CHECK(j == NULL && err.kind == CODECELL_ERR_INVALID &&
+              strstr(err.message, "which the function may not hold"));
+        if (j)
+                fprintf(stderr, "keep_open of %s was taken\n", what);
+        codecell_jail_free(j);
+        close(fd);
+}
+
+static void test_keep_open_kinds(void)
+{
+        check_refused_kind("an epoll set", epoll_create1(EPOLL_CLOEXEC));
+        check_refused_kind("an eventfd", eventfd(0, EFD_CLOEXEC));
+        check_refused_kind("a timerfd", timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR2);
+        check_refused_kind("a signalfd", signalfd(-1, &set, SFD_CLOEXEC));
+        check_refused_kind("an inotify", inotify_init1(IN_CLOEXEC));
+        check_refused_kind("a pidfd", (int)syscall(SYS_pidfd_open, getpid(), 0));
+        struct io_uring_params params = {0};
+        check_refused_kind("an io_uring", (int)syscall(SYS_io_uring_setup, 2, &params));
+        check_refused_kind("a userfaultfd", (int)syscall(SYS_userfaultfd, O_CLOEXEC));
+        /* A folder's descriptor is kept, and gives no way around Landlock: a file of the
+         * caller's beneath it, readable by the child's uid, is refused. */
+        char dir[] = "/tmp/codecell-jail-XXXXXX", file[64];
+        CHECK(mkdtemp(dir) != NULL && chmod(dir, 0755) == 0);
+        snprintf(file, sizeof(file), "%s/file", dir);
+        FILE *f = fopen(file, "w");
+        CHECK(f != NULL && fclose(f) == 0 && chmod(file, 0644) == 0);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int keep[] = {dfd, -1};
+        codecell_jail_options o = {.keep_open = keep};
+        codecell_jail_result r = run(&o, beneath_fn, &dfd);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(strerror(EACCES)) &&
+              memcmp(r.data, strerror(EACCES), r.len) == 0);
+        codecell_jail_result_clear(&r);
+        close(dfd);
+        CHECK(unlink(file) == 0 && rmdir(dir) == 0);
+}
+
 /* keep_open hands chosen descriptors to the function as they are; the rest stay /dev/null. */
 static void test_keep_open(void)
 {
@@ -953,6 +1019,7 @@ int main(int argc, char **argv)
         test_raise_without_a_cgroup();
         test_nested();
         test_keep_open();
+        test_keep_open_kinds();
         test_collected_after_a_fork();
         CHECK(no_children_within(60));
         CHECK_DONE();

@@ -43,8 +43,7 @@ static void fd_name(int fd, char *out, size_t size)
         out[n > 0 ? (size_t)n : 0] = '\0';
 }
 
-static int refuse(char *why, size_t why_size, int e, const char *fmt, const char *a,
-                  const char *b)
+static int refuse(char *why, size_t why_size, int e, const char *fmt, const char *a, const char *b)
 {
         snprintf(why, why_size, fmt, a, b);
         errno = e;
