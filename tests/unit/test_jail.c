@@ -930,6 +930,57 @@ static void test_keep_open(void)
         close(kept[1]);
 }
 
+static char *shared_file, *shared_anon, *shared_readonly;
+
+/* Answers what the caller's shared mappings held, then writes over them. */
+static void shared_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        char text[64];
+        snprintf(text, sizeof(text), "%.8s|%.8s|%.8s", shared_file, shared_anon, shared_readonly);
+        memcpy(shared_file, "JAILWROT", 8);
+        memcpy(shared_anon, "JAILWROT", 8);
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+/* A fork shares MAP_SHARED mappings: a file of the caller's mapped writable (outside
+ * fs_allow) would be written by the function, and a shared anonymous region would carry its
+ * writes into the caller's memory. The function gets private copies: it sees the bytes, and
+ * what it writes stays its own. */
+static void test_shared_mappings(void)
+{
+        char dir[] = "/tmp/codecell-jail-XXXXXX", path[64], readonly[64];
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof(path), "%s/mapped", dir);
+        snprintf(readonly, sizeof(readonly), "%s/readonly", dir);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        int ro = open(readonly, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        CHECK(fd >= 0 && write(fd, "original", 8) == 8 && ro >= 0 && write(ro, "readonly", 8) == 8);
+        close(ro);
+        ro = open(readonly, O_RDONLY | O_CLOEXEC);
+        shared_file = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        shared_anon = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        shared_readonly = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ro, 0);
+        CHECK(shared_file != MAP_FAILED && shared_anon != MAP_FAILED &&
+              shared_readonly != MAP_FAILED);
+        close(fd);
+        close(ro);
+        memcpy(shared_anon, "anonymou", 8);
+        codecell_jail_result r = run(NULL, shared_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == 26 &&
+              memcmp(r.data, "original|anonymou|readonly", 26) == 0);
+        codecell_jail_result_clear(&r);
+        CHECK(memcmp(shared_file, "original", 8) == 0 && memcmp(shared_anon, "anonymou", 8) == 0);
+        char back[9] = "";
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(fd >= 0 && read(fd, back, 8) == 8 && memcmp(back, "original", 8) == 0);
+        close(fd);
+        munmap(shared_file, 4096);
+        munmap(shared_anon, 4096);
+        munmap(shared_readonly, 4096);
+        CHECK(unlink(path) == 0 && unlink(readonly) == 0 && rmdir(dir) == 0);
+}
+
 /* Whether this process has no child left (the reaper thread collected the keepers), polled
  * with a generous deadline. */
 static bool no_children_within(int seconds)
@@ -1020,6 +1071,7 @@ int main(int argc, char **argv)
         test_nested();
         test_keep_open();
         test_keep_open_kinds();
+        test_shared_mappings();
         test_collected_after_a_fork();
         CHECK(no_children_within(60));
         CHECK_DONE();

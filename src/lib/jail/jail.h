@@ -104,6 +104,10 @@ _Noreturn void jail_keep(struct codecell_jail *j, pid_t jailed);
 /* All three, with fork(2) between: returns 0 in the jailed process only. */
 int jail_enter(struct codecell_jail *j);
 
+/* jail_shared_maps.c. In the jailed process, before Landlock: every shared mapping that may
+ * be written made a private copy at the same address (or unmapped). 0 or -errno. */
+int jail_unshare_mappings(void);
+
 /* jail_reaper.c: collects the keeper, the cgroup and the network namespace of a jail whose
  * answer is in hand, on a thread of its own. False when it cannot (the caller then waits). */
 bool jail_reaper_add(struct codecell_jail *j, pid_t keeper);
