@@ -713,8 +713,11 @@ static void test_raise_without_a_cgroup(void)
         printf("layers: %s\n", layers);
         CHECK(cgroup || strstr(layers, "rlimit_as") != NULL);
         if (!cgroup)
+                /* says that the limit is each process's, not the jail's */
                 CHECK(codecell_jail_warning(j, 0) &&
-                      strncmp(codecell_jail_warning(j, 0), "cgroup: ", 8) == 0);
+                      strncmp(codecell_jail_warning(j, 0), "cgroup: ", 8) == 0 &&
+                      strstr(codecell_jail_warning(j, 0), "for each process, not for the jail") &&
+                      strstr(codecell_jail_warning(j, 0), "pids x memory_mb: 64 processes"));
         codecell_jail_free(j);
         codecell_jail_result r = run(&o, memory_fn, NULL);
         CHECK(r.outcome == CODECELL_JAIL_MEMORY);

@@ -226,11 +226,13 @@ static int plan_limits(struct codecell_jail *j, codecell_error *err)
         if (!j->nested && jail_cgroup_create(j, &why) == 0)
                 add_layer(j, j->cgroup.backend->name);
         if (!j->has_cgroup) {
-                char what[sizeof(why.message) + 96];
+                char what[sizeof(why.message) + 256];
                 snprintf(what, sizeof(what),
                          "cgroup: %s; memory is limited by RLIMIT_AS (on top of what the child "
-                         "shares) and processes by RLIMIT_NPROC instead",
-                         j->nested ? "none inside another jail" : why.message);
+                         "shares) for each process, not for the jail as a whole (up to pids x "
+                         "memory_mb: %llu processes), and processes by RLIMIT_NPROC instead",
+                         j->nested ? "none inside another jail" : why.message,
+                         (unsigned long long)j->options.pids);
                 /* agent_jail's own memory limit: not a missing layer, even under "raise". */
                 int r = j->nested ? 0 : fallen_back(j, what, err);
                 if (r < 0)

@@ -150,6 +150,9 @@ void jail_clamp_rlimits(struct codecell_jail *j);
  * terminated list). 0, or < 0 with err. */
 int jail_keep_open_plan(struct codecell_jail *j, const int *fds, codecell_error *err);
 bool jail_keeps_open(const struct codecell_jail *j, int fd);
+/* What fd is, by its /proc link: a path, "anon_inode:[eventpoll]", "user:[4026531837]" ("" when
+ * unknown). */
+void jail_fd_link(int fd, char *target, size_t size);
 
 /* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
 int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);

@@ -112,10 +112,8 @@ static int refused(const struct codecell_jail *j, size_t i, const char *given, i
         int fd = jail_safe_open(given, true, first_st.st_uid, why, why_size);
         if (fd < 0)
                 return 1;
-        char real[PATH_MAX + 1], link[64];
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, real, sizeof(real) - 1);
-        real[n > 0 ? (size_t)n : 0] = '\0';
+        char real[PATH_MAX + 1];
+        jail_fd_link(fd, real, sizeof(real));
         if (fstat(fd, st) < 0 || st->st_dev != first_st.st_dev || st->st_ino != first_st.st_ino ||
             strcmp(real, j->paths[i]) != 0) {
                 close(fd);

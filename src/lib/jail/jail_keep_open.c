@@ -14,8 +14,7 @@
 #include "error.h"
 #include "jail.h"
 
-/* What fd is, by its /proc link ("anon_inode:[eventpoll]", "user:[4026531837]", a path). */
-static void fd_link(int fd, char *target, size_t size)
+void jail_fd_link(int fd, char *target, size_t size)
 {
         char link[64];
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -52,7 +51,7 @@ static bool namespace_fd(const char *target)
  * type is none or a regular file (pidfs), so the /proc link tells them apart too. */
 static const char *refused_kind(int fd, char *target, size_t size)
 {
-        fd_link(fd, target, size);
+        jail_fd_link(fd, target, size);
         if (namespace_fd(target))
                 return "a namespace's";
         if (strncmp(target, "anon_inode:", 11) == 0)

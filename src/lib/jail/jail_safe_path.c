@@ -34,15 +34,6 @@ static bool trusted(const struct stat *dir, const struct stat *entry, uid_t owne
         return (dir->st_mode & S_ISVTX) && (entry->st_uid == 0 || entry->st_uid == owner);
 }
 
-/* The physical path of an open folder, for a message. */
-static void fd_name(int fd, char *out, size_t size)
-{
-        char link[64];
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, out, size - 1);
-        out[n > 0 ? (size_t)n : 0] = '\0';
-}
-
 static int refuse(char *why, size_t why_size, int e, const char *fmt, const char *a, const char *b)
 {
         snprintf(why, why_size, fmt, a, b);
@@ -139,7 +130,7 @@ int jail_safe_open(const char *path, bool check, uid_t owner, char *why, size_t 
                 }
                 if (check && !trusted(&w.st[w.depth - 1], &st, owner)) {
                         const struct stat *d = &w.st[w.depth - 1];
-                        fd_name(w.fds[w.depth - 1], dir, sizeof(dir));
+                        jail_fd_link(w.fds[w.depth - 1], dir, sizeof(dir));
                         snprintf(why, why_size,
                                  "%s/%s: its folder (owner %u, mode %04o) or itself (owner %u) "
                                  "may be changed by another user than root or the folder's "
