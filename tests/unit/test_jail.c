@@ -14,7 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/io_uring.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -618,6 +625,76 @@ out:;
         CHECK(system(cmd) == 0);
 }
 
+static bool warned_of(const codecell_jail *j, const char *what)
+{
+        bool warned = false;
+        for (size_t i = 0; j && codecell_jail_warning(j, i); i++)
+                warned = warned || strstr(codecell_jail_warning(j, i), what) != NULL;
+        return warned;
+}
+
+/* A root caller's fs_allow is idmapped only where nobody but root and the folder's owner
+ * steers its path: a link planted by another user in a folder of theirs (pub/job -> a
+ * folder of root's) is not followed into root's ownership, and a folder everyone may write
+ * (/tmp) stays written as nobody. */
+static void test_idmap_refused(void)
+{
+        if (geteuid() != 0) {
+                printf("SKIP idmap refused: needs root (the child of a root caller)\n");
+                return;
+        }
+        char target[] = "/tmp/codecell-jail-XXXXXX", pub[] = "/tmp/codecell-jail-XXXXXX";
+        CHECK(mkdtemp(target) != NULL && mkdtemp(pub) != NULL);
+        CHECK(chmod(pub, 0755) == 0 && chown(pub, 1000, 1000) == 0);
+        char job[96], made[128];
+        snprintf(job, sizeof(job), "%s/job", pub);
+        CHECK(symlink(target, job) == 0 && lchown(job, 1000, 1000) == 0);
+        const char *planted[] = {job, NULL};
+        codecell_jail_options o = {.fs_allow = planted, .on_unsupported = CODECELL_POLICY_RAISE};
+        codecell_error err = {0};
+        CHECK(codecell_jail_new(&o, &err) == NULL && err.kind == CODECELL_ERR_UNSUPPORTED &&
+              strstr(err.message, "not idmapped: ") && strstr(err.message, pub));
+        printf("idmap refused: %s\n", err.message);
+        o.on_unsupported = CODECELL_POLICY_WARN;
+        codecell_jail *j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL && warned_of(j, "not idmapped: ") &&
+              strstr(codecell_jail_layers(j), "idmapped") == NULL);
+        codecell_jail_free(j);
+        codecell_jail_result r = run(&o, create_fn, job);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(strerror(EACCES)) &&
+              memcmp(r.data, strerror(EACCES), r.len) == 0);
+        codecell_jail_result_clear(&r);
+        snprintf(made, sizeof(made), "%s/made-in-jail", target);
+        struct stat st;
+        CHECK(lstat(made, &st) < 0 && errno == ENOENT);
+        /* The same folder named directly is the caller's own choice: idmapped. */
+        const char *direct[] = {target, NULL};
+        o.fs_allow = direct;
+        j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL && strstr(codecell_jail_layers(j), "idmapped_fs_allow") != NULL);
+        codecell_jail_free(j);
+        /* /tmp, and a sticky folder everyone may write like it: nobody writes there already,
+         * and no warning (nothing the caller asked for is missing). */
+        const char *tmp[] = {"/tmp", NULL};
+        o.fs_allow = tmp;
+        j = codecell_jail_new(&o, &err);
+        CHECK(j != NULL && strstr(codecell_jail_layers(j), "idmapped") == NULL &&
+              codecell_jail_warning(j, 0) == NULL);
+        codecell_jail_free(j);
+        CHECK(chown(pub, 0, 0) == 0 && chmod(pub, 01777) == 0 && unlink(job) == 0);
+        const char *sticky[] = {pub, NULL};
+        o.fs_allow = sticky;
+        r = run(&o, create_fn, pub);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len > 3 &&
+              memcmp(r.data, "ok ", 3) == 0);
+        codecell_jail_result_clear(&r);
+        snprintf(made, sizeof(made), "%s/made-in-jail", pub);
+        CHECK(stat(made, &st) == 0 && st.st_uid == 65534);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s %s", target, pub);
+        CHECK(system(cmd) == 0);
+}
+
 /* A host whose cgroup is not delegated (nobody's, here) still runs under "raise": RLIMIT_AS
  * is the seed's own memory limit, a fallback told as a warning, not a missing layer. */
 static void test_raise_without_a_cgroup(void)
@@ -636,8 +713,11 @@ static void test_raise_without_a_cgroup(void)
         printf("layers: %s\n", layers);
         CHECK(cgroup || strstr(layers, "rlimit_as") != NULL);
         if (!cgroup)
+                /* says that the limit is each process's, not the jail's */
                 CHECK(codecell_jail_warning(j, 0) &&
-                      strncmp(codecell_jail_warning(j, 0), "cgroup: ", 8) == 0);
+                      strncmp(codecell_jail_warning(j, 0), "cgroup: ", 8) == 0 &&
+                      strstr(codecell_jail_warning(j, 0), "for each process, not for the jail") &&
+                      strstr(codecell_jail_warning(j, 0), "pids x memory_mb: 64 processes"));
         codecell_jail_free(j);
         codecell_jail_result r = run(&o, memory_fn, NULL);
         CHECK(r.outcome == CODECELL_JAIL_MEMORY);
@@ -765,6 +845,65 @@ static void test_nested(void)
 
 static int kept[2];
 
+/* Opens a file beneath a kept folder's descriptor: Landlock checks what is opened beneath. */
+static void beneath_fn(codecell_jail *jail, void *arg)
+{
+        int fd = openat(*(int *)arg, "file", O_RDONLY | O_CLOEXEC);
+        answer_text(jail, CODECELL_JAIL_VALUE, fd >= 0 ? "opened" : strerror(errno));
+}
+
+/* A descriptor of the caller's machinery (an epoll set, an io_uring, ...) is refused: the
+ * function would add to it, or act through it, as the caller. fd < 0: the host has none. */
+static void check_refused_kind(const char *what, int fd)
+{
+        if (fd < 0) {
+                printf("SKIP keep_open of %s: %s\n", what, strerror(errno));
+                return;
+        }
+        int keep[] = {fd, -1};
+        codecell_jail_options o = {.keep_open = keep};
+        codecell_error err = {0};
+        codecell_jail *j = codecell_jail_new(&o, &err);
+        CHECK(j == NULL && err.kind == CODECELL_ERR_INVALID &&
+              strstr(err.message, "which the function may not hold"));
+        if (j)
+                fprintf(stderr, "keep_open of %s was taken\n", what);
+        codecell_jail_free(j);
+        close(fd);
+}
+
+static void test_keep_open_kinds(void)
+{
+        check_refused_kind("an epoll set", epoll_create1(EPOLL_CLOEXEC));
+        check_refused_kind("an eventfd", eventfd(0, EFD_CLOEXEC));
+        check_refused_kind("a timerfd", timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC));
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR2);
+        check_refused_kind("a signalfd", signalfd(-1, &set, SFD_CLOEXEC));
+        check_refused_kind("an inotify", inotify_init1(IN_CLOEXEC));
+        check_refused_kind("a pidfd", (int)syscall(SYS_pidfd_open, getpid(), 0));
+        struct io_uring_params params = {0};
+        check_refused_kind("an io_uring", (int)syscall(SYS_io_uring_setup, 2, &params));
+        check_refused_kind("a userfaultfd", (int)syscall(SYS_userfaultfd, O_CLOEXEC));
+        /* A folder's descriptor is kept, and gives no way around Landlock: a file of the
+         * caller's beneath it, readable by the child's uid, is refused. */
+        char dir[] = "/tmp/codecell-jail-XXXXXX", file[64];
+        CHECK(mkdtemp(dir) != NULL && chmod(dir, 0755) == 0);
+        snprintf(file, sizeof(file), "%s/file", dir);
+        FILE *f = fopen(file, "w");
+        CHECK(f != NULL && fclose(f) == 0 && chmod(file, 0644) == 0);
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int keep[] = {dfd, -1};
+        codecell_jail_options o = {.keep_open = keep};
+        codecell_jail_result r = run(&o, beneath_fn, &dfd);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == strlen(strerror(EACCES)) &&
+              memcmp(r.data, strerror(EACCES), r.len) == 0);
+        codecell_jail_result_clear(&r);
+        close(dfd);
+        CHECK(unlink(file) == 0 && rmdir(dir) == 0);
+}
+
 /* keep_open hands chosen descriptors to the function as they are; the rest stay /dev/null. */
 static void test_keep_open(void)
 {
@@ -792,6 +931,57 @@ static void test_keep_open(void)
         close(ns);
         close(kept[0]);
         close(kept[1]);
+}
+
+static char *shared_file, *shared_anon, *shared_readonly;
+
+/* Answers what the caller's shared mappings held, then writes over them. */
+static void shared_fn(codecell_jail *jail, void *arg)
+{
+        (void)arg;
+        char text[64];
+        snprintf(text, sizeof(text), "%.8s|%.8s|%.8s", shared_file, shared_anon, shared_readonly);
+        memcpy(shared_file, "JAILWROT", 8);
+        memcpy(shared_anon, "JAILWROT", 8);
+        answer_text(jail, CODECELL_JAIL_VALUE, text);
+}
+
+/* A fork shares MAP_SHARED mappings: a file of the caller's mapped writable (outside
+ * fs_allow) would be written by the function, and a shared anonymous region would carry its
+ * writes into the caller's memory. The function gets private copies: it sees the bytes, and
+ * what it writes stays its own. */
+static void test_shared_mappings(void)
+{
+        char dir[] = "/tmp/codecell-jail-XXXXXX", path[64], readonly[64];
+        CHECK(mkdtemp(dir) != NULL);
+        snprintf(path, sizeof(path), "%s/mapped", dir);
+        snprintf(readonly, sizeof(readonly), "%s/readonly", dir);
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        int ro = open(readonly, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        CHECK(fd >= 0 && write(fd, "original", 8) == 8 && ro >= 0 && write(ro, "readonly", 8) == 8);
+        close(ro);
+        ro = open(readonly, O_RDONLY | O_CLOEXEC);
+        shared_file = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        shared_anon = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        shared_readonly = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ro, 0);
+        CHECK(shared_file != MAP_FAILED && shared_anon != MAP_FAILED &&
+              shared_readonly != MAP_FAILED);
+        close(fd);
+        close(ro);
+        memcpy(shared_anon, "anonymou", 8);
+        codecell_jail_result r = run(NULL, shared_fn, NULL);
+        CHECK(r.outcome == CODECELL_JAIL_VALUE && r.data && r.len == 26 &&
+              memcmp(r.data, "original|anonymou|readonly", 26) == 0);
+        codecell_jail_result_clear(&r);
+        CHECK(memcmp(shared_file, "original", 8) == 0 && memcmp(shared_anon, "anonymou", 8) == 0);
+        char back[9] = "";
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        CHECK(fd >= 0 && read(fd, back, 8) == 8 && memcmp(back, "original", 8) == 0);
+        close(fd);
+        munmap(shared_file, 4096);
+        munmap(shared_anon, 4096);
+        munmap(shared_readonly, 4096);
+        CHECK(unlink(path) == 0 && unlink(readonly) == 0 && rmdir(dir) == 0);
 }
 
 /* Whether this process has no child left (the reaper thread collected the keepers), polled
@@ -879,9 +1069,12 @@ int main(int argc, char **argv)
         test_other_outcomes();
         test_bad_options();
         test_idmapped_fs_allow();
+        test_idmap_refused();
         test_raise_without_a_cgroup();
         test_nested();
         test_keep_open();
+        test_keep_open_kinds();
+        test_shared_mappings();
         test_collected_after_a_fork();
         CHECK(no_children_within(60));
         CHECK_DONE();

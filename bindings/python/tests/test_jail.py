@@ -2,6 +2,7 @@
 import collections
 import encodings.idna  # noqa: F401 - imported before the jail: the child shares it (see below)
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -333,6 +334,15 @@ class Jail(unittest.TestCase):
             with self.assertRaises(ValueError) as cm:
                 codecell.jail(int, keep_open=[ns])
             self.assertIn("namespace", str(cm.exception))
+        # The caller's machinery (an epoll set) is refused: the function would add its own
+        # descriptors to it, with data the caller's loop takes for its own.
+        ep = select.epoll()
+        try:
+            with self.assertRaises(ValueError) as cm:
+                codecell.jail(int, keep_open=[ep])
+            self.assertIn("an anonymous inode's", str(cm.exception))
+        finally:
+            ep.close()
 
     def test_only_trusted_classes_load_in_the_parent(self):
         with self.assertRaises(codecell.JailError) as cm:

@@ -281,6 +281,15 @@ class TestJail < Minitest::Test
       error = assert_raises(ArgumentError) { CodeCell.jail(keep_open: [ns]) { 1 } }
       assert_match(/namespace/, error.message)
     end
+    # The caller's machinery (an epoll set) is refused: the block would add its own
+    # descriptors to it, with data the caller's loop takes for its own.
+    require "fiddle"
+    epoll_create1 = Fiddle::Function.new(Fiddle.dlopen(nil)["epoll_create1"], [Fiddle::TYPE_INT],
+                                         Fiddle::TYPE_INT)
+    ep = IO.for_fd(epoll_create1.call(0), autoclose: true)
+    error = assert_raises(ArgumentError) { CodeCell.jail(keep_open: [ep]) { 1 } }
+    assert_match(/an anonymous inode's/, error.message)
+    ep.close
   ensure
     r&.close
   end

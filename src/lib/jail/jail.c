@@ -167,6 +167,7 @@ static int add_paths(struct codecell_jail *j, const char *const *list, const cha
                                        "jail: more than %d paths in fs_allow and fs_read_allow",
                                        JAIL_MAX_PATHS);
                 }
+                j->given[j->n_paths] = list[i];
                 j->paths[j->n_paths++] = real;
         }
         return 0;
@@ -225,11 +226,13 @@ static int plan_limits(struct codecell_jail *j, codecell_error *err)
         if (!j->nested && jail_cgroup_create(j, &why) == 0)
                 add_layer(j, j->cgroup.backend->name);
         if (!j->has_cgroup) {
-                char what[sizeof(why.message) + 96];
+                char what[sizeof(why.message) + 256];
                 snprintf(what, sizeof(what),
                          "cgroup: %s; memory is limited by RLIMIT_AS (on top of what the child "
-                         "shares) and processes by RLIMIT_NPROC instead",
-                         j->nested ? "none inside another jail" : why.message);
+                         "shares) for each process, not for the jail as a whole (up to pids x "
+                         "memory_mb: %llu processes), and processes by RLIMIT_NPROC instead",
+                         j->nested ? "none inside another jail" : why.message,
+                         (unsigned long long)j->options.pids);
                 /* agent_jail's own memory limit: not a missing layer, even under "raise". */
                 int r = j->nested ? 0 : fallen_back(j, what, err);
                 if (r < 0)
@@ -254,11 +257,18 @@ static int plan_limits(struct codecell_jail *j, codecell_error *err)
 /* A root caller's fs_allow folders, writable as their owner (jail_idmap.c). */
 static int plan_idmaps(struct codecell_jail *j, codecell_error *err)
 {
-        if (!j->privileged || j->nested)
-                return 0;
+        int r = 0;
         char why[sizeof(err->message)];
-        if (jail_idmap_prepare(j, why, sizeof(why)) < 0)
-                return missing_layer(j, why, err);
+        for (size_t i = 0; j->privileged && !j->nested && r == 0 && i < j->n_read_write; i++) {
+                int k = jail_idmap_prepare(j, i, j->given[i], why, sizeof(why));
+                if (k < 0) /* the kernel cannot: none of them */
+                        jail_idmap_close(j);
+                if (k != 0)
+                        r = missing_layer(j, why, err) < 0 ? -1 : k < 0 ? 1 : 0;
+        }
+        memset(j->given, 0, sizeof(j->given)); /* the caller's, gone after the call */
+        if (r < 0)
+                return -1;
         if (j->n_idmapped > 0)
                 add_layer(j, "idmapped_fs_allow");
         return 0;

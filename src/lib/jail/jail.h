@@ -53,6 +53,8 @@ struct jail_answer_head {
 struct codecell_jail {
         codecell_jail_options options; /* the lists point into paths */
         char *paths[JAIL_MAX_PATHS];   /* resolved, existing */
+        /* The caller's spelling of the read-write ones, during codecell_jail_new only. */
+        const char *given[JAIL_MAX_PATHS];
         size_t n_paths;
         size_t n_read_write; /* the first n_paths of them */
         pid_t parent;
@@ -102,6 +104,10 @@ _Noreturn void jail_keep(struct codecell_jail *j, pid_t jailed);
 /* All three, with fork(2) between: returns 0 in the jailed process only. */
 int jail_enter(struct codecell_jail *j);
 
+/* jail_shared_maps.c. In the jailed process, before Landlock: every shared mapping that may
+ * be written made a private copy at the same address (or unmapped). 0 or -errno. */
+int jail_unshare_mappings(void);
+
 /* jail_reaper.c: collects the keeper, the cgroup and the network namespace of a jail whose
  * answer is in hand, on a thread of its own. False when it cannot (the caller then waits). */
 bool jail_reaper_add(struct codecell_jail *j, pid_t keeper);
@@ -113,10 +119,17 @@ int jail_netns_take(void);
 /* The same back to the stock (-1: nothing). */
 void jail_netns_give_back(int fd);
 
-/* jail_idmap.c. In the parent (root): an idmapped clone of every read-write path whose owner
- * is not the child's uid, so that the child writes there as the owner does (0). Where the
- * kernel or the file system cannot, < 0 with why filled: the path stays as it is. */
-int jail_idmap_prepare(struct codecell_jail *j, char *why, size_t why_size);
+/* jail_idmap.c. In the parent (root): an idmapped clone of read-write path i (given: the
+ * caller's spelling of it), when its owner is not the child's uid, so that the child writes
+ * there as the owner does (0, also when no clone is needed). 1: refused, its path may be
+ * steered by another user (jail_safe_path.c); < 0: the kernel or the file system cannot. Both
+ * fill why, and the path stays as it is. */
+int jail_idmap_prepare(struct codecell_jail *j, size_t i, const char *given, char *why,
+                       size_t why_size);
+/* jail_safe_path.c: path resolved one name at a time without following a link blindly, an O_PATH
+ * descriptor of what it names; with check, refused (-1, why filled) when a folder in which a
+ * name is looked up may be written by another user than root and owner. */
+int jail_safe_open(const char *path, bool check, uid_t owner, char *why, size_t why_size);
 /* In the keeper, in its own mount namespace: the clones over their paths. 0, or -errno with
  * *ret_path the path that failed. */
 int jail_idmap_attach(struct codecell_jail *j, const char **ret_path);
@@ -137,6 +150,9 @@ void jail_clamp_rlimits(struct codecell_jail *j);
  * terminated list). 0, or < 0 with err. */
 int jail_keep_open_plan(struct codecell_jail *j, const int *fds, codecell_error *err);
 bool jail_keeps_open(const struct codecell_jail *j, int fd);
+/* What fd is, by its /proc link: a path, "anon_inode:[eventpoll]", "user:[4026531837]" ("" when
+ * unknown). */
+void jail_fd_link(int fd, char *target, size_t size);
 
 /* jail_cgroup.c: the jail's cgroup, made in the parent before the fork. */
 int jail_cgroup_create(struct codecell_jail *jail, codecell_error *err);

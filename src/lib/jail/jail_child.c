@@ -120,8 +120,8 @@ struct jailed_prepare {
         int keeper_alive;
 };
 
-/* The jailed process's own part of its entry (sandbox_entry.h): its /proc and its
- * descriptors. */
+/* The jailed process's own part of its entry (sandbox_entry.h): its /proc, its descriptors
+ * and its shared mappings. */
 static int jailed_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
 {
         const struct jailed_prepare *p = ctx;
@@ -137,6 +137,11 @@ static int jailed_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
                         return sandbox_entry_failed(ret_failure, errno,
                                                     "stdin, stdout and stderr to /dev/null", NULL);
         neutralize_fds(j);
+        /* The caller's shared mappings would carry the function's writes out (a file of
+         * root's, the caller's own memory): private copies instead (jail_shared_maps.c). */
+        int r = jail_unshare_mappings();
+        if (r < 0)
+                return sandbox_entry_failed(ret_failure, -r, "copy the shared mappings", NULL);
         return 0;
 }
 

@@ -14,6 +14,7 @@
  * changes), then for each folder per jail an open_tree, a mount_setattr and a move_mount. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,27 +94,71 @@ static int idmap_for(const struct codecell_jail *j, uid_t uid, gid_t gid, codece
         return fd < 0 && made >= 0 ? err_sys(err, errno, "idmap: dup") : fd;
 }
 
-static int clone_idmapped(struct codecell_jail *j, size_t i, codecell_error *err)
+/* The folder as a descriptor (*ret_fd, its stat st) whose path nobody but root and its owner
+ * may steer (jail_safe_path.c): 0; 1 when another user may (why filled); -1 on failure. */
+static int refused(const struct codecell_jail *j, size_t i, const char *given, int *ret_fd,
+                   struct stat *st, char *why, size_t why_size)
+{
+        /* First learn the owner, then walk again trusting only root and that owner: the
+         * second walk's descriptor is the one cloned, and must be the first's inode. */
+        int first = jail_safe_open(given, false, 0, why, why_size);
+        if (first < 0)
+                return -1;
+        struct stat first_st;
+        int r = fstat(first, &first_st);
+        close(first);
+        if (r < 0)
+                return snprintf(why, why_size, "stat: %s", strerror(errno)), -1;
+        int fd = jail_safe_open(given, true, first_st.st_uid, why, why_size);
+        if (fd < 0)
+                return 1;
+        char real[PATH_MAX + 1];
+        jail_fd_link(fd, real, sizeof(real));
+        if (fstat(fd, st) < 0 || st->st_dev != first_st.st_dev || st->st_ino != first_st.st_ino ||
+            strcmp(real, j->paths[i]) != 0) {
+                close(fd);
+                snprintf(why, why_size, "it changed while it was checked");
+                return 1;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* 0: the folder is idmapped, or needs no idmap; 1: refused as unsafe, -1: the kernel or the
+ * file system cannot (why filled for both). */
+static int clone_idmapped(struct codecell_jail *j, size_t i, const char *given, char *why,
+                          size_t why_size)
 {
         struct stat st;
         if (stat(j->paths[i], &st) < 0)
-                return err_sys(err, errno, "stat");
+                return snprintf(why, why_size, "stat: %s", strerror(errno)), -1;
         if (st.st_uid == j->host_uid && st.st_gid == j->host_gid)
                 return 0; /* the child's own already */
-        _cleanup_close_ int userns = idmap_for(j, st.st_uid, st.st_gid, err);
+        /* A folder everyone may write (/tmp, sticky or not) the child writes as nobody
+         * already; idmapped, it would write there as root, over root's files. */
+        if (st.st_mode & (S_IWOTH | S_ISVTX))
+                return 0;
+        int at_fd = -1;
+        int r = refused(j, i, given, &at_fd, &st, why, why_size);
+        if (r != 0)
+                return r;
+        _cleanup_close_ int folder = at_fd;
+        codecell_error err = {0};
+        _cleanup_close_ int userns = idmap_for(j, st.st_uid, st.st_gid, &err);
         if (userns < 0)
-                return -1;
-        _cleanup_close_ int tree = (int)syscall(SYS_open_tree, AT_FDCWD, j->paths[i],
-                                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+                return snprintf(why, why_size, "%s", err.message), -1;
+        _cleanup_close_ int tree =
+                (int)syscall(SYS_open_tree, folder, "",
+                             AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0)
-                return err_sys(err, errno, "open_tree");
+                return snprintf(why, why_size, "open_tree: %s", strerror(errno)), -1;
         struct mount_attr attr = {
                 .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                 .userns_fd = (uint64_t)userns,
         };
         if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
                     sizeof(attr)) < 0)
-                return err_sys(err, errno, "idmapped mounts");
+                return snprintf(why, why_size, "idmapped mounts: %s", strerror(errno)), -1;
         /* Parents before the folders inside them, so that an inner clone is not hidden. */
         size_t at = j->n_idmapped++;
         while (at > 0 && strlen(j->paths[j->idmapped[at - 1].path]) > strlen(j->paths[i])) {
@@ -126,20 +171,18 @@ static int clone_idmapped(struct codecell_jail *j, size_t i, codecell_error *err
         return 0;
 }
 
-int jail_idmap_prepare(struct codecell_jail *j, char *why, size_t why_size)
+int jail_idmap_prepare(struct codecell_jail *j, size_t i, const char *given, char *why,
+                       size_t why_size)
 {
-        for (size_t i = 0; i < j->n_read_write; i++) {
-                codecell_error err = {0};
-                if (clone_idmapped(j, i, &err) < 0) {
-                        snprintf(why, why_size,
-                                 "idmapped fs_allow: %s: %s; the child (nobody) writes there only "
-                                 "what nobody may",
-                                 j->paths[i], err.message);
-                        jail_idmap_close(j);
-                        return -1;
-                }
-        }
-        return 0;
+        char what[256];
+        int r = clone_idmapped(j, i, given, what, sizeof(what));
+        if (r == 0)
+                return 0;
+        snprintf(why, why_size,
+                 "idmapped fs_allow: %s: %s%s; the child (nobody) writes there only what nobody "
+                 "may",
+                 j->paths[i], r > 0 ? "not idmapped: " : "", what);
+        return r;
 }
 
 int jail_idmap_attach(struct codecell_jail *j, const char **ret_path)
