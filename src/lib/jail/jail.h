@@ -80,7 +80,7 @@ struct codecell_jail {
         size_t n_keep_open;
         /* pipes: [0] read, [1] write */
         int report[2]; /* keeper/jailed -> parent: jail_record */
-        int go[2];     /* parent -> keeper: one byte once it is in the cgroup */
+        int go[2];     /* parent -> keeper: one byte once it is in the cgroup (and mapped) */
         int answer[2]; /* jailed -> parent: jail_answer_head + data */
         int alive[2];  /* keeper -> jailed: EOF when the keeper is gone */
         int null_fd;   /* /dev/null, opened in the parent */

@@ -232,7 +232,7 @@ static void become_nobody(const struct codecell_jail *j)
         if (syscall(SYS_setresgid, j->host_gid, j->host_gid, j->host_gid) < 0 ||
             syscall(SYS_setresuid, j->host_uid, j->host_uid, j->host_uid) < 0)
                 fail(j, false, errno, "switch to the jail's uid", NULL);
-        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
                 fail(j, false, errno, "not dumpable", NULL);
         struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
         struct __user_cap_data_struct caps[2];
