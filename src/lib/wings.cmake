@@ -64,7 +64,8 @@ target_link_libraries(engine_walls PUBLIC PkgConfig::SECCOMP)
 # A caller's function in a forked child behind a sandbox's walls (codecell_jail_*).
 codecell_wing(jail USES walls SOURCES
   jail.c jail_child.c jail_cgroup.c jail_cgroup_stock.c jail_reaper.c jail_wait.c jail_netns.c
-  jail_idmap.c jail_safe_path.c jail_nested.c jail_keep_open.c jail_shared_maps.c)
+  jail_idmap.c jail_safe_path.c jail_nested.c jail_keep_open.c jail_shared_maps.c
+  jail_keeper_ids.c)
 # The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
 # disposal, the description.
 codecell_wing(run USES tools walls SOURCES

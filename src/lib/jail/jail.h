@@ -30,6 +30,7 @@ enum jail_record_type {
         JAIL_FAILED = 1, /* set-up failed in the keeper or the jailed process */
         JAIL_STARTED,    /* the jailed process's host pid */
         JAIL_ENDED,      /* how the jailed process ended, from its reaper */
+        JAIL_UNSHARED,   /* a root caller's keeper made its namespaces: the parent maps its ids */
 };
 
 /* One record on the report pipe: smaller than PIPE_BUF, so written whole or not at all. */
@@ -81,7 +82,7 @@ struct codecell_jail {
         size_t n_keep_open;
         /* pipes: [0] read, [1] write */
         int report[2]; /* keeper/jailed -> parent: jail_record */
-        int go[2];     /* parent -> keeper: one byte once it is in the cgroup */
+        int go[2];     /* parent -> keeper: one byte once it is in the cgroup (and mapped) */
         int answer[2]; /* jailed -> parent: jail_answer_head + data */
         int alive[2];  /* keeper -> jailed: EOF when the keeper is gone */
         int null_fd;   /* /dev/null, opened in the parent */
@@ -118,6 +119,10 @@ bool jail_thread_start(void *(*fn)(void *));
 int jail_netns_take(void);
 /* The same back to the stock (-1: nothing). */
 void jail_netns_give_back(int fd);
+
+/* jail_keeper_ids.c, in the parent: writes a root caller's keeper's id maps, once it has made its
+ * user namespace: 0, or < 0 with err. */
+int jail_keeper_map_ids(const struct codecell_jail *j, pid_t keeper, codecell_error *err);
 
 /* jail_idmap.c. In the parent (root): an idmapped clone of read-write path i (given: the
  * caller's spelling of it), when its owner is not the child's uid, so that the child writes

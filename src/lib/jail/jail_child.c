@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "jail.h"
 #include "pipe_write.h"
@@ -209,24 +210,45 @@ static void write_own(const struct codecell_jail *j, const char *name, const cha
         close(fd);
 }
 
-/* The keeper maps its own ids, one each, the same inside as on the host (the function sees its
- * real uid): what any unprivileged process may do in the namespace it just made, so that the
- * parent has no part in it. */
+/* A caller that is not root: its keeper maps its own ids, one each, the same inside as on the
+ * host (the function sees its real uid), what any unprivileged process may do in the
+ * namespace it just made. It is the caller's uid and dumpable as the caller is: nothing of
+ * another user's is exposed. (A root caller's maps are the parent's: jail_keeper_ids.c.) */
 static void map_own_ids(const struct codecell_jail *j)
 {
         char map[64];
-        /* Who changed uid is not dumpable, and its /proc files are the host root's: dumpable
-         * for the writes, and not again after (another process of nobody's could otherwise
-         * ptrace a copy of a root caller's memory). */
-        if (j->privileged && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
-                fail(j, false, errno, "dumpable", NULL);
         write_own(j, "setgroups", "deny");
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)j->host_uid, (unsigned)j->host_uid);
         write_own(j, "uid_map", map);
         snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)j->host_gid, (unsigned)j->host_gid);
         write_own(j, "gid_map", map);
-        if (j->privileged && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-                fail(j, false, errno, "dumpable", NULL);
+}
+
+/* A root caller's keeper, once the parent has mapped nobody in its namespace: becomes nobody
+ * through the map, keeping the capabilities it holds there (the jailed process needs them for
+ * its /proc; the walls drop them). Changing its uid leaves it non-dumpable (fs.suid_dumpable
+ * aside, hence the prctl): its /proc files stay root's, and no process of nobody's on the
+ * host may ptrace it or take its fds. Raw system calls: glibc's set*id() would signal the
+ * caller's other threads, which do not exist here. */
+static void become_nobody(const struct codecell_jail *j)
+{
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                fail(j, false, errno, "keep capabilities", NULL);
+        if (syscall(SYS_setresgid, j->host_gid, j->host_gid, j->host_gid) < 0 ||
+            syscall(SYS_setresuid, j->host_uid, j->host_uid, j->host_uid) < 0)
+                fail(j, false, errno, "switch to the jail's uid", NULL);
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+                fail(j, false, errno, "not dumpable", NULL);
+        struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct caps[2];
+        if (syscall(SYS_capget, &hdr, caps) < 0)
+                fail(j, false, errno, "read the capabilities", NULL);
+        caps[0].effective = caps[0].permitted;
+        caps[1].effective = caps[1].permitted;
+        if (syscall(SYS_capset, &hdr, caps) < 0)
+                fail(j, false, errno, "raise the capabilities", NULL);
+        /* The uid change cleared the parent-death signal. */
+        die_with_parent(j, j->report[1], POLLOUT);
 }
 
 /* The keeper of a jail inside another one (jail_nested.c): no namespace of its own (the
@@ -267,18 +289,10 @@ int jail_enter_namespaces(struct codecell_jail *j)
         } else if (!j->options.network) {
                 flags |= CLONE_NEWNET;
         }
-        if (j->privileged) {
-                /* A root caller's keeper becomes nobody before it makes its namespaces, with no
-                 * supplementary group. Raw system calls: glibc's set*id() would signal the
-                 * caller's other threads, which do not exist here. */
-                if (syscall(SYS_setgroups, 0, NULL) < 0)
-                        fail(j, false, errno, "clear supplementary groups", NULL);
-                if (syscall(SYS_setresgid, j->host_gid, j->host_gid, j->host_gid) < 0 ||
-                    syscall(SYS_setresuid, j->host_uid, j->host_uid, j->host_uid) < 0)
-                        fail(j, false, errno, "switch to the jail's uid", NULL);
-                /* The uid change cleared the parent-death signal. */
-                die_with_parent(j, j->report[1], POLLOUT);
-        }
+        /* A root caller's keeper makes its namespaces as root (owned so: jail_keeper_ids.c),
+         * with no supplementary group, which nobody could not drop later. */
+        if (j->privileged && syscall(SYS_setgroups, 0, NULL) < 0)
+                fail(j, false, errno, "clear supplementary groups", NULL);
         if (unshare(flags) < 0) {
                 int e = errno;
                 /* EINVAL: more than one thread; EPERM, ENOSPC, EUSERS: user namespaces are
@@ -288,18 +302,24 @@ int jail_enter_namespaces(struct codecell_jail *j)
                                  : "new namespaces (user namespaces unavailable?)",
                      NULL);
         }
-        map_own_ids(j);
-        const char *path = NULL;
-        int r = jail_idmap_attach(j, &path);
-        if (r < 0)
-                fail(j, false, -r, "fs_allow: mount the idmapped folder at ", path);
-        /* One byte once the parent has moved the keeper into the jail's cgroup (written at
-         * once when there is none): the jailed process must be born there. */
+        if (j->privileged)
+                report(j, JAIL_UNSHARED, 0, 0);
+        else
+                map_own_ids(j);
+        /* One byte once the parent has moved the keeper into the jail's cgroup (the jailed
+         * process must be born there) and, for a root caller, written its id maps. */
         char byte;
         if (read(j->go[0], &byte, 1) != 1)
                 _exit(KEEPER_FAILED);
         close(j->go[0]);
         j->go[0] = -1;
+        if (j->privileged)
+                become_nobody(j);
+        /* As nobody: the way to an idmapped folder is searched as the jail's uid sees it. */
+        const char *path = NULL;
+        int r = jail_idmap_attach(j, &path);
+        if (r < 0)
+                fail(j, false, -r, "fs_allow: mount the idmapped folder at ", path);
         if (sethostname("codecell", 8) < 0)
                 fail(j, false, errno, "sethostname", NULL);
         if (pipe2(j->alive, O_CLOEXEC) < 0)

@@ -8,9 +8,21 @@
 static pthread_once_t netns_once = PTHREAD_ONCE_INIT;
 static struct netns_stock netns_stock;
 
+/* A fork taken while another thread (the reaper) held the stock's lock must not leave it held
+ * in the child: that child's first jail would wait for it forever. */
+static void lock_stock(void)
+{
+        pthread_mutex_lock(&netns_stock.lock);
+}
+static void unlock_stock(void)
+{
+        pthread_mutex_unlock(&netns_stock.lock);
+}
+
 static void init_netns_stock(void)
 {
         netns_stock_init(&netns_stock);
+        (void)pthread_atfork(lock_stock, unlock_stock, unlock_stock);
 }
 
 int jail_netns_take(void)

@@ -1,6 +1,6 @@
-/* The jail's parent side after the fork: writes the keeper's id maps, moves it into the
- * cgroup, then reads the answer while it watches the wall clock and the CPU budget, and tells
- * from what the kernel reports how the child ended. */
+/* The jail's parent side after the fork: moves the keeper into the cgroup (and writes a root
+ * caller's keeper's id maps), then reads the answer while it watches the wall clock and the CPU
+ * budget, and tells from what the kernel reports how the child ended. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -76,29 +76,61 @@ static void kill_child(struct watch *w)
 }
 
 /* Into the jail's cgroup before it forks the jailed process, while it makes its namespaces;
- * then it may go on. */
-static int release_keeper(struct watch *w, codecell_error *err)
+ * then it may go on: at once, or for a root caller once it has made its user namespace and
+ * the parent has written its id maps (jail_keeper_ids.c). */
+static int go(struct watch *w, codecell_error *err)
 {
-        int r = jail_cgroup_attach(w->j, w->keeper, err);
-        if (r == 0 && pipe_write(w->j->go[1], "g", 1) != 1)
-                r = err_sys(err, errno, "jail: release the child");
+        /* EPIPE: the keeper is gone, and its report says why. */
+        int r = pipe_write(w->j->go[1], "g", 1) == 1 || errno == EPIPE
+                        ? 0
+                        : err_sys(err, errno, "jail: release the child");
         close(w->j->go[1]);
         w->j->go[1] = -1;
         return r;
 }
 
-static void read_report(struct watch *w)
+static int release_keeper(struct watch *w, codecell_error *err)
+{
+        int r = jail_cgroup_attach(w->j, w->keeper, err);
+        if (r == 0 && !w->j->privileged)
+                return go(w, err);
+        if (r < 0) {
+                close(w->j->go[1]);
+                w->j->go[1] = -1;
+        }
+        return r;
+}
+
+static int keeper_unshared(struct watch *w, codecell_error *err)
+{
+        if (!w->j->privileged || w->j->go[1] < 0)
+                return 0; /* not the keeper's: a root caller's keeper says it once */
+        codecell_error why = {0};
+        int r = jail_keeper_map_ids(w->j, w->keeper, &why);
+        if (r == 0)
+                return go(w, err);
+        /* Gone meanwhile (killed at the deadline): its end is told as any other. */
+        if (why.errno_value == ENOENT || why.errno_value == ESRCH)
+                r = 0;
+        else if (err)
+                *err = why;
+        close(w->j->go[1]);
+        w->j->go[1] = -1;
+        return r;
+}
+
+static int read_report(struct watch *w, codecell_error *err)
 {
         struct jail_record rec;
         ssize_t n = read(w->report_fd, &rec, sizeof(rec));
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
-                return;
+                return 0;
         if (n <= 0) {
                 w->report_fd = -1;
-                return;
+                return 0;
         }
         if (n != (ssize_t)sizeof(rec))
-                return; /* records are written whole; anything else is not ours */
+                return 0; /* records are written whole; anything else is not ours */
         rec.what[sizeof(rec.what) - 1] = '\0';
         switch (rec.type) {
         case JAIL_FAILED:
@@ -116,7 +148,10 @@ static void read_report(struct watch *w)
                 w->ended = true;
                 w->jailed_status = rec.wait_status;
                 break;
+        case JAIL_UNSHARED:
+                return keeper_unshared(w, err);
         }
+        return 0;
 }
 
 static void read_answer(struct watch *w)
@@ -197,8 +232,10 @@ static int supervise(struct watch *w, codecell_error *err)
                 int n = poll(p, 2, wait_ms);
                 if (n < 0 && errno != EINTR)
                         return err_sys(err, errno, "jail: poll");
-                if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
-                        read_report(w);
+                int r = n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) ? read_report(w, err)
+                                                                               : 0;
+                if (r < 0)
+                        return r;
                 if (n > 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
                         read_answer(w);
                 if (w->killed_at == 0)
