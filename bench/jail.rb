@@ -40,9 +40,7 @@ OURS = "CodeCell.jail { 1 + 1 }"
 columns = { "bare fork + pipe + wait" => -> { bare_fork }, SEED => -> { SeedJail.run { 1 + 1 } },
             OURS => -> { CodeCell.jail { 1 + 1 } } }
 columns.each_value { |f| 5.times { raise "wrong value" unless f.call == 2 } } # warm up
-native = CodeCell::Native::Jail.new(1000, 1000, 64 << 20, [], [], false, 2)
-layers = native.layers
-native.close
+layers = CodeCell.jail_layers
 puts "CodeCell.jail round trip, #{rounds} rounds of #{runs} runs each, interleaved " \
      "(ruby #{RUBY_VERSION}, uid #{Process.euid})"
 puts "walls: #{layers.join(",")}"
