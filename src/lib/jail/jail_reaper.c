@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "jail.h"
@@ -44,7 +45,15 @@ static void after_fork_child(void)
 {
         pthread_mutex_init(&lock, NULL);
         pthread_cond_init(&added, NULL);
-        pending = NULL; /* the parent's to collect */
+        /* The parent's to collect: the child lets go of its copies (the nodes and the network
+         * namespaces' descriptors), which nothing of the child would ever free. */
+        while (pending) {
+                struct leftover *l = pending;
+                pending = l->next;
+                if (l->netns_fd >= 0)
+                        close(l->netns_fd);
+                free(l);
+        }
         started = false;
 }
 
