@@ -11,6 +11,7 @@
 
 #include "tool_signatures.h"
 #include "guest_names.h"
+#include "util.h"
 
 /* Nested objects deeper than this are written as Hash / dict. */
 #define MAX_DEPTH 3
@@ -127,7 +128,9 @@ void tool_binding_name(FILE *f, const struct tool_syntax *syn, const struct tool
         size_t server_len = dot ? (size_t)(dot - tool->name) : strlen(tool->name);
         if (syn->server_module) {
                 char server[40], module[40];
-                snprintf(server, sizeof(server), "%.*s", (int)server_len, tool->name);
+                /* Cut on a character boundary: the module's name is built from it. */
+                size_t cut = utf8_cut(tool->name, server_len, sizeof(server) - 1);
+                snprintf(server, sizeof(server), "%.*s", (int)cut, tool->name);
                 guest_module_name(server, module, sizeof(module));
                 fputs(module, f);
         } else {
