@@ -25,6 +25,9 @@ struct leftover {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t added = PTHREAD_COND_INITIALIZER;
 static struct leftover *pending;
+/* The one being collected, kept where LeakSanitizer looks (a global) rather than only on the
+ * reaper's stack: a process that exits while its reaper waits for a keeper still holds it. */
+static struct leftover *in_hand;
 static bool started;
 
 /* A fork (a web server's workers, forked after a jail ran) copies the list but not the
@@ -41,18 +44,27 @@ static void after_fork_parent(void)
         pthread_mutex_unlock(&lock);
 }
 
+static void release(struct leftover *l)
+{
+        if (l->netns_fd >= 0)
+                close(l->netns_fd);
+        free(l);
+}
+
 static void after_fork_child(void)
 {
         pthread_mutex_init(&lock, NULL);
         pthread_cond_init(&added, NULL);
         /* The parent's to collect: the child lets go of its copies (the nodes and the network
          * namespaces' descriptors), which nothing of the child would ever free. */
+        if (in_hand) {
+                release(in_hand);
+                in_hand = NULL;
+        }
         while (pending) {
                 struct leftover *l = pending;
                 pending = l->next;
-                if (l->netns_fd >= 0)
-                        close(l->netns_fd);
-                free(l);
+                release(l);
         }
         started = false;
 }
@@ -62,13 +74,16 @@ static void register_atfork(void)
         (void)pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
+/* Frees nothing: the node stays whole until the reaper drops it under the lock, so that a fork
+ * meanwhile finds either the node with its descriptor or no descriptor at all. */
 static void collect(struct leftover *l)
 {
         (void)wait_child(l->keeper, NULL);
         if (l->has_cgroup)
                 l->cgroup.backend->destroy(&l->cgroup);
-        jail_netns_give_back(l->netns_fd);
-        free(l);
+        int netns_fd = l->netns_fd;
+        l->netns_fd = -1;
+        jail_netns_give_back(netns_fd);
 }
 
 static void *reap(void *arg)
@@ -80,9 +95,12 @@ static void *reap(void *arg)
                         pthread_cond_wait(&added, &lock);
                 struct leftover *l = pending;
                 pending = l->next;
+                in_hand = l;
                 pthread_mutex_unlock(&lock);
                 collect(l);
                 pthread_mutex_lock(&lock);
+                in_hand = NULL;
+                free(l);
         }
         return NULL;
 }
