@@ -122,9 +122,10 @@ bool mcp_session_open(struct mcp_client *c, codecell_cell *cell, const char *nam
 
 static json_t *session_list_schema(void)
 {
-        return json_pack("{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s]}", "type", "array", "items",
-                         "properties", "tool", "type", "string", "session", "type", "string",
-                         "required", "tool", "session");
+        return json_pack("{s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}}", "type", "array",
+                         "items", "type", "object", "properties", "tool", "type", "string",
+                         "session", "type", "string", "required", "tool", "session",
+                         "additionalProperties", 0);
 }
 
 json_t *mcp_sessions_tool(struct mcp_server *s, bool modern)
