@@ -383,6 +383,26 @@ typedef struct codecell_cellset codecell_cellset;
  * codecell_cellset_free() shuts them down. flags: 0 or CODECELL_CELLSET_NO_POOL. */
 CODECELL_API codecell_cellset *codecell_cellset_load(const char *path, unsigned flags,
                                                      codecell_error *err);
+/* What codecell_cellset_load_capped() tightens in every cell of the file, never loosens. */
+typedef struct codecell_cellset_caps {
+        /* By codecell_limit: each cell's limit becomes the smaller of its own and this one;
+         * 0 keeps the file's. A cap the limit itself would refuse (a memory limit under the
+         * minimum) is refused the same way. */
+        uint64_t limits[CODECELL_LIMIT_SLOTS];
+        /* Every cell refuses to start without a layer the host lacks, whatever the file says
+         * (CODECELL_POLICY_RAISE); false keeps the file's "on_unsupported". */
+        bool raise_unsupported;
+        /* Room for later fields (ABI promise): zero them. */
+        uint64_t reserved[7];
+} codecell_cellset_caps;
+
+/* codecell_cellset_load(), with every cell's limits and policy tightened by caps (NULL: as
+ * codecell_cellset_load) before any cell is created (`codecell run --config F --timeout 1s`).
+ * codecell_cell_info_get() then says what each cell kept: a cap above a cell's own limit
+ * leaves that limit as it was. */
+CODECELL_API codecell_cellset *codecell_cellset_load_capped(const char *path, unsigned flags,
+                                                            const codecell_cellset_caps *caps,
+                                                            codecell_error *err);
 /* Frees every cell of the set. */
 CODECELL_API void codecell_cellset_free(codecell_cellset *set);
 CODECELL_API size_t codecell_cellset_size(const codecell_cellset *set);

@@ -180,11 +180,3 @@ bool cell_flags_take(struct cell_flags *f, int opt, const char *arg)
         }
         return false;
 }
-
-int bad_option(const char *who, const char *arg)
-{
-        fprintf(stderr,
-                "%s: unknown option, missing value or extra argument \"%s\" (see %s --help)\n", who,
-                arg ? arg : "", who);
-        return EXIT_USAGE;
-}

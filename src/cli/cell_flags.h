@@ -72,8 +72,6 @@ int cell_flags_limit(struct cell_flags *f, codecell_limit limit, bool duration, 
 /* Takes --lang, --mount, --tools, --allow-subprocesses, --interpreter or --library into f;
  * false for any other option. */
 bool cell_flags_take(struct cell_flags *f, int opt, const char *arg);
-/* One line for an option getopt refused, or an argument left over; returns EXIT_USAGE. */
-int bad_option(const char *who, const char *arg);
 
 /* Builds the cell the flags describe, without a pool (the command-line verbs run and exit).
  * On failure prints one line naming the bad input and returns the exit code (2 for bad input,

@@ -66,27 +66,3 @@ int stdin_for_guest(char **ret_data, size_t *ret_len)
         *ret_len = len;
         return 0;
 }
-
-int cell_from_config(const char *path, const char *name, codecell_cellset **ret_set,
-                     codecell_cell **ret_cell)
-{
-        codecell_error err = {0};
-        /* No pool: one run, started cold, as with flags. */
-        codecell_cellset *set = codecell_cellset_load(path, CODECELL_CELLSET_NO_POOL, &err);
-        if (!set) {
-                fprintf(stderr, WHO ": %s\n", err.message);
-                return err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
-        }
-        int i = codecell_cellset_find(set, name);
-        if (i < 0) {
-                fprintf(stderr, WHO ": --cell %s: %s has no such cell (it has:", name, path);
-                for (size_t k = 0; k < codecell_cellset_size(set); k++)
-                        fprintf(stderr, " %s", codecell_cellset_name(set, k));
-                fputs(")\n", stderr);
-                codecell_cellset_free(set);
-                return EXIT_USAGE;
-        }
-        *ret_set = set;
-        *ret_cell = codecell_cellset_cell(set, (size_t)i);
-        return 0;
-}

@@ -9,6 +9,7 @@
 #include "cell_flags.h"
 #include "codecell.h"
 #include "commands.h"
+#include "option_errors.h"
 #include "result_print.h"
 
 static const char usage[] =
@@ -95,7 +96,7 @@ int cmd_repl(int argc, char **argv)
         int c;
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
                 if (cell_flags_take(&f, c, optarg))
                         continue;
                 switch (c) {
@@ -118,11 +119,11 @@ int cmd_repl(int argc, char **argv)
                         fputs(usage, stdout);
                         return EXIT_OK;
                 default:
-                        return bad_option(f.who, argv[optind - 1]);
+                        return option_refused(f.who, c, argv);
                 }
         }
         if (optind < argc)
-                return bad_option(f.who, argv[optind]);
+                return extra_argument(f.who, argv[optind]);
         codecell_error err = {0};
         codecell_cell *cell = NULL;
         int exit_code = cell_from_flags(&f, &cell);

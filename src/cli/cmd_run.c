@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 #include "cell_flags.h"
 #include "result_print.h"
 #include "cli_input.h"
+#include "config_cell.h"
+#include "option_errors.h"
 
 static const char usage[] =
         "Usage: codecell run [OPTIONS] FILE [--] [ARGS...]\n"
@@ -34,7 +37,8 @@ static const char usage[] =
         "                           loaded; never on a folder a guest can write);\n"
         "                           repeatable\n"
         "      --timeout DURATION   wall-clock limit, from the start of the code\n"
-        "                           (default 30s; units ms, s, m; a bare number is seconds)\n"
+        "                           (default 30s; units ms, s, m, h; a bare number is\n"
+        "                           seconds)\n"
         "      --cpu DURATION       CPU-time budget, from the start of the code\n"
         "                           (default 10s)\n"
         "      --memory SIZE        memory limit (default 256M; units K, M, G)\n"
@@ -53,9 +57,12 @@ static const char usage[] =
         "      --save-images DIR    write the images the run handed back to DIR\n"
         "                           (image-1.png, …) and list them on stderr\n"
         "      --env NAME=VALUE     set a variable in the code's environment; repeatable\n"
-        "      --config FILE        run in a cell of a configuration file (its mounts,\n"
-        "                           tools and limits; no cell flags beside it) ...\n"
-        "      --cell NAME          ... the cell named NAME\n"
+        "      --config FILE        run in a cell of a configuration file: its mounts,\n"
+        "                           tools, interpreter and limits; beside it --timeout,\n"
+        "                           --cpu, --memory and --max-output only narrow the\n"
+        "                           cell's limits, --on-unsupported only takes raise, and\n"
+        "                           the flags that shape a cell are refused ...\n"
+        "      --cell NAME          ... the cell named NAME (needless when FILE has one)\n"
         "      --json               print the result as one JSON object\n"
         "  -h, --help               show this help\n"
         "\n"
@@ -216,15 +223,16 @@ static int write_images(const codecell_result *res, const char *dir, int dir_fd)
 
 struct limit_flag {
         int opt;
+        const char *name;
         codecell_limit limit;
         bool duration;
 };
 
 static const struct limit_flag limit_flags[] = {
-        {OPT_TIMEOUT, CODECELL_LIMIT_TIMEOUT_MS, true},
-        {OPT_CPU, CODECELL_LIMIT_CPU_MS, true},
-        {OPT_MEMORY, CODECELL_LIMIT_MEMORY_BYTES, false},
-        {OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false},
+        {OPT_TIMEOUT, "--timeout", CODECELL_LIMIT_TIMEOUT_MS, true},
+        {OPT_CPU, "--cpu", CODECELL_LIMIT_CPU_MS, true},
+        {OPT_MEMORY, "--memory", CODECELL_LIMIT_MEMORY_BYTES, false},
+        {OPT_MAX_OUTPUT, "--max-output", CODECELL_LIMIT_OUTPUT_BYTES, false},
 };
 
 /* The guest's output, on ours as it comes. */
@@ -243,6 +251,51 @@ static void show_output(int stream, const char *data, size_t len, void *userdata
         }
 }
 
+/* The first flag given that shapes a cell (its language, folders, tools, interpreter, start,
+ * images), which a configuration file's cell takes from the file alone; NULL when none was. */
+static const char *cell_shaping_flag(const struct cell_flags *f)
+{
+        return f->lang           ? "--lang"
+               : f->n_mounts     ? "--mount"
+               : f->tools        ? "--tools"
+               : f->subprocesses ? "--allow-subprocesses"
+               : f->interpreter  ? "--interpreter"
+               : f->n_libraries  ? "--library"
+               : f->start        ? "--start"
+               : f->image_folder ? "--image-folder"
+                                 : NULL;
+}
+
+/* The cell of the file with the limit flags as caps. A flag above the cell's own limit is an
+ * error, not a silent no-op: whoever wrote --timeout 60s believes the code has 60 s. */
+static int config_cell_capped(const struct cell_flags *f, const char *config, const char *name,
+                              codecell_cellset **ret_set, size_t *ret_index)
+{
+        codecell_cellset_caps caps = {.raise_unsupported = f->policy == CODECELL_POLICY_RAISE};
+        for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
+                caps.limits[l] = f->limits[l];
+        int r = cell_from_config("codecell run", config, name, &caps, ret_set, ret_index);
+        if (r != EXIT_OK)
+                return r;
+        codecell_cell_info info;
+        codecell_cell_info_get(codecell_cellset_cell(*ret_set, *ret_index), &info);
+        for (size_t i = 0; i < sizeof(limit_flags) / sizeof(limit_flags[0]); i++) {
+                codecell_limit l = limit_flags[i].limit;
+                if (caps.limits[l] && info.limits[l] < caps.limits[l]) {
+                        fprintf(stderr,
+                                "codecell run: %s %s: the cell \"%s\" has %s %" PRIu64
+                                ", and beside --config a limit flag only narrows\n",
+                                limit_flags[i].name, f->limit_text[l],
+                                codecell_cellset_name(*ret_set, *ret_index), codecell_limit_name(l),
+                                info.limits[l]);
+                        codecell_cellset_free(*ret_set);
+                        *ret_set = NULL;
+                        return EXIT_USAGE;
+                }
+        }
+        return EXIT_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
         const char *eval = NULL, *config = NULL, *cell_name = NULL, *save_images = NULL;
@@ -253,7 +306,8 @@ int cmd_run(int argc, char **argv)
         int c;
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+e:h", options, NULL)) != -1) {
+        bool policy_given = false;
+        while ((c = getopt_long(argc, argv, "+:e:h", options, NULL)) != -1) {
                 if (cell_flags_take(&f, c, optarg))
                         continue;
                 switch (c) {
@@ -261,6 +315,7 @@ int cmd_run(int argc, char **argv)
                         eval = optarg;
                         break;
                 case OPT_POLICY:
+                        policy_given = true;
                         if (strcmp(optarg, "warn") == 0)
                                 f.policy = CODECELL_POLICY_WARN;
                         else if (strcmp(optarg, "raise") == 0)
@@ -298,10 +353,8 @@ int cmd_run(int argc, char **argv)
                         fputs(usage, stdout);
                         return EXIT_OK;
                 case '?':
-                        if (optopt)
-                                return fail_usage("option -%s needs a value or is unknown",
-                                                  (char[]){(char)optopt, 0});
-                        return fail_usage("unknown option \"%s\"", argv[optind - 1]);
+                case ':':
+                        return option_refused("codecell run", c, argv);
                 default: {
                         const struct limit_flag *lf = NULL;
                         for (size_t i = 0; i < sizeof(limit_flags) / sizeof(limit_flags[0]); i++)
@@ -323,12 +376,18 @@ int cmd_run(int argc, char **argv)
         if (file && optind < argc && strcmp(argv[optind], "--") == 0)
                 optind++;
         const char *const *args = (const char *const *)argv + optind;
-        if ((config != NULL) != (cell_name != NULL))
-                return fail_usage("--config FILE and --cell NAME go together%s", "");
-        if (config && (f.lang || f.n_mounts || f.tools || f.subprocesses))
-                return fail_usage("--config runs the cell as configured: drop --lang, --mount, "
-                                  "--tools and --allow-subprocesses%s",
-                                  "");
+        if (cell_name && !config)
+                return fail_usage("--cell NAME needs --config FILE%s", "");
+        const char *shaping = config ? cell_shaping_flag(&f) : NULL;
+        if (shaping)
+                return fail_usage("%s: --config runs the cell as the file shapes it; beside it "
+                                  "only --timeout, --cpu, --memory and --max-output apply, and "
+                                  "only narrow",
+                                  shaping);
+        if (config && policy_given && f.policy != CODECELL_POLICY_RAISE)
+                return fail_usage("--on-unsupported %s: beside --config the cell's on_unsupported "
+                                  "applies; only raise (stricter) may be given",
+                                  f.policy == CODECELL_POLICY_WARN ? "warn" : "ignore");
         if (eval && file)
                 return fail_usage("give either -e CODE or a FILE, not both (got \"%s\")", file);
         if (!eval && !file)
@@ -350,6 +409,7 @@ int cmd_run(int argc, char **argv)
         codecell_error err = {0};
         codecell_cell *cell = NULL;
         codecell_cellset *set = NULL;
+        size_t index = 0;
         codecell_result *res = NULL;
         char *input = NULL;
         int images_dir = -1;
@@ -359,10 +419,12 @@ int cmd_run(int argc, char **argv)
         /* Code from stdin leaves none for the code to read. */
         int exit_code = file && strcmp(file, "-") == 0 ? 0 : stdin_for_guest(&input, &input_len);
         if (exit_code == EXIT_OK)
-                exit_code = config ? cell_from_config(config, cell_name, &set, &cell)
+                exit_code = config ? config_cell_capped(&f, config, cell_name, &set, &index)
                                    : cell_from_flags(&f, &cell);
         if (exit_code != EXIT_OK)
                 goto out;
+        if (set)
+                cell = codecell_cellset_cell(set, index);
         /* A person sees the output as the code writes it; --json waits for the result. */
         codecell_run_options live = {.output = json ? NULL : show_output,
                                      .argv = args,

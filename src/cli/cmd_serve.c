@@ -11,6 +11,7 @@
 #include "cell_flags.h"
 #include "codecell.h"
 #include "commands.h"
+#include "option_errors.h"
 #include "mcp.h"
 #include "mhd_api.h"
 #include "oplog.h"
@@ -241,7 +242,7 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
         int c;
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
                 switch (c) {
                 case OPT_CONFIG:
                         f->config = optarg;
@@ -363,11 +364,11 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                         fputs(usage, stdout);
                         return -1;
                 default:
-                        return bad_option(WHO, argv[optind - 1]);
+                        return option_refused(WHO, c, argv);
                 }
         }
         if (optind < argc)
-                return bad_option(WHO, argv[optind]);
+                return extra_argument(WHO, argv[optind]);
         if (!f->config) {
                 fprintf(stderr, WHO ": --config FILE is required (see " WHO " --help)\n");
                 return EXIT_USAGE;

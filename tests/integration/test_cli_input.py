@@ -88,10 +88,57 @@ class ConfiguredCell(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("has no such cell (it has: calc other)", r.stderr.decode())
         r = run("--config", self.config, "-e", "1")
-        self.assertIn("--config FILE and --cell NAME go together", r.stderr.decode())
-        r = run("--config", self.config, "--cell", "calc", "--mount", "/tmp:/x", "-e", "1")
         self.assertEqual(r.returncode, 2)
-        self.assertIn("drop --lang, --mount", r.stderr.decode())
+        self.assertIn("has 2 cells: name one with --cell (it has: calc other)", r.stderr.decode())
+        r = run("--cell", "calc", "-e", "1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--cell NAME needs --config FILE", r.stderr.decode())
+
+    def test_flags_that_shape_a_cell_are_refused_by_name(self):
+        shaping = [("--lang", "ruby"), ("--mount", "/tmp:/x"), ("--tools", "t.json"),
+                   ("--allow-subprocesses",), ("--interpreter", "/usr/bin/python3"),
+                   ("--library", "/nonexistent"), ("--start", "fork"),
+                   ("--image-folder", "/work")]
+        for flag in shaping:
+            with self.subTest(flag=flag[0]):
+                r = run("--config", self.config, "--cell", "calc", *flag, "-e", "1")
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"{flag[0]}: --config runs the cell as the file shapes it",
+                              r.stderr.decode())
+        for policy in ("warn", "ignore"):
+            r = run("--config", self.config, "--cell", "calc", "--on-unsupported", policy, "-e", "1")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(f"--on-unsupported {policy}: beside --config", r.stderr.decode())
+
+    def test_limit_flags_narrow_the_cell(self):
+        r = run("--json", "--config", self.config, "--cell", "calc", "--timeout", "1s", "-e",
+                "import time; time.sleep(30)")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["status"], "timeout")
+        r = run("--json", "--config", self.config, "--cell", "calc", "--memory", "64M", "-e",
+                "len(bytearray(150 * 1024 * 1024))")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["status"], "memory_limit")
+        r = run("--json", "--config", self.config, "--cell", "calc", "--max-output", "1K", "-e",
+                "print('x' * 5000)")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(json.loads(r.stdout)["stdout_truncated"])
+        r = run("--json", "--config", self.config, "--cell", "calc", "--cpu", "200ms", "-e",
+                "while True: pass")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["status"], "fuel_exhausted")
+
+    def test_a_limit_flag_never_widens(self):
+        r = run("--config", self.config, "--cell", "calc", "--timeout", "60s", "-e", "1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn('--timeout 60s: the cell "calc" has timeout_ms 20000, and beside --config '
+                      "a limit flag only narrows", r.stderr.decode())
+
+    def test_a_file_of_one_cell_needs_no_cell_flag(self):
+        config = write_config(tempdir(self), [{"name": "only", "language": "ruby"}])
+        r = run("--json", "--config", config, "-e", "6 * 7")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["value"], 42)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import tempfile
 import unittest
 
 from harness import codecell, tempdir
+from mcp_peer import EXAMPLES
 
 GOOD_CELL = {"name": "ruby", "language": "ruby", "pool": 0}
 TOOL = {"name": "echo", "command": ["/bin/cat"], "description": "Returns its arguments."}
@@ -205,6 +206,23 @@ class GoodFiles(unittest.TestCase):
         r = codecell("describe", "--json")
         self.assertEqual(r.code, 2)
         self.assertIn("--json needs --config", r.stderr)
+        r = codecell("describe", "--cell", "ruby")
+        self.assertEqual(r.code, 2)
+        self.assertIn("--cell NAME needs --config FILE", r.stderr)
+
+    def test_describe_one_cell_of_a_file(self):
+        path = os.path.join(EXAMPLES, "cells.json")
+        r = codecell("describe", "--config", path, "--cell", "python", "--json")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual([t["name"] for t in json.loads(r.stdout)], ["python"])
+        r = codecell("describe", "--config", path, "--cell", "python")
+        self.assertEqual(r.code, 0, r)
+        self.assertTrue(r.stdout.startswith('# tool "python"\n'), r.stdout[:200])
+        self.assertNotIn('# tool "ruby"', r.stdout)
+        r = codecell("describe", "--config", path, "--cell", "cobol")
+        self.assertEqual(r.code, 2)
+        self.assertIn("--cell cobol: ", r.stderr)
+        self.assertIn("has no such cell (it has: ruby python", r.stderr)
 
 
 if __name__ == "__main__":

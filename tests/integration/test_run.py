@@ -838,9 +838,14 @@ class CommandLine(unittest.TestCase):
         with open(big, "w") as f:
             f.write("#" * (1024 * 1024 + 1))
         cases = [
-            (["run", "--frobnicate", "-e", "1"], 'unknown option "--frobnicate"'),
-            (["run", "-f", "x"], "option -f needs a value or is unknown"),
-            (["run", "-e"], "option -e needs a value or is unknown"),
+            (["run", "--frobnicate", "-e", "1"], "unknown option --frobnicate"),
+            (["run", "-f", "x"], "unknown option -f"),
+            (["run", "-e"], "option -e needs a value"),
+            (["run", "-e", "1", "--timeout"], "option --timeout needs a value"),
+            (["run", "--json=yes", "-e", "1"], "option --json=yes takes no value"),
+            (["describe", "--lang", "ruby", "extra"], 'unexpected argument "extra"'),
+            (["serve", "--config"], "option --config needs a value"),
+            (["repl", "--nope"], "unknown option --nope"),
             (["run", "/nonexistent.rb"], "cannot read /nonexistent.rb"),
             (["run"], "nothing to run"),
             (["run", "-e", "1", "x.rb"], "either -e CODE or a FILE"),

@@ -24,6 +24,9 @@ static void layouts(void)
         CHECK(offsetof(codecell_cell_info, limits) == 48);
         CHECK(offsetof(codecell_cell_info, tool_calls) == 304);
         CHECK(offsetof(codecell_cell_info, reserved) == 320);
+        CHECK(sizeof(codecell_cellset_caps) == 320);
+        CHECK(offsetof(codecell_cellset_caps, raise_unsupported) == 256);
+        CHECK(offsetof(codecell_cellset_caps, reserved) == 264);
 }
 
 static void numbers(void)

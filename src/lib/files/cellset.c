@@ -109,11 +109,40 @@ static void follow_tools(struct upstream *u, const json_t *tools, void *userdata
         }
 }
 
+/* The caps into every cell's configuration, before any cell exists: a cap only lowers. */
+static int apply_caps(struct file_description *d, const codecell_cellset_caps *caps,
+                      codecell_error *err)
+{
+        for (size_t i = 0; caps && i < d->n_cells; i++) {
+                codecell_config *config = d->cells[i].config;
+                for (int l = 0; l < CODECELL_LIMIT__COUNT; l++) {
+                        uint64_t cap = caps->limits[l];
+                        if (cap && cap < codecell_config_get_limit(config, (codecell_limit)l) &&
+                            codecell_config_set_limit(config, (codecell_limit)l, cap, err) < 0)
+                                return -EINVAL;
+                }
+                if (caps->raise_unsupported)
+                        codecell_config_set_policy(config, CODECELL_POLICY_RAISE);
+        }
+        return 0;
+}
+
 codecell_cellset *codecell_cellset_load(const char *path, unsigned flags, codecell_error *err)
+{
+        return codecell_cellset_load_capped(path, flags, NULL, err);
+}
+
+codecell_cellset *codecell_cellset_load_capped(const char *path, unsigned flags,
+                                               const codecell_cellset_caps *caps,
+                                               codecell_error *err)
 {
         struct file_description d;
         if (config_file_parse(path, flags, &d, err) < 0)
                 return NULL;
+        if (apply_caps(&d, caps, err) < 0) {
+                file_description_free(&d);
+                return NULL;
+        }
         codecell_cellset *set = calloc(1, sizeof(*set));
         int r = set && (set->entries = calloc(d.n_cells, sizeof(*set->entries)))
                         ? 0
