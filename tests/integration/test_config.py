@@ -91,11 +91,83 @@ class BadFiles(unittest.TestCase):
             ({"tools": [dict(TOOL, command=[])], "cells": [GOOD_CELL]},
              "tools[0].command: must be a non-empty array of strings"),
             ({"tools": [dict(TOOL, command=["no-such-program-x"])], "cells": [GOOD_CELL]},
-             "tools[0].command: no-such-program-x: not found or not executable"),
+             "tools[0].command: no-such-program-x: not found on PATH, or not executable there"),
+            ({"tools": [dict(TOOL, command=["./missing.py"])], "cells": [GOOD_CELL]},
+             "tools[0].command: ./missing.py: not found (looked for "),
+            ({"tools": [dict(TOOL, command=["./data"])], "cells": [GOOD_CELL]},
+             "tools[0].command: ./data: not a regular file"),
             ({"tools": [TOOL, TOOL], "cells": [GOOD_CELL]},
              "tools[1].name: a tool of that name is defined above"),
             ({"tools": [dict(TOOL, input_schema={"type": "array"})], "cells": [GOOD_CELL]},
              "tools[0].input_schema: "),
+        ]
+        for content, expected in cases:
+            with self.subTest(expected=expected):
+                self.refused(content, expected)
+
+    def test_a_tool_entry_is_checked_the_same_at_every_entry_point(self):
+        """serve, describe, run --config and run --tools refuse the same entries, and nothing
+        is cut or widened in silence."""
+        script = os.path.join(self.dir, "tool.py")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\ncat\n")
+        schema = {"type": "object", "properties": {"x": {"type": "float"}}}
+        cases = [
+            (dict(TOOL, timeout_ms=60000),
+             ('tool "echo" has timeout_ms 60000, over the cell\'s tool_call_ms 10000',
+              "tools[0].timeout_ms: 60000 is over the cell's tool_call_ms 10000")),
+            (dict(TOOL, input_schema=schema),
+             ('tools[0].input_schema: properties.x.type: "float" is not a JSON Schema type',) * 2),
+            (dict(TOOL, input_schema={"type": "object", "properties": {"x": {"type": "strng"}}}),
+             ('did you mean "string"?',) * 2),
+            (dict(TOOL, input_schema={"type": "object", "properties": {"x": {}},
+                                      "required": ["y"]}),
+             ('tools[0].input_schema: "required" names "y", which "properties" does not '
+              "define",) * 2),
+            (dict(TOOL, inputSchema={}),
+             ('tools[0].inputSchema: unknown key (did you mean "input_schema"?',) * 2),
+            (dict(TOOL, timout_ms=5),
+             ('tools[0].timout_ms: unknown key (did you mean "timeout_ms"?',) * 2),
+            (dict(TOOL, command=["./tool.py"]),
+             (f"tools[0].command: ./tool.py: not executable (chmod +x {os.path.realpath(self.dir)}/tool.py)",) * 2),
+        ]
+        for tool, (in_config, in_tools_file) in cases:
+            with self.subTest(tool=tool):
+                config = {"tools": [tool], "cells": [cell(tools=["echo"])]}
+                self.refused(config, "")
+                path = os.path.join(self.dir, "cells.json")
+                for verb in (["serve", "--config", path], ["describe", "--config", path],
+                             ["run", "--config", path, "-e", "1"]):
+                    r = codecell(*verb, stdin="")
+                    self.assertEqual(r.code, 2, r)
+                    self.assertIn(in_config, r.stderr)
+                tools = os.path.join(self.dir, "tools.json")
+                with open(tools, "w") as f:
+                    json.dump({"tools": [tool]}, f)
+                r = codecell("run", "--tools", tools, "-e", "1")
+                self.assertEqual(r.code, 2, r)
+                self.assertIn(in_tools_file, r.stderr)
+
+    def test_a_tool_timeout_within_the_cell_limit_is_kept(self):
+        config = {"tools": [dict(TOOL, timeout_ms=60000)],
+                  "cells": [cell(tools=["echo"], limits={"tool_call_ms": 60000})]}
+        path = os.path.join(self.dir, "cells.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        r = codecell("describe", "--config", path)
+        self.assertEqual(r.code, 0, r)
+
+    def test_keys_put_in_the_wrong_place_or_mistyped_get_a_guess(self):
+        cases = [
+            ({"cells": [cell(mounst=[])]}, 'cells[0].mounst: unknown key (did you mean "mounts"?'),
+            ({"cells": [cell(timout_ms=5)]},
+             'cells[0].timout_ms: unknown key (a limit goes inside "limits": did you mean '
+             '"limits": {"timeout_ms": …}?)'),
+            ({"cells": [cell(limits={"timout_ms": 5})]},
+             'cells[0].limits.timout_ms: unknown limit (did you mean "timeout_ms"?'),
+            ({"cells": [cell(zzz=1)]}, "cells[0].zzz: unknown key (known: name, language"),
+            ({"cells": [GOOD_CELL], "mcp_server": {}},
+             'mcp_server: unknown key (did you mean "mcp_servers"?'),
         ]
         for content, expected in cases:
             with self.subTest(expected=expected):

@@ -223,7 +223,7 @@ class ToolsFile(unittest.TestCase):
             ({"tools": [{"name": "a", "command": ["/bin/true"], "colour": 1}]}, "tools[0].colour: unknown key"),
             ({"tools": [{"name": "a", "command": ["/bin/true"], "timeout_ms": 0}]}, "tools[0].timeout_ms: must be an integer"),
             ({"tools": [{"name": "a", "command": ["/bin/true"], "input_schema": {"type": "array"}}]}, "tools[0].input_schema: must have \"type\": \"object\""),
-            ({"tools": [{"name": "a", "command": ["/bin/true"], "input_schema": {"properties": {"x": {}}, "required": ["y"]}}]}, "\"required\" names a property"),
+            ({"tools": [{"name": "a", "command": ["/bin/true"], "input_schema": {"properties": {"x": {}}, "required": ["y"]}}]}, "\"required\" names \"y\", which \"properties\" does not define"),
             ({"tools": [{"name": "a", "command": ["/bin/true"], "env": ["CODECELL_SURELY_UNSET"]}]}, "tools[0].env: CODECELL_SURELY_UNSET is not set"),
             ({"tools": [{"name": "a", "command": ["/bin/true"]}, {"name": "a", "command": ["/bin/true"]}]}, "tools[1].name: a tool of that name is defined above"),
         ]

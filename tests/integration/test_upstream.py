@@ -585,7 +585,7 @@ class Configuration(unittest.TestCase):
              'mcp_servers.f: must have either "command"'),
             ({"f": {"command": []}}, [], "mcp_servers.f.command: must be a non-empty array of strings"),
             ({"f": {"command": ["no-such-program-xyz"]}}, [],
-             "mcp_servers.f.command: no-such-program-xyz: not found or not executable"),
+             "mcp_servers.f.command: no-such-program-xyz: not found on PATH, or not executable there"),
             ({"f": {"command": SERVERS["fixture"], "env": {"A": 1}}}, [],
              "mcp_servers.f.env: must be an object of strings"),
             ({"f": {"command": SERVERS["fixture"], "cwd": "/no/such/dir"}}, [],

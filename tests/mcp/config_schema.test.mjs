@@ -51,6 +51,12 @@ test("bad files are refused by both", () => {
     { cells: [{ ...cell, sessions: { ttl: 1 } }] },
     { cells: [{ ...cell, on_unsupported: "panic" }] },
     { tools: [{ name: "t" }], cells: [cell] },
+    { tools: [{ name: "t", command: ["/bin/cat"],
+                input_schema: { type: "object", properties: { x: { type: "float" } } } }], cells: [cell] },
+    { tools: [{ name: "t", command: ["/bin/cat"],
+                input_schema: { type: "object", properties: { x: { type: "array", items: { type: "int" } } } } }],
+      cells: [cell] },
+    { tools: [{ name: "t", command: ["/bin/cat"], input_schema: { type: "array" } }], cells: [cell] },
     { mcp_servers: { Memory: { command: ["/bin/true"] } }, cells: [cell] },
     { mcp_servers: { m: { command: ["/bin/true"], url: "http://127.0.0.1:1/mcp" } }, cells: [cell] },
     { mcp_servers: { m: { url: "ftp://x" } }, cells: [cell] },
@@ -70,7 +76,7 @@ test("the schema's limits are the loader's", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "codecell-schema-"));
   try {
     const r = loader({ cells: [{ name: "ruby", language: "ruby", limits: { nope: 1 } }] }, dir);
-    const known = r.stderr.match(/unknown limit \(known: ([^)]*)\)/)[1].split(", ");
+    const known = r.stderr.match(/unknown limit \((?:did you mean "[^"]*"\? )?known: ([^)]*)\)/)[1].split(", ");
     const inSchema = Object.keys(schema.$defs.cell.properties.limits.properties);
     assert.deepEqual([...inSchema].sort(), [...known].sort());
   } finally {

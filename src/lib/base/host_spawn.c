@@ -1,17 +1,20 @@
 #include "host_spawn.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "util.h"
 
 /* vfork: the child only makes system calls before exec, which is safe in a threaded engine
  * (posix_spawn does the same, but cannot set the parent-death signal or the folder). */
@@ -53,6 +56,13 @@ int host_spawn(const struct host_spawn *s, pid_t *ret_pid)
         return 0;
 }
 
+/* A program is a regular file we may execute: a folder has the x bit too. */
+static bool executable_file(const char *path)
+{
+        struct stat st;
+        return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
 char *host_resolve_program(const char *program, const char *file_dir)
 {
         char candidate[PATH_MAX];
@@ -61,15 +71,44 @@ char *host_resolve_program(const char *program, const char *file_dir)
                         snprintf(candidate, sizeof(candidate), "%s", program);
                 else
                         snprintf(candidate, sizeof(candidate), "%s/%s", file_dir, program);
-                return access(candidate, X_OK) == 0 ? realpath(candidate, NULL) : NULL;
+                return executable_file(candidate) ? realpath(candidate, NULL) : NULL;
         }
         const char *path = getenv("PATH");
         _cleanup_free_ char *copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
         for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
              dir = strtok_r(NULL, ":", &save)) {
                 snprintf(candidate, sizeof(candidate), "%s/%s", dir, program);
-                if (access(candidate, X_OK) == 0)
+                if (executable_file(candidate))
                         return realpath(candidate, NULL);
         }
         return NULL;
+}
+
+/* Why the command's program cannot be run, into buf: not there, not a file, or not executable
+ * (with the chmod that fixes it), said of the path it was looked for at. */
+const char *host_program_problem(const char *program, const char *dir, char *buf, size_t size)
+{
+        if (!strchr(program, '/')) {
+                snprintf(buf, size, "%.*s: not found on PATH, or not executable there",
+                         utf8_prefix(program, 200), program);
+                return buf;
+        }
+        char path[PATH_MAX];
+        if (program[0] == '/')
+                snprintf(path, sizeof(path), "%s", program);
+        else
+                snprintf(path, sizeof(path), "%s/%s", dir,
+                         strncmp(program, "./", 2) == 0 ? program + 2 : program);
+        struct stat st;
+        if (stat(path, &st) < 0)
+                snprintf(buf, size, "%.*s: not found (looked for %.*s)", utf8_prefix(program, 200),
+                         program, utf8_prefix(path, 400), path);
+        else if (!S_ISREG(st.st_mode))
+                snprintf(buf, size, "%.*s: not a regular file (%.*s)", utf8_prefix(program, 200),
+                         program, utf8_prefix(path, 400), path);
+        else
+                snprintf(buf, size, "%.*s: not executable (chmod +x %.*s)",
+                         utf8_prefix(program, 200), program, utf8_prefix(path, 400), path);
+        utf8_trim_cut(buf);
+        return buf;
 }

@@ -25,7 +25,11 @@ struct host_spawn {
 int host_spawn(const struct host_spawn *s, pid_t *ret_pid);
 
 /* A program's absolute path: relative to dir when it has a '/', else looked up in PATH.
- * NULL when not found or not executable (a command tool's, a stdio MCP server's). */
+ * NULL when not found, not a regular file or not executable (a command tool's, a stdio MCP
+ * server's). */
 char *host_resolve_program(const char *program, const char *dir);
+/* Why host_resolve_program() found nothing, into buf: "x: not found (looked for /d/x)", "not a
+ * regular file", "not executable (chmod +x /d/x)" or "not found on PATH". Returns buf. */
+const char *host_program_problem(const char *program, const char *dir, char *buf, size_t size);
 
 #endif

@@ -17,5 +17,13 @@ const char *json_unknown_key(const json_t *obj, const char *const *known);
 /* The keys of a NULL-terminated list as such an error names them, "a, b, c", into buf (cut to
  * size). Returns buf, for a printf argument. */
 const char *json_key_list(const char *const *keys, char *buf, size_t size);
+/* The one key of known (NULL-terminated) that key is most likely a typing of, or NULL. */
+const char *json_closest_key(const char *key, const char *const *known);
+/* What the error of an unknown key says after its JSON path, into buf: "unknown key (did you
+ * mean \"mounts\"? known: a, b, c)", the guess only when one known key is close to it (the same
+ * but for case, '_' and '-', or one or two letters typed wrong, left out, added or swapped).
+ * what: "key", "limit". Returns buf. */
+const char *json_unknown_key_problem(const char *what, const char *key, const char *const *known,
+                                     char *buf, size_t size);
 
 #endif

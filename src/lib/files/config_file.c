@@ -50,11 +50,11 @@ static int only_keys(struct loader *l, const json_t *obj, const char *where,
                      const char *const *known)
 {
         const char *key = json_unknown_key(obj, known);
-        char list[256];
+        char problem[512];
         if (!key)
                 return 0;
-        return bad(l, EINVAL, "%s%s%s: unknown key (known: %s)", where, *where ? "." : "", key,
-                   json_key_list(known, list, sizeof(list)));
+        return bad(l, EINVAL, "%s%s%s: %s", where, *where ? "." : "", key,
+                   json_unknown_key_problem("key", key, known, problem, sizeof(problem)));
 }
 
 /* An optional string: absent, or a string. */
@@ -185,15 +185,14 @@ static bool cell_limit(codecell_limit limit)
         return limit != CODECELL_LIMIT_SESSIONS && limit != CODECELL_LIMIT_SESSION_IDLE_MS;
 }
 
-/* Their names, "timeout_ms, cpu_ms, …", for the error of a name that is none of them. */
-static void cell_limit_names(char *buf, size_t size)
+/* Their names, NULL-terminated, for the error of a name that is none of them. */
+static void cell_limit_names(const char *names[CODECELL_LIMIT__COUNT + 1])
 {
-        size_t used = 0;
-        buf[0] = '\0';
-        for (int k = 0; k < CODECELL_LIMIT__COUNT && used < size; k++)
+        size_t n = 0;
+        for (int k = 0; k < CODECELL_LIMIT__COUNT; k++)
                 if (cell_limit((codecell_limit)k))
-                        used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
-                                                 codecell_limit_name((codecell_limit)k));
+                        names[n++] = codecell_limit_name((codecell_limit)k);
+        names[n] = NULL;
 }
 
 static int load_limits(struct loader *l, const json_t *limits, const char *where,
@@ -210,9 +209,12 @@ static int load_limits(struct loader *l, const json_t *limits, const char *where
                 snprintf(at, sizeof(at), "%s.limits.%s", where, key);
                 codecell_limit limit;
                 if (!codecell_limit_parse(key, &limit) || !cell_limit(limit)) {
-                        char known[384];
-                        cell_limit_names(known, sizeof(known));
-                        return bad(l, EINVAL, "%s: unknown limit (known: %s)", at, known);
+                        const char *names[CODECELL_LIMIT__COUNT + 1];
+                        char problem[512];
+                        cell_limit_names(names);
+                        return bad(l, EINVAL, "%s: %s", at,
+                                   json_unknown_key_problem("limit", key, names, problem,
+                                                            sizeof(problem)));
                 }
                 int r = load_limit(l, config, limit, value, at);
                 if (r < 0)
@@ -305,6 +307,15 @@ static int parse_tool_names(struct loader *l, const json_t *names, const char *w
                                    name ? "\" in the file's \"tools\" (or of its \"mcp_servers\")"
                                         : "");
                 ref->host_tool = found;
+                /* Cut to the cell's tool_call_ms at each call, it would not be what it says. */
+                uint64_t own = l->tools[found]->command.timeout_ms;
+                uint64_t cap = codecell_config_get_limit(desc->config, CODECELL_LIMIT_TOOL_CALL_MS);
+                if (own > cap)
+                        return bad(l, EINVAL,
+                                   "%s: tool \"%s\" has timeout_ms %llu, over the cell's "
+                                   "tool_call_ms %llu: lower the tool's timeout_ms or raise the "
+                                   "cell's limits.tool_call_ms",
+                                   ref->at, name, (unsigned long long)own, (unsigned long long)cap);
         }
         return 0;
 }
@@ -389,6 +400,16 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
         snprintf(where, sizeof(where), "cells[%zu]", i);
         if (!json_is_object(obj))
                 return bad(l, EINVAL, "%s: must be an object", where);
+        /* A limit written beside the cell's keys instead of inside "limits". */
+        const char *stray = json_unknown_key(obj, keys);
+        const char *names[CODECELL_LIMIT__COUNT + 1];
+        cell_limit_names(names);
+        const char *limit = stray ? json_closest_key(stray, names) : NULL;
+        if (limit)
+                return bad(l, EINVAL,
+                           "%s.%s: unknown key (a limit goes inside \"limits\": did you mean "
+                           "\"limits\": {\"%s\": …}?)",
+                           where, stray, limit);
         int r = only_keys(l, obj, where, keys);
         if (r < 0)
                 return r;

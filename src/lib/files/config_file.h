@@ -11,10 +11,8 @@
 
 #include "codecell.h"
 #include "config.h"
+#include "tools.h"
 #include "upstream_tools.h"
-
-/* A tool's own timeout may not exceed this; the cell's tool_call_ms caps it again per call. */
-#define TOOL_TIMEOUT_MAX_MS 3600000ULL
 
 /* One entry of a cell's "tools": a host tool of the file, or tools of one of its MCP servers
  * (which of them only the server's list, once started, can confirm). */

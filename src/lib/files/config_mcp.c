@@ -61,11 +61,11 @@ static int only_keys(codecell_error *err, const char *path, const char *server, 
 {
         static const char *const known[] = {"command", "env", "cwd", "url", "headers", NULL};
         const char *key = json_unknown_key(obj, known);
-        char list[256];
+        char problem[512];
         if (!key)
                 return 0;
-        return bad(err, path, server, ".%s: unknown key (known: %s)", key,
-                   json_key_list(known, list, sizeof(list)));
+        return bad(err, path, server, ".%s: %s", key,
+                   json_unknown_key_problem("key", key, known, problem, sizeof(problem)));
 }
 
 /* A JSON object whose values are all strings. */
@@ -119,8 +119,10 @@ static int stdio_spec(const json_t *def, const char *path, const char *dir, cons
         if (!spec->argv || !spec->env)
                 return err_sys(err, ENOMEM, "mcp_servers");
         const char *program = json_string_value(json_array_get(command, 0));
+        char why[800];
         if (!(spec->argv[0] = host_resolve_program(program, dir)))
-                return bad(err, path, server, ".command: %s: not found or not executable", program);
+                return bad(err, path, server, ".command: %s",
+                           host_program_problem(program, dir, why, sizeof(why)));
         for (size_t k = 1; k < json_array_size(command); k++)
                 if (!(spec->argv[k] = strdup(json_string_value(json_array_get(command, k)))))
                         return err_sys(err, ENOMEM, "mcp_servers");

@@ -42,10 +42,9 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
                 return bad(err, path, i, NULL, "must be an object");
         const char *unknown = json_unknown_key(obj, keys);
         if (unknown) {
-                char list[256], what[300];
-                snprintf(what, sizeof(what), "unknown key (known: %s)",
-                         json_key_list(keys, list, sizeof(list)));
-                return bad(err, path, i, unknown, what);
+                char what[512];
+                return bad(err, path, i, unknown,
+                           json_unknown_key_problem("key", unknown, keys, what, sizeof(what)));
         }
         const char *name = json_string_value(json_object_get(obj, "name"));
         const char *problem = tool_name_problem(name);
@@ -61,7 +60,8 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
                 if (!json_is_string(json_array_get(command, k)))
                         return bad(err, path, i, "command", "must be a non-empty array of strings");
         const json_t *schema = json_object_get(obj, "input_schema");
-        if (schema && (problem = tool_schema_problem(schema)))
+        char why[384];
+        if (schema && (problem = tool_schema_problem(schema, why, sizeof(why))))
                 return bad(err, path, i, "input_schema", problem);
         const json_t *timeout = json_object_get(obj, "timeout_ms");
         if (timeout && (!json_is_integer(timeout) || json_integer_value(timeout) <= 0 ||
@@ -95,10 +95,10 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
         tool->command.argv[0] =
                 host_resolve_program(json_string_value(json_array_get(command, 0)), dir);
         if (!tool->command.argv[0]) {
-                char what[PATH_MAX + 64];
-                snprintf(what, sizeof(what), "%s: not found or not executable",
-                         json_string_value(json_array_get(command, 0)));
-                r = bad(err, path, i, "command", what);
+                char what[800];
+                r = bad(err, path, i, "command",
+                        host_program_problem(json_string_value(json_array_get(command, 0)), dir,
+                                             what, sizeof(what)));
                 goto fail;
         }
         for (size_t k = 1; k < json_array_size(command); k++)
@@ -191,7 +191,7 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
         char *dir = copy ? dirname(copy) : NULL;
         static const char *const keys[] = {"$schema", "tools", "mcp_servers", "cells", NULL};
         const char *key;
-        char names[64];
+        char problem[256];
         if (!json_is_object(root)) {
                 r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: must be a JSON object", path);
                 goto out;
@@ -199,8 +199,9 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
         /* The same file may configure cells for `codecell serve`; here only its tools count:
          * its host tools, and every tool of its MCP servers. "$schema" is let pass unnamed. */
         if ((key = json_unknown_key(root, keys))) {
-                r = err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: %s: unknown key (known: %s)",
-                            path, key, json_key_list(keys + 1, names, sizeof(names)));
+                r = err_set(
+                        err, CODECELL_ERR_INVALID, EINVAL, "%s: %s: %s", path, key,
+                        json_unknown_key_problem("key", key, keys + 1, problem, sizeof(problem)));
                 goto out;
         }
         if (!dir) {
@@ -210,11 +211,23 @@ int codecell_cell_load_tools(codecell_cell *cell, const char *path, codecell_err
         /* Every tool is checked before any is added: a bad file changes nothing. */
         const json_t *list = json_object_get(root, "tools");
         json_t *none = list ? NULL : json_array();
-        r = tools_from_json(list ? list : none, path, dir,
-                            cell->config->limits[CODECELL_LIMIT_TOOL_CALL_MS], &tools, &n, err);
+        r = tools_from_json(list ? list : none, path, dir, TOOL_TIMEOUT_MAX_MS, &tools, &n, err);
         json_decref(none);
         if (r < 0)
                 goto out;
+        /* Cut to the cell's tool_call_ms at each call, it would not be what it says. */
+        uint64_t cap = cell->config->limits[CODECELL_LIMIT_TOOL_CALL_MS];
+        for (size_t k = 0; k < n; k++)
+                if (tools[k]->command.timeout_ms > cap) {
+                        char what[200];
+                        snprintf(what, sizeof(what),
+                                 "%llu is over the cell's tool_call_ms %llu: lower it or raise the "
+                                 "cell's limit",
+                                 (unsigned long long)tools[k]->command.timeout_ms,
+                                 (unsigned long long)cap);
+                        r = bad(err, path, k, "timeout_ms", what);
+                        goto out;
+                }
         if ((r = mcp_servers_load(json_object_get(root, "mcp_servers"), path, dir, &servers, err)) <
             0)
                 goto out;

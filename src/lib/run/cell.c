@@ -125,7 +125,8 @@ int codecell_cell_add_tool(codecell_cell *cell, const char *name, const char *de
         if (!schema)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL,
                                "tool \"%s\": input schema is not valid JSON: %s", name, jerr.text);
-        problem = tool_schema_problem(schema);
+        char why[384];
+        problem = tool_schema_problem(schema, why, sizeof(why));
         if (problem) {
                 json_decref(schema);
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "tool \"%s\": input schema %s",

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "json_file.h"
 #include "upstream.h"
 #include "util.h"
 
@@ -81,7 +82,90 @@ const char *tool_name_problem(const char *name)
         return NULL;
 }
 
-const char *tool_schema_problem(const json_t *schema)
+static const char *const schema_types[] = {"string", "integer", "number", "boolean",
+                                           "array",  "object",  "null",   NULL};
+
+/* What is wrong with one property's schema (at names it: "properties.city"), into buf, or
+ * NULL. Only what a model is shown or what the host checks (json_schema_check.c) is looked at:
+ * a type this check would let through as "any JSON" is refused, never shown. */
+static const char *property_problem(const json_t *schema, const char *at, int depth, char *buf,
+                                    size_t size)
+{
+        if (json_is_boolean(schema))
+                return NULL;
+        if (!json_is_object(schema))
+                return snprintf(buf, size, "%s: must be a schema object", at), buf;
+        if (depth > 32)
+                return NULL;
+        const json_t *type = json_object_get(schema, "type");
+        size_t i;
+        const json_t *t;
+        if (type && !json_is_string(type) && !json_is_array(type))
+                return snprintf(buf, size, "%s.type: must be a type name or a list of them", at),
+                       buf;
+        for (i = 0; type && i < (json_is_array(type) ? json_array_size(type) : 1); i++) {
+                t = json_is_array(type) ? json_array_get(type, i) : type;
+                const char *name = json_string_value(t);
+                const char *guess = name ? json_closest_key(name, schema_types) : NULL;
+                size_t k = 0;
+                while (name && schema_types[k] && strcmp(name, schema_types[k]) != 0)
+                        k++;
+                if (!name || !schema_types[k]) {
+                        char list[128];
+                        snprintf(buf, size,
+                                 "%s.type: \"%.*s\" is not a JSON Schema type (%s%s%sone of %s)",
+                                 at, name ? utf8_prefix(name, 64) : 0, name ? name : "",
+                                 guess ? "did you mean \"" : "", guess ? guess : "",
+                                 guess ? "\"? " : "",
+                                 json_key_list(schema_types, list, sizeof(list)));
+                        utf8_trim_cut(buf);
+                        return buf;
+                }
+        }
+        const json_t *allowed = json_object_get(schema, "enum");
+        if (allowed && !json_is_array(allowed))
+                return snprintf(buf, size, "%s.enum: must be an array of values", at), buf;
+        const json_t *items = json_object_get(schema, "items");
+        char sub[256];
+        if (items) {
+                snprintf(sub, sizeof(sub), "%s.items", at);
+                const char *problem = property_problem(items, sub, depth + 1, buf, size);
+                if (problem)
+                        return problem;
+        }
+        const json_t *props = json_object_get(schema, "properties");
+        if (props && !json_is_object(props))
+                return snprintf(buf, size, "%s.properties: must be an object", at), buf;
+        const char *key;
+        const json_t *value;
+        json_object_foreach((json_t *)props, key, value) {
+                snprintf(sub, sizeof(sub), "%s.properties.%.*s", at, utf8_prefix(key, 64), key);
+                const char *problem = property_problem(value, sub, depth + 1, buf, size);
+                if (problem)
+                        return problem;
+        }
+        const json_t *required = json_object_get(schema, "required");
+        if (required && !json_is_array(required))
+                return snprintf(buf, size, "%s.required: must be an array of property names", at),
+                       buf;
+        json_array_foreach(required, i, value) {
+                const char *name = json_string_value(value);
+                if (!name)
+                        return snprintf(buf, size, "%s.required[%zu]: must be a property name", at,
+                                        i),
+                               buf;
+                if (props && !json_object_get(props, name)) {
+                        snprintf(buf, size,
+                                 "%s.required: \"%.*s\" is not one of the properties it defines",
+                                 at, utf8_prefix(name, 64), name);
+                        utf8_trim_cut(buf);
+                        return buf;
+                }
+        }
+        return NULL;
+}
+
+const char *tool_schema_problem(const json_t *schema, char *buf, size_t size)
 {
         if (!json_is_object(schema))
                 return "must be a JSON object";
@@ -91,20 +175,24 @@ const char *tool_schema_problem(const json_t *schema)
         const json_t *props = json_object_get(schema, "properties");
         if (props && !json_is_object(props))
                 return "\"properties\" must be an object";
-        const char *key;
-        const json_t *value;
-        json_object_foreach((json_t *)props, key, value)
-                if (!json_is_object(value))
-                        return "every property must be a schema object";
         const json_t *required = json_object_get(schema, "required");
-        if (required && !json_is_array(required))
-                return "\"required\" must be an array of property names";
         size_t i;
+        const json_t *value;
         json_array_foreach(required, i, value)
-                if (!json_is_string(value) || !json_object_get(props, json_string_value(value)))
-                        return "\"required\" names a property that "
-                               "\"properties\" does not define";
-        return NULL;
+                if (json_is_string(value) && !json_object_get(props, json_string_value(value))) {
+                        snprintf(buf, size,
+                                 "\"required\" names \"%.*s\", which \"properties\" does not "
+                                 "define",
+                                 utf8_prefix(json_string_value(value), 64),
+                                 json_string_value(value));
+                        utf8_trim_cut(buf);
+                        return buf;
+                }
+        const char *problem = property_problem(schema, "", 0, buf, size);
+        /* The top level's own path is the key the caller names ("input_schema"). */
+        if (problem && problem[0] == '.')
+                memmove(buf, buf + 1, strlen(buf));
+        return problem;
 }
 
 /* The bindings the guest makes for MCP tools ({"memory": {"create_entities":

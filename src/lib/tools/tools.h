@@ -67,9 +67,14 @@ void tool_table_release(struct tool_table *t);
 const char *tool_name_problem(const char *name);
 /* The schema's "required" names key. */
 bool tool_schema_requires(const json_t *schema, const char *key);
-/* Checks that a schema is a JSON Schema object for arguments; NULL or what is wrong. */
-const char *tool_schema_problem(const json_t *schema);
+/* Checks that a schema is a JSON Schema object for arguments, and each property's schema one
+ * the host can check and the model can read (a known type, "items" and "properties" schemas,
+ * "required" naming defined properties); NULL, or what is wrong (in buf, or static). */
+const char *tool_schema_problem(const json_t *schema, char *buf, size_t size);
 void tool_free(struct tool *tool);
+
+/* A tool's own timeout may not exceed this, nor the tool_call_ms of a cell that takes it. */
+#define TOOL_TIMEOUT_MAX_MS 3600000ULL
 
 /* One command tool from its JSON object (docs/tools.md), tools[i] of the file at path (for
  * errors); a relative command resolves against dir. */
