@@ -2,11 +2,14 @@
 import atexit
 import concurrent.futures
 import ctypes
+import inspect
 import json
+import sys
 import threading
 import weakref
 
 from . import _native as n
+from ._schema import callable_schema
 from ._tool_call import Keywords, answer_json
 from .result import Result
 
@@ -133,6 +136,35 @@ class Cancel:
         if getattr(self, "_pointer", None):
             n.lib.codecell_cancel_free(self._pointer)
             self._pointer = None
+
+
+def _schema_of(fn, name):
+    """The input schema fn's signature says, or None (any arguments) when it cannot be read
+    (a builtin): the call itself then says what is wrong."""
+    try:
+        inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return callable_schema(fn, "tool %s" % name)
+
+
+def _description_of(fn):
+    """fn's `description` string, else its docstring (a callable object's class's); None
+    without one."""
+    text = getattr(fn, "description", None)
+    if isinstance(text, str):
+        return text
+    if inspect.isroutine(fn):
+        return inspect.getdoc(fn)
+    # Not a class of the standard library's: functools.partial's docstring describes partial,
+    # not the tool.
+    cls = type(fn)
+    if cls.__module__.partition(".")[0] in _STDLIB:
+        return None
+    return inspect.getdoc(cls)
+
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ("builtins", "functools", "operator")))
 
 
 # The session an eval without a name runs in, as the seed's Repl names it.
@@ -262,12 +294,20 @@ class Cell:
         unknown one is refused before the call: "Invalid tool arguments: missing keyword: x");
         its return value goes back as JSON, with what JSON cannot hold as its repr; an
         exception becomes a ToolError in the guest ("KeyError: 'x'"). Usable as a decorator:
-        @cell.tool("name")."""
+        @cell.tool("name").
+
+        Without input_schema, the schema is read from fn's signature and type hints (as for
+        codecell.Tool's tools: a hint JSON cannot carry raises TypeError), so the model sees
+        the arguments; without description, fn's `description` string or its docstring."""
         if fn is None:
             return lambda f: self.tool(name, f, description=description,
                                        input_schema=input_schema) or f
         if not callable(fn):
             raise TypeError("tool %s: %r is not callable" % (name, fn))
+        if input_schema is None:
+            input_schema = _schema_of(fn, name)
+        if description is None:
+            description = _description_of(fn)
         handler = n.TOOL_HANDLER(self._handler(fn))
         err = n.Error()
         with self._use() as pointer:

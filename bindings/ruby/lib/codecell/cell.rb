@@ -67,10 +67,12 @@ module CodeCell
     # Registers a host tool the guest calls with SB.call(name, key: value) (Ruby) or
     # sb.call(name, key=value) (Python). The block gets the arguments as keywords when it
     # declares keywords, else the Hash; its value goes back as JSON; an exception it raises
-    # becomes SB::ToolError in the guest. It runs on a Ruby thread of its own.
+    # becomes SB::ToolError in the guest. It runs on a Ruby thread of its own. Without
+    # input_schema:, a block's keywords are its schema (BlockSchema: names, required or not).
     def tool(name, description: nil, input_schema: nil, &block)
       raise ArgumentError, "tool #{name}: give a block" unless block
 
+      input_schema ||= BlockSchema.of(block)
       key = Dispatcher.register(block)
       @native.add_tool(name.to_s, description&.to_s, input_schema && JSON.generate(input_schema), key.to_s)
       @tool_blocks << block
