@@ -284,8 +284,12 @@ typedef struct codecell_run_options {
          * the exec frame (as base64) and counts against CODECELL_LIMIT_FRAME_BYTES. */
         const char *stdin_data;
         size_t stdin_len;
+        /* Wall clock of this run (or eval) in ms, from exec; 0: the cell's
+         * CODECELL_LIMIT_TIMEOUT_MS. It only narrows the cell's limit: a larger value gets the
+         * cell's. A size_t, as wide as the void * whose slot it took on every ABI. */
+        size_t timeout_ms;
         /* Zero: room for later options (ABI promise). */
-        void *reserved[3];
+        void *reserved[2];
 } codecell_run_options;
 
 /* codecell_cell_run() with options (NULL: none). */

@@ -1,9 +1,11 @@
 #!/bin/sh
-# install.sh ruby|python [unprivileged]: installs the binding exactly as its README says, from a
-# copy of the repository that is deleted before the binding's own suite runs against what was
-# installed, so the suite also shows the installed package needs nothing from the repository.
+# install.sh ruby|python [unprivileged|readme]: installs the binding exactly as its README says,
+# from a copy of the repository that is deleted before the binding's own suite runs against what
+# was installed, so the suite also shows the installed package needs nothing from the repository.
 # With "unprivileged" (as root only), the jail's tests then run again as nobody: the jail of a
-# user without a cgroup, Landlock and user namespaces all the same.
+# user without a cgroup, Landlock and user namespaces all the same. With "readme", the README's
+# complete example runs instead of the suite, as written, and prints what the README shows
+# (readme_example.py).
 set -eu
 lang=$1
 mode=${2:-}
@@ -12,6 +14,7 @@ if [ "$mode" = unprivileged ] && [ "$(id -u)" -ne 0 ]; then
         exit 77
 fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
+readme=$root/bindings/$lang/README.md
 work=$(mktemp -d /tmp/codecell-binding.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
@@ -49,6 +52,11 @@ ruby)
         # The README's check, with nothing but the installed gem on the path.
         value=$(GEM_HOME=$work/g GEM_PATH=$work/g ruby -e 'require "codecell"; p CodeCell::Cell.new(language: :ruby).run("1+1").value')
         [ "$value" = 2 ] || { echo "install.sh: the README's check printed '$value'" >&2; exit 1; }
+        if [ "$mode" = readme ]; then
+                python3 "$root/tests/bindings/readme_example.py" "$readme" -- \
+                        env GEM_HOME="$work/g" GEM_PATH="$work/g" ruby
+                exit
+        fi
         # The suite also needs minitest, a system gem (Debian's ruby-minitest).
         cd "$work/suite/test"
         files='test_*.rb'
@@ -67,6 +75,10 @@ python)
         cd "$work"
         value=$("$work/v/bin/python" -c 'import codecell; print(codecell.Cell(language="python").run("1+1").value)')
         [ "$value" = 2 ] || { echo "install.sh: the README's check printed '$value'" >&2; exit 1; }
+        if [ "$mode" = readme ]; then
+                python3 "$root/tests/bindings/readme_example.py" "$readme" -- "$work/v/bin/python"
+                exit
+        fi
         cd "$work/suite/tests"
         if [ "$mode" = unprivileged ]; then
                 as_user "$work/v/bin/python" -m unittest -v test_jail test_jail_answer test_jail_speed

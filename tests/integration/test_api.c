@@ -114,6 +114,46 @@ static void run_options(codecell_cell *cell)
         codecell_cancel_free(NULL);
 }
 
+static bool error_says(const codecell_result *res, const char *part)
+{
+        char *json = res ? codecell_result_to_json(res, false) : NULL;
+        bool found = json && strstr(json, part);
+        if (!found)
+                fprintf(stderr, "expected \"%s\" in %s\n", part, json ? json : "(no result)");
+        free(json);
+        return found;
+}
+
+/* A run's own wall clock (codecell_run_options.timeout_ms) narrows the cell's 2 s, for a run
+ * and for a session's eval, and never widens it. */
+static void run_timeout(codecell_cell *cell)
+{
+        codecell_error err = {0};
+        codecell_result *res = NULL;
+        const char *code = L("sleep 1; 1", "import time\ntime.sleep(1)\n1");
+        codecell_run_options narrow = {.timeout_ms = 300};
+        CHECK(codecell_cell_run_with(cell, code, strlen(code), &narrow, &res, &err) == 0);
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_TIMEOUT);
+        CHECK(error_says(res, "timed out after 300 ms"));
+        codecell_result_free(res);
+
+        res = NULL;
+        CHECK(codecell_session_eval_with(cell, "t", code, strlen(code), &narrow, &res, &err) == 0);
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_TIMEOUT);
+        CHECK(error_says(res, "timed out after 300 ms"));
+        codecell_result_free(res);
+        codecell_session_close_all(cell);
+
+        /* 60 s asked of a cell of 2 s: the cell's limit holds. */
+        res = NULL;
+        code = L("sleep 10", "import time\ntime.sleep(10)");
+        codecell_run_options wide = {.timeout_ms = 60000};
+        CHECK(codecell_cell_run_with(cell, code, strlen(code), &wide, &res, &err) == 0);
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_TIMEOUT);
+        CHECK(error_says(res, "timed out after 2000 ms"));
+        codecell_result_free(res);
+}
+
 /* A limit over the engine's own hard limit is refused when the cell is made, by name, in both
  * ways of making sandboxes: no sandbox could set it. At the hard limit, runs work. */
 static void test_limits_over_the_engines(void)
@@ -205,6 +245,7 @@ int main(int argc, char **argv)
         CHECK(err.kind == CODECELL_ERR_INVALID && strstr(err.message, "UTF-8"));
 
         run_options(cell);
+        run_timeout(cell);
 
         const char *desc = codecell_cell_description(cell);
         CHECK(strstr(desc,

@@ -19,7 +19,11 @@ static void layouts(void)
         CHECK(offsetof(codecell_run_options, output) == 32);
         CHECK(offsetof(codecell_run_options, argv) == 40);
         CHECK(offsetof(codecell_run_options, stdin_len) == 64);
-        CHECK(offsetof(codecell_run_options, reserved) == 72);
+        CHECK(offsetof(codecell_run_options, timeout_ms) == 72);
+        CHECK(offsetof(codecell_run_options, reserved) == 80);
+        /* A field that took a reserved slot is as wide as the pointer it replaced on every ABI
+         * (32-bit ones too), so the struct keeps its size there as well. */
+        CHECK(sizeof(((codecell_run_options *)0)->timeout_ms) == sizeof(void *));
         CHECK(sizeof(codecell_cell_info) == 368);
         CHECK(offsetof(codecell_cell_info, limits) == 48);
         CHECK(offsetof(codecell_cell_info, tool_calls) == 304);

@@ -38,7 +38,12 @@ class RunOptions(ctypes.Structure):
                 ("progress_interval_ms", ctypes.c_uint64), ("userdata", ctypes.c_void_p),
                 ("output", ctypes.c_void_p), ("argv", ctypes.c_void_p), ("env", ctypes.c_void_p),
                 ("stdin_data", ctypes.c_char_p), ("stdin_len", ctypes.c_size_t),
-                ("reserved", ctypes.c_void_p * 3)]
+                ("timeout_ms", ctypes.c_size_t), ("reserved", ctypes.c_void_p * 2)]
+
+
+# codecell_output_fn: (stream 1 or 2, data, len, userdata).
+OUTPUT_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.POINTER(ctypes.c_char), ctypes.c_size_t,
+                             ctypes.c_void_p)
 
 
 LIMIT_SLOTS = 32  # CODECELL_LIMIT_SLOTS

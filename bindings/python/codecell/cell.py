@@ -2,11 +2,15 @@
 import atexit
 import concurrent.futures
 import ctypes
+import inspect
 import json
+import sys
 import threading
 import weakref
 
 from . import _native as n
+from ._run_input import RunInput
+from ._schema import callable_schema
 from ._tool_call import Keywords, answer_json
 from .result import Result
 
@@ -135,6 +139,35 @@ class Cancel:
             self._pointer = None
 
 
+def _schema_of(fn, name):
+    """The input schema fn's signature says, or None (any arguments) when it cannot be read
+    (a builtin): the call itself then says what is wrong."""
+    try:
+        inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    return callable_schema(fn, "tool %s" % name)
+
+
+def _description_of(fn):
+    """fn's `description` string, else its docstring (a callable object's class's); None
+    without one."""
+    text = getattr(fn, "description", None)
+    if isinstance(text, str):
+        return text
+    if inspect.isroutine(fn):
+        return inspect.getdoc(fn)
+    # Not a class of the standard library's: functools.partial's docstring describes partial,
+    # not the tool.
+    cls = type(fn)
+    if cls.__module__.partition(".")[0] in _STDLIB:
+        return None
+    return inspect.getdoc(cls)
+
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ("builtins", "functools", "operator")))
+
+
 # The session an eval without a name runs in, as the seed's Repl names it.
 DEFAULT_SESSION = "default"
 
@@ -186,10 +219,11 @@ class Session:
         self.cell = cell
         self.name = str(name)
 
-    def eval(self, code, cancel=None):
+    def eval(self, code, cancel=None, **run_input):
         """A result whose session had ended since the last eval (killed from outside, or by a
-        thread of its own) ran in a fresh one, and says so in result.state_lost."""
-        return self.cell._call(code, self.name, cancel)
+        thread of its own) ran in a fresh one, and says so in result.state_lost. Takes
+        Cell.run's timeout_ms=, stdin=, argv=, env= and on_output=."""
+        return self.cell._call(code, self.name, cancel, run_input)
 
     def __eq__(self, other):
         return isinstance(other, Session) and other.cell is self.cell and other.name == self.name
@@ -262,12 +296,20 @@ class Cell:
         unknown one is refused before the call: "Invalid tool arguments: missing keyword: x");
         its return value goes back as JSON, with what JSON cannot hold as its repr; an
         exception becomes a ToolError in the guest ("KeyError: 'x'"). Usable as a decorator:
-        @cell.tool("name")."""
+        @cell.tool("name").
+
+        Without input_schema, the schema is read from fn's signature and type hints (as for
+        codecell.Tool's tools: a hint JSON cannot carry raises TypeError), so the model sees
+        the arguments; without description, fn's `description` string or its docstring."""
         if fn is None:
             return lambda f: self.tool(name, f, description=description,
                                        input_schema=input_schema) or f
         if not callable(fn):
             raise TypeError("tool %s: %r is not callable" % (name, fn))
+        if input_schema is None:
+            input_schema = _schema_of(fn, name)
+        if description is None:
+            description = _description_of(fn)
         handler = n.TOOL_HANDLER(self._handler(fn))
         err = n.Error()
         with self._use() as pointer:
@@ -335,14 +377,18 @@ class Cell:
                     cell._busy -= 1
         return Use()
 
-    def _call(self, code, session, cancel):
+    def _call(self, code, session, cancel, run_input):
         data = code.encode("utf-8", "surrogatepass") if isinstance(code, str) else bytes(code)
         name = n.cstr(session, "session name")
         result = ctypes.c_void_p()
         err = n.Error()
         if cancel is None:
             cancel = Cancel()
-        options = n.RunOptions(cancel=cancel._pointer)
+        unknown = set(run_input) - {"timeout_ms", "stdin", "argv", "env", "on_output"}
+        if unknown:
+            raise TypeError("unexpected keyword arguments: %s" % ", ".join(sorted(unknown)))
+        given = RunInput(cancel, **run_input)
+        options = given.options
         with self._use() as pointer:
             def call():
                 if name is None:
@@ -355,23 +401,36 @@ class Cell:
             r = _interruptible(call, cancel)
         if r < 0:
             n.raise_error(err)
-        return Result(result.value, self._model_chars)
+        outcome = Result(result.value, self._model_chars)
+        given.finish()  # raises what on_output raised (the run was cancelled then)
+        return outcome
 
-    def run(self, code, cancel=None):
-        """Runs code in a fresh sandbox; returns a Result. cancel: a codecell.Cancel."""
-        return self._call(code, None, cancel)
+    def run(self, code, cancel=None, *, timeout_ms=None, stdin=None, argv=None, env=None,
+            on_output=None):
+        """Runs code in a fresh sandbox; returns a Result. cancel: a codecell.Cancel.
+
+        As `codecell run` gives them: timeout_ms, this run's wall clock (it narrows the cell's
+        timeout, never widens it); stdin (str or bytes) what the code reads on its stdin; argv
+        (a list of str) its ARGV / sys.argv[1:]; env ({name: value}) variables added to its
+        environment; on_output(stream, text), called with "stdout" or "stderr" and each piece
+        of output as the code writes it (on the thread of the run; it must return quickly; an
+        exception it raises cancels the run and is raised here)."""
+        return self._call(code, None, cancel, {
+            "timeout_ms": timeout_ms, "stdin": stdin, "argv": argv, "env": env,
+            "on_output": on_output})
 
     def session(self, name=DEFAULT_SESSION):
         """The named session (started on first eval; "default" when unnamed); a context manager
         that closes it."""
         return Session(self, name)
 
-    def eval(self, code, session=DEFAULT_SESSION, reset=False, cancel=None):
+    def eval(self, code, session=DEFAULT_SESSION, reset=False, cancel=None, **run_input):
         """Runs code in the named session, as the seed's Repl.execute(code:, session:, reset:):
-        reset=True drops the session's state first."""
+        reset=True drops the session's state first. Takes run()'s timeout_ms=, stdin=, argv=,
+        env= and on_output= (for this eval)."""
         if reset:
             self._session_close(str(session))
-        return self._call(code, str(session), cancel)
+        return self._call(code, str(session), cancel, run_input)
 
     def close_session(self, name=DEFAULT_SESSION):
         """Ends the named session's sandbox; True when one was open."""

@@ -2,6 +2,7 @@ import datetime
 import threading
 import time
 import unittest
+from typing import List, Optional
 
 import codecell
 
@@ -24,7 +25,8 @@ class ToolsTest(unittest.TestCase):
                        input_schema={"type": "object", "properties": {"city": {"type": "string"}},
                                      "required": ["city"]})
         self.cell.tool("boom", boom)
-        self.cell.tool("slow", slow)
+        # A schema that admits anything: the callable's own keyword check speaks.
+        self.cell.tool("slow", slow, input_schema={"type": "object"})
 
         @self.cell.tool("shout")
         def shout(text):
@@ -53,14 +55,18 @@ class ToolsTest(unittest.TestCase):
         r = self.cell.run("try:\n  sb.call('weather.today', town='x')\nexcept sb.ToolError as e:\n"
                           "  out = str(e)\nout")
         self.assertIn('arguments: the required "city" is missing', r.value)
-        # Arguments no schema refused but the callable cannot take: RubyLLM's words, and the
-        # callable is not called.
+        # The schema read from a signature refuses what the callable cannot take.
         r = self.cell.run("try:\n  sb.call('boom', key=1)\nexcept sb.ToolError as e:\n"
                           "  out = str(e)\nout")
-        self.assertEqual(r.value, "Invalid tool arguments: unknown keyword: key")
+        self.assertIn('arguments: unknown key "key"', r.value)
+        # Arguments a given schema admits but the callable cannot take: RubyLLM's words, and
+        # the callable is not called.
         r = self.cell.run("try:\n  sb.call('slow')\nexcept sb.ToolError as e:\n"
                           "  out = str(e)\nout")
         self.assertEqual(r.value, "Invalid tool arguments: missing keyword: seconds")
+        r = self.cell.run("try:\n  sb.call('slow', seconds=0, key=1)\nexcept sb.ToolError as e:\n"
+                          "  out = str(e)\nout")
+        self.assertEqual(r.value, "Invalid tool arguments: unknown keyword: key")
         # A TypeError raised inside the callable stays the callable's.
         r = self.cell.run("try:\n  sb.call('slow', seconds='x')\nexcept sb.ToolError as e:\n"
                           "  out = str(e)\nout")
@@ -112,6 +118,49 @@ class ToolsTest(unittest.TestCase):
             t.join()
         self.assertEqual(values, ["donec%d" % i for i in range(6)])
 
+    def test_a_tool_without_a_schema_is_described_from_its_code(self):
+        def shout(text: str, times: int = 1, tags: List[str] = (), loud: Optional[bool] = None):
+            """Shouts the text, times over."""
+            return (text.upper() if loud is not False else text) * times + "".join(tags)
+
+        class Lookup:
+            """Finds a word."""
+
+            def __call__(self, word, exact: bool = False):
+                return [word, exact]
+
+        for lang, shout_call, lookup_call in (
+                ("python", 'sb.call("shout", text=str, times=int?, tags=list?, loud=bool | None?)',
+                 'sb.call("lookup", word=any JSON, exact=bool?)'),
+                ("ruby", 'SB.call("shout", text: String, times: Integer?, tags: Array?, '
+                         'loud: true | false | nil?)',
+                 'SB.call("lookup", word: any JSON, exact: true | false?)')):
+            with codecell.Cell(lang, pool=0) as cell:
+                cell.tool("shout", shout)
+                cell.tool("lookup", Lookup())
+                cell.tool("given", shout, description="Says it loud",
+                          input_schema={"type": "object", "properties": {"text": {}}})
+                d = cell.description
+                self.assertIn("### shout\n\nShouts the text, times over.\n\n    %s\n"
+                              % shout_call, d)
+                self.assertIn("### lookup\n\nFinds a word.\n\n    %s\n" % lookup_call, d)
+                # An explicit schema and description still win.
+                self.assertIn("### given\n\nSays it loud\n\n    %s\n"
+                              % ('sb.call("given", text=any JSON?)' if lang == "python"
+                                 else 'SB.call("given", text: any JSON?)'), d)
+        with codecell.Cell("python", pool=0) as cell:
+            cell.tool("shout", shout)
+            self.assertEqual(cell.run("sb.call('shout', text='hi', times=2, tags=['!'])").value,
+                             "HIHI!")
+            r = cell.run("try:\n  sb.call('shout', text='hi', times='2')\n"
+                         "except sb.ToolError as e:\n  out = str(e)\nout")
+            self.assertIn('arguments: times: must be an integer', r.value)  # before the call
+            cell.tool("untyped", lambda when: when)  # no hints: any JSON
+            self.assertEqual(cell.run("sb.call('untyped', when=[1])").value, [1])
+            # A hint JSON cannot carry is refused when the tool is added, as codecell.Tool's.
+            with self.assertRaisesRegex(TypeError, "tool dated: parameter when"):
+                cell.tool("dated", _dated)
+
     def test_the_description_lists_the_tools(self):
         self.assertIn("## Tools", self.cell.description)
         self.assertIn("The weather in a city", self.cell.description)
@@ -124,6 +173,10 @@ class ToolsTest(unittest.TestCase):
             self.cell.tool("9lives", lambda: 1)
         with self.assertRaises(TypeError):
             self.cell.tool("nothing", 42)
+
+
+def _dated(when: datetime.date):
+    return when
 
 
 if __name__ == "__main__":

@@ -83,6 +83,34 @@ class TestTools < Minitest::Test
     assert_equal 4, @cell.info[:tools]
   end
 
+  def test_a_block_without_a_schema_is_described_from_its_keywords
+    { ruby: 'SB.call("forecast", city: any JSON, days: any JSON?)',
+      python: 'sb.call("forecast", city=any JSON, days=any JSON?)' }.each do |language, call|
+      CodeCell::Cell.open(language: language, pool: 0) do |cell|
+        cell.tool("forecast", description: "The forecast") { |city:, days: 1| "#{city}: #{days} days" }
+        cell.tool("given", input_schema: { type: "object", properties: { town: { type: "string" } } }) { |city: nil, **| city }
+        cell.tool("any") { |**opts| opts.keys }
+        text = cell.description
+        assert_includes text, "### forecast\n\nThe forecast\n\n    #{call}\n"
+        assert_includes text, "- `city` (any JSON, required)\n- `days` (any JSON, optional)"
+        # An explicit schema still wins.
+        given = text[text.index("### given")..]
+        assert_includes given.split("\n\n")[1], "town"
+        refute_includes given.split("\n\n")[1], "city"
+      end
+    end
+    @cell.tool("forecast") { |city:, days: 1| "#{city}: #{days} days" }
+    assert_equal "Oslo: 2 days", @cell.run('SB.call("forecast", city: "Oslo", days: 2)').value
+    assert_equal "Oslo: 1 days", @cell.run('SB.call("forecast", city: "Oslo")').value
+    r = @cell.run('begin; SB.call("forecast", days: 2); rescue SB::ToolError => e; e.message; end')
+    assert_match(/arguments: the required "city" is missing/, r.value)
+    r = @cell.run('begin; SB.call("forecast", city: "Oslo", weeks: 2); rescue SB::ToolError => e; e.message; end')
+    assert_match(/arguments: unknown key "weeks"/, r.value) # refused before the block runs
+    # **rest takes other keys.
+    @cell.tool("rest") { |city:, **rest| [city, rest.keys] }
+    assert_equal ["Oslo", ["weeks"]], @cell.run('SB.call("rest", city: "Oslo", weeks: 2)').value
+  end
+
   def test_bad_tools_are_refused
     assert_raises(ArgumentError) { @cell.tool("boom") { 1 } }
     assert_raises(ArgumentError) { @cell.tool("9lives") { 1 } }

@@ -53,6 +53,7 @@ struct execution {
         codecell_result *res;
         bool keep;              /* a session's: its sandbox goes on after "ok" and "error" */
         int64_t id;             /* of the exec, which the guest's frames must carry */
+        uint64_t timeout_ms;    /* the cell's wall-clock limit, or the run's when narrower */
         double start, deadline; /* now_ms() clock */
         struct rpc rpc;         /* its host calls */
 };
@@ -122,7 +123,7 @@ static void judge(const struct execution *x, const struct outcome *outcome)
                 set_error_text(res,
                                "execution timed out after %llu ms (the wall-clock limit) "
                                "before finishing; make the code do less work or raise the timeout",
-                               (unsigned long long)lim[CODECELL_LIMIT_TIMEOUT_MS]);
+                               (unsigned long long)x->timeout_ms);
                 break;
         case CODECELL_STATUS_FUEL_EXHAUSTED:
                 set_error_text(res,
@@ -256,7 +257,7 @@ static bool hand_over(struct execution *x, const char *code, size_t len)
         }
         standby_arm(x->s, lim[CODECELL_LIMIT_CPU_MS]);
         codecell_error e = {0};
-        int r = frame_send(x->s->sb.ctl_fd, exec, (int)lim[CODECELL_LIMIT_TIMEOUT_MS], &e);
+        int r = frame_send(x->s->sb.ctl_fd, exec, (int)x->timeout_ms, &e);
         json_decref(exec);
         if (r < 0) {
                 pump_protocol_error(p, e.message);
@@ -370,7 +371,7 @@ static bool run_on(struct execution *x, const char *code, size_t len, struct exe
                 return refuse_cancelled(x);
         x->id = new_exec_id();
         x->start = now_ms();
-        x->deadline = x->start + (double)x->plan->config->limits[CODECELL_LIMIT_TIMEOUT_MS];
+        x->deadline = x->start + (double)x->timeout_ms;
         pump_exec_begin(p, &(struct pump_exec){.id = x->id,
                                                .out = &x->res->out,
                                                .err = &x->res->err,
@@ -412,12 +413,27 @@ static void hand_on_the_rest(const struct pump *p, const codecell_run_options *o
         }
 }
 
+/* The wall clock the run gets: the cell's limit, or the caller's for this run when it is
+ * narrower (a caller may tighten a cell it shares with others, never loosen it). */
+static uint64_t run_timeout_ms(const struct cell_plan *plan, const codecell_run_options *options)
+{
+        uint64_t cell = plan->config->limits[CODECELL_LIMIT_TIMEOUT_MS];
+        if (options && options->timeout_ms && (uint64_t)options->timeout_ms < cell)
+                return (uint64_t)options->timeout_ms;
+        return cell;
+}
+
 bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
                   const char *code, size_t len, bool keep, const codecell_run_options *options,
                   codecell_result *res, struct execution_end *ret_end)
 {
-        struct execution x = {
-                .plan = plan, .tools = tools, .s = s, .options = options, .res = res, .keep = keep};
+        struct execution x = {.plan = plan,
+                              .tools = tools,
+                              .s = s,
+                              .options = options,
+                              .res = res,
+                              .keep = keep,
+                              .timeout_ms = run_timeout_ms(plan, options)};
         struct execution_end end = {.init_status = -1};
         bool alive = run_on(&x, code, len, &end);
         if (ret_end)

@@ -1,7 +1,8 @@
 /* CodeCell::Native: libcodecell for Ruby. The engine is compiled into this extension (the
  * gemspec copies its sources into engine/), so the installed gem needs nothing else. This file
  * is CodeCell::Native::Cell; result_object.c the results; tool_calls.c the host tools, Ruby
- * blocks the engine calls from its own threads.
+ * blocks the engine calls from its own threads; run_given.c what a run is given besides its
+ * code.
  *
  * A run or a session eval releases the GVL (other Ruby threads go on) and is cancelled through
  * a codecell_cancel token when Ruby interrupts the thread (Ctrl-C, Thread#kill, Timeout). Every
@@ -263,6 +264,9 @@ struct run_args {
         char *code;
         size_t len;
         codecell_cancel *cancel;
+        VALUE given; /* the options Hash (run_given.c), or nil */
+        struct rbcc_run_given in;
+        codecell_run_options options;
         codecell_result *result;
         codecell_error err;
         int r;
@@ -271,12 +275,11 @@ struct run_args {
 static void *run_nogvl(void *p)
 {
         struct run_args *a = p;
-        codecell_run_options options = {.cancel = a->cancel};
         if (a->session)
-                a->r = codecell_session_eval_with(a->cell, a->session, a->code, a->len, &options,
+                a->r = codecell_session_eval_with(a->cell, a->session, a->code, a->len, &a->options,
                                                   &a->result, &a->err);
         else
-                a->r = codecell_cell_run_with(a->cell, a->code, a->len, &options, &a->result,
+                a->r = codecell_cell_run_with(a->cell, a->code, a->len, &a->options, &a->result,
                                               &a->err);
         return NULL;
 }
@@ -289,6 +292,8 @@ static void cancel_run(void *p)
 static VALUE run_body(VALUE arg)
 {
         struct run_args *a = (struct run_args *)arg;
+        a->options.cancel = a->in.cancel = a->cancel;
+        rbcc_run_given_read(a->given, &a->in, &a->options);
         rb_thread_call_without_gvl(run_nogvl, a, cancel_run, a);
         return Qnil;
 }
@@ -307,14 +312,16 @@ static VALUE run_cleanup(VALUE arg)
         a->nc->busy--;
         free(a->code);
         codecell_cancel_free(a->cancel);
+        rbcc_run_given_free(&a->in);
         return Qnil;
 }
 
-static VALUE cell_run_or_eval(VALUE self, VALUE session, VALUE code)
+static VALUE cell_run_or_eval(VALUE self, VALUE session, VALUE code, VALUE given)
 {
         struct native_cell *nc = open_cell(self);
         StringValue(code);
-        struct run_args a = {.nc = nc, .cell = nc->cell, .len = (size_t)RSTRING_LEN(code)};
+        struct run_args a = {
+                .nc = nc, .cell = nc->cell, .len = (size_t)RSTRING_LEN(code), .given = given};
         /* The run reads its own copies: Ruby may move or change the strings meanwhile. */
         VALUE session_copy = Qnil;
         if (!NIL_P(session)) {
@@ -335,6 +342,11 @@ static VALUE cell_run_or_eval(VALUE self, VALUE session, VALUE code)
         rb_ensure(run_body, (VALUE)&a, run_cleanup, (VALUE)&a);
         RB_GC_GUARD(session_copy);
         RB_GC_GUARD(self);
+        RB_GC_GUARD(given); /* holds the output block the engine called */
+        if (a.in.raised) {  /* the output block raised: the run was cancelled for it */
+                codecell_result_free(a.result);
+                rb_jump_tag(a.in.raised);
+        }
         if (a.r < 0) {
                 codecell_result_free(a.result);
                 rbcc_raise(&a.err);
@@ -347,15 +359,16 @@ static VALUE cell_run_or_eval(VALUE self, VALUE session, VALUE code)
         return result;
 }
 
-static VALUE native_cell_run(VALUE self, VALUE code)
+/* run(code, options): options as run_given.c reads them, or nil. */
+static VALUE native_cell_run(VALUE self, VALUE code, VALUE options)
 {
-        return cell_run_or_eval(self, Qnil, code);
+        return cell_run_or_eval(self, Qnil, code, options);
 }
 
-static VALUE native_cell_session_eval(VALUE self, VALUE name, VALUE code)
+static VALUE native_cell_session_eval(VALUE self, VALUE name, VALUE code, VALUE options)
 {
         StringValue(name);
-        return cell_run_or_eval(self, name, code);
+        return cell_run_or_eval(self, name, code, options);
 }
 
 struct close_args {
@@ -500,8 +513,8 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         rb_define_singleton_method(cNativeCell, "check", native_cell_check, 4);
         rb_define_method(cNativeCell, "initialize", native_cell_initialize, 4);
         rb_define_method(cNativeCell, "add_tool", native_cell_add_tool, 4);
-        rb_define_method(cNativeCell, "run", native_cell_run, 1);
-        rb_define_method(cNativeCell, "session_eval", native_cell_session_eval, 2);
+        rb_define_method(cNativeCell, "run", native_cell_run, 2);
+        rb_define_method(cNativeCell, "session_eval", native_cell_session_eval, 3);
         rb_define_method(cNativeCell, "session_close", native_cell_session_close, 1);
         rb_define_method(cNativeCell, "sessions", native_cell_sessions, 0);
         rb_define_method(cNativeCell, "warmup", native_cell_warmup, 0);

@@ -28,6 +28,23 @@ struct rbcc_tool {
 int rbcc_tool_handler(const char *args_json, char **ret_json, char **ret_error, void *userdata);
 void rbcc_define_tool_calls(VALUE mNative);
 
+/* run_given.c: a run's options from a Ruby Hash ({timeout_ms:, stdin:, argv: [String],
+ * env: ["NAME=VALUE"], output: callable}), in memory of their own for the run without the
+ * GVL. */
+struct rbcc_run_given {
+        char *stdin_data;
+        size_t stdin_len;
+        char **argv, **env;      /* NULL-terminated, or NULL */
+        VALUE output;            /* called with (:stdout | :stderr, text); the Hash holds it */
+        codecell_cancel *cancel; /* the run's, triggered when output raises */
+        int raised;              /* rb_protect's state of what output raised; 0: nothing */
+};
+/* Fills in and o from hash (nil: nothing); raises on a bad value, after which
+ * rbcc_run_given_free still frees what was copied. */
+void rbcc_run_given_read(VALUE hash, struct rbcc_run_given *in, codecell_run_options *o);
+void rbcc_run_given_free(struct rbcc_run_given *in);
+void rbcc_run_output(int stream, const char *data, size_t len, void *userdata);
+
 /* jail_object.c: CodeCell::Native::Jail, for CodeCell.jail. */
 void rbcc_define_jail(VALUE mNative);
 

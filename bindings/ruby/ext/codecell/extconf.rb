@@ -17,7 +17,7 @@ have_library("pthread") or abort "codecell: pthread not found"
 
 $INCFLAGS << " -I$(srcdir)/engine"
 $VPATH << "$(srcdir)/engine"
-$srcs = %w[codecell_ext.c jail_object.c result_object.c tool_calls.c] + Dir.glob(File.join(engine, "*.c")).map { |f| File.basename(f) }.sort
+$srcs = %w[codecell_ext.c jail_object.c result_object.c run_given.c tool_calls.c] + Dir.glob(File.join(engine, "*.c")).map { |f| File.basename(f) }.sort
 # The engine is C11 with GNU interfaces (clone, pivot_root); its own symbols stay hidden.
 $CFLAGS << " -std=gnu11 -D_GNU_SOURCE -fvisibility=hidden -O2"
 

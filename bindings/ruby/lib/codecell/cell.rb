@@ -67,10 +67,12 @@ module CodeCell
     # Registers a host tool the guest calls with SB.call(name, key: value) (Ruby) or
     # sb.call(name, key=value) (Python). The block gets the arguments as keywords when it
     # declares keywords, else the Hash; its value goes back as JSON; an exception it raises
-    # becomes SB::ToolError in the guest. It runs on a Ruby thread of its own.
+    # becomes SB::ToolError in the guest. It runs on a Ruby thread of its own. Without
+    # input_schema:, a block's keywords are its schema (BlockSchema: names, required or not).
     def tool(name, description: nil, input_schema: nil, &block)
       raise ArgumentError, "tool #{name}: give a block" unless block
 
+      input_schema ||= BlockSchema.of(block)
       key = Dispatcher.register(block)
       @native.add_tool(name.to_s, description&.to_s, input_schema && JSON.generate(input_schema), key.to_s)
       @tool_blocks << block
@@ -79,8 +81,58 @@ module CodeCell
 
     # Runs code in a fresh sandbox. Other Ruby threads go on meanwhile; an interrupt of this
     # thread (Ctrl-C, Thread#raise, #kill, Timeout) stops the run.
-    def run(code)
-      Result.new(@native.run(code.to_s), @native.model_chars)
+    #
+    # As `codecell run` gives them: timeout_ms: this run's wall clock (it narrows the cell's
+    # timeout, never widens it); stdin: (a String) what the code reads on its stdin; argv: (an
+    # Array of Strings) its ARGV / sys.argv[1:]; env: ({name => value}) variables added to its
+    # environment; on_output: (or a block) called with :stdout or :stderr and each piece of
+    # output as the code writes it, on this thread; it must return quickly, and what it raises
+    # cancels the run and is raised here.
+    def run(code, timeout_ms: nil, stdin: nil, argv: nil, env: nil, on_output: nil, &block)
+      given = Cell.run_input(timeout_ms: timeout_ms, stdin: stdin, argv: argv, env: env,
+                             on_output: on_output || block)
+      Result.new(@native.run(code.to_s, given), @native.model_chars)
+    end
+
+    # The options Native::Cell#run and #session_eval take, checked (ArgumentError or TypeError
+    # naming the option); nil when none is given.
+    def self.run_input(timeout_ms: nil, stdin: nil, argv: nil, env: nil, on_output: nil)
+      given = {}
+      unless timeout_ms.nil?
+        raise TypeError, "timeout_ms: an Integer, not #{timeout_ms.inspect}" unless timeout_ms.is_a?(Integer)
+        raise ArgumentError, "timeout_ms: #{timeout_ms} is not a positive number of milliseconds" unless timeout_ms.positive?
+
+        given[:timeout_ms] = [timeout_ms, (1 << 32) - 1].min # more only ever gets the cell's limit
+      end
+      unless stdin.nil?
+        raise TypeError, "stdin: a String, not #{stdin.class}" unless stdin.is_a?(String)
+
+        given[:stdin] = stdin.b
+      end
+      unless argv.nil?
+        raise TypeError, "argv: an Array of Strings, not #{argv.inspect}" unless argv.is_a?(Array) && argv.all?(String)
+
+        given[:argv] = argv.map { |a| a.encode(Encoding::UTF_8) }
+      end
+      given[:env] = env_pairs(env) unless env.nil?
+      unless on_output.nil?
+        raise TypeError, "on_output: #{on_output.inspect} does not answer #call" unless on_output.respond_to?(:call)
+
+        given[:output] = on_output
+      end
+      given.empty? ? nil : given
+    end
+
+    def self.env_pairs(env)
+      raise TypeError, "env: a Hash of names and values, not #{env.class}" unless env.is_a?(Hash)
+
+      env.map do |name, value|
+        name = name.to_s
+        raise ArgumentError, "env: the name #{name.inspect} contains \"=\"" if name.include?("=")
+        raise TypeError, "env: the value of #{name} is a #{value.class}, not a String" unless value.is_a?(String)
+
+        "#{name}=#{value}"
+      end
     end
 
     # The named session (created on first eval; "default" when unnamed). With a block: yields
@@ -98,10 +150,12 @@ module CodeCell
 
     # Runs code in the named session, as the seed's Repl#execute(code:, session:, reset:):
     # reset: true drops the session's state first. A result whose session had ended since the
-    # last eval (killed, or by a thread of its own) says so in #state_lost.
-    def eval(code, session: DEFAULT_SESSION, reset: false)
+    # last eval (killed, or by a thread of its own) says so in #state_lost. Takes #run's
+    # timeout_ms:, stdin:, argv:, env: and on_output: (or a block), for this eval.
+    def eval(code, session: DEFAULT_SESSION, reset: false, **run_input, &block)
+      given = Cell.run_input(**run_input.merge(on_output: run_input[:on_output] || block))
       session_close(session.to_s) if reset
-      session_eval(session.to_s, code)
+      session_eval(session.to_s, code, given)
     end
 
     # Names of the sessions open now.
@@ -191,8 +245,8 @@ module CodeCell
 
     private
 
-    def session_eval(name, code)
-      Result.new(@native.session_eval(name, code.to_s), @native.model_chars)
+    def session_eval(name, code, given = nil)
+      Result.new(@native.session_eval(name, code.to_s, given), @native.model_chars)
     end
 
     def session_close(name)
