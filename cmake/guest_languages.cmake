@@ -4,6 +4,7 @@
 #   guest/<language>/prelude.<ext>   codecell_prelude_<language>
 #   guest/<language>/boot.<ext>      codecell_boot_<language>
 #   guest/<language>/probe.<ext>     codecell_probe_<language>
+#   guest/<language>/loads.<ext>     codecell_loads_<language>
 #   the prelude compiled             codecell_prelude_<language>_compiled
 # Each prelude also goes in compiled by the interpreter the sandbox runs, which saves every start
 # compiling it (~3 ms in Python, ~0.6 ms in Ruby). guest/<language>/compile.cmake sets
@@ -44,7 +45,7 @@ endfunction()
 # prelude_ruby;…/guest/ruby/prelude.rb;boot_ruby;…
 function(guest_programs language ret)
   set(pairs)
-  foreach(role prelude boot probe)
+  foreach(role prelude boot probe loads)
     file(GLOB found ${GUEST_ROOT}/guest/${language}/${role}.*)
     list(LENGTH found n)
     if(NOT n EQUAL 1)

@@ -410,13 +410,36 @@ def _error(exc):
                 "error": {"class": _class_name(exc), "message": message,
                           "backtrace": _backtrace(exc)}}
     backtrace = _backtrace(exc)
+    message = _message(exc)
     try:
         if isinstance(exc, SyntaxError) and exc.filename == FILENAME:
             backtrace.insert(0, "%s:%s" % (FILENAME, exc.lineno))
+            message += _syntax_excerpt(exc)
     except BaseException:
         pass
-    return {"ok": False, "error": {"class": _class_name(exc), "message": _message(exc),
+    return {"ok": False, "error": {"class": _class_name(exc), "message": message,
                                    "backtrace": backtrace}}
+
+
+def _syntax_excerpt(exc):
+    """The line of a SyntaxError in the code and a caret under the fault, as Python's own
+    traceback and Ruby's message show them: "\n    x = = 1\n        ^"."""
+    if not exc.text:
+        return ""
+    line = exc.text.split("\n")[0].rstrip("\r")
+    shown = line.lstrip()
+    indent = len(line) - len(shown)
+    if len(shown) > 300:
+        return "\n    " + shown[:300] + "…"
+    excerpt = "\n    " + shown
+    if exc.offset and exc.offset > indent:
+        start = exc.offset - 1 - indent
+        end = getattr(exc, "end_offset", None)
+        width = end - exc.offset if end and end > exc.offset and exc.end_lineno == exc.lineno \
+            else 1
+        width = max(1, min(width, len(shown) - start))
+        excerpt += "\n    " + " " * start + "^" * width
+    return excerpt
 
 
 def _evaluate(code, scope):

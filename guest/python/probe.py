@@ -1,7 +1,8 @@
 # The Python interpreter's probe, run on the host when a cell is made (src/lib/spec/interpreter.c),
 # as `python -I -S -c <this> FOLDER...` with the sandbox's flags: one JSON object on stdout
 # that says which language and version this interpreter is, which folders of each library
-# folder go on sys.path, and what the guest can import besides the standard library.
+# folder go on sys.path, and what the guest may import besides the standard library (each
+# with its import names: whether it loads is asked in the sandbox, src/lib/run/library_check.c).
 import json
 import os
 import stat
@@ -87,9 +88,40 @@ def top_level(root, meta, name):
     return tops or [name.lower().replace("-", "_")]
 
 
-def libraries(root, folder):
-    """(import name, text) of what folder (inside root) holds: distributions, then bare
-    packages."""
+# Distributions of the system's folders that are never offered, by their normalised names.
+# They install or integrate the host's system, which the sandbox does not have: no package
+# manager, no D-Bus, no desktop session, no network and a read-only /usr (docs/languages.md).
+SYSTEM_ONLY = {
+    "python_apt": "Debian's package manager (apt, apt_pkg, aptsources)",
+    "python_debian": "Debian's package files",
+    "distro_info": "Debian's and Ubuntu's release calendar",
+    "dbus_python": "the D-Bus message bus",
+    "pygobject": "GObject and the desktop (gi)",
+    "pip": "installs packages",
+    "setuptools": "builds and installs packages (pkg_resources)",
+    "wheel": "builds packages",
+}
+
+
+def normalised(name):
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def importable(root, folder, name):
+    """Whether folder holds the module or package name: a folder (a package, or a namespace
+    package such as mpl_toolkits), name.py or a compiled extension name.*.so."""
+    path = os.path.join(folder, name)
+    if exists(root, path, stat.S_ISDIR) or exists(root, path + ".py", stat.S_ISREG):
+        return True
+    return any(n.startswith(name + ".") and n.endswith(".so") and
+               exists(root, os.path.join(folder, n), stat.S_ISREG) for n in entries(root, folder))
+
+
+def libraries(root, folder, system):
+    """(import name, text, import names) of what folder (inside root) holds: distributions,
+    then bare packages. Of a system folder (system true), only distributions with a module
+    there, and none of SYSTEM_ONLY: a bare package there (softwareproperties) is a program's
+    own code, not a library."""
     found, claimed = [], set()
     names = entries(root, folder)
     for n in names:
@@ -98,14 +130,26 @@ def libraries(root, folder):
                 continue
             name, _, version = n[:-len(suffix)].partition("-")
             version = version.split("-")[0]
+            if version == "0.0.0":
+                # Debian's placeholder for a version it did not record (mpmath, kiwisolver).
+                version = ""
             tops = top_level(root, os.path.join(folder, n), name)
             claimed.update(tops)
+            if system:
+                if normalised(name) in SYSTEM_ONLY:
+                    continue
+                # Only the modules that are there: kiwisolver's metadata also names "src".
+                tops = [t for t in tops if importable(root, folder, t)]
+                if not tops:
+                    continue
             label = " ".join(x for x in (name, version) if x)
-            if [t.lower() for t in tops] == [name.lower().replace("-", "_").replace(".", "_")]:
+            if [t.lower() for t in tops] == [normalised(name)]:
                 # Imported by its own name: "numpy 1.24.2".
-                found.append((tops[0], " ".join(x for x in (tops[0], version) if x)))
+                found.append((tops[0], " ".join(x for x in (tops[0], version) if x), tops))
             else:
-                found.append((tops[0], "%s (%s)" % ("/".join(tops), label)))
+                found.append((tops[0], "%s (%s)" % ("/".join(tops), label), tops))
+    if system:
+        return found
     for n in names:
         stem = n[:-3] if n.endswith(".py") else n
         path = os.path.join(folder, n)
@@ -114,7 +158,7 @@ def libraries(root, folder):
         if (exists(root, path, stat.S_ISREG) if n.endswith(".py")
                 else exists(root, os.path.join(path, "__init__.py"), stat.S_ISREG)):
             claimed.add(stem)
-            found.append((stem, stem))
+            found.append((stem, stem, [stem]))
     return found
 
 
@@ -131,15 +175,18 @@ def main():
         else:
             load_path.append([i, ""])
     # (root, folder): a library folder's own, each within its root; the system's, trusted.
-    folders = [(sys.argv[1 + i], os.path.join(sys.argv[1 + i], sub)) for i, sub in load_path]
-    system = [("/", p) for p in SYSTEM if os.path.isdir(p)]
-    # The library folders' first: they come before the system's on sys.path.
+    folders = [(sys.argv[1 + i], os.path.join(sys.argv[1 + i], sub), False)
+               for i, sub in load_path]
+    system = [("/", p, True) for p in SYSTEM if os.path.isdir(p)]
+    # The library folders' first: they come before the system's on sys.path. Each with the
+    # names to import, which the cell's first description imports in the sandbox
+    # (guest/python/loads.py): what does not load is not offered.
     for group in (folders, system):
-        found = [lib for root, folder in group for lib in libraries(root, folder)]
-        for key, text in sorted(found, key=lambda lib: lib[0].lower()):
+        found = [lib for root, folder, own in group for lib in libraries(root, folder, own)]
+        for key, text, imports in sorted(found, key=lambda lib: lib[0].lower()):
             if key not in seen:
                 seen.add(key)
-                listed.append(text)
+                listed.append({"text": text, "imports": imports})
     print(json.dumps({"language": "python", "version": "%d.%d.%d" % sys.version_info[:3],
                       "load_path": load_path, "problems": problems, "libraries": listed}))
 

@@ -1,7 +1,9 @@
 # The Ruby interpreter's probe, run on the host when a cell is made (src/lib/spec/interpreter.c),
 # as `ruby --disable-gems -e <this> FOLDER...` with the sandbox's flags: one JSON object on
 # stdout that says which language and version this interpreter is, which folders of each
-# library folder go on $LOAD_PATH, and what the guest can require besides the standard library.
+# library folder go on $LOAD_PATH, and what the guest may require besides the standard library
+# (each with the names to require: whether it loads is asked in the sandbox,
+# src/lib/run/library_check.c).
 require "json"
 require "rbconfig"
 
@@ -35,6 +37,22 @@ def requirable(root, folder)
                                         .map { |n| n.delete_suffix(".rb") }.sort
 end
 
+# The system's files that are never offered: the packaging tools, which install gems (the
+# sandbox has no network and a read-only /usr, and runs with --disable-gems) (docs/languages.md).
+SYSTEM_ONLY = %w[rubygems bundler].freeze
+
+# What to require for a gem: its own name ("nokogiri", "net-telnet" as "net/telnet") when its
+# lib holds that file, else the top-level files of its lib.
+def gem_requires(root, lib, name)
+  [name, name.tr("-", "/")].uniq.each do |own|
+    return [own] if File.file?(File.join(lib, "#{own}.rb")) &&
+                    inside?(root, File.realpath(File.join(lib, "#{own}.rb")))
+  end
+  requirable(root, lib)
+rescue SystemCallError
+  []
+end
+
 problems = []
 load_path = []
 listed = []
@@ -52,18 +70,20 @@ ARGV.each_with_index do |folder, i|
         ext = File.join("extensions", platform, RbConfig::CONFIG["ruby_version"], dir)
         load_path << [i, ext] if children_beneath(folder, File.join(folder, ext))
       end
-      listed << [version ? "#{name} #{version}" : name]
+      requires = gem_requires(folder, File.join(folder, lib), name)
+      listed << { text: version ? "#{name} #{version}" : name, imports: requires } if requires.any?
     end
   else
     load_path << [i, ""]
-    listed << requirable(folder, folder)
+    listed.concat(requirable(folder, folder).map { |n| { text: n, imports: [n] } })
   end
 end
 # The system's own libraries beyond the standard library: site_ruby and vendor_ruby (Debian's
 # ruby-* packages).
 standard = [RbConfig::CONFIG["rubylibdir"], RbConfig::CONFIG["rubyarchdir"]]
 $LOAD_PATH.each do |dir|
-  listed << requirable("/", dir) unless standard.include?(dir)
+  next if standard.include?(dir)
+  listed.concat((requirable("/", dir) - SYSTEM_ONLY).map { |n| { text: n, imports: [n] } })
 end
 puts JSON.generate(language: "ruby", version: RUBY_VERSION, load_path: load_path,
-                   problems: problems, libraries: listed.flatten.uniq)
+                   problems: problems, libraries: listed.uniq { |lib| lib[:text] })

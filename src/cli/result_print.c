@@ -69,6 +69,8 @@ void print_outcome(const codecell_result *res)
                 json_t *frame;
                 json_array_foreach(json_object_get(error, "backtrace"), i, frame)
                         put_line("\tfrom ", frame, stderr);
+                if (json_is_string(json_object_get(error, "hint")))
+                        put_line("hint: ", json_object_get(error, "hint"), stderr);
                 break;
         }
         default:

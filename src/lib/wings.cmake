@@ -45,7 +45,7 @@ codecell_wing(spec USES base SOURCES
 # What goes into a run and what comes out: input, cancel, output, images, the result and the
 # model's view of it.
 codecell_wing(results USES base SOURCES
-  run_input.c cancel.c output.c images.c result.c model_view.c)
+  run_input.c cancel.c output.c images.c result.c model_view.c error_hint.c)
 # The client of upstream MCP servers, over stdio and HTTP (libcurl loaded at run time).
 codecell_wing(mcp_client USES base SOURCES
   upstream.c upstream_stdio.c upstream_http.c upstream_result.c curl_api.c exact_integers.c)
@@ -69,7 +69,8 @@ codecell_wing(jail USES walls SOURCES
 # The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
 # disposal, the description.
 codecell_wing(run USES tools walls SOURCES
-  cell_plan.c standby.c pump.c pool.c disposal.c execution.c session.c description.c cell.c)
+  cell_plan.c standby.c pump.c pool.c disposal.c execution.c session.c description.c library_check.c
+  cell.c)
 # Configuration files: the cells of a file, its tools and its MCP servers, which make cells
 # and add to them.
 codecell_wing(files USES run SOURCES

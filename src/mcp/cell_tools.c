@@ -77,7 +77,8 @@ static json_t *result_schema(void)
                 "ok: the code finished; the others say why it did not", "value", "description",
                 "status ok: the value of the last expression, as JSON", "error", "anyOf", "type",
                 "object", "type", "string", "description",
-                "status error: {class, message, backtrace}; other statuses: what to change",
+                "status error: {class, message, backtrace, and a hint when a wall of the "
+                "sandbox stopped the code}; other statuses: what to change",
                 "stdout", "type", "string", "stderr", "type", "string", "stdout_truncated", "type",
                 "boolean", "stderr_truncated", "type", "boolean", "duration_ms", "type", "number",
                 "description", "wall-clock time of the run", "cpu_ms", "type", "number",

@@ -121,6 +121,39 @@ static void resolve_path(struct loader *l, const char *path, char *buf, size_t s
                 snprintf(buf, size, "%s", path);
 }
 
+/* "listed_libraries": the names the description lists, instead of what the probe finds.
+ * Whether each loads is known only in the sandbox, when the cell is made. */
+static int load_listed_libraries(struct loader *l, const json_t *obj, const char *where,
+                                 codecell_config *config)
+{
+        const json_t *listed = json_object_get(obj, "listed_libraries");
+        if (!listed)
+                return 0;
+        if (!json_is_array(listed))
+                return bad(l, EINVAL, "%s.listed_libraries: must be an array of names", where);
+        if (json_array_size(listed) > CONFIG_LISTED_LIBRARIES_MAX)
+                return bad(l, EINVAL, "%s.listed_libraries: %zu names, over the maximum %d", where,
+                           json_array_size(listed), CONFIG_LISTED_LIBRARIES_MAX);
+        size_t i;
+        const json_t *name;
+        json_array_foreach(listed, i, name) {
+                if (!json_is_string(name))
+                        return bad(l, EINVAL, "%s.listed_libraries[%zu]: must be a string", where,
+                                   i);
+                const char *problem = config_listed_library_problem(json_string_value(name));
+                if (problem)
+                        return bad(l, EINVAL, "%s.listed_libraries[%zu]: %s", where, i, problem);
+        }
+        json_decref(config->listed_libraries);
+        free(config->listed_where);
+        config->listed_libraries = json_deep_copy(listed);
+        if (asprintf(&config->listed_where, "%s: %s.listed_libraries", l->path, where) < 0)
+                config->listed_where = NULL;
+        if (!config->listed_libraries || !config->listed_where)
+                return bad(l, ENOMEM, "%s.listed_libraries: out of memory", where);
+        return 0;
+}
+
 /* "interpreter": a path; "libraries": folders, each a path or {"path", "mode"}. */
 static int load_interpreter(struct loader *l, const json_t *obj, const char *where,
                             codecell_config *config)
@@ -163,7 +196,7 @@ static int load_interpreter(struct loader *l, const json_t *obj, const char *whe
                 snprintf(prefix, sizeof(prefix), "%s: %s", l->path, at);
                 r = config_add_library(config, resolved, how, prefix, l->err);
         }
-        return r;
+        return r < 0 ? r : load_listed_libraries(l, obj, where, config);
 }
 
 static int load_limit(struct loader *l, codecell_config *config, codecell_limit limit,
@@ -391,11 +424,22 @@ static bool cell_name_problem(const char *name, char *why, size_t n)
 
 static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell_description *desc)
 {
-        static const char *const keys[] = {"name",           "language",    "description",
-                                           "mounts",         "limits",      "pool",
-                                           "sessions",       "tools",       "allow_subprocesses",
-                                           "on_unsupported", "interpreter", "libraries",
-                                           "image_folder",   "start",       NULL};
+        static const char *const keys[] = {"name",
+                                           "language",
+                                           "description",
+                                           "mounts",
+                                           "limits",
+                                           "pool",
+                                           "sessions",
+                                           "tools",
+                                           "allow_subprocesses",
+                                           "on_unsupported",
+                                           "interpreter",
+                                           "libraries",
+                                           "image_folder",
+                                           "start",
+                                           "listed_libraries",
+                                           NULL};
         char where[32];
         snprintf(where, sizeof(where), "cells[%zu]", i);
         if (!json_is_object(obj))

@@ -7,6 +7,7 @@
 #include "description.h"
 #include "error.h"
 #include "execution.h"
+#include "library_check.h"
 
 codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *err)
 {
@@ -33,6 +34,17 @@ codecell_cell *codecell_cell_new(const codecell_config *config, codecell_error *
                 goto fail;
         /* Sessions' kernels are started on the pool's threads (pool_spawn). */
         cell->sessions.pool = cell->pool;
+        /* A hand-written list of libraries is the configuration's promise, checked now as its
+         * interpreter and folders are: each name must load in the sandbox. */
+        if (cell->config->listed_libraries) {
+                struct cell_plan *plan = &cell->plan;
+                if (!plan->probe.version &&
+                    interpreter_probe(cell->config, plan->interpreter, plan->privileged,
+                                      &plan->probe, err) < 0)
+                        goto fail;
+                if (library_check(cell, err) < 0)
+                        goto fail;
+        }
         return cell;
 fail:
         codecell_cell_free(cell);
@@ -64,8 +76,9 @@ int codecell_cell_warmup(codecell_cell *cell, codecell_error *err)
 }
 
 /* The description, built the first time it is wanted: the system's interpreter is probed for
- * its version and libraries then, not when a cell that only runs code is made. Holding
- * description_lock. */
+ * its version and libraries then, and which of those load is asked in the sandbox (one run,
+ * or a few: library_check.h), not when a cell that only runs code is made. Both are kept for
+ * the cell's life. Holding description_lock. */
 static char *description_locked(struct codecell_cell *cell)
 {
         if (!cell->description) {
@@ -75,6 +88,9 @@ static char *description_locked(struct codecell_cell *cell)
                 if (!plan->probe.version)
                         (void)interpreter_probe(cell->config, plan->interpreter, plan->privileged,
                                                 &plan->probe, NULL);
+                /* One that cannot be checked keeps the probe's list (library_check.h). */
+                if (plan->probe.version && !plan->probe.libraries_checked)
+                        (void)library_check(cell, NULL);
                 cell->description = description_build(cell->config, &plan->probe, &cell->tools);
         }
         return cell->description;

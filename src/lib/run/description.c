@@ -107,7 +107,8 @@ static void libraries_section(FILE *f, const codecell_config *c,
                 c->runtime->libraries_verb);
         size_t column = WRAP_COLUMNS; /* start each list on a line of its own */
         for (size_t i = 0; i < n && i < LIBRARIES_LISTED; i++) {
-                const char *name = json_string_value(json_array_get(probe->libraries, i));
+                const char *name = json_string_value(
+                        json_object_get(json_array_get(probe->libraries, i), "text"));
                 size_t len = strlen(name) + (i + 1 < n ? 1 : 0);
                 if (column + 1 + len > WRAP_COLUMNS) {
                         fputc('\n', f);

@@ -12,8 +12,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "disposal.h"
 #include "error.h"
+#include "error_hint.h"
 #include "frame.h"
 #include "pool.h"
 #include "result.h"
@@ -92,6 +94,25 @@ static void explain_sandbox_error(codecell_result *res, const struct outcome *ou
         }
 }
 
+/* The guest's error, with a hint when what stopped the code was a wall of the sandbox
+ * (error_hint.h). A copy: the frame's own object is left as the guest sent it. */
+static json_t *hinted_error(const codecell_config *c, const json_t *error)
+{
+        _cleanup_free_ const char **dests = calloc(c->n_mounts + 1, sizeof(*dests));
+        for (size_t i = 0; dests && i < c->n_mounts; i++)
+                dests[i] = c->mounts[i].dest;
+        struct sandbox_shape shape = {.mounts = dests,
+                                      .n_mounts = dests ? c->n_mounts : 0,
+                                      .interpreter = c->interpreter,
+                                      .subprocesses = c->subprocesses};
+        json_t *copy = json_copy((json_t *)error);
+        char *hint = copy && dests ? error_hint(error, &shape) : NULL;
+        if (hint)
+                json_object_set_new(copy, "hint", json_string(hint));
+        free(hint);
+        return copy;
+}
+
 /* The status of what the execution came to, and what the model is told of it. */
 static void judge(const struct execution *x, const struct outcome *outcome)
 {
@@ -110,7 +131,10 @@ static void judge(const struct execution *x, const struct outcome *outcome)
                 result_take_idle_interrupts(res, o->result_frame);
                 break;
         case CODECELL_STATUS_ERROR:
-                res->error = json_incref(json_object_get(o->result_frame, "error"));
+                res->error = json_is_object(json_object_get(o->result_frame, "error"))
+                                     ? hinted_error(x->plan->config,
+                                                    json_object_get(o->result_frame, "error"))
+                                     : NULL;
                 if (!json_is_object(res->error)) {
                         json_decref(res->error);
                         res->error = json_pack("{s:s, s:s}", "class", "Unknown", "message",
@@ -122,7 +146,8 @@ static void judge(const struct execution *x, const struct outcome *outcome)
         case CODECELL_STATUS_TIMEOUT:
                 set_error_text(res,
                                "execution timed out after %llu ms (the wall-clock limit) "
-                               "before finishing; make the code do less work or raise the timeout",
+                               "before finishing; make the code faster, do less in each call, "
+                               "or split the work across calls",
                                (unsigned long long)x->timeout_ms);
                 break;
         case CODECELL_STATUS_FUEL_EXHAUSTED:

@@ -118,7 +118,25 @@ void codecell_config_free(codecell_config *c)
         free(c->libraries);
         free(c->interpreter);
         free(c->interpreter_where);
+        json_decref(c->listed_libraries);
+        free(c->listed_where);
         free(c);
+}
+
+const char *config_listed_library_problem(const char *name)
+{
+        static const char *const problem =
+                "must be a name the code imports or requires (\"numpy\", \"net/http\"): "
+                "letters, digits, '_', '.', '/' and '-', at most 128";
+        size_t len = name ? strlen(name) : 0;
+        if (len == 0 || len > 128 || name[0] == '.' || name[0] == '/' || name[0] == '-' ||
+            strstr(name, ".."))
+                return problem;
+        for (size_t i = 0; i < len; i++)
+                if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-",
+                            name[i]))
+                        return problem;
+        return NULL;
 }
 
 /* A bad mount, worded for its caller: "mount SRC:DST: dest must be absolute" through the API,
@@ -436,6 +454,12 @@ codecell_config *config_copy(const codecell_config *src)
         c->libraries = NULL;
         c->n_libraries = 0;
         c->interpreter = c->interpreter_where = NULL;
+        c->listed_libraries = NULL;
+        c->listed_where = NULL;
+        if ((src->listed_libraries &&
+             !(c->listed_libraries = json_deep_copy(src->listed_libraries))) ||
+            (src->listed_where && !(c->listed_where = strdup(src->listed_where))))
+                goto fail;
         if ((src->interpreter && !(c->interpreter = strdup(src->interpreter))) ||
             (src->interpreter_where && !(c->interpreter_where = strdup(src->interpreter_where))))
                 goto fail;

@@ -2,6 +2,8 @@
 #ifndef CODECELL_CONFIG_H
 #define CODECELL_CONFIG_H
 
+#include <jansson.h>
+
 #include "codecell.h"
 #include "runtime.h"
 
@@ -23,6 +25,8 @@ struct cc_library {
 
 /* Library folders a cell takes at most. */
 #define CONFIG_LIBRARIES_MAX 16
+/* Names a cell's hand-written list of libraries holds at most. */
+#define CONFIG_LISTED_LIBRARIES_MAX 64
 
 struct codecell_config {
         const struct runtime *runtime;
@@ -40,7 +44,17 @@ struct codecell_config {
         char *interpreter_where;
         struct cc_library *libraries;
         size_t n_libraries;
+        /* The libraries the description lists, by the names the code loads them by
+         * ("numpy", "net/http"), as the configuration wrote them: an array of strings, or
+         * NULL to list what the interpreter's probe finds. Each must load when the cell is
+         * made (library_check.h). listed_where: "cells.json: cells[0].listed_libraries", for
+         * errors, or NULL. */
+        json_t *listed_libraries;
+        char *listed_where;
 };
+
+/* Why name cannot be in a hand-written list of libraries ("must be ..."), or NULL when it can. */
+const char *config_listed_library_problem(const char *name);
 
 /* Whether the cell's sandboxes are forked from a zygote: CODECELL_START_FORK, and the fork
  * server was built into this library (a binding built without a compiler for it execs). */

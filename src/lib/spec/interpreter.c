@@ -112,6 +112,24 @@ static bool listable(const json_t *entry)
         return true;
 }
 
+/* A library of the probe's answer, {"text": "numpy 1.24.2", "imports": ["numpy"]}, as the
+ * description may list it (a listable text, at least one listable name to load it by), or
+ * NULL. */
+static json_t *library_entry(const json_t *entry)
+{
+        json_t *text = json_object_get(entry, "text");
+        json_t *imports = json_object_get(entry, "imports");
+        if (!listable(text) || !json_is_array(imports) || json_array_size(imports) == 0)
+                return NULL;
+        size_t i;
+        json_t *name;
+        json_array_foreach(imports, i, name) {
+                if (!listable(name))
+                        return NULL;
+        }
+        return json_pack("{sOsO}", "text", text, "imports", imports);
+}
+
 /* The probe's answer into ret; < 0 with err when it is not the language's or names a
  * problem. */
 static int take_answer(const codecell_config *c, json_t *answer, struct interpreter_info *ret,
@@ -149,8 +167,9 @@ static int take_answer(const codecell_config *c, json_t *answer, struct interpre
         }
         json_t *names = json_array();
         json_array_foreach(libraries, i, entry) {
-                if (listable(entry))
-                        json_array_append(names, entry);
+                json_t *library = library_entry(entry);
+                if (library)
+                        json_array_append_new(names, library);
         }
         ret->libraries = names;
         return names ? 0 : err_sys(err, ENOMEM, "interpreter");

@@ -16,7 +16,11 @@ struct interpreter_info {
         char *version;     /* "3.11.7", or NULL when never probed */
         char **load_paths; /* in the sandbox, in order: "/codecell/lib/0/lib/python3.11/…" */
         size_t n_load_paths;
-        json_t *libraries; /* strings ("numpy 1.24.2"), the library folders' first; or NULL */
+        /* The library folders' first, each {"text": "numpy 1.24.2", "imports": ["numpy"]}, the
+         * names the code loads it by; or NULL. Which load is known once checked in the
+         * sandbox (library_check.h), which keeps only those. */
+        json_t *libraries;
+        bool libraries_checked;
 };
 
 /* Runs the runtime's probe (guest/<language>/probe.*) with interpreter and config's library

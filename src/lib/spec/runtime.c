@@ -7,10 +7,12 @@
 #include "codecell.h"
 
 /* The files of guest/<language>/, embedded by the build (cmake/guest_languages.cmake). */
-extern const char codecell_prelude_ruby[], codecell_boot_ruby[], codecell_probe_ruby[];
+extern const char codecell_prelude_ruby[], codecell_boot_ruby[], codecell_probe_ruby[],
+        codecell_loads_ruby[];
 extern const char codecell_prelude_ruby_compiled[];
 extern const size_t codecell_prelude_ruby_compiled_size;
-extern const char codecell_prelude_python[], codecell_boot_python[], codecell_probe_python[];
+extern const char codecell_prelude_python[], codecell_boot_python[], codecell_probe_python[],
+        codecell_loads_python[];
 extern const char codecell_prelude_python_compiled[];
 extern const size_t codecell_prelude_python_compiled_size;
 
@@ -44,6 +46,7 @@ static const struct runtime runtimes[] = {
                 .program_flag = "-e",
                 .boot = codecell_boot_ruby,
                 .probe = codecell_probe_ruby,
+                .loads = codecell_loads_ruby,
                 .prelude_path = "/codecell/prelude.rb",
                 .compiled_path = "/codecell/prelude.rb.iseq",
                 .compiled = codecell_prelude_ruby_compiled,
@@ -117,6 +120,7 @@ static const struct runtime runtimes[] = {
                 .program_flag = "-c",
                 .boot = codecell_boot_python,
                 .probe = codecell_probe_python,
+                .loads = codecell_loads_python,
                 .prelude_path = "/codecell/prelude.py",
                 .prelude = codecell_prelude_python,
                 .compiled_path = "/codecell/prelude.pyc",

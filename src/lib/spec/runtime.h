@@ -8,10 +8,11 @@
  * (runtime_at). Only runtime_find, and the parsing of a configuration, read a language's name.
  *
  * Adding a language means, and needs nothing else in the engine or its build:
- *  - a folder guest/<language>/ with prelude.<ext>, boot.<ext> and probe.<ext>
+ *  - a folder guest/<language>/ with prelude.<ext>, boot.<ext>, probe.<ext> and loads.<ext>
  *    (docs/languages.md says what each does), and compile.cmake when the build can compile
  *    the prelude; the build finds the folder and embeds its files as the arrays
- *    codecell_prelude_<language>, codecell_boot_<language>, codecell_probe_<language> and
+ *    codecell_prelude_<language>, codecell_boot_<language>, codecell_probe_<language>,
+ *    codecell_loads_<language> and
  *    codecell_prelude_<language>_compiled (cmake/guest_languages.cmake);
  *  - its entry in runtime.c's table, which names those arrays;
  *  - its tests: the C end-to-end tests run per language (tests/CMakeLists.txt,
@@ -57,8 +58,11 @@ struct runtime {
         const char *const *flags; /* NULL-terminated */
         const char *library_flag;
         const char *program_flag;
-        const char *boot;         /* the program that runs the prelude (guest/<language>/boot.*) */
-        const char *probe;        /* the program that describes it (guest/<language>/probe.*) */
+        const char *boot;  /* the program that runs the prelude (guest/<language>/boot.*) */
+        const char *probe; /* the program that describes it (guest/<language>/probe.*) */
+        /* The code, run in the cell, that says which of the probe's libraries load
+         * (guest/<language>/loads.*). */
+        const char *loads;
         const char *prelude_path; /* where the prelude appears inside the sandbox */
         const char *prelude;      /* NUL-terminated source, embedded at build time */
         /* The prelude compiled at build time, which the interpreter loads instead of compiling
