@@ -67,19 +67,25 @@ int stdin_for_guest(char **ret_data, size_t *ret_len)
         return 0;
 }
 
-int cell_from_config(const char *path, const char *name, codecell_cellset **ret_set,
-                     codecell_cell **ret_cell)
+int cell_from_config(const char *who, const char *path, const char *name,
+                     codecell_cellset **ret_set, codecell_cell **ret_cell)
 {
         codecell_error err = {0};
         /* No pool: one run, started cold, as with flags. */
         codecell_cellset *set = codecell_cellset_load(path, CODECELL_CELLSET_NO_POOL, &err);
         if (!set) {
-                fprintf(stderr, WHO ": %s\n", err.message);
+                fprintf(stderr, "%s: %s\n", who, err.message);
                 return err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
         }
-        int i = codecell_cellset_find(set, name);
+        int i = name ? codecell_cellset_find(set, name) : codecell_cellset_size(set) == 1 ? 0 : -1;
         if (i < 0) {
-                fprintf(stderr, WHO ": --cell %s: %s has no such cell (it has:", name, path);
+                if (name)
+                        fprintf(stderr, "%s: --cell %s: %s has no such cell (it has:", who, name,
+                                path);
+                else
+                        fprintf(stderr,
+                                "%s: %s has several cells: name one with --cell (it has:", who,
+                                path);
                 for (size_t k = 0; k < codecell_cellset_size(set); k++)
                         fprintf(stderr, " %s", codecell_cellset_name(set, k));
                 fputs(")\n", stderr);

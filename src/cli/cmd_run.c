@@ -227,22 +227,6 @@ static const struct limit_flag limit_flags[] = {
         {OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false},
 };
 
-/* The guest's output, on ours as it comes. */
-static void show_output(int stream, const char *data, size_t len, void *userdata)
-{
-        (void)userdata;
-        int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
-        while (len > 0) {
-                ssize_t w = write(fd, data, len);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return; /* a closed terminal or pipe: the run goes on */
-                data += w;
-                len -= (size_t)w;
-        }
-}
-
 int cmd_run(int argc, char **argv)
 {
         const char *eval = NULL, *config = NULL, *cell_name = NULL, *save_images = NULL;
@@ -359,12 +343,13 @@ int cmd_run(int argc, char **argv)
         /* Code from stdin leaves none for the code to read. */
         int exit_code = file && strcmp(file, "-") == 0 ? 0 : stdin_for_guest(&input, &input_len);
         if (exit_code == EXIT_OK)
-                exit_code = config ? cell_from_config(config, cell_name, &set, &cell)
-                                   : cell_from_flags(&f, &cell);
+                exit_code =
+                        config ? cell_from_config("codecell run", config, cell_name, &set, &cell)
+                               : cell_from_flags(&f, &cell);
         if (exit_code != EXIT_OK)
                 goto out;
         /* A person sees the output as the code writes it; --json waits for the result. */
-        codecell_run_options live = {.output = json ? NULL : show_output,
+        codecell_run_options live = {.output = json ? NULL : print_live_output,
                                      .argv = args,
                                      .env = n_env ? env : NULL,
                                      .stdin_data = input,
