@@ -17,12 +17,12 @@ enum prev { PREV_START, PREV_OP, PREV_VALUE };
 
 struct scan {
         const char *p;
-        int depth;       /* open brackets and keyword blocks */
-        enum prev prev;  /* of the last token */
-        bool loop;       /* a while, until or for whose optional `do` may follow */
-        bool trailing;   /* the last token is an operator that wants an operand */
-        bool open;       /* a string, heredoc, literal or comment is open at the end */
-        int heredocs;    /* pending on this line, bodies from the next */
+        int depth;        /* open brackets and keyword blocks */
+        enum prev prev;   /* of the last token */
+        bool loop;        /* a while, until or for whose optional `do` may follow */
+        bool trailing;    /* the last token is an operator that wants an operand */
+        bool open;        /* a string, heredoc, literal or comment is open at the end */
+        int heredocs;     /* pending on this line, bodies from the next */
         char ends[4][64]; /* their terminators */
         bool indented[4]; /* <<~ or <<-: the terminator may be indented */
 };
@@ -263,8 +263,7 @@ static bool rb_token(struct scan *s)
                 return true;
         }
         s->p++;
-        if ((c == '.' || (c == ':' && *s->p != ':' && s->prev != PREV_VALUE)) &&
-            word_char(*s->p)) {
+        if ((c == '.' || (c == ':' && *s->p != ':' && s->prev != PREV_VALUE)) && word_char(*s->p)) {
                 /* A method name (x.class, x.end) or a symbol (:end): never a keyword. */
                 rb_skip_word(s);
                 s->prev = PREV_VALUE;
@@ -308,8 +307,7 @@ static bool rb_token(struct scan *s)
                                 return skip_quoted(s, *q, closer(*q), true);
                         }
                 }
-                if (c == '?' && *s->p && !isspace((unsigned char)*s->p) &&
-                    !word_char(s->p[1])) {
+                if (c == '?' && *s->p && !isspace((unsigned char)*s->p) && !word_char(s->p[1])) {
                         s->p++; /* ?a, ?( : a character */
                         s->prev = PREV_VALUE;
                         return true;
@@ -368,8 +366,7 @@ static enum repl_entry python_state(const char *entry)
                                                 return ENTRY_OPEN;
                                         if (*end == '\\' && end[1])
                                                 end++;
-                                        else if (strncmp(end, c == '"' ? "\"\"\"" : "'''",
-                                                         3) == 0)
+                                        else if (strncmp(end, c == '"' ? "\"\"\"" : "'''", 3) == 0)
                                                 break;
                                 }
                                 s.p = end + 3;

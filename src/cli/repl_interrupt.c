@@ -13,8 +13,8 @@
 #define INTERRUPTS_BEFORE_STOP 2
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static codecell_cancel *target;  /* guarded by lock */
-static unsigned presses;         /* of the target; guarded by lock */
+static codecell_cancel *target; /* guarded by lock */
+static unsigned presses;        /* of the target; guarded by lock */
 
 static void *take_sigints(void *arg)
 {

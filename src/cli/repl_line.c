@@ -31,7 +31,9 @@ static char *prompt_of(EditLine *el)
         return (char *)(l && l->prompt ? l->prompt : "");
 }
 
-/* Ctrl-C: end the line at once, to be dropped. */
+/* Ctrl-C: end the line at once, to be dropped. libedit leaves the terminal's cursor where
+ * the line's was: the text right of it is written again, so that the "^C" repl_line_read
+ * writes goes after the whole line rather than over its end. */
 static unsigned char clear_line(EditLine *el, int ch)
 {
         (void)ch;
@@ -39,6 +41,9 @@ static unsigned char clear_line(EditLine *el, int ch)
         el_get(el, EL_CLIENTDATA, &l);
         if (l)
                 l->cleared = true;
+        const LineInfo *li = el_line(el);
+        if (li && li->cursor < li->lastchar)
+                fwrite(li->cursor, 1, (size_t)(li->lastchar - li->cursor), stdout);
         return CC_NEWLINE;
 }
 
@@ -139,7 +144,7 @@ enum repl_read repl_line_read(struct repl_line *l, const char *prompt, char **re
         int count = 0;
         const char *line = el_gets(l->el, &count);
         if (l->cleared) {
-                /* libedit leaves the cursor on the dropped line: the next prompt goes below. */
+                /* The cursor is on the dropped line: the next prompt goes below. */
                 fputs("^C\n", stdout);
                 fflush(stdout);
                 return READ_CLEARED;

@@ -183,8 +183,9 @@ class AtATerminal(unittest.TestCase):
         t = self.repl()
         n = t.prompts()
         t.type('raise "dropped"')
-        t.keys("C-c")
-        t.wait(lambda s: t.prompts(s) > n, "a fresh prompt after Ctrl-C")
+        t.keys("Left", "Left", "C-c")  # with the cursor inside the line: shown whole
+        text = t.wait(lambda s: t.prompts(s) > n, "a fresh prompt after Ctrl-C")
+        self.assertIn('codecell> raise "dropped"^C\n', text)
         # An open block is dropped whole: what follows is a new entry.
         t.enter("def f(y)", prompt=CONTINUED)
         n = t.prompts()

@@ -86,8 +86,8 @@ static void each(const char *language, const struct entry_case *cases, size_t n)
         for (size_t i = 0; i < n; i++) {
                 enum repl_entry got = repl_entry_state(language, cases[i].code);
                 if (got != cases[i].want) {
-                        fprintf(stderr, "%s: %d, not %d, for:\n%s\n", language, got,
-                                cases[i].want, cases[i].code);
+                        fprintf(stderr, "%s: %d, not %d, for:\n%s\n", language, got, cases[i].want,
+                                cases[i].code);
                         check_failures++;
                 }
         }
