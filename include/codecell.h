@@ -249,6 +249,17 @@ typedef struct codecell_cancel codecell_cancel;
 CODECELL_API codecell_cancel *codecell_cancel_new(codecell_error *err);
 /* Thread-safe and idempotent. */
 CODECELL_API void codecell_cancel_trigger(codecell_cancel *cancel);
+/* Asks the running code to stop as Ctrl-C asks a program, without ending anything: SIGINT to
+ * the interpreter, which raises Interrupt (Ruby) or KeyboardInterrupt (Python) in the code.
+ * The run then ends with that error as the code's own, and a session keeps its state. Code
+ * that rescues it goes on (its limits and codecell_cancel_trigger() still stop it), and so
+ * does Python code that is in a call into C when the signal comes just before it blocks (it
+ * raises when the call returns): interrupt again. Each call
+ * sends one more SIGINT to the run that uses the token, once its interpreter has taken the
+ * code (one made before the run starts waits for that): use a fresh token for each run.
+ * Thread-safe and async-signal-safe (a SIGINT handler may call it); nothing once the token is
+ * triggered. */
+CODECELL_API void codecell_cancel_interrupt(codecell_cancel *cancel);
 CODECELL_API bool codecell_cancel_triggered(const codecell_cancel *cancel);
 /* Only once no run uses it any more. */
 CODECELL_API void codecell_cancel_free(codecell_cancel *cancel);

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,78 +222,16 @@ static int write_images(const codecell_result *res, const char *dir, int dir_fd)
 
 struct limit_flag {
         int opt;
-        const char *name;
         codecell_limit limit;
         bool duration;
 };
 
 static const struct limit_flag limit_flags[] = {
-        {OPT_TIMEOUT, "--timeout", CODECELL_LIMIT_TIMEOUT_MS, true},
-        {OPT_CPU, "--cpu", CODECELL_LIMIT_CPU_MS, true},
-        {OPT_MEMORY, "--memory", CODECELL_LIMIT_MEMORY_BYTES, false},
-        {OPT_MAX_OUTPUT, "--max-output", CODECELL_LIMIT_OUTPUT_BYTES, false},
+        {OPT_TIMEOUT, CODECELL_LIMIT_TIMEOUT_MS, true},
+        {OPT_CPU, CODECELL_LIMIT_CPU_MS, true},
+        {OPT_MEMORY, CODECELL_LIMIT_MEMORY_BYTES, false},
+        {OPT_MAX_OUTPUT, CODECELL_LIMIT_OUTPUT_BYTES, false},
 };
-
-/* The guest's output, on ours as it comes. */
-static void show_output(int stream, const char *data, size_t len, void *userdata)
-{
-        (void)userdata;
-        int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
-        while (len > 0) {
-                ssize_t w = write(fd, data, len);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return; /* a closed terminal or pipe: the run goes on */
-                data += w;
-                len -= (size_t)w;
-        }
-}
-
-/* The first flag given that shapes a cell (its language, folders, tools, interpreter, start,
- * images), which a configuration file's cell takes from the file alone; NULL when none was. */
-static const char *cell_shaping_flag(const struct cell_flags *f)
-{
-        return f->lang           ? "--lang"
-               : f->n_mounts     ? "--mount"
-               : f->tools        ? "--tools"
-               : f->subprocesses ? "--allow-subprocesses"
-               : f->interpreter  ? "--interpreter"
-               : f->n_libraries  ? "--library"
-               : f->start        ? "--start"
-               : f->image_folder ? "--image-folder"
-                                 : NULL;
-}
-
-/* The cell of the file with the limit flags as caps. A flag above the cell's own limit is an
- * error, not a silent no-op: whoever wrote --timeout 60s believes the code has 60 s. */
-static int config_cell_capped(const struct cell_flags *f, const char *config, const char *name,
-                              codecell_cellset **ret_set, size_t *ret_index)
-{
-        codecell_cellset_caps caps = {.raise_unsupported = f->policy == CODECELL_POLICY_RAISE};
-        for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
-                caps.limits[l] = f->limits[l];
-        int r = cell_from_config("codecell run", config, name, &caps, ret_set, ret_index);
-        if (r != EXIT_OK)
-                return r;
-        codecell_cell_info info;
-        codecell_cell_info_get(codecell_cellset_cell(*ret_set, *ret_index), &info);
-        for (size_t i = 0; i < sizeof(limit_flags) / sizeof(limit_flags[0]); i++) {
-                codecell_limit l = limit_flags[i].limit;
-                if (caps.limits[l] && info.limits[l] < caps.limits[l]) {
-                        fprintf(stderr,
-                                "codecell run: %s %s: the cell \"%s\" has %s %" PRIu64
-                                ", and beside --config a limit flag only narrows\n",
-                                limit_flags[i].name, f->limit_text[l],
-                                codecell_cellset_name(*ret_set, *ret_index), codecell_limit_name(l),
-                                info.limits[l]);
-                        codecell_cellset_free(*ret_set);
-                        *ret_set = NULL;
-                        return EXIT_USAGE;
-                }
-        }
-        return EXIT_OK;
-}
 
 int cmd_run(int argc, char **argv)
 {
@@ -419,14 +356,14 @@ int cmd_run(int argc, char **argv)
         /* Code from stdin leaves none for the code to read. */
         int exit_code = file && strcmp(file, "-") == 0 ? 0 : stdin_for_guest(&input, &input_len);
         if (exit_code == EXIT_OK)
-                exit_code = config ? config_cell_capped(&f, config, cell_name, &set, &index)
+                exit_code = config ? cell_from_config_narrowed(&f, config, cell_name, &set, &index)
                                    : cell_from_flags(&f, &cell);
         if (exit_code != EXIT_OK)
                 goto out;
         if (set)
                 cell = codecell_cellset_cell(set, index);
         /* A person sees the output as the code writes it; --json waits for the result. */
-        codecell_run_options live = {.output = json ? NULL : show_output,
+        codecell_run_options live = {.output = json ? NULL : print_live_output,
                                      .argv = args,
                                      .env = n_env ? env : NULL,
                                      .stdin_data = input,

@@ -1,7 +1,9 @@
 #include "config_cell.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 
+#include "cell_flags.h"
 #include "commands.h"
 
 static void list_cells(const codecell_cellset *set)
@@ -39,4 +41,56 @@ int cell_from_config(const char *who, const char *path, const char *name,
         *ret_set = set;
         *ret_index = (size_t)i;
         return 0;
+}
+
+const char *cell_shaping_flag(const struct cell_flags *f)
+{
+        return f->lang           ? "--lang"
+               : f->n_mounts     ? "--mount"
+               : f->tools        ? "--tools"
+               : f->subprocesses ? "--allow-subprocesses"
+               : f->interpreter  ? "--interpreter"
+               : f->n_libraries  ? "--library"
+               : f->start        ? "--start"
+               : f->image_folder ? "--image-folder"
+                                 : NULL;
+}
+
+/* The flag of each limit a verb may narrow a configured cell by. */
+static const struct {
+        codecell_limit limit;
+        const char *flag;
+} narrowing[] = {
+        {CODECELL_LIMIT_TIMEOUT_MS, "--timeout"},
+        {CODECELL_LIMIT_CPU_MS, "--cpu"},
+        {CODECELL_LIMIT_MEMORY_BYTES, "--memory"},
+        {CODECELL_LIMIT_OUTPUT_BYTES, "--max-output"},
+};
+
+int cell_from_config_narrowed(const struct cell_flags *f, const char *path, const char *name,
+                              codecell_cellset **ret_set, size_t *ret_index)
+{
+        codecell_cellset_caps caps = {.raise_unsupported = f->policy == CODECELL_POLICY_RAISE};
+        for (size_t i = 0; i < sizeof(narrowing) / sizeof(narrowing[0]); i++)
+                caps.limits[narrowing[i].limit] = f->limits[narrowing[i].limit];
+        int r = cell_from_config(f->who, path, name, &caps, ret_set, ret_index);
+        if (r != EXIT_OK)
+                return r;
+        codecell_cell_info info;
+        codecell_cell_info_get(codecell_cellset_cell(*ret_set, *ret_index), &info);
+        for (size_t i = 0; i < sizeof(narrowing) / sizeof(narrowing[0]); i++) {
+                codecell_limit l = narrowing[i].limit;
+                if (caps.limits[l] && info.limits[l] < caps.limits[l]) {
+                        fprintf(stderr,
+                                "%s: %s %s: the cell \"%s\" has %s %" PRIu64
+                                ", and beside --config a limit flag only narrows\n",
+                                f->who, narrowing[i].flag, f->limit_text[l],
+                                codecell_cellset_name(*ret_set, *ret_index), codecell_limit_name(l),
+                                info.limits[l]);
+                        codecell_cellset_free(*ret_set);
+                        *ret_set = NULL;
+                        return EXIT_USAGE;
+                }
+        }
+        return EXIT_OK;
 }

@@ -1,10 +1,13 @@
 /* A result as a person reads it: the guest's output replayed, then "=> value" or the error. */
 #include "result_print.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 void print_result(const codecell_result *res)
 {
@@ -32,6 +35,26 @@ static void put_line(const char *before, const json_t *s, FILE *f)
 
 void print_outcome(const codecell_result *res)
 {
+        print_outcome_of(res, true);
+}
+
+void print_live_output(int stream, const char *data, size_t len, void *userdata)
+{
+        (void)userdata;
+        int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+        while (len > 0) {
+                ssize_t w = write(fd, data, len);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return; /* a closed terminal or pipe: the run goes on */
+                data += w;
+                len -= (size_t)w;
+        }
+}
+
+void print_outcome_of(const codecell_result *res, bool echo_null)
+{
         size_t n;
         const char *out = codecell_result_stdout(res, &n);
         bool open_line = n > 0 && out[n - 1] != '\n'; /* "=> value" goes on a line of its own */
@@ -58,7 +81,10 @@ void print_outcome(const codecell_result *res)
         switch (codecell_result_status(res)) {
         case CODECELL_STATUS_OK:
                 fflush(stdout);
-                printf("%s=> %s\n", open_line ? "\n" : "", codecell_result_value(res));
+                if (echo_null || strcmp(codecell_result_value(res), "null") != 0)
+                        printf("%s=> %s\n", open_line ? "\n" : "", codecell_result_value(res));
+                else if (open_line)
+                        putchar('\n');
                 break;
         case CODECELL_STATUS_ERROR: {
                 put_text(json_object_get(error, "class"), stderr);

@@ -27,9 +27,10 @@ embed "$out/empty" zygote_so
 embed "$out/empty" init_bin
 embedded="$(ls "$out"/guest/*.c) $out/zygote_so.c $out/init_bin.c"
 for target in frame mount_rules tools_file units config_file mcp_message mcp_header http_framing \
-        upstream_result; do
+        upstream_result repl_entry; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"
+        [ "$target" = repl_entry ] && extra="$root/src/cli/repl_entry.c"
         [ "$target" = mcp_message ] && extra="$(ls "$root"/src/mcp/*.c) -lmicrohttpd"
         [ "$target" = mcp_header ] && extra="$root/src/mcp/headers.c"
         [ "$target" = http_framing ] && extra="$root/src/mcp/framing.c"

@@ -378,6 +378,74 @@ static void lost_state_is_said(codecell_start start)
         rmdir(out);
 }
 
+/* The code's first output is the moment it runs: interrupted then, once, as a person's
+ * Ctrl-C. */
+struct interrupter {
+        codecell_cancel *cancel;
+        bool sent;
+};
+
+static void interrupt_on_output(int stream, const char *data, size_t len, void *userdata)
+{
+        (void)stream, (void)data;
+        struct interrupter *i = userdata;
+        if (len > 0 && !i->sent) {
+                i->sent = true;
+                codecell_cancel_interrupt(i->cancel);
+        }
+}
+
+/* codecell_cancel_interrupt: the code raises Interrupt or KeyboardInterrupt, which it may
+ * rescue, and the session keeps its state, in both start modes. The entry's limit (20 s) is
+ * far below its sleep: only the interrupt can end it with that error. Python's sleeps are
+ * short ones in a loop: a SIGINT that comes between print() and a long time.sleep() is
+ * taken only when the sleep returns (Python checks for signals between bytecodes, and the
+ * call into C is not one), as in Python itself. */
+static void interrupt_keeps_the_session(codecell_start start)
+{
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        CHECK(codecell_config_set_start(config, start, &err) == 0);
+        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 20000, &err);
+        codecell_cell *c = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(c != NULL);
+        if (!c)
+                return;
+        expect(c, "i", "x = 41", "{\"status\":\"ok\"");
+        const char *codes[] = {
+                L("puts 'go'; sleep 60",
+                  "print('go')\nimport time\nfor _ in range(600):\n    time.sleep(0.1)"),
+                L("begin; puts 'go'; sleep 60; rescue Interrupt; x += 1; end",
+                  "try:\n    print('go')\n    import time\n    for _ in range(600):\n"
+                  "        time.sleep(0.1)\n"
+                  "except KeyboardInterrupt:\n    x += 1\nx"),
+        };
+        const char *wants[] = {
+                L("{\"status\":\"error\",\"error\":{\"class\":\"Interrupt\"",
+                  "{\"status\":\"error\",\"error\":{\"class\":\"KeyboardInterrupt\""),
+                "{\"status\":\"ok\",\"value\":42",
+        };
+        for (size_t i = 0; i < 2; i++) {
+                codecell_cancel *cancel = codecell_cancel_new(&err);
+                struct interrupter at = {.cancel = cancel};
+                codecell_run_options o = {
+                        .cancel = cancel, .output = interrupt_on_output, .userdata = &at};
+                codecell_result *res = NULL;
+                int rc = codecell_session_eval_with(c, "i", codes[i], strlen(codes[i]), &o, &res,
+                                                    &err);
+                char *json = result_text(rc, res, &err);
+                CHECK(starts_with(codes[i], json ? json : "", wants[i]));
+                CHECK(!codecell_cancel_triggered(cancel));
+                free(json);
+                codecell_cancel_free(cancel);
+        }
+        expect(c, "i", "x + 1", "{\"status\":\"ok\",\"value\":43");
+        codecell_cell_free(c);
+}
+
 int main(int argc, char **argv)
 {
         char **names = NULL;
@@ -397,6 +465,8 @@ int main(int argc, char **argv)
         /* Lost state is said, in both start modes. */
         lost_state_is_said(CODECELL_START_EXEC);
         lost_state_is_said(CODECELL_START_FORK);
+        interrupt_keeps_the_session(CODECELL_START_EXEC);
+        interrupt_keeps_the_session(CODECELL_START_FORK);
         int calls = 0;
         CHECK(codecell_cell_add_tool(cell, "count", NULL, NULL, counter_tool, &calls, &err) == 0);
 

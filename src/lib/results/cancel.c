@@ -13,6 +13,7 @@
 struct codecell_cancel {
         int fd;
         atomic_bool triggered;
+        atomic_uint interrupts; /* codecell_cancel_interrupt() calls so far */
 };
 
 codecell_cancel *codecell_cancel_new(codecell_error *err)
@@ -29,6 +30,7 @@ codecell_cancel *codecell_cancel_new(codecell_error *err)
                 return NULL;
         }
         atomic_init(&c->triggered, false);
+        atomic_init(&c->interrupts, 0);
         return c;
 }
 
@@ -36,6 +38,16 @@ void codecell_cancel_trigger(codecell_cancel *cancel)
 {
         if (!cancel || atomic_exchange(&cancel->triggered, true))
                 return;
+        uint64_t one = 1;
+        (void)!write(cancel->fd, &one, sizeof(one));
+}
+
+/* Only a lock-free atomic and write(2): both are async-signal-safe. */
+void codecell_cancel_interrupt(codecell_cancel *cancel)
+{
+        if (!cancel || atomic_load(&cancel->triggered))
+                return;
+        atomic_fetch_add(&cancel->interrupts, 1);
         uint64_t one = 1;
         (void)!write(cancel->fd, &one, sizeof(one));
 }
@@ -56,4 +68,16 @@ void codecell_cancel_free(codecell_cancel *cancel)
 int cancel_fd(const codecell_cancel *cancel)
 {
         return cancel ? cancel->fd : -1;
+}
+
+unsigned cancel_interrupts(const codecell_cancel *cancel)
+{
+        return cancel ? atomic_load(&((codecell_cancel *)cancel)->interrupts) : 0;
+}
+
+void cancel_drain(const codecell_cancel *cancel)
+{
+        uint64_t count;
+        if (cancel)
+                (void)!read(cancel->fd, &count, sizeof(count));
 }

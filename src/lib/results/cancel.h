@@ -6,5 +6,11 @@
 
 /* -1 for NULL. */
 int cancel_fd(const codecell_cancel *cancel);
+/* How many interrupts were asked for so far (0 for NULL). */
+unsigned cancel_interrupts(const codecell_cancel *cancel);
+/* Makes the fd unreadable again until the next trigger or interrupt (the eventfd is
+ * non-blocking). Read the trigger and the interrupts after it: both are set before the fd is
+ * written. */
+void cancel_drain(const codecell_cancel *cancel);
 
 #endif

@@ -11,7 +11,7 @@
 /* What the resolver and the socket calls answer without a network (the sandbox has no
  * interface but a down loopback, and seccomp refuses every socket but AF_UNIX). */
 static const char *const no_network[] = {
-        "Name or service not known",          /* EAI_NONAME: getaddrinfo, Python and Ruby */
+        "Name or service not known",            /* EAI_NONAME: getaddrinfo, Python and Ruby */
         "Temporary failure in name resolution", /* EAI_AGAIN */
         "No address associated with hostname",  /* EAI_NODATA */
         "getaddrinfo",                          /* Ruby's SocketError, Net::HTTP's wrapper */
@@ -25,15 +25,15 @@ static const char *const no_network[] = {
  * and asyncio's subprocesses go through them), Ruby's methods that spawn (fork, spawn, popen,
  * `, system, exec, Open3). */
 static const char *const spawning_frames[] = {
-        "/subprocess.py:", "/multiprocessing/", "in `fork'", "in `_fork'", "in `spawn'",
-        "in `popen'",      "in ``'",            "in `system'", "in `exec'", "/open3.rb:",
-        NULL,
+        "/subprocess.py:", "/multiprocessing/", "in `fork'", "in `_fork'",
+        "in `spawn'",      "in `popen'",        "in ``'",    "in `system'",
+        "in `exec'",       "/open3.rb:",        NULL,
 };
 
 /* The folders at the top of every sandbox (the tmpfs root: docs/security.md). */
-static const char *const own_roots[] = {"bin",  "codecell", "dev",  "etc", "lib", "lib32",
-                                        "lib64", "libx32",  "proc", "sbin", "tmp", "usr",
-                                        "work",  NULL};
+static const char *const own_roots[] = {"bin",   "codecell", "dev",    "etc",  "lib",
+                                        "lib32", "lib64",    "libx32", "proc", "sbin",
+                                        "tmp",   "usr",      "work",   NULL};
 
 static bool contains_any(const char *text, const char *const *needles)
 {

@@ -195,7 +195,9 @@ static bool over_cpu_budget(struct pump *p)
 static void options_begin(struct pump *p, const codecell_run_options *options, double exec_start)
 {
         p->cancelled = false;
-        p->cancel_fd = options ? cancel_fd(options->cancel) : -1;
+        p->cancel = options ? options->cancel : NULL;
+        p->cancel_fd = cancel_fd(p->cancel);
+        p->interrupts_sent = 0;
         p->output = options ? options->output : NULL;
         p->output_userdata = options ? options->userdata : NULL;
         /* The head the result keeps of output over its cap; its tail follows at the end
@@ -221,6 +223,7 @@ static void output_end(struct pump *p)
 
 static void options_end(struct pump *p)
 {
+        p->cancel = NULL;
         p->cancel_fd = -1;
         p->progress = NULL;
 }
@@ -246,6 +249,23 @@ static void report_progress(struct pump *p, double now)
         p->progress((uint64_t)(now - p->progress_start_ms), data + start, end - start,
                     p->progress_userdata);
         p->next_progress_ms = now + p->progress_every_ms;
+}
+
+/* The token was written: a trigger stops the run; each interrupt asked for since the last look
+ * becomes one SIGINT, once the interpreter has taken the code (before, its prelude would only
+ * note it), so that the code raises it as a person's Ctrl-C. */
+static void take_cancel(struct pump *p)
+{
+        cancel_drain(p->cancel);
+        if (codecell_cancel_triggered(p->cancel)) {
+                p->cancelled = true;
+                return;
+        }
+        if (!p->taken)
+                return;
+        for (unsigned asked = cancel_interrupts(p->cancel); p->interrupts_sent < asked;
+             p->interrupts_sent++)
+                sandbox_interrupt_guest(p->sb, p->guest);
 }
 
 /* Polls until `done` holds, the CPU budget is spent, the run is cancelled or the deadline
@@ -283,7 +303,7 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                         if (!fds[i].revents)
                                 continue;
                         if (fds[i].fd == p->cancel_fd)
-                                p->cancelled = true;
+                                take_cancel(p);
                         else if (fds[i].fd == p->sb->ctl_fd)
                                 read_control(p);
                         else if (fds[i].fd == p->sb->out_fd)
@@ -296,6 +316,9 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                  * that finished in time. */
                 if (k > 0 && done(p) && now_ms() > deadline)
                         return true;
+                /* Interrupts asked for before the interpreter said "taken" go now that it has. */
+                if (p->cancel && p->taken && p->interrupts_sent < cancel_interrupts(p->cancel))
+                        take_cancel(p);
         }
         return false;
 }

@@ -33,9 +33,12 @@ struct pump {
         double cpu_limit_ms;
         bool cpu_exhausted;
         bool timed_out; /* the execution's deadline passed before its result */
-        /* Cancellation: readable when the caller cancels (-1: none). */
+        /* Cancellation: readable when the caller cancels or interrupts (-1: none). */
+        const codecell_cancel *cancel;
         int cancel_fd;
         bool cancelled;
+        unsigned interrupts_sent; /* SIGINTs passed on of the token's interrupts */
+        pid_t guest;              /* the interpreter, where they go (standby.c sets it) */
         /* Progress reports while the code runs (progress NULL: none). */
         codecell_progress_fn progress;
         void *progress_userdata;

@@ -250,6 +250,7 @@ int standby_start(struct cell_plan *plan, bool session, struct standby **ret, co
         /* The interpreter said it is ready: it exists (a forked one is its zygote's child, and
          * was told to go on only once in its cgroup). */
         s->guest = sandbox_guest_pid(&s->sb);
+        s->pump.guest = s->guest;
         *ret = s;
         return 0;
 fail:

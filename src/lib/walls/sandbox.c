@@ -475,6 +475,24 @@ void sandbox_kill_guest(const struct sandbox *sb)
                 kill(sb->pid, SIGKILL);
 }
 
+void sandbox_interrupt_guest(const struct sandbox *sb, pid_t guest)
+{
+        if (sb->pid <= 0 || guest <= 0)
+                return;
+        if (sb->forked) {
+                if (sb->guest_pidfd >= 0)
+                        (void)syscall(SYS_pidfd_send_signal, sb->guest_pidfd, SIGINT, NULL, 0);
+                return;
+        }
+        /* Only while it is still init's child: init reaps it as it ends, and its pid could
+         * then name another process. */
+        pid_t pids[8];
+        size_t n = guest_pids(sb, pids, 8);
+        for (size_t i = 0; i < n; i++)
+                if (pids[i] == guest)
+                        (void)kill(guest, SIGINT);
+}
+
 /* How a forked sandbox ended, from its zygote, which waited for its init and interpreter: an
  * exit code as init's in sandbox_destroy, or -1 when init had to be killed or the zygote died
  * first. */

@@ -75,6 +75,9 @@ pid_t sandbox_guest_pid(const struct sandbox *sb);
 const char *sandbox_forked_gone(const struct sandbox *sb);
 /* Kills the interpreter (not init, which then reaps it and exits by itself). */
 void sandbox_kill_guest(const struct sandbox *sb);
+/* SIGINT to the interpreter (guest: its pid as sandbox_guest_pid gave it), for the code to
+ * raise as a person's Ctrl-C; nothing once it has ended. */
+void sandbox_interrupt_guest(const struct sandbox *sb, pid_t guest);
 /* Kills the whole sandbox (its pid namespace dies with its init) after giving it grace_ms to
  * exit by itself, and reaps it. Returns init's exit code, which encodes how the guest ended
  * (see sandbox_guest_signal), or -1 when init had to be killed. An init killed from outside
