@@ -275,7 +275,7 @@ class ACellOfAConfigurationFile(unittest.TestCase):
         self.assertEqual(values(r), ['=> "String"'], r)
         r = codecell("repl", "--config", path, stdin="1\n")
         self.assertEqual(r.code, 2, r)
-        self.assertIn("several cells: name one with --cell (it has: py rb)", r.stderr)
+        self.assertIn("has 2 cells: name one with --cell (it has: py rb)", r.stderr)
         r = codecell("repl", "--config", path, "--cell", "js", stdin="1\n")
         self.assertEqual(r.code, 2, r)
         self.assertIn("--cell js", r.stderr)
