@@ -1,7 +1,9 @@
 """What a new user meets first: a missing configuration file named as such, make run and make
 build asking only for the runtime packages, make demo printing commands that can be pasted."""
+import json
 import os
 import shlex
+import socket
 import subprocess
 import unittest
 
@@ -70,6 +72,29 @@ class Demo(unittest.TestCase):
                       commands)
         self.assertIn(["build/codecell", "run", "--tools", "examples/tools.json", "-e",
                        'SB.call("weather.today", city: "Lisbon", days: 2)'], commands)
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(ROOT, "build", "codecell")),
+                     "make run runs build/codecell, which is not built")
+class Run(unittest.TestCase):
+    def test_the_stdio_demo_lists_the_tools_and_answers_every_call(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        r = subprocess.run([os.path.join(ROOT, "examples", "run")], capture_output=True,
+                           text=True, stdin=subprocess.DEVNULL, timeout=600,
+                           env=dict(os.environ, RUN_SECONDS="1", PORT=str(port)))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('> {"jsonrpc":"2.0","id":2,"method":"tools/list"}', r.stdout)
+        self.assertIn("< (id 2) tools/list: 4 tools", r.stdout)
+        self.assertIn("    ruby(code, session, reset): ", r.stdout)
+        self.assertIn("their answers come back in the order\nthey finish", r.stdout)
+        answers = [json.loads(l[2:]) for l in r.stdout.splitlines() if l.startswith("< {")]
+        self.assertEqual(sorted(a["id"] for a in answers), [1, 3, 4])
+        for a in answers[1:]:
+            self.assertEqual(a["result"]["structuredContent"]["status"], "ok", a)
+        self.assertIn("npx @modelcontextprotocol/inspector -- build/codecell serve --config "
+                      "examples/cells.json", r.stdout)
 
 
 if __name__ == "__main__":

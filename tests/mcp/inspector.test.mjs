@@ -149,3 +149,31 @@ test("modern handles over HTTP: create, reuse, list, close, expired", () => {
   assert.match(expired.content[0].text, /has expired/);
   assert.match(expired.content[0].text, /"session": "new"/);
 });
+
+// docs/mcp.md's Inspector lines, run as written there (from the repository's root), with the
+// Inspector of package.json in place of npx's download: the "--" before codecell's command is
+// what keeps the Inspector from taking codecell's --config as its own.
+describe("the Inspector lines of docs/mcp.md", () => {
+  const root = path.join(here, "..", "..");
+  const lines = fs.readFileSync(path.join(root, "docs", "mcp.md"), "utf8").split("\n")
+    .filter((l) => l.startsWith("npx @modelcontextprotocol/inspector --cli "));
+  test("there are some, and each works as written", () => {
+    assert.ok(lines.length >= 2, "docs/mcp.md shows no Inspector --cli line");
+    for (const line of lines) {
+      const rest = line.slice("npx @modelcontextprotocol/inspector ".length);
+      const r = spawnSync("sh", ["-c", `"$NODE" "$INSPECTOR" ${rest}`], {
+        cwd: root, encoding: "utf8", timeout: 120000,
+        env: { ...process.env, NODE: node, INSPECTOR: inspector, HOME: home,
+               MCP_CATALOG_PATH: path.join(home, "mcp.json"),
+},
+      });
+      assert.equal(r.status, 0, `${line}\n${r.stdout}\n${r.stderr}`);
+      const answer = JSON.parse(r.stdout);
+      if (line.includes("tools/list")) {
+        assert.deepEqual(answer.tools.map((t) => t.name).slice(0, 3), ["ruby", "python", "data-analysis"]);
+      } else {
+        assert.equal(answer.structuredContent.value, 42, r.stdout);
+      }
+    }
+  });
+});
