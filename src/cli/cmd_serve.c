@@ -43,7 +43,7 @@ static const char usage[] =
         "                           browser (CORS; \"*\" for any); repeatable; none by default\n"
         "      --max-runs N         runs at once across all clients (default 16)\n"
         "      --max-sessions N     MCP sessions at once over HTTP (default 1024)\n"
-        "      --max-body SIZE      largest HTTP request body (default 4M)\n"
+        "      --max-body SIZE      largest HTTP request body or stdio line (default 4M)\n"
         "      --header-timeout DURATION\n"
         "                           close an HTTP connection that has not sent a request\n"
         "                           with a valid token this long after it opened\n"

@@ -53,6 +53,23 @@ void print_live_output(int stream, const char *data, size_t len, void *userdata)
         }
 }
 
+/* A layer the host lacks is the same for every result of this process: a REPL's entries would
+ * each repeat a warning of several hundred characters. Said once, with where to learn more. */
+static void warn_once(const char *warning)
+{
+        static char *said[32];
+        static size_t n_said;
+        if (!warning)
+                return;
+        for (size_t k = 0; k < n_said; k++)
+                if (strcmp(said[k], warning) == 0)
+                        return;
+        if (n_said < sizeof(said) / sizeof(said[0]) && (said[n_said] = strdup(warning)))
+                n_said++;
+        fprintf(stderr, "codecell: warning: %s (codecell check shows every layer of this host)\n",
+                warning);
+}
+
 void print_outcome_of(const codecell_result *res, bool echo_null)
 {
         size_t n;
@@ -108,6 +125,6 @@ void print_outcome_of(const codecell_result *res, bool echo_null)
         size_t i;
         json_t *warning;
         json_array_foreach(json_object_get(obj, "warnings"), i, warning)
-                fprintf(stderr, "codecell: warning: %s\n", json_string_value(warning));
+                warn_once(json_string_value(warning));
         json_decref(obj);
 }

@@ -73,6 +73,26 @@ class CommandPage(unittest.TestCase):
                 self.assertLessEqual(options(help_text(command, "--help")) - {"--help"},
                                      options(chapters[command]))
 
+    def test_every_command_line_in_the_docs_uses_real_options(self):
+        """README.md and docs/*.md: each `codecell VERB …` they show (in a code block or inline)
+        uses only options VERB's --help lists."""
+        known = {c: options(help_text(c, "--help")) for c in COMMANDS}
+        files = ["README.md"] + [os.path.join("docs", f) for f in sorted(os.listdir(
+            os.path.join(ROOT, "docs"))) if f.endswith(".md")]
+        pattern = re.compile(r"(?:^|[\s`(/])codecell (run|repl|serve|describe|check)\b([^`\n]*)")
+        seen = 0
+        for name in files:
+            for verb, rest in pattern.findall(read(name)):
+                if rest.startswith(":"):
+                    continue  # "codecell serve: …" is a message the command printed
+                # Past a pipe, a comment or a "--" that ends the options, it is someone else's.
+                rest = re.split(r"\s(?:\||#|--\s|>)", " " + rest)[0]
+                for option in options(rest):
+                    seen += 1
+                    with self.subTest(file=name, verb=verb, option=option):
+                        self.assertIn(option, known[verb], f"{name}: codecell {verb}{rest}")
+        self.assertGreater(seen, 50)
+
     def test_exit_codes_match_the_help(self):
         codes = re.findall(r"^\.B (\d)$", self.sections["EXIT STATUS"], flags=re.M)
         self.assertEqual(codes, ["0", "1", "2", "3", "4"])

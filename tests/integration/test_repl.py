@@ -255,6 +255,23 @@ class FromAPipe(unittest.TestCase):
         self.assertEqual(r.stderr.count('session name "bad name"'), 1, r)
 
 
+class Warnings(unittest.TestCase):
+    def test_a_missing_layer_is_said_once_per_process(self):
+        """As nobody this host gives no writable cgroup: each entry's result says so, and the
+        REPL says it once, pointing at codecell check."""
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv to run the REPL as nobody")
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            BIN, "repl"], input="1\n2\n3\n", capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        warnings = [l for l in r.stderr.splitlines() if l.startswith("codecell: warning: ")]
+        if not warnings:
+            self.skipTest("this host gives nobody every layer: no warning to repeat")
+        self.assertEqual(len(warnings), 1, r.stderr)
+        self.assertIn("(codecell check shows every layer of this host)", warnings[0])
+
+
 class ACellOfAConfigurationFile(unittest.TestCase):
     def config(self, cells):
         path = os.path.join(tempdir(self), "cells.json")
