@@ -321,6 +321,24 @@ static void killed_as_the_code_goes(codecell_cell *c)
         expect(c, "d", L("w = 8; w", "w = 8\nw"), "{\"status\":\"ok\",\"value\":8,");
 }
 
+/* A cell without a pool whose entries have 20 s each, with out (when not NULL) read-write at
+ * /out; NULL after a failed CHECK. */
+static codecell_cell *cell_of_entries(codecell_start start, const char *out)
+{
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        CHECK(codecell_config_set_start(config, start, &err) == 0);
+        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 20000, &err);
+        if (out)
+                CHECK(codecell_config_add_mount(config, out, "/out", true, NULL, &err) == 0);
+        codecell_cell *c = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(c != NULL);
+        return c;
+}
+
 /* Every way in one start mode; then a kernel killed from outside, and one that a limit ended. */
 static void lost_state_is_said(codecell_start start)
 {
@@ -328,15 +346,7 @@ static void lost_state_is_said(codecell_start start)
         CHECK(mkdtemp(out) != NULL);
         chmod(out, 0777);
         codecell_error err = {0};
-        codecell_config *config = codecell_config_new(language, &err);
-        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
-        codecell_config_set_pool(config, 0, &err);
-        CHECK(codecell_config_set_start(config, start, &err) == 0);
-        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 20000, &err);
-        CHECK(codecell_config_add_mount(config, out, "/out", true, NULL, &err) == 0);
-        codecell_cell *c = codecell_cell_new(config, &err);
-        codecell_config_free(config);
-        CHECK(c != NULL);
+        codecell_cell *c = cell_of_entries(start, out);
         if (!c)
                 return;
         for (size_t i = 0; i < sizeof(disturbances) / sizeof(disturbances[0]); i++)
@@ -404,14 +414,7 @@ static void interrupt_on_output(int stream, const char *data, size_t len, void *
 static void interrupt_keeps_the_session(codecell_start start)
 {
         codecell_error err = {0};
-        codecell_config *config = codecell_config_new(language, &err);
-        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
-        codecell_config_set_pool(config, 0, &err);
-        CHECK(codecell_config_set_start(config, start, &err) == 0);
-        codecell_config_set_limit(config, CODECELL_LIMIT_TIMEOUT_MS, 20000, &err);
-        codecell_cell *c = codecell_cell_new(config, &err);
-        codecell_config_free(config);
-        CHECK(c != NULL);
+        codecell_cell *c = cell_of_entries(start, NULL);
         if (!c)
                 return;
         expect(c, "i", "x = 41", "{\"status\":\"ok\"");
