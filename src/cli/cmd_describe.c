@@ -102,7 +102,8 @@ int cmd_describe(int argc, char **argv)
         int c;
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+        for (int at = optind; (c = getopt_long(argc, argv, "+:h", options, NULL)) != -1;
+             at = optind) {
                 if (cell_flags_take(&f, c, optarg))
                         continue;
                 if (c == OPT_CONFIG) {
@@ -121,7 +122,7 @@ int cmd_describe(int argc, char **argv)
                         fputs(usage, stdout);
                         return EXIT_OK;
                 }
-                return option_refused(f.who, c, argv);
+                return option_refused(f.who, c, argv[at]);
         }
         if (optind < argc)
                 return extra_argument(f.who, argv[optind]);

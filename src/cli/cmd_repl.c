@@ -132,8 +132,10 @@ static int eval(struct repl *r, const char *code, codecell_result **ret_res, boo
         return EXIT_OK;
 }
 
-/* At a terminal: the session is started at once, and says its version for the banner. */
-static int banner(struct repl *r)
+/* The session is started at once: a bad name or a kernel that cannot start ends the REPL
+ * before any entry (an entry's own failure never does). At a terminal it says its version for
+ * the banner. */
+static int start_session(struct repl *r, bool show_banner)
 {
         codecell_result *res = NULL;
         int rc = eval(r, r->lang->version_code, &res, false);
@@ -145,6 +147,10 @@ static int banner(struct repl *r)
                 fprintf(stderr, WHO ": the session could not be started\n");
                 return EXIT_SANDBOX;
         }
+        if (!show_banner) {
+                codecell_result_free(res);
+                return EXIT_OK;
+        }
         json_t *v = json_loads(codecell_result_value(res), JSON_DECODE_ANY, NULL);
         printf("codecell %s: %s %s, session \"%s\" (.help for help, .exit or Ctrl-D to leave)\n",
                codecell_version(), r->lang->shown, json_is_string(v) ? json_string_value(v) : "?",
@@ -154,13 +160,12 @@ static int banner(struct repl *r)
         return EXIT_OK;
 }
 
-static bool ends_with_backslash(char *line)
+/* A line continued with a backslash: the backslash stays, since both languages read
+ * backslash-newline as a continuation too (and inside a string literal it means something). */
+static bool ends_with_backslash(const char *line)
 {
         size_t n = strlen(line);
-        if (n == 0 || line[n - 1] != '\\')
-                return false;
-        line[n - 1] = '\0';
-        return true;
+        return n > 0 && line[n - 1] == '\\';
 }
 
 /* A line of its own that is one of the commands (only as an entry's first line). */
@@ -259,10 +264,10 @@ static int loop(struct repl *r)
                         continue;
                 }
                 codecell_result *res = NULL;
-                int rc = len > 0 ? eval(r, entry, &res, true) : EXIT_OK;
+                /* An entry the engine refuses (not UTF-8, too large) was said; the next may do. */
+                if (len > 0)
+                        (void)eval(r, entry, &res, true);
                 free(entry);
-                if (rc != EXIT_OK)
-                        return rc;
                 if (res) {
                         print_outcome_of(res, r->lang->echo_null);
                         fflush(stdout);
@@ -298,7 +303,8 @@ static int parse(int argc, char **argv, struct cell_flags *f, const char **sessi
         int c;
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+        for (int at = optind; (c = getopt_long(argc, argv, "+:h", options, NULL)) != -1;
+             at = optind) {
                 if (cell_flags_take(f, c, optarg))
                         continue;
                 switch (c) {
@@ -327,7 +333,7 @@ static int parse(int argc, char **argv, struct cell_flags *f, const char **sessi
                         fputs(usage, stdout);
                         return -1;
                 default:
-                        return option_refused(f->who, c, argv);
+                        return option_refused(f->who, c, argv[at]);
                 }
         }
         if (optind < argc)
@@ -381,8 +387,8 @@ int cmd_repl(int argc, char **argv)
                         rc = EXIT_SANDBOX;
                 }
         }
-        if (rc == EXIT_OK && repl_line_interactive(r.in))
-                rc = banner(&r);
+        if (rc == EXIT_OK)
+                rc = start_session(&r, repl_line_interactive(r.in));
         if (rc == EXIT_OK)
                 rc = loop(&r);
         repl_line_close(r.in);

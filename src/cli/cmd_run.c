@@ -244,7 +244,8 @@ int cmd_run(int argc, char **argv)
         optind = 1;
         opterr = 0;
         bool policy_given = false;
-        while ((c = getopt_long(argc, argv, "+:e:h", options, NULL)) != -1) {
+        for (int at = optind; (c = getopt_long(argc, argv, "+:e:h", options, NULL)) != -1;
+             at = optind) {
                 if (cell_flags_take(&f, c, optarg))
                         continue;
                 switch (c) {
@@ -291,7 +292,7 @@ int cmd_run(int argc, char **argv)
                         return EXIT_OK;
                 case '?':
                 case ':':
-                        return option_refused("codecell run", c, argv);
+                        return option_refused("codecell run", c, argv[at]);
                 default: {
                         const struct limit_flag *lf = NULL;
                         for (size_t i = 0; i < sizeof(limit_flags) / sizeof(limit_flags[0]); i++)

@@ -242,7 +242,8 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
         int c;
         optind = 1;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
+        for (int at = optind; (c = getopt_long(argc, argv, "+:h", options, NULL)) != -1;
+             at = optind) {
                 switch (c) {
                 case OPT_CONFIG:
                         f->config = optarg;
@@ -364,7 +365,7 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                         fputs(usage, stdout);
                         return -1;
                 default:
-                        return option_refused(WHO, c, argv);
+                        return option_refused(WHO, c, argv[at]);
                 }
         }
         if (optind < argc)

@@ -1,25 +1,30 @@
 #include "option_errors.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
 
-int option_refused(const char *who, int c, char *const *argv)
+int option_refused(const char *who, int c, const char *arg)
 {
-        /* getopt_long has moved optind past the option it refused. */
-        const char *arg = argv[optind - 1];
+        bool long_option = strncmp(arg, "--", 2) == 0;
+        /* A long option's name, without the value it was given ("--json=1"). */
+        int name_len = long_option ? (int)strcspn(arg, "=") : 2;
         char short_option[3] = {'-', (char)optopt, 0};
-        if (optopt && optopt < 128 && strncmp(arg, "--", 2) != 0)
+        if (!long_option)
                 arg = short_option;
         if (c == ':')
-                fprintf(stderr, "%s: option %s needs a value (see %s --help)\n", who, arg, who);
-        else if (optopt && strncmp(arg, "--", 2) == 0)
-                /* A known long option: given a value it does not take ("--json=1"). */
-                fprintf(stderr, "%s: option %s takes no value (see %s --help)\n", who, arg, who);
+                fprintf(stderr, "%s: option %.*s needs a value (see %s --help)\n", who, name_len,
+                        arg, who);
+        else if (long_option && optopt)
+                /* A known long option: given a value it does not take. */
+                fprintf(stderr, "%s: option %.*s takes no value (see %s --help)\n", who, name_len,
+                        arg, who);
         else
-                fprintf(stderr, "%s: unknown option %s (see %s --help)\n", who, arg, who);
+                fprintf(stderr, "%s: unknown option %.*s (see %s --help)\n", who,
+                        long_option ? name_len : 2, arg, who);
         return EXIT_USAGE;
 }
 

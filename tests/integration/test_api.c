@@ -50,6 +50,45 @@ static void *cancel_later(void *arg)
         return NULL;
 }
 
+struct shared_run {
+        codecell_cell *cell;
+        codecell_cancel *cancel;
+        codecell_status status;
+};
+
+static void *run_until_cancelled(void *arg)
+{
+        struct shared_run *r = arg;
+        codecell_error err = {0};
+        codecell_run_options o = {.cancel = r->cancel};
+        codecell_result *res = NULL;
+        const char *code = L("sleep 20; 1", "import time\ntime.sleep(20)\n1");
+        r->status = codecell_cell_run_with(r->cell, code, strlen(code), &o, &res, &err) == 0
+                            ? codecell_result_status(res)
+                            : CODECELL_STATUS_OK;
+        codecell_result_free(res);
+        return NULL;
+}
+
+/* One token given to two runs at once: its trigger ends both, whichever saw it first. */
+static void shared_token(codecell_cell *cell)
+{
+        codecell_error err = {0};
+        struct canceller c = {.cancel = codecell_cancel_new(&err), .after_ms = 300};
+        struct shared_run runs[2] = {{cell, c.cancel, CODECELL_STATUS_OK},
+                                     {cell, c.cancel, CODECELL_STATUS_OK}};
+        pthread_t threads[2], trigger;
+        for (int i = 0; i < 2; i++)
+                CHECK(pthread_create(&threads[i], NULL, run_until_cancelled, &runs[i]) == 0);
+        CHECK(pthread_create(&trigger, NULL, cancel_later, &c) == 0);
+        for (int i = 0; i < 2; i++)
+                pthread_join(threads[i], NULL);
+        pthread_join(trigger, NULL);
+        for (int i = 0; i < 2; i++)
+                CHECK(runs[i].status == CODECELL_STATUS_SANDBOX_ERROR);
+        codecell_cancel_free(c.cancel);
+}
+
 /* Cancellation and progress through codecell_run_options. */
 static void run_options(codecell_cell *cell)
 {
@@ -112,6 +151,7 @@ static void run_options(codecell_cell *cell)
         codecell_cancel_free(c.cancel);
         codecell_cancel_trigger(NULL);
         codecell_cancel_free(NULL);
+        shared_token(cell);
 }
 
 static bool error_says(const codecell_result *res, const char *part)

@@ -255,6 +255,21 @@ class FromAPipe(unittest.TestCase):
         self.assertEqual(r.stderr.count('session name "bad name"'), 1, r)
 
 
+    def test_a_backslash_continues_the_line_and_stays_in_the_code(self):
+        r = codecell("repl", stdin="a = 1 \\\n+ 2\na\ns = 'x\\\ny'\ns.size\n")
+        # Ruby reads backslash-newline in single quotes as the two characters.
+        self.assertEqual(values(r), ["=> 3", "=> 3", '=> "x\\\\\\ny"', "=> 4"], r)
+        r = codecell("repl", "--lang", "python", stdin="x = 1 + \\\n2\nx\n")
+        self.assertEqual(values(r), ["=> 3"], r)
+
+    def test_an_entry_the_engine_refuses_does_not_end_the_repl(self):
+        r = subprocess.run([BIN, "repl"], input=b"x = 6\n'\xff'\nx * 7\n", capture_output=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"not valid UTF-8", r.stderr)
+        self.assertEqual(r.stdout.decode().splitlines()[-1], "=> 42", r.stdout)
+
+
 class Warnings(unittest.TestCase):
     def test_a_missing_layer_is_said_once_per_process(self):
         """As nobody this host gives no writable cgroup: each entry's result says so, and the

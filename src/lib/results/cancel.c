@@ -78,6 +78,13 @@ unsigned cancel_interrupts(const codecell_cancel *cancel)
 void cancel_drain(const codecell_cancel *cancel)
 {
         uint64_t count;
-        if (cancel)
-                (void)!read(cancel->fd, &count, sizeof(count));
+        if (!cancel)
+                return;
+        (void)!read(cancel->fd, &count, sizeof(count));
+        /* A triggered token stays readable: another run polling the same token must see it
+         * too, and codecell_cancel_trigger() writes only once. */
+        if (atomic_load(&((codecell_cancel *)cancel)->triggered)) {
+                uint64_t one = 1;
+                (void)!write(cancel->fd, &one, sizeof(one));
+        }
 }

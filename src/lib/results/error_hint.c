@@ -14,7 +14,7 @@ static const char *const no_network[] = {
         "Name or service not known",            /* EAI_NONAME: getaddrinfo, Python and Ruby */
         "Temporary failure in name resolution", /* EAI_AGAIN */
         "No address associated with hostname",  /* EAI_NODATA */
-        "getaddrinfo",                          /* Ruby's SocketError, Net::HTTP's wrapper */
+        "getaddrinfo:",                         /* Ruby's SocketError, Net::HTTP's wrapper */
         "Address family not supported",         /* EAFNOSUPPORT: socket(AF_INET…) */
         "Network is unreachable",               /* ENETUNREACH */
         "NameResolutionError",                  /* urllib3, under requests */
@@ -25,9 +25,25 @@ static const char *const no_network[] = {
  * and asyncio's subprocesses go through them), Ruby's methods that spawn (fork, spawn, popen,
  * `, system, exec, Open3). */
 static const char *const spawning_frames[] = {
-        "/subprocess.py:", "/multiprocessing/", "in `fork'", "in `_fork'",
-        "in `spawn'",      "in `popen'",        "in ``'",    "in `system'",
-        "in `exec'",       "/open3.rb:",        NULL,
+        "/subprocess.py:",
+        "/multiprocessing/",
+        "in `fork'",
+        "in `_fork'",
+        "in `spawn'",
+        "in `popen'",
+        "in ``'",
+        "in `system'",
+        "in `exec'",
+        "/open3.rb:",
+        /* Ruby 3.4 names frames 'Kernel#fork' and quotes them with apostrophes. */
+        "#fork'",
+        "#_fork'",
+        "#spawn'",
+        "#popen'",
+        "#`'",
+        "#system'",
+        "#exec'",
+        NULL,
 };
 
 /* The folders at the top of every sandbox (the tmpfs root: docs/security.md). */

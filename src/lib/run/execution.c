@@ -106,6 +106,9 @@ static json_t *hinted_error(const codecell_config *c, const json_t *error)
                                       .interpreter = c->interpreter,
                                       .subprocesses = c->subprocesses};
         json_t *copy = json_copy((json_t *)error);
+        /* A hint is the engine's word: the guest may not send one of its own. */
+        if (copy)
+                json_object_del(copy, "hint");
         char *hint = copy && dests ? error_hint(error, &shape) : NULL;
         if (hint)
                 json_object_set_new(copy, "hint", json_string(hint));

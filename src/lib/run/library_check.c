@@ -33,7 +33,8 @@ static ssize_t take_answers(struct candidates *cs, const char *out, size_t len)
         for (const char *line = out, *end = out + len; line < end;) {
                 const char *nl = memchr(line, '\n', (size_t)(end - line));
                 size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
-                char buf[512];
+                /* The guest cuts a reason at 300 characters: up to 1,200 bytes of UTF-8. */
+                char buf[2048];
                 if (n > strlen(ANSWER_PREFIX) && n < sizeof(buf) &&
                     memcmp(line, ANSWER_PREFIX, strlen(ANSWER_PREFIX)) == 0) {
                         memcpy(buf, line, n);
@@ -52,7 +53,7 @@ static ssize_t take_answers(struct candidates *cs, const char *out, size_t len)
                                 }
                         }
                 }
-                line += n + 1;
+                line = nl ? nl + 1 : end;
         }
         return last;
 }
@@ -66,8 +67,12 @@ static int check_from(struct codecell_cell *cell, struct candidates *cs, const c
         char start[24];
         snprintf(start, sizeof(start), "%zu", first);
         const char *argv[] = {start, NULL};
-        codecell_run_options options = {
-                .argv = argv, .stdin_data = input, .stdin_len = strlen(input)};
+        /* An import that hangs costs at most this per run, not the cell's whole timeout: the
+         * check holds up the cell's first description. */
+        codecell_run_options options = {.argv = argv,
+                                        .stdin_data = input,
+                                        .stdin_len = strlen(input),
+                                        .timeout_ms = LIBRARY_CHECK_RUN_MS};
         const char *code = cell->config->runtime->loads;
         codecell_result *res = NULL;
         int r = codecell_cell_run_with(cell, code, strlen(code), &options, &res, err);

@@ -17,6 +17,8 @@
  * one run of the cell, plus one per candidate that ends a run by a limit (at most
  * LIBRARY_CHECK_RUNS in all). */
 #define LIBRARY_CHECK_RUNS 6
+/* One check run's wall clock at most (the cell's timeout_ms when lower). */
+#define LIBRARY_CHECK_RUN_MS 10000
 int library_check(struct codecell_cell *cell, codecell_error *err);
 
 #endif

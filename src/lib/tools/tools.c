@@ -129,6 +129,7 @@ static const char *property_problem(const json_t *schema, const char *at, int de
         char sub[256];
         if (items) {
                 snprintf(sub, sizeof(sub), "%s.items", at);
+                utf8_trim_cut(sub);
                 const char *problem = property_problem(items, sub, depth + 1, buf, size);
                 if (problem)
                         return problem;
@@ -140,6 +141,7 @@ static const char *property_problem(const json_t *schema, const char *at, int de
         const json_t *value;
         json_object_foreach((json_t *)props, key, value) {
                 snprintf(sub, sizeof(sub), "%s.properties.%.*s", at, utf8_prefix(key, 64), key);
+                utf8_trim_cut(sub);
                 const char *problem = property_problem(value, sub, depth + 1, buf, size);
                 if (problem)
                         return problem;

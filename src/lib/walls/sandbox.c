@@ -484,13 +484,19 @@ void sandbox_interrupt_guest(const struct sandbox *sb, pid_t guest)
                         (void)syscall(SYS_pidfd_send_signal, sb->guest_pidfd, SIGINT, NULL, 0);
                 return;
         }
-        /* Only while it is still init's child: init reaps it as it ends, and its pid could
-         * then name another process. */
+        /* The pid is held first, then checked to be init's child still: init reaps the guest
+         * as it ends, and a pid checked before being held could name another process by the
+         * time the signal goes. A pidfd names the process it was opened on, whatever happens
+         * to the number. */
+        int fd = (int)syscall(SYS_pidfd_open, guest, 0);
+        if (fd < 0)
+                return;
         pid_t pids[8];
         size_t n = guest_pids(sb, pids, 8);
         for (size_t i = 0; i < n; i++)
                 if (pids[i] == guest)
-                        (void)kill(guest, SIGINT);
+                        (void)syscall(SYS_pidfd_send_signal, fd, SIGINT, NULL, 0);
+        close(fd);
 }
 
 /* How a forked sandbox ended, from its zygote, which waited for its init and interpreter: an
