@@ -535,9 +535,8 @@ class AbandonedCalls(ToolLanguages, unittest.TestCase):
         for lang, lines in entries.items():
             for mode in MODES:
                 with self.subTest(lang=lang, start=mode):
-                    # The helper as one entry: each of its lines continued by a "\".
-                    helper = "\\\n".join(GIVE_UP[lang].rstrip("\n").split("\n"))
-                    stdin = helper + "\n" + "\n".join(lines) + "\n"
+                    # The helper's lines as the REPL's entries; a blank line ends its block.
+                    stdin = GIVE_UP[lang] + "\n" + "\n".join(lines) + "\n"
                     r = codecell("repl", "--lang", lang, "--tools", TOOLS, "--start", mode,
                                  "--timeout", "120s", stdin=stdin)
                     values = [line for line in r.stdout.splitlines() if line.startswith("=> ")]
