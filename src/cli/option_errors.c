@@ -13,8 +13,13 @@ int option_refused(const char *who, int c, const char *arg)
         /* A long option's name, without the value it was given ("--json=1"). */
         int name_len = long_option ? (int)strcspn(arg, "=") : 2;
         char short_option[3] = {'-', (char)optopt, 0};
-        if (!long_option)
+        /* getopt reads a cluster byte by byte: a letter outside ASCII is named by its whole
+         * argument, never by one byte of it. */
+        bool ascii = optopt > 0 && optopt < 128;
+        if (!long_option && ascii)
                 arg = short_option;
+        if (!long_option && !ascii)
+                name_len = (int)strlen(arg);
         if (c == ':')
                 fprintf(stderr, "%s: option %.*s needs a value (see %s --help)\n", who, name_len,
                         arg, who);
@@ -23,8 +28,8 @@ int option_refused(const char *who, int c, const char *arg)
                 fprintf(stderr, "%s: option %.*s takes no value (see %s --help)\n", who, name_len,
                         arg, who);
         else
-                fprintf(stderr, "%s: unknown option %.*s (see %s --help)\n", who,
-                        long_option ? name_len : 2, arg, who);
+                fprintf(stderr, "%s: unknown option %.*s (see %s --help)\n", who, name_len, arg,
+                        who);
         return EXIT_USAGE;
 }
 

@@ -844,6 +844,7 @@ class CommandLine(unittest.TestCase):
             (["run", "-e", "1", "--timeout"], "option --timeout needs a value"),
             (["run", "--json=yes", "-e", "1"], "option --json takes no value"),
             (["run", "--json", "-xy", "-e", "1"], "unknown option -x "),
+            (["run", "-é", "-e", "1"], "unknown option -é "),
             (["describe", "--lang", "ruby", "extra"], 'unexpected argument "extra"'),
             (["serve", "--config"], "option --config needs a value"),
             (["repl", "--nope"], "unknown option --nope"),
