@@ -87,6 +87,15 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_MODEL_CHARS,
         CODECELL_LIMIT_IMAGES,      /* images a run hands back; default 8 */
         CODECELL_LIMIT_IMAGE_BYTES, /* size of one of them; default 4 MiB */
+        /* Host-tool calls outstanding at once per execution; default 8 (1: one at a time). */
+        CODECELL_LIMIT_TOOL_CONCURRENCY,
+        CODECELL_LIMIT_FILES_IN,       /* files given to a run (its "files"); default 32 */
+        CODECELL_LIMIT_FILES_IN_BYTES, /* their bytes together; default 8 MiB */
+        CODECELL_LIMIT_FILES_OUT,      /* files a run hands back from its output folder; 16 */
+        CODECELL_LIMIT_FILE_OUT_BYTES, /* the size of one of them; default 8 MiB */
+        /* Larger files handed back reach an MCP client as a link, not inline; 256 KiB. */
+        CODECELL_LIMIT_FILE_OUT_INLINE_BYTES,
+        CODECELL_LIMIT_APPROVAL_MS, /* time a person has to allow a tool call; default 120000 */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
