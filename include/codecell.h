@@ -87,15 +87,8 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_MODEL_CHARS,
         CODECELL_LIMIT_IMAGES,      /* images a run hands back; default 8 */
         CODECELL_LIMIT_IMAGE_BYTES, /* size of one of them; default 4 MiB */
-        /* Host-tool calls outstanding at once per execution; default 8 (1: one at a time). */
-        CODECELL_LIMIT_TOOL_CONCURRENCY,
         CODECELL_LIMIT_FILES_IN,       /* files given to a run (its "files"); default 32 */
         CODECELL_LIMIT_FILES_IN_BYTES, /* their bytes together; default 8 MiB */
-        CODECELL_LIMIT_FILES_OUT,      /* files a run hands back from its output folder; 16 */
-        CODECELL_LIMIT_FILE_OUT_BYTES, /* the size of one of them; default 8 MiB */
-        /* Larger files handed back reach an MCP client as a link, not inline; 256 KiB. */
-        CODECELL_LIMIT_FILE_OUT_INLINE_BYTES,
-        CODECELL_LIMIT_APPROVAL_MS, /* time a person has to allow a tool call; default 120000 */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -287,6 +280,16 @@ typedef void (*codecell_progress_fn)(uint64_t elapsed_ms, const char *last_line,
  * quickly: the guest's pipes are not read meanwhile. */
 typedef void (*codecell_output_fn)(int stream, const char *data, size_t len, void *userdata);
 
+/* A file given to a run: written into /work before its code starts (codecell_run_options'
+ * files). name is a relative path under /work in UTF-8: parts of 1 to 255 bytes joined by
+ * '/', none of them "." or "..", no NUL or control characters, at most 1024 bytes; missing
+ * folders are made. data holds len bytes (any bytes; NULL only when len is 0). */
+typedef struct codecell_file {
+        const char *name;
+        const void *data;
+        size_t len;
+} codecell_file;
+
 typedef struct codecell_run_options {
         codecell_cancel *cancel;       /* NULL: the run cannot be cancelled */
         codecell_progress_fn progress; /* NULL: no progress reports */
@@ -308,8 +311,14 @@ typedef struct codecell_run_options {
          * CODECELL_LIMIT_TIMEOUT_MS. It only narrows the cell's limit: a larger value gets the
          * cell's. A size_t, as wide as the void * whose slot it took on every ABI. */
         size_t timeout_ms;
+        /* Files written into /work before the code starts, ended by an entry whose name is
+         * NULL; NULL: none. At most CODECELL_LIMIT_FILES_IN of them, CODECELL_LIMIT_FILES_IN_BYTES
+         * together and CODECELL_LIMIT_FILE_BYTES each; a session's files stay in its /work. A
+         * bad entry refuses the run (CODECELL_ERR_INVALID, naming it) before anything starts. They
+         * travel in the exec frame (as base64) and count against CODECELL_LIMIT_FRAME_BYTES. */
+        const codecell_file *files;
         /* Zero: room for later options (ABI promise). */
-        void *reserved[2];
+        void *reserved[1];
 } codecell_run_options;
 
 /* codecell_cell_run() with options (NULL: none). */

@@ -12,9 +12,11 @@ import _signal
 import _thread
 import binascii
 import builtins
+import errno
 import json
 import os
 import select
+import stat
 import struct
 import sys
 import time
@@ -589,6 +591,75 @@ def _apply_input(frame):
         os.close(fd)
 
 
+def _write_file(fd, part, data, where):
+    """data into the regular file part of the folder fd: never through a link, never into a
+    FIFO or a device (opened without blocking, checked before a byte is written)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        out = os.open(part, flags, 0o644, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "%s is a symbolic link (never followed): remove it first" % where
+        if exc.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO no one reads, a folder
+            return "%s is not a regular file (a FIFO, a device or a folder): remove it first" % where
+        return "%s cannot be written: %s" % (where, exc.strerror)
+    try:
+        if not stat.S_ISREG(os.fstat(out).st_mode):
+            return "%s is not a regular file (a FIFO, a device or a folder): remove it first" % where
+        os.ftruncate(out, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            return "%s: /work is full (the cell's work_bytes)" % where
+        return "%s cannot be written: %s" % (where, exc.strerror)
+    finally:
+        os.close(out)
+    return None
+
+
+def _write_files(files):
+    """The run's files (codecell_run_options.files), written into /work before its code. The
+    engine checked their names; what a session's earlier code left on their way (a link, a
+    FIFO, a file where a folder is needed) is never followed: the run is refused, naming it.
+    Returns that refusal, or None."""
+    if not isinstance(files, list):
+        return None
+    for i, entry in enumerate(files):
+        name = str(entry.get("name"))
+        parts = name.split("/")
+        fd = os.open("/work", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for k, part in enumerate(parts[:-1]):
+                where = "files[%d] (%r): /work/%s" % (i, name, "/".join(parts[:k + 1]))
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    return "%s cannot be made: %s" % (where, exc.strerror)
+                try:
+                    inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW |
+                                    os.O_CLOEXEC, dir_fd=fd)
+                except OSError:
+                    return "%s is not a folder (a link or a file, never followed)" % where
+                os.close(fd)
+                fd = inner
+            problem = _write_file(fd, parts[-1], binascii.a2b_base64(entry.get("b64", "")),
+                                  "files[%d] (%r): /work/%s" % (i, name, name))
+            if problem:
+                return problem
+        finally:
+            os.close(fd)
+    return None
+
+
+def _files_refused(problem):
+    return {"ok": False, "error": {"class": "codecell.FilesError", "message": problem,
+                                   "backtrace": []}}
+
+
 def _become_a_sandbox_of_the_zygote():
     """A cell's zygote (docs/security.md, "Forked sandboxes"): takes the engine's orders and
     forks a sandbox for each, as /codecell/zygote.so directs (the fork is Python's own, so
@@ -708,6 +779,7 @@ def _run():
         _send({"t": "taken", "id": frame.get("id")})
         interrupts = _take_interrupts()
         _apply_input(frame)
+        refused = _write_files(frame.get("files"))
         if isinstance(frame.get("bindings"), dict):
             _bind_tools(frame["bindings"], scope)
         started = time.monotonic()
@@ -718,7 +790,7 @@ def _run():
         before = _folder_state(_pictures["folder"]) if _pictures["folder"] else {}
         _guest_sigint()
         try:
-            out = _evaluate(str(frame.get("code", "")), scope)
+            out = _files_refused(refused) if refused else _evaluate(str(frame.get("code", "")), scope)
         finally:
             _note_sigints()
         try:

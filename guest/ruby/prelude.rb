@@ -364,11 +364,12 @@ module CodecellGuest
 
         interrupts = take_interrupts
         apply_input(frame)
+        refused = write_files(frame["files"])
         bind_tools(frame["bindings"]) if frame["bindings"].is_a?(Hash)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         images = frame["images"].is_a?(Hash) ? frame["images"] : {}
         before = folder_state(images["folder"])
-        out = evaluate(frame["code"].to_s)
+        out = refused ? files_refused(refused) : evaluate(frame["code"].to_s)
         hand_back_folder(frame["id"], images, before)
         out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
         # Output written before the result belongs to this execution: flush it first.
@@ -516,6 +517,61 @@ module CodecellGuest
       File.binwrite(path, frame["stdin_b64"].unpack1("m"))
       $stdin.reopen(path, "rb")
       File.unlink(path)
+    end
+
+    # The run's files (codecell_run_options.files), written into /work before its code. The
+    # engine checked their names; what a session's earlier code left on their way (a link, a
+    # FIFO, a file where a folder is needed) is never followed: the run is refused, naming it.
+    # Returns that refusal, or nil.
+    def write_files(files)
+      return nil unless files.is_a?(Array)
+
+      files.each_with_index do |entry, i|
+        name = entry["name"].to_s
+        parts = name.split("/")
+        dir = "/work"
+        parts[0...-1].each_with_index do |part, k|
+          dir = File.join(dir, part)
+          where = "files[#{i}] (#{name.inspect}): /work/#{parts[0..k].join("/")}"
+          begin
+            Dir.mkdir(dir, 0o755)
+          rescue Errno::EEXIST
+            nil
+          rescue SystemCallError => e
+            return "#{where} cannot be made: #{e.message}"
+          end
+          return "#{where} is not a folder (a link or a file, never followed)" unless File.lstat(dir).directory?
+        end
+        problem = write_file(File.join(dir, parts[-1]), entry["b64"].to_s.unpack1("m"),
+                             "files[#{i}] (#{name.inspect}): /work/#{name}")
+        return problem if problem
+      end
+      nil
+    end
+
+    # data into the regular file at path: never through a link, never into a FIFO or a device
+    # (opened without blocking, checked before a byte is written).
+    def write_file(path, data, where)
+      flags = File::WRONLY | File::CREAT | File::NOFOLLOW | File::NONBLOCK | File::BINARY
+      File.open(path, flags, 0o644) do |f|
+        return "#{where} is not a regular file (a FIFO, a device or a folder): remove it first" unless f.stat.file?
+
+        f.truncate(0)
+        f.write(data)
+      end
+      nil
+    rescue Errno::ELOOP
+      "#{where} is a symbolic link (never followed): remove it first"
+    rescue Errno::ENXIO, Errno::EISDIR # a FIFO no one reads, a folder
+      "#{where} is not a regular file (a FIFO, a device or a folder): remove it first"
+    rescue Errno::ENOSPC, Errno::EFBIG, Errno::EDQUOT
+      "#{where}: /work is full (the cell's work_bytes)"
+    rescue SystemCallError, IOError => e
+      "#{where} cannot be written: #{e.message}"
+    end
+
+    def files_refused(problem)
+      { ok: false, error: { "class" => "CodecellGuest::FilesError", "message" => problem, "backtrace" => [] } }
     end
 
     # The MCP servers' tools as module methods (docs/tools.md): for {"memory" =>

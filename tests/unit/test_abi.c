@@ -20,7 +20,8 @@ static void layouts(void)
         CHECK(offsetof(codecell_run_options, argv) == 40);
         CHECK(offsetof(codecell_run_options, stdin_len) == 64);
         CHECK(offsetof(codecell_run_options, timeout_ms) == 72);
-        CHECK(offsetof(codecell_run_options, reserved) == 80);
+        CHECK(offsetof(codecell_run_options, files) == 80);
+        CHECK(offsetof(codecell_run_options, reserved) == 88);
         /* A field that took a reserved slot is as wide as the pointer it replaced on every ABI
          * (32-bit ones too), so the struct keeps its size there as well. */
         CHECK(sizeof(((codecell_run_options *)0)->timeout_ms) == sizeof(void *));
@@ -45,8 +46,8 @@ static void numbers(void)
         CHECK(CODECELL_LIMIT_TOOL_CALL_MS == 14);
         CHECK(CODECELL_LIMIT_SESSION_IDLE_MS == 16);
         CHECK(CODECELL_LIMIT_IMAGE_BYTES == 19);
-        CHECK(CODECELL_LIMIT_TOOL_CONCURRENCY == 20);
-        CHECK(CODECELL_LIMIT_APPROVAL_MS == 26);
+        CHECK(CODECELL_LIMIT_FILES_IN == 20);
+        CHECK(CODECELL_LIMIT_FILES_IN_BYTES == 21);
         CHECK(CODECELL_LIMIT__COUNT <= CODECELL_LIMIT_SLOTS);
         CHECK(CODECELL_CELLSET_NO_POOL == 1u);
 }

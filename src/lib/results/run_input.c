@@ -1,17 +1,22 @@
-/* The guest's prelude applies these before the code: ARGV / sys.argv, ENV / os.environ, and
- * its stdin (fd 0) read from a file it writes in /tmp. Stdin travels base64-encoded, since a
- * frame is JSON text and stdin need not be UTF-8. */
+/* The guest's prelude applies these before the code: ARGV / sys.argv, ENV / os.environ, its
+ * stdin (fd 0) read from a file it writes in /tmp, and the files it writes into /work. Stdin
+ * and files travel base64-encoded, since a frame is JSON text and they need not be UTF-8.
+ * Every name is checked here, so the prelude only ever meets plain relative paths; what it
+ * finds on the way in a session's /work (a link, a FIFO the code made) it checks itself. */
 #include "run_input.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "error.h"
 #include "util.h"
 
 #define MAX_ARGS 1024
 #define MAX_VARS 256
+#define FILE_NAME_MAX 1024
+#define FILE_PART_MAX 255
 
 static bool valid_name(const char *s, size_t n)
 {
@@ -24,7 +29,76 @@ static bool valid_name(const char *s, size_t n)
         return true;
 }
 
-int run_input_check(const codecell_run_options *o, codecell_error *err)
+const char *run_input_file_name_problem(const char *name)
+{
+        size_t len = strlen(name);
+        if (len == 0)
+                return "is empty";
+        if (len > FILE_NAME_MAX)
+                return "is longer than 1024 bytes";
+        if (!utf8_valid(name, len))
+                return "is not valid UTF-8";
+        if (name[0] == '/')
+                return "is absolute: give a path relative to /work";
+        for (const char *p = name; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        return "holds a control character";
+        for (const char *part = name;;) {
+                size_t n = strcspn(part, "/");
+                if (n == 0)
+                        return "has an empty part (\"//\", or a '/' at its end)";
+                if (n > FILE_PART_MAX)
+                        return "has a part longer than 255 bytes";
+                if ((n == 1 && part[0] == '.') || (n == 2 && part[0] == '.' && part[1] == '.'))
+                        return "has a \".\" or \"..\" part: give a plain path inside /work";
+                if (!part[n])
+                        return NULL;
+                part += n + 1;
+        }
+}
+
+/* The files' names, count and sizes, against the cell's limits. */
+static int check_files(const codecell_file *files, const uint64_t *limits, codecell_error *err)
+{
+        uint64_t total = 0;
+        for (size_t i = 0; files && files[i].name; i++) {
+                const codecell_file *f = &files[i];
+                if (i == limits[CODECELL_LIMIT_FILES_IN])
+                        return err_set(err, CODECELL_ERR_INVALID, E2BIG,
+                                       "files: more than %llu files (the cell's files_in limit)",
+                                       (unsigned long long)limits[CODECELL_LIMIT_FILES_IN]);
+                const char *problem = run_input_file_name_problem(f->name);
+                if (problem)
+                        return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                                       "files[%zu].name: \"%.*s\" %s", i,
+                                       utf8_prefix(f->name, 200), f->name, problem);
+                for (size_t j = 0; j < i; j++)
+                        if (strcmp(files[j].name, f->name) == 0)
+                                return err_set(err, CODECELL_ERR_INVALID, EEXIST,
+                                               "files[%zu].name: \"%.*s\" is given twice (also "
+                                               "files[%zu])",
+                                               i, utf8_prefix(f->name, 200), f->name, j);
+                if (f->len && !f->data)
+                        return err_set(err, CODECELL_ERR_INVALID, EINVAL,
+                                       "files[%zu]: len without data", i);
+                if (f->len > limits[CODECELL_LIMIT_FILE_BYTES])
+                        return err_set(err, CODECELL_ERR_INVALID, EFBIG,
+                                       "files[%zu] (\"%.*s\"): %zu bytes is over the %llu-byte "
+                                       "limit of one file (file_bytes)",
+                                       i, utf8_prefix(f->name, 200), f->name, f->len,
+                                       (unsigned long long)limits[CODECELL_LIMIT_FILE_BYTES]);
+                total += f->len;
+                if (total > limits[CODECELL_LIMIT_FILES_IN_BYTES])
+                        return err_set(err, CODECELL_ERR_INVALID, EFBIG,
+                                       "files: %llu bytes together (up to files[%zu]) is over "
+                                       "the %llu-byte limit (files_in_bytes)",
+                                       (unsigned long long)total, i,
+                                       (unsigned long long)limits[CODECELL_LIMIT_FILES_IN_BYTES]);
+        }
+        return 0;
+}
+
+int run_input_check(const codecell_run_options *o, const uint64_t *limits, codecell_error *err)
 {
         if (!o)
                 return 0;
@@ -53,30 +127,7 @@ int run_input_check(const codecell_run_options *o, codecell_error *err)
         }
         if (o->stdin_len && !o->stdin_data)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "stdin_len without stdin_data");
-        return 0;
-}
-
-static char *base64(const unsigned char *in, size_t n)
-{
-        static const char digits[] =
-                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        char *out = malloc((n + 2) / 3 * 4 + 1);
-        if (!out)
-                return NULL;
-        char *p = out;
-        for (size_t i = 0; i < n; i += 3) {
-                unsigned v = (unsigned)in[i] << 16;
-                if (i + 1 < n)
-                        v |= (unsigned)in[i + 1] << 8;
-                if (i + 2 < n)
-                        v |= in[i + 2];
-                *p++ = digits[(v >> 18) & 63];
-                *p++ = digits[(v >> 12) & 63];
-                *p++ = i + 1 < n ? digits[(v >> 6) & 63] : '=';
-                *p++ = i + 2 < n ? digits[v & 63] : '=';
-        }
-        *p = '\0';
-        return out;
+        return check_files(o->files, limits, err);
 }
 
 int run_input_add(json_t *exec, const codecell_run_options *o)
@@ -101,9 +152,22 @@ int run_input_add(json_t *exec, const codecell_run_options *o)
                 bad |= json_object_set_new(exec, "env", env);
         }
         if (o->stdin_data) {
-                char *text = base64((const unsigned char *)o->stdin_data, o->stdin_len);
+                char *text = base64_encode(o->stdin_data, o->stdin_len, NULL);
                 bad |= !text || json_object_set_new(exec, "stdin_b64", json_string(text));
                 free(text);
+        }
+        if (o->files) {
+                json_t *files = json_array();
+                for (size_t i = 0; files && o->files[i].name; i++) {
+                        char *text = base64_encode(o->files[i].data ? o->files[i].data : "",
+                                                   o->files[i].len, NULL);
+                        bad |= !text || json_array_append_new(files,
+                                                              json_pack("{s:s, s:s}", "name",
+                                                                        o->files[i].name, "b64",
+                                                                        text));
+                        free(text);
+                }
+                bad |= json_object_set_new(exec, "files", files);
         }
         return bad ? -ENOMEM : 0;
 }

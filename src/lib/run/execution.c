@@ -226,7 +226,7 @@ int execution_accept(const struct cell_plan *plan, const char *code, size_t len,
                      codecell_error *err)
 {
         *ret = NULL;
-        int r = run_input_check(options, err);
+        int r = run_input_check(options, plan->config->limits, err);
         r = r ?: check_code(plan, code, len, err);
         if (r < 0)
                 return r;

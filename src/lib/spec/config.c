@@ -35,13 +35,8 @@ static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_MODEL_CHARS] = 20000,
         [CODECELL_LIMIT_IMAGES] = 8,
         [CODECELL_LIMIT_IMAGE_BYTES] = 4 * MIB,
-        [CODECELL_LIMIT_TOOL_CONCURRENCY] = 8,
         [CODECELL_LIMIT_FILES_IN] = 32,
         [CODECELL_LIMIT_FILES_IN_BYTES] = 8 * MIB,
-        [CODECELL_LIMIT_FILES_OUT] = 16,
-        [CODECELL_LIMIT_FILE_OUT_BYTES] = 8 * MIB,
-        [CODECELL_LIMIT_FILE_OUT_INLINE_BYTES] = 256 * 1024,
-        [CODECELL_LIMIT_APPROVAL_MS] = 120000,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -79,13 +74,8 @@ static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_MODEL_CHARS] = "model_chars",
         [CODECELL_LIMIT_IMAGES] = "images",
         [CODECELL_LIMIT_IMAGE_BYTES] = "image_bytes",
-        [CODECELL_LIMIT_TOOL_CONCURRENCY] = "tool_concurrency",
         [CODECELL_LIMIT_FILES_IN] = "files_in",
         [CODECELL_LIMIT_FILES_IN_BYTES] = "files_in_bytes",
-        [CODECELL_LIMIT_FILES_OUT] = "files_out",
-        [CODECELL_LIMIT_FILE_OUT_BYTES] = "file_out_bytes",
-        [CODECELL_LIMIT_FILE_OUT_INLINE_BYTES] = "file_out_inline_bytes",
-        [CODECELL_LIMIT_APPROVAL_MS] = "approval_ms",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)
