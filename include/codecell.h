@@ -315,7 +315,8 @@ typedef struct codecell_run_options {
          * NULL; NULL: none. At most CODECELL_LIMIT_FILES_IN of them, CODECELL_LIMIT_FILES_IN_BYTES
          * together and CODECELL_LIMIT_FILE_BYTES each; a session's files stay in its /work. A
          * bad entry refuses the run (CODECELL_ERR_INVALID, naming it) before anything starts. They
-         * travel in the exec frame (as base64) and count against CODECELL_LIMIT_FRAME_BYTES. */
+         * travel in the exec frame (as base64): with stdin, they must fit in
+         * CODECELL_LIMIT_FRAME_BYTES once encoded. */
         const codecell_file *files;
         /* Zero: room for later options (ABI promise). */
         void *reserved[1];

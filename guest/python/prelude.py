@@ -628,11 +628,12 @@ def _write_files(files):
         return None
     for i, entry in enumerate(files):
         name = str(entry.get("name"))
+        quoted = json.dumps(name, ensure_ascii=False)  # as the engine quotes names
         parts = name.split("/")
         fd = os.open("/work", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             for k, part in enumerate(parts[:-1]):
-                where = "files[%d] (%r): /work/%s" % (i, name, "/".join(parts[:k + 1]))
+                where = "files[%d] (%s): /work/%s" % (i, quoted, "/".join(parts[:k + 1]))
                 try:
                     os.mkdir(part, 0o755, dir_fd=fd)
                 except FileExistsError:
@@ -647,7 +648,7 @@ def _write_files(files):
                 os.close(fd)
                 fd = inner
             problem = _write_file(fd, parts[-1], binascii.a2b_base64(entry.get("b64", "")),
-                                  "files[%d] (%r): /work/%s" % (i, name, name))
+                                  "files[%d] (%s): /work/%s" % (i, quoted, name))
             if problem:
                 return problem
         finally:

@@ -12,6 +12,7 @@
 #include "util.h"
 #include "call_log.h"
 #include "refusals.h"
+#include "run_files.h"
 #include "server.h"
 
 /* The members of codecell_result_to_model_json beyond the engine's result, for
@@ -134,6 +135,9 @@ static json_t *input_schema(const struct mcp_server *s, bool sessions, bool mode
                           "properties", "code", "type", "string", "description",
                           "The whole program to run. The value of its last expression is returned.",
                           "minLength", 1, "required", "code", "additionalProperties", 0);
+        if (schema)
+                json_object_set_new(json_object_get(schema, "properties"), "files",
+                                    run_files_schema());
         if (schema && sessions) {
                 json_t *props = json_object_get(schema, "properties");
                 json_object_set_new(
@@ -281,14 +285,15 @@ static bool bad_arguments(const json_t *args, bool sessions, bool modern, bool b
         const char *key;
         const json_t *value;
         json_object_foreach((json_t *)args, key, value) {
-                if (strcmp(key, "code") != 0 &&
+                if (strcmp(key, "code") != 0 && strcmp(key, "files") != 0 &&
                     (!sessions || (strcmp(key, "session") != 0 && strcmp(key, "reset") != 0))) {
                         snprintf(why, n,
-                                 "Unknown argument \"%.*s\": this tool takes \"code\"%s. Put "
-                                 "everything the program needs inside the code.",
+                                 "Unknown argument \"%.*s\": this tool takes \"code\", and "
+                                 "optionally \"files\"%s. Put everything else the program "
+                                 "needs inside the code.",
                                  utf8_prefix(key, 64), key,
-                                 sessions ? ", and optionally \"session\" and \"reset\""
-                                          : " only (it has no sessions)");
+                                 sessions ? ", \"session\" and \"reset\""
+                                          : " (it has no sessions)");
                         return true;
                 }
         }
@@ -876,9 +881,11 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         const char *session = NULL;
         /* SEP-1303: what is wrong with the arguments is for the model to fix, so it is a
          * result with isError, not a protocol error. */
+        __attribute__((cleanup(run_files_free))) struct run_files files = {0};
         if (bad_arguments(args, sessions, call->modern,
                           codecell_cellset_default_session(s->cells, (size_t)i), why,
                           sizeof(why)) ||
+            !run_files_read(json_object_get(args, "files"), &files, why, sizeof(why)) ||
             !(session = resolve_session(s, c, call, (size_t)i, args, handle, why, sizeof(why)))) {
                 json_decref(empty);
                 mcp_answer(sink, mcp_tool_error(call, id, "%s", why));
@@ -913,7 +920,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         track(c, &f);
         const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
         struct progress_target target = {.sink = sink, .token = token};
-        codecell_run_options options = {.cancel = f.cancel};
+        codecell_run_options options = {.cancel = f.cancel, .files = files.list};
         if (json_is_string(token) || json_is_integer(token)) {
                 options.progress = report_progress;
                 options.userdata = &target;

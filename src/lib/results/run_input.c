@@ -98,6 +98,24 @@ static int check_files(const codecell_file *files, const uint64_t *limits, codec
         return 0;
 }
 
+/* Stdin and the files travel base64 in the exec frame: together they must fit in one frame
+ * (CODECELL_LIMIT_FRAME_BYTES), or the run would fail after it started instead of being
+ * refused with a reason. */
+static int check_frame_room(const codecell_run_options *o, const uint64_t *limits,
+                            codecell_error *err)
+{
+        uint64_t encoded = (o->stdin_len + 2) / 3 * 4;
+        for (size_t i = 0; o->files && o->files[i].name; i++)
+                encoded += (o->files[i].len + 2) / 3 * 4 + strlen(o->files[i].name) + 32;
+        if (encoded > limits[CODECELL_LIMIT_FRAME_BYTES])
+                return err_set(err, CODECELL_ERR_INVALID, EFBIG,
+                               "stdin and files: %llu bytes once base64-encoded is over the "
+                               "%llu-byte limit of one frame (frame_bytes)",
+                               (unsigned long long)encoded,
+                               (unsigned long long)limits[CODECELL_LIMIT_FRAME_BYTES]);
+        return 0;
+}
+
 int run_input_check(const codecell_run_options *o, const uint64_t *limits, codecell_error *err)
 {
         if (!o)
@@ -127,7 +145,8 @@ int run_input_check(const codecell_run_options *o, const uint64_t *limits, codec
         }
         if (o->stdin_len && !o->stdin_data)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "stdin_len without stdin_data");
-        return check_files(o->files, limits, err);
+        int r = check_files(o->files, limits, err);
+        return r ?: check_frame_room(o, limits, err);
 }
 
 int run_input_add(json_t *exec, const codecell_run_options *o)
