@@ -55,10 +55,6 @@ static bool read_entry(const json_t *entry, size_t i, struct run_files *f, char 
                         return false;
                 }
         }
-        if (strlen(json_string_value(name)) != json_string_length(name)) {
-                snprintf(why, n, "files[%zu].name holds a NUL character.", i);
-                return false;
-        }
         if (!text == !b64 || (text && !json_is_string(text)) || (b64 && !json_is_string(b64))) {
                 snprintf(why, n,
                          "files[%zu] (\"%.*s\") must give its content as exactly one of "
