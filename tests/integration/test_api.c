@@ -194,6 +194,58 @@ static void run_timeout(codecell_cell *cell)
         codecell_result_free(res);
 }
 
+/* Files given to a run (codecell_run_options.files) are in /work before the code, any bytes;
+ * a bad entry refuses the run before it starts, naming the entry; a session's stay. */
+static void run_files(codecell_cell *cell)
+{
+        static const unsigned char bytes[] = {0, 1, 0xff, 0xfe, '\n', 0};
+        const codecell_file files[] = {{"in/a.csv", "x,y\n1,2\n", 8},
+                                       {"bin", bytes, sizeof(bytes)},
+                                       {"empty", NULL, 0},
+                                       {NULL, NULL, 0}};
+        codecell_run_options o = {.files = files};
+        codecell_error err = {0};
+        codecell_result *res = NULL;
+        const char *code = L("[File.read('in/a.csv'), File.binread('bin').bytes, File.size('empty')]",
+                             "(open('in/a.csv').read(), list(open('bin', 'rb').read()), "
+                             "__import__('os').path.getsize('empty'))");
+        CHECK(codecell_cell_run_with(cell, code, strlen(code), &o, &res, &err) == 0);
+        char *json = res ? codecell_result_to_json(res, false) : NULL;
+        CHECK(json && strstr(json, "\"value\":[\"x,y\\n1,2\\n\",[0,1,255,254,10,0],0]"));
+        free(json);
+        codecell_result_free(res);
+
+        const char *bad[][2] = {{"../up", "\"..\" part"},     {"/abs", "is absolute"},
+                                {"a//b", "empty part"},         {"", "is empty"},
+                                {"a\x01", "control character"}, {"\xc3(", "not valid UTF-8"}};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const codecell_file one[] = {{"ok", "1", 1}, {bad[i][0], "x", 1}, {NULL, NULL, 0}};
+                codecell_run_options ob = {.files = one};
+                res = NULL;
+                CHECK(codecell_cell_run_with(cell, code, strlen(code), &ob, &res, &err) < 0 &&
+                      !res);
+                CHECK(err.kind == CODECELL_ERR_INVALID && strstr(err.message, "files[1].name") &&
+                      strstr(err.message, bad[i][1]));
+        }
+        const codecell_file no_data[] = {{"a", NULL, 3}, {NULL, NULL, 0}};
+        codecell_run_options on = {.files = no_data};
+        CHECK(codecell_cell_run_with(cell, code, strlen(code), &on, &res, &err) < 0 &&
+              strstr(err.message, "files[0]: len without data"));
+
+        const codecell_file note[] = {{"note", "kept", 4}, {NULL, NULL, 0}};
+        codecell_run_options os = {.files = note};
+        code = L("1", "1");
+        CHECK(codecell_session_eval_with(cell, "files", code, strlen(code), &os, &res, &err) == 0);
+        codecell_result_free(res);
+        code = L("File.read('note')", "open('note').read()");
+        CHECK(codecell_session_eval(cell, "files", code, strlen(code), &res, &err) == 0);
+        json = res ? codecell_result_to_json(res, false) : NULL;
+        CHECK(json && strstr(json, "\"value\":\"kept\""));
+        free(json);
+        codecell_result_free(res);
+        CHECK(codecell_session_close(cell, "files", &err) == 0);
+}
+
 /* A limit over the engine's own hard limit is refused when the cell is made, by name, in both
  * ways of making sandboxes: no sandbox could set it. At the hard limit, runs work. */
 static void test_limits_over_the_engines(void)
@@ -286,6 +338,7 @@ int main(int argc, char **argv)
 
         run_options(cell);
         run_timeout(cell);
+        run_files(cell);
 
         const char *desc = codecell_cell_description(cell);
         CHECK(strstr(desc,
