@@ -119,6 +119,21 @@ for (const [kind, make] of Object.entries(transports)) {
       assert.equal(p.structuredContent.stdout, "hi\n");
     });
 
+    test("files are in /work before the code; a bad entry is a tool error naming it", async () => {
+      const files = [
+        { name: "in/sales.csv", text: "city,n\nZürich,3\n" },
+        { name: "blob.bin", base64: Buffer.from([0, 255, 10, 0]).toString("base64") },
+      ];
+      const r = await run(client, "ruby", { code: "[File.read('in/sales.csv'), File.binread('blob.bin').bytes]", files });
+      assert.equal(r.isError, false);
+      assert.deepEqual(r.structuredContent.value, ["city,n\nZürich,3\n", [0, 255, 10, 0]]);
+      const p = await run(client, "python", { code: "open('in/sales.csv').read().splitlines()[1]", files });
+      assert.equal(p.structuredContent.value, "Zürich,3");
+      const bad = await run(client, "python", { code: "1", files: [{ name: "../etc/passwd", text: "x" }] });
+      assert.equal(bad.isError, true);
+      assert.match(bad.content[0].text, /files\[0\]\.name: "\.\.\/etc\/passwd" has a "\." or "\.\." part/);
+    });
+
     test("a matplotlib figure comes back as image content", async () => {
       const r = await run(client, "python", {
         code: "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n'ok'",
@@ -359,6 +374,15 @@ for (const [kind, make] of Object.entries(modern)) {
         assert.match(r.content[0].text, text);
       }
       await assert.rejects(call("nope", { code: "1" }), (e) => e.code === -32602);
+    });
+
+    test("files reach the code; a bad entry is a tool error naming it", async () => {
+      const r = await call("python", { code: "open('a/b.txt').read()", files: [{ name: "a/b.txt", text: "héllo" }] });
+      assert.equal(r.isError, false);
+      assert.equal(r.structuredContent.value, "héllo");
+      const bad = await call("ruby", { code: "1", files: [{ name: "/abs", text: "x" }] });
+      assert.equal(bad.isError, true);
+      assert.match(bad.content[0].text, /files\[0\]\.name: "\/abs" is absolute/);
     });
   });
 }
