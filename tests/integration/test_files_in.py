@@ -117,6 +117,7 @@ class GivenFiles(Served):
                  ("/etc/passwd", "is absolute"), ("", "is empty"), (".", '"." or ".." part'),
                  ("a/./b", '"." or ".." part'), ("a//b", "empty part"), ("a/", "empty part"),
                  ("tab\there", "control character"), ("del\u007f", "control character"),
+                 ("c1\u0085", "control character"),
                  ("x" * 256, "longer than 255 bytes"), ("a/" * 512 + "b", "longer than 1024"),
                  ("é" * 128 + "x", "longer than 255 bytes")]
         for lang in LANGUAGES:

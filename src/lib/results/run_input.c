@@ -40,8 +40,10 @@ const char *run_input_file_name_problem(const char *name)
                 return "is not valid UTF-8";
         if (name[0] == '/')
                 return "is absolute: give a path relative to /work";
-        for (const char *p = name; *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+        /* C0, DEL and C1 (U+0080-U+009F, 0xc2 0x80-0x9f in UTF-8): names a terminal or a log
+         * would show as something else. */
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+                if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
                         return "holds a control character";
         for (const char *part = name;;) {
                 size_t n = strcspn(part, "/");
