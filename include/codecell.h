@@ -85,8 +85,8 @@ typedef enum codecell_limit {
         /* Characters of a result's value, output and error shown to a model (MCP, and
          * codecell_result_to_model_json); default 20000. */
         CODECELL_LIMIT_MODEL_CHARS,
-        CODECELL_LIMIT_IMAGES,      /* images a run hands back; default 8 */
-        CODECELL_LIMIT_IMAGE_BYTES, /* size of one of them; default 4 MiB */
+        CODECELL_LIMIT_IMAGES,         /* images a run hands back; default 8 */
+        CODECELL_LIMIT_IMAGE_BYTES,    /* size of one of them; default 4 MiB */
         CODECELL_LIMIT_FILES_IN,       /* files given to a run (its "files"); default 32 */
         CODECELL_LIMIT_FILES_IN_BYTES, /* their bytes together; default 8 MiB */
         CODECELL_LIMIT__COUNT

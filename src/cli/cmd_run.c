@@ -56,6 +56,8 @@ static const char usage[] =
         "      --save-images DIR    write the images the run handed back to DIR\n"
         "                           (image-1.png, …) and list them on stderr\n"
         "      --env NAME=VALUE     set a variable in the code's environment; repeatable\n"
+        "      --file [NAME=]PATH   copy host file PATH into /work/NAME (default: PATH's\n"
+        "                           last part) before the code starts; repeatable\n"
         "      --config FILE        run in a cell of a configuration file: its mounts,\n"
         "                           tools, interpreter and limits; beside it --timeout,\n"
         "                           --cpu, --memory and --max-output only narrow the\n"
@@ -83,6 +85,7 @@ enum {
         OPT_IMAGE_FOLDER,
         OPT_SAVE_IMAGES,
         OPT_ENV,
+        OPT_FILE,
         OPT_CONFIG,
         OPT_CELL
 };
@@ -100,6 +103,7 @@ static const struct option options[] = {
         {"image-folder", required_argument, NULL, OPT_IMAGE_FOLDER},
         {"save-images", required_argument, NULL, OPT_SAVE_IMAGES},
         {"env", required_argument, NULL, OPT_ENV},
+        {"file", required_argument, NULL, OPT_FILE},
         {"config", required_argument, NULL, OPT_CONFIG},
         {"cell", required_argument, NULL, OPT_CELL},
         {"help", no_argument, NULL, 'h'},
@@ -238,6 +242,7 @@ int cmd_run(int argc, char **argv)
         const char *eval = NULL, *config = NULL, *cell_name = NULL, *save_images = NULL;
         const char *env[MAX_ENV + 1] = {0};
         size_t n_env = 0;
+        __attribute__((cleanup(cli_files_free))) struct cli_files files = {0};
         bool json = false;
         struct cell_flags f = {.who = "codecell run", .policy = CODECELL_POLICY_WARN};
         int c;
@@ -281,6 +286,12 @@ int cmd_run(int argc, char **argv)
                                 return fail_usage("at most 256 --env%s", "");
                         env[n_env++] = optarg;
                         break;
+                case OPT_FILE: {
+                        int r = cli_files_take(&files, optarg);
+                        if (r)
+                                return r;
+                        break;
+                }
                 case OPT_CONFIG:
                         config = optarg;
                         break;
@@ -368,7 +379,8 @@ int cmd_run(int argc, char **argv)
                                      .argv = args,
                                      .env = n_env ? env : NULL,
                                      .stdin_data = input,
-                                     .stdin_len = input_len};
+                                     .stdin_len = input_len,
+                                     .files = files.list};
         /* Where the images go, as the user named it now, before the guest could change it. */
         images_dir = save_images ? open(save_images, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
         if (codecell_cell_run_with(cell, code, len, &live, &res, &err) < 0) {

@@ -15,11 +15,11 @@ json_t *run_files_schema(void)
                 "Files written into /work before the code starts, for the code to read "
                 "(\"sales.csv\" is /work/sales.csv; folders are made). Give each as text, or "
                 "binary data as base64. In a session they stay in its /work.",
-                "items", "type", "object", "properties", "name", "type", "string",
-                "description", "a path relative to /work, such as \"data/sales.csv\"", "text",
-                "type", "string", "description", "the file's content, as text (UTF-8)", "base64",
-                "type", "string", "description", "the file's content, base64-encoded (instead of text)",
-                "required", "name", "additionalProperties", 0);
+                "items", "type", "object", "properties", "name", "type", "string", "description",
+                "a path relative to /work, such as \"data/sales.csv\"", "text", "type", "string",
+                "description", "the file's content, as text (UTF-8)", "base64", "type", "string",
+                "description", "the file's content, base64-encoded (instead of text)", "required",
+                "name", "additionalProperties", 0);
 }
 
 void run_files_free(struct run_files *f)

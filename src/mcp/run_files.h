@@ -11,7 +11,7 @@
 #include "codecell.h"
 
 struct run_files {
-        codecell_file *list; /* ended by an entry whose name is NULL; NULL when none given */
+        codecell_file *list;   /* ended by an entry whose name is NULL; NULL when none given */
         unsigned char **bytes; /* the decoded contents, owned */
         size_t n;
 };

@@ -206,18 +206,22 @@ static void run_files(codecell_cell *cell)
         codecell_run_options o = {.files = files};
         codecell_error err = {0};
         codecell_result *res = NULL;
-        const char *code = L("[File.read('in/a.csv'), File.binread('bin').bytes, File.size('empty')]",
-                             "(open('in/a.csv').read(), list(open('bin', 'rb').read()), "
-                             "__import__('os').path.getsize('empty'))");
+        const char *code =
+                L("[File.read('in/a.csv'), File.binread('bin').bytes, File.size('empty')]",
+                  "(open('in/a.csv').read(), list(open('bin', 'rb').read()), "
+                  "__import__('os').path.getsize('empty'))");
         CHECK(codecell_cell_run_with(cell, code, strlen(code), &o, &res, &err) == 0);
         char *json = res ? codecell_result_to_json(res, false) : NULL;
         CHECK(json && strstr(json, "\"value\":[\"x,y\\n1,2\\n\",[0,1,255,254,10,0],0]"));
         free(json);
         codecell_result_free(res);
 
-        const char *bad[][2] = {{"../up", "\"..\" part"},     {"/abs", "is absolute"},
-                                {"a//b", "empty part"},         {"", "is empty"},
-                                {"a\x01", "control character"}, {"\xc3(", "not valid UTF-8"}};
+        const char *bad[][2] = {{"../up", "\"..\" part"},
+                                {"/abs", "is absolute"},
+                                {"a//b", "empty part"},
+                                {"", "is empty"},
+                                {"a\x01", "\"a\\x01\" holds a control character"},
+                                {"\xc3(", "\"\\xc3(\" is not valid UTF-8"}};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 const codecell_file one[] = {{"ok", "1", 1}, {bad[i][0], "x", 1}, {NULL, NULL, 0}};
                 codecell_run_options ob = {.files = one};

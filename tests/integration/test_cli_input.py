@@ -65,6 +65,45 @@ class Input(unittest.TestCase):
                 self.assertIn(message, r.stderr.decode())
 
 
+class Files(unittest.TestCase):
+    READ = {"ruby": '[File.binread("blob.bin").bytes, File.read("in/table.csv")]',
+            "python": '[list(open("blob.bin", "rb").read()), open("in/table.csv").read()]'}
+
+    def test_files_are_copied_into_work_under_their_names(self):
+        d = tempdir(self)
+        blob, table = os.path.join(d, "blob.bin"), os.path.join(d, "t.csv")
+        with open(blob, "wb") as f:
+            f.write(b"\x00\xff\n")
+        with open(table, "w") as f:
+            f.write("a,é\n")
+        for lang, code in self.READ.items():
+            with self.subTest(lang=lang):
+                r = run("--lang", lang, "--json", "--file", blob, "--file",
+                        "in/table.csv=" + table, "-e", code)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(json.loads(r.stdout)["value"], [[0, 255, 10], "a,é\n"])
+
+    def test_bad_files_are_refused_before_anything_runs(self):
+        d = tempdir(self)
+        ok = os.path.join(d, "ok.txt")
+        with open(ok, "w") as f:
+            f.write("1")
+        os.mkfifo(os.path.join(d, "fifo"))
+        cases = [(["--file", "../up=" + ok], 'files[0].name: "../up" has a "." or ".." part'),
+                 (["--file", "/etc/x=" + ok], 'files[0].name: "/etc/x" is absolute'),
+                 (["--file", ok, "--file", "ok.txt=" + ok], 'files[1].name: "ok.txt" is given '
+                                                            'twice'),
+                 (["--file", os.path.join(d, "missing")], "No such file or directory"),
+                 (["--file", d], "not a regular file"),
+                 (["--file", os.path.join(d, "fifo")], "not a regular file")]
+        for args, message in cases:
+            with self.subTest(args=args):
+                r = run(*args, "-e", 'File.write("/work/ran", "1")')
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr.decode())
+                self.assertEqual(r.stdout, b"")
+
+
 class ConfiguredCell(unittest.TestCase):
     def setUp(self):
         self.dir = tempdir(self)

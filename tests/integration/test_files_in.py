@@ -128,6 +128,10 @@ class GivenFiles(Served):
                     self.assertIn("files[1].name", text)
                     self.assertIn(why, text)
 
+    def test_a_control_character_is_shown_escaped_in_the_refusal(self):
+        text = self.refusal("ruby", [{"name": "line\nbreak\u0085", "text": "x"}])
+        self.assertIn('files[0].name: "line\\x0abreak\\xc2\\x85" holds a control character', text)
+
     def test_malformed_entries_are_refused_with_what_to_send(self):
         cases = [("sales.csv", '"files" must be a list'),
                  ({"name": "a", "text": "x"}, '"files" must be a list'),

@@ -59,10 +59,36 @@ const char *run_input_file_name_problem(const char *name)
         }
 }
 
+/* name as a message shows it: at most 200 bytes of it, cut on a character, its control
+ * characters as \xNN (a newline in a name must not start a line of its own in a log). buf
+ * holds 200 bytes shown as four characters each. */
+static const char *shown(const char *name, char buf[static 820])
+{
+        size_t out = 0, len = strlen(name);
+        /* Not UTF-8: every byte past ASCII is shown as \xNN, so the message still is. */
+        bool valid = utf8_valid(name, len);
+        const unsigned char *p = (const unsigned char *)name;
+        const unsigned char *end =
+                p + (valid ? (size_t)utf8_prefix(name, 200) : (len < 200 ? len : 200));
+        for (; p < end; p++) {
+                bool c1 = valid && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+                if (*p < 0x20 || *p == 0x7f || c1 || (!valid && *p >= 0x80)) {
+                        out += (size_t)sprintf(buf + out, c1 ? "\\x%02x\\x%02x" : "\\x%02x", p[0],
+                                               p[1]);
+                        p += c1;
+                } else {
+                        buf[out++] = (char)*p;
+                }
+        }
+        buf[out] = '\0';
+        return buf;
+}
+
 /* The files' names, count and sizes, against the cell's limits. */
 static int check_files(const codecell_file *files, const uint64_t *limits, codecell_error *err)
 {
         uint64_t total = 0;
+        char buf[820];
         for (size_t i = 0; files && files[i].name; i++) {
                 const codecell_file *f = &files[i];
                 if (i == limits[CODECELL_LIMIT_FILES_IN])
@@ -72,22 +98,22 @@ static int check_files(const codecell_file *files, const uint64_t *limits, codec
                 const char *problem = run_input_file_name_problem(f->name);
                 if (problem)
                         return err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                                       "files[%zu].name: \"%.*s\" %s", i,
-                                       utf8_prefix(f->name, 200), f->name, problem);
+                                       "files[%zu].name: \"%s\" %s", i, shown(f->name, buf),
+                                       problem);
                 for (size_t j = 0; j < i; j++)
                         if (strcmp(files[j].name, f->name) == 0)
                                 return err_set(err, CODECELL_ERR_INVALID, EEXIST,
-                                               "files[%zu].name: \"%.*s\" is given twice (also "
+                                               "files[%zu].name: \"%s\" is given twice (also "
                                                "files[%zu])",
-                                               i, utf8_prefix(f->name, 200), f->name, j);
+                                               i, shown(f->name, buf), j);
                 if (f->len && !f->data)
                         return err_set(err, CODECELL_ERR_INVALID, EINVAL,
                                        "files[%zu]: len without data", i);
                 if (f->len > limits[CODECELL_LIMIT_FILE_BYTES])
                         return err_set(err, CODECELL_ERR_INVALID, EFBIG,
-                                       "files[%zu] (\"%.*s\"): %zu bytes is over the %llu-byte "
+                                       "files[%zu] (\"%s\"): %zu bytes is over the %llu-byte "
                                        "limit of one file (file_bytes)",
-                                       i, utf8_prefix(f->name, 200), f->name, f->len,
+                                       i, shown(f->name, buf), f->len,
                                        (unsigned long long)limits[CODECELL_LIMIT_FILE_BYTES]);
                 total += f->len;
                 if (total > limits[CODECELL_LIMIT_FILES_IN_BYTES])
@@ -182,10 +208,9 @@ int run_input_add(json_t *exec, const codecell_run_options *o)
                 for (size_t i = 0; files && o->files[i].name; i++) {
                         char *text = base64_encode(o->files[i].data ? o->files[i].data : "",
                                                    o->files[i].len, NULL);
-                        bad |= !text || json_array_append_new(files,
-                                                              json_pack("{s:s, s:s}", "name",
-                                                                        o->files[i].name, "b64",
-                                                                        text));
+                        bad |= !text || json_array_append_new(files, json_pack("{s:s, s:s}", "name",
+                                                                               o->files[i].name,
+                                                                               "b64", text));
                         free(text);
                 }
                 bad |= json_object_set_new(exec, "files", files);
