@@ -38,7 +38,13 @@ class RunOptions(ctypes.Structure):
                 ("progress_interval_ms", ctypes.c_uint64), ("userdata", ctypes.c_void_p),
                 ("output", ctypes.c_void_p), ("argv", ctypes.c_void_p), ("env", ctypes.c_void_p),
                 ("stdin_data", ctypes.c_char_p), ("stdin_len", ctypes.c_size_t),
-                ("timeout_ms", ctypes.c_size_t), ("reserved", ctypes.c_void_p * 2)]
+                ("timeout_ms", ctypes.c_size_t), ("files", ctypes.c_void_p),
+                ("reserved", ctypes.c_void_p * 1)]
+
+
+# codecell_file: one file written into /work before a run (an array of them ends in a NULL name).
+class File(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("data", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
 # codecell_output_fn: (stream 1 or 2, data, len, userdata).

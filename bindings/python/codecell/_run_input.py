@@ -1,5 +1,6 @@
 """What one run or eval is given besides its code, as the CLI gives it (`codecell run`): its own
-wall clock, stdin, argv, environment variables and a callback for its output as it comes.
+wall clock, stdin, argv, environment variables, files written into /work and a callback for its
+output as it comes.
 
 Everything is checked and encoded here, before the engine is called, and kept alive by the
 RunInput object for as long as the run lasts (ctypes does not keep what a structure points to)."""
@@ -50,6 +51,54 @@ def _stdin(stdin):
     raise TypeError("stdin: str or bytes, not %s" % type(stdin).__name__)
 
 
+def _file_entries(files):
+    """(name, content) pairs of a dict or a list of pairs; TypeError for anything else."""
+    if isinstance(files, dict):
+        return list(files.items())
+    if not isinstance(files, (list, tuple)):
+        raise TypeError("files: a dict {name: content} or a list of (name, content) pairs, "
+                        "not %s" % type(files).__name__)
+    entries = []
+    for i, entry in enumerate(files):
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise TypeError("files[%d]: a (name, content) pair, not %r" % (i, entry))
+        entries.append(tuple(entry))
+    return entries
+
+
+def _file_content(content, i):
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate has no UTF-8 form
+            raise ValueError("files[%d].content: not valid as UTF-8 text: %s" % (i, e)) from None
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        return bytes(content)
+    raise TypeError("files[%d].content: str or bytes, not %s" % (i, type(content).__name__))
+
+
+def _files(files):
+    """The codecell_file array (ended by a NULL name) and the bytes it points into, which must
+    outlive the run: ctypes does not keep what a c_void_p points to. The names' rules are the
+    engine's (it refuses a bad one naming files[i]); here only the types, and a NUL, which a C
+    string would cut short."""
+    if files is None:
+        return None, []
+    entries = _file_entries(files)
+    array = (n.File * (len(entries) + 1))()
+    kept = []
+    for i, (name, content) in enumerate(entries):
+        if not isinstance(name, str):
+            raise TypeError("files[%d].name: a str, not %r" % (i, name))
+        encoded_name = n.cstr(name, "files[%d].name" % i)
+        data = _file_content(content, i)
+        kept += [encoded_name, data]
+        array[i].name = encoded_name
+        array[i].data = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p)
+        array[i].len = len(data)
+    return array, kept
+
+
 def _timeout(timeout_ms):
     if timeout_ms is None:
         return 0
@@ -66,12 +115,13 @@ class RunInput:
     "stdout" or "stderr" and the text as the guest wrote it (decoded as UTF-8 across pieces)."""
 
     def __init__(self, cancel, timeout_ms=None, stdin=None, argv=None, env=None,
-                 on_output=None):
+                 on_output=None, files=None):
         if on_output is not None and not callable(on_output):
             raise TypeError("on_output: %r is not callable" % (on_output,))
         self._argv = _strings(argv, "argv")
         self._env = _env(env)
         self._stdin = _stdin(stdin)
+        self._files, self._file_bytes = _files(files)
         self._on_output = on_output
         self._cancel = cancel
         self.raised = None  # what on_output raised: the run was cancelled, and run() raises it
@@ -82,6 +132,7 @@ class RunInput:
             argv=ctypes.cast(self._argv, ctypes.c_void_p) if self._argv else None,
             env=ctypes.cast(self._env, ctypes.c_void_p) if self._env else None,
             stdin_data=self._stdin, stdin_len=len(self._stdin or b""),
+            files=ctypes.cast(self._files, ctypes.c_void_p) if self._files is not None else None,
             output=ctypes.cast(self._callback, ctypes.c_void_p) if self._callback else None)
 
     def _decoder(self, stream):

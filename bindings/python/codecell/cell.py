@@ -222,7 +222,8 @@ class Session:
     def eval(self, code, cancel=None, **run_input):
         """A result whose session had ended since the last eval (killed from outside, or by a
         thread of its own) ran in a fresh one, and says so in result.state_lost. Takes
-        Cell.run's timeout_ms=, stdin=, argv=, env= and on_output=."""
+        Cell.run's timeout_ms=, stdin=, argv=, env=, on_output= and files= (which stay in the
+        session's /work)."""
         return self.cell._call(code, self.name, cancel, run_input)
 
     def __eq__(self, other):
@@ -384,7 +385,8 @@ class Cell:
         err = n.Error()
         if cancel is None:
             cancel = Cancel()
-        unknown = set(run_input) - {"timeout_ms", "stdin", "argv", "env", "on_output"}
+        unknown = set(run_input) - {"timeout_ms", "stdin", "argv", "env", "on_output",
+                                    "files"}
         if unknown:
             raise TypeError("unexpected keyword arguments: %s" % ", ".join(sorted(unknown)))
         given = RunInput(cancel, **run_input)
@@ -406,7 +408,7 @@ class Cell:
         return outcome
 
     def run(self, code, cancel=None, *, timeout_ms=None, stdin=None, argv=None, env=None,
-            on_output=None):
+            on_output=None, files=None):
         """Runs code in a fresh sandbox; returns a Result. cancel: a codecell.Cancel.
 
         As `codecell run` gives them: timeout_ms, this run's wall clock (it narrows the cell's
@@ -414,10 +416,16 @@ class Cell:
         (a list of str) its ARGV / sys.argv[1:]; env ({name: value}) variables added to its
         environment; on_output(stream, text), called with "stdout" or "stderr" and each piece
         of output as the code writes it (on the thread of the run; it must return quickly; an
-        exception it raises cancels the run and is raised here)."""
+        exception it raises cancels the run and is raised here).
+
+        files ({name: content} or a list of (name, content) pairs; content str, written as
+        UTF-8, or bytes) are written into /work before the code starts, their folders made;
+        names are relative paths under /work. A bad name, too many files or too many bytes
+        (the cell's files_in, files_in_bytes and file_bytes limits) raise ValueError naming
+        files[i] before anything runs. In a session they stay in its /work."""
         return self._call(code, None, cancel, {
             "timeout_ms": timeout_ms, "stdin": stdin, "argv": argv, "env": env,
-            "on_output": on_output})
+            "on_output": on_output, "files": files})
 
     def session(self, name=DEFAULT_SESSION):
         """The named session (started on first eval; "default" when unnamed); a context manager
@@ -427,7 +435,7 @@ class Cell:
     def eval(self, code, session=DEFAULT_SESSION, reset=False, cancel=None, **run_input):
         """Runs code in the named session, as the seed's Repl.execute(code:, session:, reset:):
         reset=True drops the session's state first. Takes run()'s timeout_ms=, stdin=, argv=,
-        env= and on_output= (for this eval)."""
+        env=, on_output= and files= (for this eval; the files stay in the session's /work)."""
         if reset:
             self._session_close(str(session))
         return self._call(code, str(session), cancel, run_input)

@@ -3,9 +3,19 @@
 require_relative "helper"
 
 # What a run is given besides its code, as `codecell run` gives it: its own wall clock, stdin,
-# argv, environment variables and its output as it comes.
+# argv, environment variables, files written into /work and its output as it comes.
 class TestRunInput < Minitest::Test
   SLEEP = { ruby: "sleep %s; 1", python: "import time\ntime.sleep(%s)\n1" }.freeze
+  # Reads back what files: wrote: the CSV as text, the binary file as hex, the nested folder.
+  READ_FILES = {
+    ruby: "[File.read('/work/sales.csv'), File.binread('/work/all.bin').unpack1('H*'), " \
+          "Dir.children('/work/in/deep').sort, File.directory?('/work/in')]",
+    python: "import os\n[open('/work/sales.csv').read(), open('/work/all.bin', 'rb').read().hex(), " \
+            "sorted(os.listdir('/work/in/deep')), os.path.isdir('/work/in')]"
+  }.freeze
+  EXISTS = { ruby: "File.exist?('/work/%s')", python: "import os\nos.path.exists('/work/%s')" }.freeze
+  CSV = "city,sales\nOslo,12\nZürich,7\n"
+  ALL_BYTES = (0..255).to_a.pack("C*").freeze
 
   def setup
     @cells = SLEEP.keys.to_h { |lang| [lang, CodeCell::Cell.new(language: lang, pool: 1, timeout_ms: 5_000)] }
@@ -100,5 +110,75 @@ class TestRunInput < Minitest::Test
     assert_equal "x\n", catch(:out) { cell.run(code) { |_, text| throw :out, text } }
     assert_nil Thread.new { cell.run(code) { Thread.current.kill } }.value
     assert_equal 2, cell.run("1 + 1").value # the cell goes on
+  end
+
+  def test_files_are_written_into_work_before_the_code_runs
+    files = { "sales.csv" => CSV, "all.bin" => ALL_BYTES, "in/deep/notes.txt" => "",
+              "in/deep/résumé.md" => "# hi" }
+    want = [CSV, ALL_BYTES.unpack1("H*"), ["notes.txt", "résumé.md"], true]
+    @cells.each do |lang, cell|
+      r = cell.run(READ_FILES[lang], files: files)
+      assert_equal :ok, r.status, r.to_h.inspect
+      assert_equal want, r.value, lang
+      # A String's bytes as they are, whatever its encoding says.
+      r = cell.run(READ_FILES[lang], files: files.transform_values { |v| v.b })
+      assert_equal want, r.value, lang
+      # A run is a fresh sandbox: the last run's files are gone.
+      assert_equal false, cell.run(format(EXISTS[lang], "sales.csv")).value, lang
+    end
+  end
+
+  def test_a_sessions_files_stay_for_the_next_eval
+    @cells.each do |lang, cell|
+      session = cell.session("files")
+      assert_equal :ok, session.eval("1", files: { "sales.csv" => CSV }).status
+      r = session.eval(READ_FILES[lang], files: { "all.bin" => ALL_BYTES, "in/deep/x" => "x" })
+      assert_equal [CSV, ALL_BYTES.unpack1("H*"), ["x"], true], r.value, lang
+      # Cell#eval reaches the same session's /work.
+      assert_equal true, cell.eval(format(EXISTS[lang], "in/deep/x"), session: "files").value, lang
+      cell.close_all
+    end
+  end
+
+  def test_a_bad_file_is_refused_naming_the_entry
+    @cells.each do |lang, cell|
+      ["../x", "/etc/passwd", "a//b", "a/./b", "x\n", "\xff".b].each do |name|
+        e = assert_raises(ArgumentError) { cell.run("1", files: { name => "x" }) }
+        assert_includes e.message, "files[0].name", name
+        e = assert_raises(ArgumentError) { cell.session("bad").eval("1", files: { "ok.txt" => "x", name => "x" }) }
+        assert_includes e.message, "files[1].name", name
+      end
+      e = assert_raises(ArgumentError) { cell.run("1", files: { "a\0b" => "x" }) } # a C string ends at a NUL
+      assert_includes e.message, "files[0].name"
+      # Nothing of a refused eval was written: not even the good entry before the bad one.
+      assert_equal false, cell.session("bad").eval(format(EXISTS[lang], "ok.txt")).value, lang
+      cell.close_all
+    end
+    cell = @cells[:ruby]
+    { "sales.csv" => "files: a Hash", [["a", "x"]] => "files: a Hash",
+      { a: "x" } => "files[0].name: a String, not :a",
+      { "a" => 1 } => "files[0].content: a String, not Integer",
+      { "a" => "x", "b" => nil } => "files[1].content" }.each do |files, message|
+      e = assert_raises(TypeError) { cell.run("1", files: files) }
+      assert_includes e.message, message
+    end
+    e = assert_raises(ArgumentError) { cell.eval("1", files: { "\xff".dup.force_encoding("UTF-16LE") => "x" }) }
+    assert_includes e.message, "files[0].name"
+  end
+
+  def test_more_files_than_the_cells_limit_are_refused
+    SLEEP.each_key do |lang|
+      CodeCell::Cell.open(language: lang, pool: 0, limits: { files_in: 2, files_in_bytes: 10 }) do |cell|
+        two = { "a" => "1", "b/c" => "2" }
+        assert_equal true, cell.run(format(EXISTS[lang], "b/c"), files: two).value
+        [->(f) { cell.run("1", files: f) }, ->(f) { cell.eval("1", files: f) }].each do |run|
+          e = assert_raises(ArgumentError) { run.call(two.merge("d" => "3")) }
+          assert_includes e.message, "more than 2 files"
+          assert_includes e.message, "files_in"
+          e = assert_raises(ArgumentError) { run.call({ "a" => "12345", "b" => "123456".b }) } # 11 bytes in all
+          assert_includes e.message, "files[1]"
+        end
+      end
+    end
   end
 end

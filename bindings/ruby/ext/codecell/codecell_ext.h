@@ -29,12 +29,13 @@ int rbcc_tool_handler(const char *args_json, char **ret_json, char **ret_error, 
 void rbcc_define_tool_calls(VALUE mNative);
 
 /* run_given.c: a run's options from a Ruby Hash ({timeout_ms:, stdin:, argv: [String],
- * env: ["NAME=VALUE"], output: callable}), in memory of their own for the run without the
- * GVL. */
+ * env: ["NAME=VALUE"], files: [[name, content]], output: callable}), in memory of their own for
+ * the run without the GVL. */
 struct rbcc_run_given {
         char *stdin_data;
         size_t stdin_len;
         char **argv, **env;      /* NULL-terminated, or NULL */
+        codecell_file *files;    /* ended by a NULL name (names and data malloc'd), or NULL */
         VALUE output;            /* called with (:stdout | :stderr, text); the Hash holds it */
         codecell_cancel *cancel; /* the run's, triggered when output raises */
         int raised;              /* rb_protect's state of what output raised; 0: nothing */

@@ -1,5 +1,5 @@
 /* What a run or a session eval is given besides its code (Cell#run's timeout_ms:, stdin:,
- * argv:, env:, on_output:), copied out of Ruby's heap before the GVL is released, and the
+ * argv:, env:, files:, on_output:), copied out of Ruby's heap before the GVL is released, and the
  * output callback, which the engine calls on the thread that waits for the run: that thread
  * released the GVL, so the callback takes it back for the block and lets go again. */
 #include <stdlib.h>
@@ -36,6 +36,43 @@ static void copy_list(VALUE list, char ***ret)
                 (*ret)[i] = copy(rb_ary_entry(list, i));
 }
 
+static char *copy_bytes(VALUE s, size_t *ret_len)
+{
+        StringValue(s);
+        size_t len = (size_t)RSTRING_LEN(s);
+        char *c = malloc(len + 1); /* + 1: a pointer of its own even for an empty file */
+        if (!c)
+                rb_raise(rb_eNoMemError, "codecell: out of memory");
+        memcpy(c, RSTRING_PTR(s), len);
+        c[len] = '\0';
+        *ret_len = len;
+        return c;
+}
+
+/* The files as Cell.run_input checked them, an Array of [name, content] pairs, copied into
+ * *ret: the run reads its own copies, since Ruby's GC may move or free the strings once the
+ * GVL is released, and other threads may change them. An entry is filled name first, so the
+ * list stays ended by a NULL name whatever raises (rbcc_run_given_free frees it all). */
+static void copy_files(VALUE list, codecell_file **ret)
+{
+        if (NIL_P(list))
+                return;
+        Check_Type(list, T_ARRAY);
+        long n = RARRAY_LEN(list);
+        if (!(*ret = calloc((size_t)n + 1, sizeof(codecell_file))))
+                rb_raise(rb_eNoMemError, "codecell: out of memory");
+        for (long i = 0; i < n && i < RARRAY_LEN(list); i++) {
+                VALUE pair = rb_ary_entry(list, i);
+                Check_Type(pair, T_ARRAY);
+                if (RARRAY_LEN(pair) != 2)
+                        rb_raise(rb_eArgError, "files[%ld]: a [name, content] pair", i);
+                VALUE data = rb_ary_entry(pair, 1);
+                StringValue(data); /* before the name: what raises leaves the list ended */
+                (*ret)[i].name = copy(rb_ary_entry(pair, 0));
+                (*ret)[i].data = copy_bytes(data, &(*ret)[i].len);
+        }
+}
+
 void rbcc_run_given_read(VALUE hash, struct rbcc_run_given *in, codecell_run_options *o)
 {
         if (NIL_P(hash))
@@ -58,6 +95,8 @@ void rbcc_run_given_read(VALUE hash, struct rbcc_run_given *in, codecell_run_opt
         copy_list(hash_get(hash, "env"), &in->env);
         o->argv = (const char *const *)in->argv;
         o->env = (const char *const *)in->env;
+        copy_files(hash_get(hash, "files"), &in->files);
+        o->files = in->files;
         in->output = hash_get(hash, "output");
         if (!NIL_P(in->output)) {
                 o->output = rbcc_run_output;
@@ -72,9 +111,20 @@ static void free_list(char **list)
         free(list);
 }
 
+static void free_files(codecell_file *files)
+{
+        for (codecell_file *f = files; f && f->name; f++) {
+                free((char *)f->name);
+                free((void *)f->data);
+        }
+        free(files);
+}
+
 void rbcc_run_given_free(struct rbcc_run_given *in)
 {
         free(in->stdin_data);
+        free_files(in->files);
+        in->files = NULL;
         free_list(in->argv);
         free_list(in->env);
         in->stdin_data = NULL;

@@ -88,15 +88,21 @@ module CodeCell
     # environment; on_output: (or a block) called with :stdout or :stderr and each piece of
     # output as the code writes it, on this thread; it must return quickly, and what it raises
     # cancels the run and is raised here.
-    def run(code, timeout_ms: nil, stdin: nil, argv: nil, env: nil, on_output: nil, &block)
+    #
+    # files: ({name => content}, both Strings; content's bytes as they are, binary or text) are
+    # written into /work before the code starts, their folders made; names are relative paths
+    # under /work. A bad name, too many files or too many bytes (the cell's files_in,
+    # files_in_bytes and file_bytes limits) raise ArgumentError naming files[i] before anything
+    # runs. In a session they stay in its /work.
+    def run(code, timeout_ms: nil, stdin: nil, argv: nil, env: nil, on_output: nil, files: nil, &block)
       given = Cell.run_input(timeout_ms: timeout_ms, stdin: stdin, argv: argv, env: env,
-                             on_output: on_output || block)
+                             on_output: on_output || block, files: files)
       Result.new(@native.run(code.to_s, given), @native.model_chars)
     end
 
     # The options Native::Cell#run and #session_eval take, checked (ArgumentError or TypeError
     # naming the option); nil when none is given.
-    def self.run_input(timeout_ms: nil, stdin: nil, argv: nil, env: nil, on_output: nil)
+    def self.run_input(timeout_ms: nil, stdin: nil, argv: nil, env: nil, on_output: nil, files: nil)
       given = {}
       unless timeout_ms.nil?
         raise TypeError, "timeout_ms: an Integer, not #{timeout_ms.inspect}" unless timeout_ms.is_a?(Integer)
@@ -115,6 +121,7 @@ module CodeCell
         given[:argv] = argv.map { |a| a.encode(Encoding::UTF_8) }
       end
       given[:env] = env_pairs(env) unless env.nil?
+      given[:files] = file_pairs(files) unless files.nil?
       unless on_output.nil?
         raise TypeError, "on_output: #{on_output.inspect} does not answer #call" unless on_output.respond_to?(:call)
 
@@ -135,6 +142,29 @@ module CodeCell
       end
     end
 
+    # [[name, content]] of the files: Hash, names in UTF-8 (a binary String's bytes as they are,
+    # for the engine to check), contents as bytes. The names' rules are the engine's; here only
+    # the types, and a NUL, which would cut a C string short.
+    def self.file_pairs(files)
+      raise TypeError, "files: a Hash of names and contents, not #{files.class}" unless files.is_a?(Hash)
+
+      files.each_with_index.map do |(name, content), i|
+        raise TypeError, "files[#{i}].name: a String, not #{name.inspect}" unless name.is_a?(String)
+        raise TypeError, "files[#{i}].content: a String, not #{content.class}" unless content.is_a?(String)
+
+        [file_name(name, i), content.b]
+      end
+    end
+
+    def self.file_name(name, index)
+      utf8 = name.encoding == Encoding::BINARY ? name.b : name.encode(Encoding::UTF_8)
+      raise ArgumentError, "files[#{index}].name: #{name.inspect} contains a NUL character" if utf8.include?("\0")
+
+      utf8
+    rescue EncodingError => e
+      raise ArgumentError, "files[#{index}].name: #{name.inspect} has no UTF-8 form (#{e.message})"
+    end
+
     # The named session (created on first eval; "default" when unnamed). With a block: yields
     # it and closes it after.
     def session(name = DEFAULT_SESSION)
@@ -151,7 +181,8 @@ module CodeCell
     # Runs code in the named session, as the seed's Repl#execute(code:, session:, reset:):
     # reset: true drops the session's state first. A result whose session had ended since the
     # last eval (killed, or by a thread of its own) says so in #state_lost. Takes #run's
-    # timeout_ms:, stdin:, argv:, env: and on_output: (or a block), for this eval.
+    # timeout_ms:, stdin:, argv:, env:, files: (which stay in the session's /work) and on_output:
+    # (or a block), for this eval.
     def eval(code, session: DEFAULT_SESSION, reset: false, **run_input, &block)
       given = Cell.run_input(**run_input.merge(on_output: run_input[:on_output] || block))
       session_close(session.to_s) if reset

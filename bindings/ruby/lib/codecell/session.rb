@@ -14,7 +14,8 @@ module CodeCell
 
     # A result whose session had ended since the last eval (killed from outside, or by a thread
     # of its own) ran in a fresh one, and says so in #state_lost. Takes Cell#run's timeout_ms:,
-    # stdin:, argv:, env: and on_output: (or a block), for this eval.
+    # stdin:, argv:, env:, files: (which stay in its /work) and on_output: (or a block), for
+    # this eval.
     def eval(code, **run_input, &block)
       given = Cell.run_input(**run_input.merge(on_output: run_input[:on_output] || block))
       @cell.send(:session_eval, @name, code, given)
