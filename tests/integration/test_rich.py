@@ -1,0 +1,156 @@
+"""Rich values (issue 30): what the last value says it looks like (Python's _repr_markdown_ and
+the others, Ruby's to_markdown and the others) comes back beside its plain value, checked by the
+host and cut within the model's budget.
+
+Run as root and, by tests/integration/as_unprivileged.sh, as a normal user."""
+import base64
+import json
+import unittest
+
+from harness import EachLanguage, run_json, tempdir
+from test_pictures import png_size
+
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>'
+# A 1×1 PNG, every chunk's CRC right.
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9"
+                       "awAAAABJRU5ErkJggg==")
+PNG_B64 = base64.b64encode(PNG).decode()
+
+# One object of each language with every rich form.
+RICH = {
+    "python": "import base64\n"
+              "class Rich:\n"
+              "    def _repr_markdown_(self): return '# Sales\\n\\n| région | € |\\n|---|---|\\n| Nord | 3 |'\n"
+              "    def _repr_html_(self): return ('<table><tr><td>Nord</td></tr></table>', {'isolated': True})\n"
+              "    def _repr_svg_(self): return %r\n"
+              "    def _repr_png_(self): return base64.b64decode(%r)\n"
+              "    def _repr_json_(self): return {'rows': [1, 2]}\n"
+              "    def __repr__(self): return 'Rich()'\n"
+              "Rich()" % (SVG, PNG_B64),
+    "ruby": "class Rich\n"
+            "  def to_markdown = \"# Sales\\n\\n| région | € |\\n|---|---|\\n| Nord | 3 |\"\n"
+            "  def to_html = '<table><tr><td>Nord</td></tr></table>'\n"
+            "  def to_svg = %s\n"
+            "  def to_png = %s.unpack1('m')\n"
+            "  def inspect = 'Rich()'\n"
+            "end\n"
+            "Rich.new" % (json.dumps(SVG), json.dumps(PNG_B64)),
+}
+MARKDOWN = "# Sales\n\n| région | € |\n|---|---|\n| Nord | 3 |"
+HTML = "<table><tr><td>Nord</td></tr></table>"
+
+# Methods that raise, loop, or return what is not their kind: the run goes on, a note says why.
+HOSTILE = {
+    "python": "class Bad:\n"
+              "    def _repr_markdown_(self): raise RuntimeError('no table today')\n"
+              "    def _repr_html_(self): return 42\n"
+              "    def _repr_svg_(self): return '<html>not svg</html>'\n"
+              "    def _repr_png_(self): return b'GIF89a not a png'\n"
+              "Bad()",
+    "ruby": "class Bad\n"
+            "  def to_markdown = raise('no table today')\n"
+            "  def to_html = 42\n"
+            "  def to_svg = '<html>not svg</html>'\n"
+            "  def to_png = 'GIF89a not a png'\n"
+            "end\n"
+            "Bad.new",
+}
+LOOPING = {
+    "python": "class Slow:\n"
+              "    def _repr_markdown_(self):\n"
+              "        while True:\n"
+              "            try:\n                pass\n"
+              "            except Exception:\n                pass\n"
+              "Slow()",
+    "ruby": "class Slow\n  def to_markdown\n    loop { begin; rescue; end }\n  end\nend\nSlow.new",
+}
+# 29700 three-byte characters, 300 four-byte ones and 300 newlines: over the 20000-character budget.
+HUGE = {
+    "python": "class Huge:\n"
+              "    def _repr_markdown_(self): return ('€' * 99 + '😀\\n') * 300\n"
+              "Huge()",
+    "ruby": "class Huge\n  def to_markdown = ('€' * 99 + \"😀\\n\") * 300\nend\nHuge.new",
+}
+
+
+def display_of(r):
+    return {k: v for k, v in r.result.items() if k.startswith("display")}
+
+
+class RunRich(unittest.TestCase, EachLanguage):
+    def test_each_rich_form_comes_back_beside_the_value(self):
+        def check(r, lang):
+            self.assertEqual(r.result["status"], "ok", r)
+            self.assertEqual(r.result["value"], "Rich()")
+            d = r.result["display"]
+            self.assertEqual(d["markdown"], MARKDOWN)
+            self.assertEqual(d["html"], HTML)
+            self.assertEqual(d["svg"], {"bytes": len(SVG)})
+            self.assertEqual(d["png"], {"bytes": len(PNG)})
+            if lang == "python":
+                self.assertEqual(d["json"], {"rows": [1, 2]})
+            self.assertNotIn("display_notes", r.result)
+        self.each_language(RICH, check)
+
+    def test_plain_values_have_no_display(self):
+        self.each_language({"python": "[1, 'a']", "ruby": "[1, 'a']"},
+                           lambda r, lang: self.assertEqual(display_of(r), {}, r))
+
+    def test_a_method_that_fails_is_left_out_with_a_note(self):
+        def check(r, lang):
+            self.assertEqual(r.result["status"], "ok", r)
+            self.assertNotIn("display", r.result)
+            notes = r.result["display_notes"]
+            self.assertEqual(len(notes), 4, notes)
+            self.assertRegex(notes[0], r"^markdown: .*failed: RuntimeError: no table today$")
+            self.assertRegex(notes[1], r"^html: .*not a (str|String)")
+            # The host checks the bytes whatever the guest called them.
+            self.assertRegex(notes[2], r"^svg: not SVG text")
+            self.assertRegex(notes[3], r"^png: its bytes are not a PNG")
+        self.each_language(HOSTILE, check)
+
+    def test_a_method_that_loops_is_stopped_and_the_run_goes_on(self):
+        def check(r, lang):
+            self.assertEqual(r.result["status"], "ok", r)
+            self.assertRegex(r.result["display_notes"][0], r"^markdown: .* ran over 2 s$")
+            self.assertLess(r.result["duration_ms"], 4000)
+        self.each_language(LOOPING, check)
+
+    def test_a_session_goes_on_after_a_looping_method(self):
+        """The deadline leaves nothing behind: no alarm or raise reaches the next code."""
+        code = {"python": LOOPING["python"] + "\nimport time\ntime.sleep(2.5)\n'after'",
+                "ruby": LOOPING["ruby"] + "\nsleep 2.5\n'after'"}
+
+        def check(r, lang):
+            self.assertEqual(r.result["status"], "ok", r)
+            self.assertEqual(r.result["value"], "after")
+        self.each_language(code, check)
+
+    def test_a_huge_one_is_cut_on_a_character_boundary(self):
+        def check(r, lang):
+            self.assertEqual(r.result["status"], "ok", r)
+            text = r.result["display"]["markdown"]
+            self.assertEqual(len(text), 20000)  # the cell's model_chars, in characters
+            self.assertEqual(text, (("€" * 99 + "😀\n") * 300)[:20000])
+            self.assertEqual(r.result["display_notes"],
+                             ["markdown: cut at 20000 of 30300 characters"])
+        self.each_language(HUGE, check)
+
+    def test_a_dataframe_is_a_markdown_table_with_head_tail_and_shape(self):
+        r = run_json("import pandas as pd\n"
+                     "pd.DataFrame({'n': range(1000), 'sq': [i * i for i in range(1000)],"
+                     " 'a|b': ['x'] * 1000})", lang="python")
+        self.assertEqual(r.result["status"], "ok", r)
+        md = r.result["display"]["markdown"].split("\n")
+        self.assertEqual(md[0], "|  | n | sq | a\\|b |")
+        self.assertEqual(md[1], "|---|---|---|---|")
+        self.assertEqual(md[2], "| 0 | 0 | 0 | x |")
+        self.assertEqual(md[6], "| 4 | 4 | 16 | x |")
+        self.assertEqual(md[7], "| … | … | … | … |")
+        self.assertEqual(md[12], "| 999 | 999 | 998001 | x |")
+        self.assertEqual(md[-1], "1000 rows × 3 columns")
+        self.assertIn("<table", r.result["display"]["html"])  # pandas' own _repr_html_
+
+
+if __name__ == "__main__":
+    unittest.main()
