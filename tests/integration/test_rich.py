@@ -1,6 +1,6 @@
 """Rich values (issue 30): what the last value says it looks like (Python's _repr_markdown_ and
 the others, Ruby's to_markdown and the others) comes back beside its plain value, checked by the
-host and cut within the model's budget.
+host and cut within the model's budget; over MCP as text, an embedded HTML resource and images.
 
 Run as root and, by tests/integration/as_unprivileged.sh, as a normal user."""
 import base64
@@ -8,6 +8,7 @@ import json
 import unittest
 
 from harness import EachLanguage, run_json, tempdir
+from mcp_peer import INIT, Http, Stdio, sse_messages, write_config
 from test_pictures import png_size
 
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>'
@@ -150,6 +151,82 @@ class RunRich(unittest.TestCase, EachLanguage):
         self.assertEqual(md[12], "| 999 | 999 | 998001 | x |")
         self.assertEqual(md[-1], "1000 rows × 3 columns")
         self.assertIn("<table", r.result["display"]["html"])  # pandas' own _repr_html_
+
+
+class McpRich(unittest.TestCase):
+    """The answer's content: markdown as text, HTML as a resource, SVG and PNG as images."""
+
+    CELLS = [{"name": "py", "language": "python", "pool": 1,
+              "limits": {"model_chars": 4000}},
+             {"name": "rb", "language": "ruby", "pool": 1, "limits": {"model_chars": 4000}}]
+
+    def check_rich(self, r):
+        self.assertIs(r["isError"], False, r)
+        content = r["content"]
+        lean = json.loads(content[0]["text"])
+        self.assertEqual(lean["value"], "Rich()")
+        # The text forms are content of their own, not repeated in the JSON.
+        self.assertEqual(lean["display"]["markdown"], {"chars": len(MARKDOWN)})
+        self.assertEqual(lean["display"]["html"], {"chars": len(HTML)})
+        self.assertEqual(content[1], {"type": "text", "text": MARKDOWN})
+        self.assertEqual(content[2], {"type": "resource", "resource": {
+            "uri": "codecell://result/display.html", "mimeType": "text/html", "text": HTML}})
+        self.assertEqual(content[3]["type"], "image")
+        self.assertEqual(content[3]["mimeType"], "image/svg+xml")
+        self.assertEqual(base64.b64decode(content[3]["data"], validate=True).decode(), SVG)
+        self.assertEqual(content[4]["mimeType"], "image/png")
+        self.assertEqual(png_size(base64.b64decode(content[4]["data"], validate=True)), (1, 1))
+        self.assertEqual(len(content), 5)
+        self.assertEqual(r["structuredContent"]["display"], lean["display"])
+
+    def check_huge(self, r):
+        content = r["content"]
+        lean = json.loads(content[0]["text"])
+        self.assertIs(lean["display_truncated"], True)
+        markdown = content[1]["text"]
+        # Both texts within the cell's 4000 characters, the cut on character boundaries
+        # (json.loads above and the text's own decoding would fail otherwise).
+        self.assertLessEqual(len(content[0]["text"]) + len(markdown), 4000)
+        self.assertGreater(len(markdown), 2000)
+        self.assertEqual(lean["display"]["markdown"], {"chars": len(markdown)})
+        self.assertTrue(markdown.startswith("€" * 99 + "😀\n"), markdown[:120])
+        # The tail of what the prelude sent: its first model_chars characters.
+        self.assertTrue(markdown.endswith((("€" * 99 + "😀\n") * 300)[:4000][-50:]),
+                        markdown[-120:])
+        self.assertIn("omitted", markdown)
+
+    def call(self, i, name, code):
+        return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": name, "arguments": {"code": code}}}
+
+    def test_over_stdio(self):
+        peer = Stdio(write_config(tempdir(self), self.CELLS))
+        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        peer.request(INIT)
+        for i, (cell, lang) in enumerate((("py", "python"), ("rb", "ruby"))):
+            with self.subTest(lang=lang):
+                self.check_rich(peer.request(self.call(10 + i, cell, RICH[lang]))["result"])
+                self.check_huge(peer.request(self.call(20 + i, cell, HUGE[lang]))["result"])
+                r = peer.request(self.call(30 + i, cell, HOSTILE[lang]))["result"]
+                self.assertIs(r["isError"], False, r)
+                self.assertEqual(len(r["content"]), 1, r)
+                self.assertEqual(len(json.loads(r["content"][0]["text"])["display_notes"]), 4)
+
+    def test_over_http(self):
+        server = Http(write_config(tempdir(self), self.CELLS))
+        self.addCleanup(lambda: server.proc.poll() is not None or server.stop())
+        session = server.initialize()
+        headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+        server.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+        for i, (cell, lang) in enumerate((("py", "python"), ("rb", "ruby"))):
+            with self.subTest(lang=lang):
+                for j, (code, check) in enumerate(((RICH[lang], self.check_rich),
+                                                   (HUGE[lang], self.check_huge))):
+                    status, h, text = server.post(self.call(10 * j + i, cell, code), headers)
+                    self.assertEqual(status, 200, text)
+                    body = (sse_messages(text)[-1] if "event-stream" in h["content-type"]
+                            else json.loads(text))
+                    check(body["result"])
 
 
 if __name__ == "__main__":
