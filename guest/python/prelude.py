@@ -560,7 +560,9 @@ def _display(value, limits):
     max_bytes = int(limits.get("max_bytes") or 4 << 20)
     shown, notes = {}, []
     previous = _signal.signal(_signal.SIGALRM, _display_alarm)
-    _signal.setitimer(_signal.ITIMER_REAL, DISPLAY_SECONDS)
+    # A session's code may have an alarm of its own running: it goes on afterwards.
+    started = time.monotonic()
+    guest_alarm = _signal.setitimer(_signal.ITIMER_REAL, DISPLAY_SECONDS)
     try:
         for kind, method in DISPLAY_KINDS:
             try:
@@ -591,6 +593,9 @@ def _display(value, limits):
     finally:
         _signal.setitimer(_signal.ITIMER_REAL, 0)
         _signal.signal(_signal.SIGALRM, previous)
+        if guest_alarm[0] > 0:
+            left = guest_alarm[0] - (time.monotonic() - started)
+            _signal.setitimer(_signal.ITIMER_REAL, max(left, 0.001), guest_alarm[1])
     return shown, notes
 
 
@@ -611,6 +616,13 @@ def _add_display(out, value, limits):
         except BaseException:
             notes.append(_display_note("json", "_repr_json_ returned what JSON cannot carry"))
             del shown["json"]
+    # Never the reason the result frame goes over the engine's limit: the largest forms go
+    # first, until the rest fits.
+    room = int(limits.get("max_frame_bytes") or 16 << 20) - len(out["value_json"].encode("utf-8")) - 65536
+    while shown and len(_dumps(shown).encode("utf-8")) > room:
+        kind = max(shown, key=lambda k: len(_dumps(shown[k]).encode("utf-8")))
+        notes.append(_display_note(kind, "left out: the result would be over frame_bytes"))
+        del shown[kind]
     if shown:
         out["display"] = shown
     if notes:

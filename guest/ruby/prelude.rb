@@ -329,7 +329,12 @@ module CodecellGuest
     def display_methods(value)
       return [] unless Object === value && PLAIN_DATA.none? { |k| k === value }
 
-      DISPLAY_METHODS.select { |_kind, name| value.respond_to?(name) }
+      # respond_to? may be the guest's own, as slow as it likes: within the deadline too.
+      DISPLAY_METHODS.select do |_kind, name|
+        Thread.handle_interrupt(Object => :immediate) { value.respond_to?(name) }
+      end
+    rescue DisplayTimeout
+      raise
     rescue Exception # rubocop:disable Lint/RescueException -- a respond_to? that raises
       []
     end
@@ -344,15 +349,14 @@ module CodecellGuest
     end
 
     def display_of(value, limits)
-      methods = display_methods(value)
-      return [{}, []] if methods.empty?
+      return [{}, []] unless Object === value && PLAIN_DATA.none? { |k| k === value }
 
       max_chars = (limits["max_chars"] || 20_000).to_i
       max_bytes = (limits["max_bytes"] || 4 << 20).to_i
       shown = {}
       notes = []
       with_display_deadline do
-        methods.each do |kind, name|
+        display_methods(value).each do |kind, name|
           data = begin
             display_one(value, kind, name)
           rescue DisplayTimeout
@@ -409,6 +413,15 @@ module CodecellGuest
         display_of(value, limits.is_a?(Hash) ? limits : {})
       rescue Exception => e # rubocop:disable Lint/RescueException
         [{}, [display_note("display", "failed: #{class_name(e)}")]]
+      end
+      # Never the reason the result frame goes over the engine's limit: the largest forms go
+      # first, until the rest fits.
+      room = ((limits.is_a?(Hash) && limits["max_frame_bytes"]) || (16 << 20)).to_i -
+             out[:value_json].bytesize - 65_536
+      while !shown.empty? && JSON.generate(shown).bytesize > room
+        kind = shown.keys.max_by { |k| JSON.generate(shown[k]).bytesize }
+        notes << display_note(kind, "left out: the result would be over frame_bytes")
+        shown.delete(kind)
       end
       out[:display] = shown unless shown.empty?
       out[:display_notes] = notes.first(10) unless notes.empty?

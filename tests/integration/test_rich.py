@@ -212,6 +212,27 @@ class McpRich(unittest.TestCase):
                 self.assertEqual(len(r["content"]), 1, r)
                 self.assertEqual(len(json.loads(r["content"][0]["text"])["display_notes"]), 4)
 
+    def test_the_result_frame_stays_within_frame_bytes(self):
+        """Rich forms that would push the result frame over the engine's limit are left out
+        (a note says so): the run stays "ok" instead of breaking the protocol."""
+        limits = {"frame_bytes": 200000, "model_chars": 200000}
+        cells = [dict(c, limits=limits) for c in self.CELLS]
+        peer = Stdio(write_config(tempdir(self), cells))
+        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        peer.request(INIT)
+        code = {"python": "class Big:\n    def _repr_markdown_(self): return '€' * 100000\n"
+                          "    def _repr_html_(self): return '<p>small</p>'\nBig()",
+                "ruby": "class Big\n  def to_markdown = '€' * 100000\n"
+                        "  def to_html = '<p>small</p>'\nend\nBig.new"}
+        for i, (cell, lang) in enumerate((("py", "python"), ("rb", "ruby"))):
+            with self.subTest(lang=lang):
+                r = peer.request(self.call(40 + i, cell, code[lang]))["result"]
+                lean = json.loads(r["content"][0]["text"])
+                self.assertEqual(lean["status"], "ok", lean)
+                self.assertEqual(lean["display_notes"],
+                                 ["markdown: left out: the result would be over frame_bytes"])
+                self.assertEqual(lean["display"], {"html": {"chars": 12}})
+
     def test_over_http(self):
         server = Http(write_config(tempdir(self), self.CELLS))
         self.addCleanup(lambda: server.proc.poll() is not None or server.stop())

@@ -264,9 +264,10 @@ static json_t *exec_frame(const struct execution *x, const char *code, size_t le
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "folder",
                                  c->image_folder);
         /* How much of the last value's rich forms the prelude may send (docs/results.md). */
-        json_t *display = json_pack("{s:I, s:I}", "max_chars",
-                                    (json_int_t)c->limits[CODECELL_LIMIT_MODEL_CHARS], "max_bytes",
-                                    (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES]);
+        json_t *display = json_pack(
+                "{s:I, s:I, s:I}", "max_chars", (json_int_t)c->limits[CODECELL_LIMIT_MODEL_CHARS],
+                "max_bytes", (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "max_frame_bytes",
+                (json_int_t)c->limits[CODECELL_LIMIT_FRAME_BYTES]);
         if (exec && display)
                 json_object_set(exec, "display", display);
         json_decref(display);
