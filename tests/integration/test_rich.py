@@ -117,16 +117,6 @@ class RunRich(unittest.TestCase, EachLanguage):
             self.assertLess(r.result["duration_ms"], 4000)
         self.each_language(LOOPING, check)
 
-    def test_a_session_goes_on_after_a_looping_method(self):
-        """The deadline leaves nothing behind: no alarm or raise reaches the next code."""
-        code = {"python": LOOPING["python"] + "\nimport time\ntime.sleep(2.5)\n'after'",
-                "ruby": LOOPING["ruby"] + "\nsleep 2.5\n'after'"}
-
-        def check(r, lang):
-            self.assertEqual(r.result["status"], "ok", r)
-            self.assertEqual(r.result["value"], "after")
-        self.each_language(code, check)
-
     def test_a_huge_one_is_cut_on_a_character_boundary(self):
         def check(r, lang):
             self.assertEqual(r.result["status"], "ok", r)
@@ -232,6 +222,32 @@ class McpRich(unittest.TestCase):
                 self.assertEqual(lean["display_notes"],
                                  ["markdown: left out: the result would be over frame_bytes"])
                 self.assertEqual(lean["display"], {"html": {"chars": 12}})
+
+    def test_a_session_goes_on_after_a_looping_method(self):
+        """The display's deadline leaves nothing behind in a session: no stray alarm or raise
+        reaches the next eval's code, and (Python) the guest's own alarm still fires."""
+        peer = Stdio(write_config(tempdir(self), self.CELLS))
+        self.addCleanup(lambda: peer.proc.poll() is not None or peer.close())
+        peer.request(INIT)
+        first = {"python": "import signal, time\nfired = []\n"
+                           "signal.signal(signal.SIGALRM, lambda *a: fired.append(1))\n"
+                           "signal.setitimer(signal.ITIMER_REAL, 2.5)\n" + LOOPING["python"],
+                 "ruby": LOOPING["ruby"]}
+        second = {"python": "time.sleep(1.5)\nfired", "ruby": "sleep 2.5\n'after'"}
+        for i, (cell, lang) in enumerate((("py", "python"), ("rb", "ruby"))):
+            with self.subTest(lang=lang):
+                args = {"code": first[lang], "session": "s"}
+                r = peer.request({"jsonrpc": "2.0", "id": 50 + i, "method": "tools/call",
+                                  "params": {"name": cell, "arguments": args}})["result"]
+                lean = json.loads(r["content"][0]["text"])
+                self.assertEqual(lean["status"], "ok", lean)
+                self.assertRegex(lean["display_notes"][0], r"ran over 2 s$")
+                args = {"code": second[lang], "session": "s"}
+                r = peer.request({"jsonrpc": "2.0", "id": 60 + i, "method": "tools/call",
+                                  "params": {"name": cell, "arguments": args}})["result"]
+                lean = json.loads(r["content"][0]["text"])
+                self.assertEqual(lean["status"], "ok", lean)
+                self.assertEqual(lean["value"], [1] if lang == "python" else "after")
 
     def test_over_http(self):
         server = Http(write_config(tempdir(self), self.CELLS))
