@@ -493,14 +493,16 @@ CODECELL_API const char *codecell_result_stderr(const codecell_result *result, s
 /* The DESIGN §6 JSON object, compact (or indented when pretty). Caller frees with free().
  * NULL only when out of memory. */
 CODECELL_API char *codecell_result_to_json(const codecell_result *result, bool pretty);
-/* What a model acts on, compact, within about max_chars characters of value, output and
- * error: "status", "value", "stdout" and "stderr" when not empty, "error", "exit_status",
- * "cancelled". A piece over its share keeps its head and its tail with a marker between them
+/* What a model acts on, compact, within about max_chars characters of value, output, error
+ * and the value's rich text: "status", "value", "stdout" and "stderr" when not empty, "error",
+ * "exit_status", "cancelled", "display" and "display_notes" (docs/results.md, "Rich values").
+ * A piece over its share keeps its head and its tail with a marker between them
  * ("[… 199,700 lines, 3.4 MB omitted …]", cut on line and character boundaries) and the result
  * says so ("stdout_truncated", "stderr_truncated", "value_truncated": the value is then a
- * string, the cut JSON text; "error_truncated"). With details, also "duration_ms", "cpu_ms",
- * "memory_peak_bytes" and "sandbox" (the layers): MCP's structuredContent. Never "warnings",
- * which are for the operator. Caller frees with free(); NULL only when out of memory. */
+ * string, the cut JSON text; "error_truncated"; "display_truncated"). With details, also
+ * "duration_ms", "cpu_ms", "memory_peak_bytes" and "sandbox" (the layers): MCP's
+ * structuredContent. Never "warnings", which are for the operator. Caller frees with free();
+ * NULL only when out of memory. */
 CODECELL_API char *codecell_result_to_model_json(const codecell_result *result, size_t max_chars,
                                                  bool details);
 /* The same, for a client that shows the value's rich text as its own content (an MCP server):

@@ -110,6 +110,23 @@ for (const [era, make] of Object.entries(eras)) {
       });
       const call = (name, source) => client.callTool({ name, arguments: { code: source } });
 
+      test("python: a pandas DataFrame is a markdown table of its head, tail and shape", async () => {
+        const r = await call("python", "import pandas as pd\n" +
+          "pd.DataFrame({'city': ['Lisboa', 'Zürich'] * 50, 'n': range(100)})");
+        assert.equal(r.isError, false);
+        const rows = r.content[1].text.split("\n");
+        assert.deepEqual(rows.slice(0, 3), ["|  | city | n |", "|---|---|---|", "| 0 | Lisboa | 0 |"]);
+        assert.equal(rows[7], "| … | … | … |");
+        assert.equal(rows[12], "| 99 | Zürich | 99 |");
+        assert.equal(rows.at(-1), "100 rows × 2 columns");
+        // pandas' own HTML as the resource, cut within the same budget.
+        assert.equal(r.content[2].resource.mimeType, "text/html");
+        assert.match(r.content[2].resource.text, /^<div>/);
+        const total = [r.content[0].text, r.content[1].text, r.content[2].resource.text]
+          .reduce((n, t) => n + [...t].length, 0);
+        assert.ok(total <= 4000, `${total} characters`);
+      });
+
       for (const lang of ["python", "ruby"]) {
         test(`${lang}: markdown text, HTML resource, SVG and PNG images`, async () => {
           const r = await call(lang, code.rich[lang]);
