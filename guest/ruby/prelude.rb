@@ -64,6 +64,7 @@ module CodecellGuest
   MODULE_INSPECT = Module.instance_method(:inspect)
   GENERIC_TO_JSON = JSON::Ext::Generator::GeneratorMethods::Object
   DEFINE_SINGLETON = Kernel.instance_method(:define_singleton_method)
+  RESPOND_TO = Kernel.instance_method(:respond_to?)
   RPC_LOCK = Thread::Mutex.new
   MAX_INTERRUPTS = 10 # reported with one result; more are counted in the last
 
@@ -326,16 +327,14 @@ module CodecellGuest
       note.length <= MAX_DISPLAY_NOTE ? note : "#{note[0, MAX_DISPLAY_NOTE - 1]}…"
     end
 
+    # Kernel's respond_to?, whatever the value's class redefines (a delegator's
+    # respond_to_missing? still counts): asked before any timer is made, so that a value with
+    # none of the methods costs no thread.
     def display_methods(value)
       return [] unless Object === value && PLAIN_DATA.none? { |k| k === value }
 
-      # respond_to? may be the guest's own, as slow as it likes: within the deadline too.
-      DISPLAY_METHODS.select do |_kind, name|
-        Thread.handle_interrupt(Object => :immediate) { value.respond_to?(name) }
-      end
-    rescue DisplayTimeout
-      raise
-    rescue Exception # rubocop:disable Lint/RescueException -- a respond_to? that raises
+      DISPLAY_METHODS.select { |_kind, name| RESPOND_TO.bind_call(value, name) }
+    rescue Exception # rubocop:disable Lint/RescueException -- a respond_to_missing? that raises
       []
     end
 
@@ -349,14 +348,15 @@ module CodecellGuest
     end
 
     def display_of(value, limits)
-      return [{}, []] unless Object === value && PLAIN_DATA.none? { |k| k === value }
+      methods = display_methods(value)
+      return [{}, []] if methods.empty?
 
       max_chars = (limits["max_chars"] || 20_000).to_i
       max_bytes = (limits["max_bytes"] || 4 << 20).to_i
       shown = {}
       notes = []
       with_display_deadline do
-        display_methods(value).each do |kind, name|
+        methods.each do |kind, name|
           data = begin
             display_one(value, kind, name)
           rescue DisplayTimeout
