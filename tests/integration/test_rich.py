@@ -1,8 +1,7 @@
 """Rich values (issue 30): what the last value says it looks like (Python's _repr_markdown_ and
 the others, Ruby's to_markdown and the others) comes back beside its plain value, checked by the
 host and cut within the model's budget; over MCP as text, an embedded HTML resource and images.
-
-Run as root and, by tests/integration/as_unprivileged.sh, as a normal user."""
+tests/mcp/rich.test.mjs has the same through the official SDK clients."""
 import base64
 import json
 import unittest
