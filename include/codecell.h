@@ -494,16 +494,25 @@ CODECELL_API const char *codecell_result_stderr(const codecell_result *result, s
 /* The DESIGN §6 JSON object, compact (or indented when pretty). Caller frees with free().
  * NULL only when out of memory. */
 CODECELL_API char *codecell_result_to_json(const codecell_result *result, bool pretty);
-/* What a model acts on, compact, within about max_chars characters of value, output and
- * error: "status", "value", "stdout" and "stderr" when not empty, "error", "exit_status",
- * "cancelled". A piece over its share keeps its head and its tail with a marker between them
+/* What a model acts on, compact, within about max_chars characters of value, output, error
+ * and the value's rich text: "status", "value", "stdout" and "stderr" when not empty, "error",
+ * "exit_status", "cancelled", "display" and "display_notes" (docs/results.md, "Rich values").
+ * A piece over its share keeps its head and its tail with a marker between them
  * ("[… 199,700 lines, 3.4 MB omitted …]", cut on line and character boundaries) and the result
  * says so ("stdout_truncated", "stderr_truncated", "value_truncated": the value is then a
- * string, the cut JSON text; "error_truncated"). With details, also "duration_ms", "cpu_ms",
- * "memory_peak_bytes" and "sandbox" (the layers): MCP's structuredContent. Never "warnings",
- * which are for the operator. Caller frees with free(); NULL only when out of memory. */
+ * string, the cut JSON text; "error_truncated"; "display_truncated"). With details, also
+ * "duration_ms", "cpu_ms", "memory_peak_bytes" and "sandbox" (the layers): MCP's
+ * structuredContent. Never "warnings", which are for the operator. Caller frees with free();
+ * NULL only when out of memory. */
 CODECELL_API char *codecell_result_to_model_json(const codecell_result *result, size_t max_chars,
                                                  bool details);
+/* The same, for a client that shows the value's rich text as its own content (an MCP server):
+ * "display"."markdown" and "display"."html" are {"chars": n} in the JSON, and their text, cut
+ * within the same max_chars, is handed back in *ret_markdown and *ret_html (NULL when there is
+ * none; the caller frees them with free()). */
+CODECELL_API char *codecell_result_to_model_parts(const codecell_result *result, size_t max_chars,
+                                                  bool details, char **ret_markdown,
+                                                  char **ret_html);
 /* The value of an "ok" result as JSON text, exactly as the guest gave it (integers of any
  * size, doubles in their shortest exact form): "null" when there was none. NULL for any
  * other status. Owned by the result. */
@@ -537,6 +546,15 @@ CODECELL_API size_t codecell_result_image_count(const codecell_result *result);
  * past the last. Owned by the result. */
 CODECELL_API const void *codecell_result_image(const codecell_result *result, size_t i,
                                                size_t *ret_len, const char **ret_mime_type);
+
+/* The last value's rich forms (docs/results.md, "Rich values"): kind "markdown", "html" or
+ * "svg" (UTF-8 text, not NUL-terminated, cut to CODECELL_LIMIT_MODEL_CHARS characters; an SVG
+ * is whole and starts with <svg or <?xml) or "png" (bytes checked to be a PNG image, at most
+ * CODECELL_LIMIT_IMAGE_BYTES). NULL when the value gave none of that kind; *ret_len is then 0.
+ * The value's own JSON (_repr_json_) is in codecell_result_to_json's "display". Owned by the
+ * result. */
+CODECELL_API const void *codecell_result_display(const codecell_result *result, const char *kind,
+                                                 size_t *ret_len);
 
 /* ---- host check ------------------------------------------------------------------------ */
 

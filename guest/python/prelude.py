@@ -444,7 +444,7 @@ def _syntax_excerpt(exc):
     return excerpt
 
 
-def _evaluate(code, scope):
+def _evaluate(code, scope, display):
     try:
         tree = compile(code, FILENAME, "exec", _ast.PyCF_ONLY_AST)
         last = None
@@ -460,9 +460,173 @@ def _evaluate(code, scope):
                                            "message": "<exception could not be read>",
                                            "backtrace": []}}
     try:
-        return {"ok": True, "value_json": _value_json(value)}
+        out = {"ok": True, "value_json": _value_json(value)}
     except ValueError as exc:  # nested too deep
         return _error(exc)
+    _add_display(out, value, display)
+    return out
+
+
+# ---- rich values ------------------------------------------------------------------------------
+# What the last value says it looks like, by IPython's convention (_repr_markdown_ and the
+# others), beside its plain value (docs/results.md, "Rich values"). Each method is the guest's
+# code: one that raises, runs too long or returns what is not its kind is left out, and a note
+# says so; the run goes on. The engine checks each kind again and cuts it to the model's budget.
+
+DISPLAY_KINDS = (("markdown", "_repr_markdown_"), ("html", "_repr_html_"), ("svg", "_repr_svg_"),
+                 ("json", "_repr_json_"), ("png", "_repr_png_"))
+DISPLAY_SECONDS = 2.0  # for all of one value's methods together
+MAX_DISPLAY_NOTE = 300
+
+
+class _DisplayTimeout(Exception):
+    pass
+
+
+def _display_alarm(_signum, _frame):
+    raise _DisplayTimeout()
+
+
+def _display_note(kind, what):
+    text = "%s: %s" % (kind, what)
+    return text if len(text) <= MAX_DISPLAY_NOTE else text[:MAX_DISPLAY_NOTE - 1] + "…"
+
+
+def _cut_text(text, max_chars):
+    """text within max_chars characters (a str's slice never splits a character)."""
+    return text if len(text) <= max_chars else text[:max_chars]
+
+
+def _frame_table(frame, rows=5):
+    """A pandas DataFrame as a markdown table: its first and last rows and its shape, written
+    here (pandas' own to_markdown needs the tabulate package)."""
+    height, width = frame.shape
+    head = frame.head(rows) if height > 2 * rows else frame
+    tail = frame.tail(rows) if height > 2 * rows else None
+
+    def cell(v):
+        return _text(v).replace("|", "\\|").replace("\n", " ")
+
+    names = [cell(c) for c in frame.columns]
+    index_name = cell(frame.index.name) if frame.index.name is not None else ""
+    lines = ["| " + " | ".join([index_name] + names) + " |",
+             "|" + "---|" * (len(names) + 1)]
+
+    def add(part):
+        for label, row in zip(part.index, part.itertuples(index=False, name=None)):
+            lines.append("| " + " | ".join([cell(label)] + [cell(v) for v in row]) + " |")
+    add(head)
+    if tail is not None:
+        lines.append("| … |" + " … |" * len(names))
+        add(tail)
+    lines.append("")
+    lines.append("%d rows × %d columns" % (height, width))
+    return "\n".join(lines)
+
+
+def _pandas_frame(value):
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(value, pandas.DataFrame)
+
+
+def _display_one(value, kind, method):
+    """One kind's data, or raises ValueError saying why not; None: the value has none."""
+    if kind == "markdown" and _pandas_frame(value):
+        return _frame_table(value)
+    fn = getattr(value, method, None)
+    if fn is None or not callable(fn):
+        return None
+    data = fn()
+    if isinstance(data, tuple) and len(data) == 2:  # (data, metadata): the metadata is not used
+        data = data[0]
+    if data is None:  # "not available", by the convention
+        return None
+    if kind == "png":
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValueError("returned a %s, not bytes" % _type_name(data))
+        return bytes(data)
+    if kind == "json":
+        return _plain(data)
+    if not isinstance(data, str):
+        raise ValueError("returned a %s, not a str" % _type_name(data))
+    return _text(data)
+
+
+def _display(value, limits):
+    """({kind: data}, [notes]) for the value's rich forms, within the frame's limits."""
+    if value is None or isinstance(value, (bool, int, float, str, list, tuple, dict)):
+        return {}, []
+    max_chars = int(limits.get("max_chars") or 20000)
+    max_bytes = int(limits.get("max_bytes") or 4 << 20)
+    shown, notes = {}, []
+    previous = _signal.signal(_signal.SIGALRM, _display_alarm)
+    # A session's code may have an alarm of its own running: it goes on afterwards.
+    started = time.monotonic()
+    guest_alarm = _signal.setitimer(_signal.ITIMER_REAL, DISPLAY_SECONDS)
+    try:
+        for kind, method in DISPLAY_KINDS:
+            try:
+                data = _display_one(value, kind, method)
+            except _DisplayTimeout:
+                notes.append(_display_note(kind, "%s ran over %g s" % (method, DISPLAY_SECONDS)))
+                break
+            except BaseException as exc:  # the guest's method: anything, SystemExit too
+                notes.append(_display_note(kind, "%s failed: %s: %s" % (
+                    method, _class_name(exc), _message(exc))))
+                continue
+            if data is None:
+                continue
+            if kind == "png":
+                if len(data) > max_bytes:
+                    notes.append(_display_note(kind, "%d bytes, over the %d-byte limit" % (
+                        len(data), max_bytes)))
+                    continue
+                data = binascii.b2a_base64(data, newline=False).decode("ascii")
+            elif kind != "json":
+                if len(data) > max_chars:
+                    notes.append(_display_note(kind, "cut at %d of %d characters" % (
+                        max_chars, len(data))))
+                data = _cut_text(data, max_chars)
+            shown[kind] = data
+    except _DisplayTimeout:  # the alarm between two methods
+        pass
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _signal.signal(_signal.SIGALRM, previous)
+        if guest_alarm[0] > 0:
+            left = guest_alarm[0] - (time.monotonic() - started)
+            _signal.setitimer(_signal.ITIMER_REAL, max(left, 0.001), guest_alarm[1])
+    return shown, notes
+
+
+def _add_display(out, value, limits):
+    """The result's "display" and "display_notes", when the value has rich forms."""
+    try:
+        shown, notes = _display(value, limits)
+    except BaseException as exc:
+        shown, notes = {}, [_display_note("display", "failed: %s" % _class_name(exc))]
+    if "json" in shown:
+        # JSON cut in the middle is no JSON: over the budget it is left out whole.
+        try:
+            with _whole_ints():
+                size = len(_dumps(shown["json"]))
+            if size > int(limits.get("max_chars") or 20000):
+                notes.append(_display_note("json", "%d characters, over the limit" % size))
+                del shown["json"]
+        except BaseException:
+            notes.append(_display_note("json", "_repr_json_ returned what JSON cannot carry"))
+            del shown["json"]
+    # Never the reason the result frame goes over the engine's limit: the largest forms go
+    # first, until the rest fits.
+    room = int(limits.get("max_frame_bytes") or 16 << 20) - len(out["value_json"].encode("utf-8")) - 65536
+    while shown and len(_dumps(shown).encode("utf-8")) > room:
+        kind = max(shown, key=lambda k: len(_dumps(shown[k]).encode("utf-8")))
+        notes.append(_display_note(kind, "left out: the result would be over frame_bytes"))
+        del shown[kind]
+    if shown:
+        out["display"] = shown
+    if notes:
+        out["display_notes"] = notes[:10]
 
 
 # ---- pictures ----------------------------------------------------------------------------------
@@ -791,7 +955,8 @@ def _run():
         before = _folder_state(_pictures["folder"]) if _pictures["folder"] else {}
         _guest_sigint()
         try:
-            out = _files_refused(refused) if refused else _evaluate(str(frame.get("code", "")), scope)
+            out = _files_refused(refused) if refused else _evaluate(str(frame.get("code", "")), scope,
+                                                                        frame.get("display") or {})
         finally:
             _note_sigints()
         try:

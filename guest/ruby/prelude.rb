@@ -64,6 +64,7 @@ module CodecellGuest
   MODULE_INSPECT = Module.instance_method(:inspect)
   GENERIC_TO_JSON = JSON::Ext::Generator::GeneratorMethods::Object
   DEFINE_SINGLETON = Kernel.instance_method(:define_singleton_method)
+  RESPOND_TO = Kernel.instance_method(:respond_to?)
   RPC_LOCK = Thread::Mutex.new
   MAX_INTERRUPTS = 10 # reported with one result; more are counted in the last
 
@@ -298,13 +299,133 @@ module CodecellGuest
 
     # The guest's code alone takes exceptions from other threads (Thread#raise, #kill, exit,
     # signals) as they come; the prelude around it defers them (see serve).
-    def evaluate(code)
+    def evaluate(code, display_limits = {})
       value = with_guest_sigint do
         Thread.handle_interrupt(Object => :immediate) { TOPLEVEL_BINDING.eval(code, FILENAME, 1) }
       end
-      { ok: true, value_json: value_json(value) }
+      add_display({ ok: true, value_json: value_json(value) }, value, display_limits)
     rescue Exception => e # rubocop:disable Lint/RescueException -- every failure is reported
       error_of(e)
+    end
+
+    # ---- rich values ------------------------------------------------------------------------
+    # What the last value says it looks like, by codecell's Ruby convention (docs/results.md,
+    # "Rich values"): public methods to_markdown, to_html, to_svg (Strings) and to_png (bytes),
+    # beside its plain value. Each is the guest's code: one that raises, runs too long or
+    # returns what is not a String is left out, and a note says so; the run goes on.
+    DISPLAY_METHODS = { "markdown" => :to_markdown, "html" => :to_html, "svg" => :to_svg,
+                        "png" => :to_png }.freeze
+    DISPLAY_SECONDS = 2.0 # for all of one value's methods together
+    MAX_DISPLAY_NOTE = 300
+    PLAIN_DATA = [NilClass, TrueClass, FalseClass, Integer, Float, String, Symbol, Array, Hash].freeze
+
+    # Not a StandardError: a guest's bare `rescue` cannot swallow it.
+    class DisplayTimeout < Exception; end # rubocop:disable Lint/InheritException
+
+    def display_note(kind, what)
+      note = text("#{kind}: #{what}")
+      note.length <= MAX_DISPLAY_NOTE ? note : "#{note[0, MAX_DISPLAY_NOTE - 1]}…"
+    end
+
+    # Kernel's respond_to?, whatever the value's class redefines (a delegator's
+    # respond_to_missing? still counts): asked before any timer is made, so that a value with
+    # none of the methods costs no thread.
+    def display_methods(value)
+      return [] unless Object === value && PLAIN_DATA.none? { |k| k === value }
+
+      DISPLAY_METHODS.select { |_kind, name| RESPOND_TO.bind_call(value, name) }
+    rescue Exception # rubocop:disable Lint/RescueException -- a respond_to_missing? that raises
+      []
+    end
+
+    # One kind's data; nil: none; raises ArgumentError saying why it is not one.
+    def display_one(value, kind, name)
+      data = Thread.handle_interrupt(Object => :immediate) { value.public_send(name) }
+      return nil if data.nil?
+      raise ArgumentError, "returned #{class_name(data)}, not a String" unless String === data
+
+      kind == "png" ? String.new(data).b : text(data)
+    end
+
+    def display_of(value, limits)
+      methods = display_methods(value)
+      return [{}, []] if methods.empty?
+
+      max_chars = (limits["max_chars"] || 20_000).to_i
+      max_bytes = (limits["max_bytes"] || 4 << 20).to_i
+      shown = {}
+      notes = []
+      with_display_deadline do
+        methods.each do |kind, name|
+          data = begin
+            display_one(value, kind, name)
+          rescue DisplayTimeout
+            notes << display_note(kind, "#{name} ran over #{format("%g", DISPLAY_SECONDS)} s")
+            break
+          rescue Exception => e # rubocop:disable Lint/RescueException -- the guest's method
+            notes << display_note(kind, "#{name} failed: #{class_name(e)}: #{message_of(e)}")
+            nil
+          end
+          next if data.nil?
+
+          if kind == "png"
+            if data.bytesize > max_bytes
+              notes << display_note(kind, "#{data.bytesize} bytes, over the #{max_bytes}-byte limit")
+              next
+            end
+            data = [data].pack("m0")
+          elsif data.length > max_chars
+            notes << display_note(kind, "cut at #{max_chars} of #{data.length} characters")
+            data = data[0, max_chars]
+          end
+          shown[kind] = data
+        end
+      end
+      [shown, notes]
+    end
+
+    # The guest's methods may take DISPLAY_SECONDS in all. The timer raises into this thread,
+    # which takes it only inside a method (display_one): the prelude around them defers
+    # interrupts (serve). A timer thread inherits that mask, so it is made where interrupts
+    # are immediate, or it could not be killed before its sleep ends; a raise that came after
+    # the last method is taken here, never left for the next exec's code.
+    def with_display_deadline
+      main = Thread.current
+      timer = Thread.handle_interrupt(Object => :immediate) do
+        Thread.new do
+          sleep DISPLAY_SECONDS
+          main.raise(DisplayTimeout.new)
+        end
+      end
+      yield
+    ensure
+      timer&.kill
+      timer&.join
+      begin
+        Thread.handle_interrupt(DisplayTimeout => :immediate) { nil } while Thread.pending_interrupt?(DisplayTimeout)
+      rescue DisplayTimeout
+        nil
+      end
+    end
+
+    def add_display(out, value, limits)
+      shown, notes = begin
+        display_of(value, limits.is_a?(Hash) ? limits : {})
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        [{}, [display_note("display", "failed: #{class_name(e)}")]]
+      end
+      # Never the reason the result frame goes over the engine's limit: the largest forms go
+      # first, until the rest fits.
+      room = ((limits.is_a?(Hash) && limits["max_frame_bytes"]) || (16 << 20)).to_i -
+             out[:value_json].bytesize - 65_536
+      while !shown.empty? && JSON.generate(shown).bytesize > room
+        kind = shown.keys.max_by { |k| JSON.generate(shown[k]).bytesize }
+        notes << display_note(kind, "left out: the result would be over frame_bytes")
+        shown.delete(kind)
+      end
+      out[:display] = shown unless shown.empty?
+      out[:display_notes] = notes.first(10) unless notes.empty?
+      out
     end
 
     # A cell's zygote (docs/security.md, "Forked sandboxes"): takes the engine's orders and
@@ -369,7 +490,7 @@ module CodecellGuest
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         images = frame["images"].is_a?(Hash) ? frame["images"] : {}
         before = folder_state(images["folder"])
-        out = refused ? files_refused(refused) : evaluate(frame["code"].to_s)
+        out = refused ? files_refused(refused) : evaluate(frame["code"].to_s, frame["display"] || {})
         hand_back_folder(frame["id"], images, before)
         out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
         # Output written before the result belongs to this execution: flush it first.

@@ -52,6 +52,21 @@ static int add_model_view_members(json_t *props)
                                    json_pack("{s:s, s:{s:{s:s}, s:{s:s}}}", "type", "object",
                                              "properties", "count", "type", "integer", "reason",
                                              "type", "string"));
+        bad |= json_object_set_new(
+                props, "display",
+                json_pack("{s:s, s:s}", "type", "object", "description",
+                          "the last value's rich forms: markdown and html as {chars} (their text "
+                          "is content beside this one), json as the value's own JSON, svg and "
+                          "png as {bytes} (image content beside)"));
+        bad |= json_object_set_new(props, "display_truncated",
+                                   json_pack("{s:s, s:s}", "type", "boolean", "description",
+                                             "a rich form was cut or left out for the budget"));
+        bad |= json_object_set_new(
+                props, "display_notes",
+                json_pack("{s:s, s:s, s:{s:s}}", "type", "array", "description",
+                          "why a rich form was left out or cut (a method that raised, ran too "
+                          "long or returned the wrong type)",
+                          "items", "type", "string"));
         /* Operator warnings are logged once by the server, never in a result. */
         bad |= json_object_del(props, "warnings");
         return bad ? -1 : 0;
@@ -466,8 +481,46 @@ static char *image_contents(const codecell_result *res)
         return text;
 }
 
+/* The last value's rich forms as MCP content (docs/results.md, "Rich values"): its markdown
+ * as text, its HTML as an embedded text/html resource (both cut within the model's budget by
+ * codecell_result_to_model_parts), its SVG and PNG as image content (the engine checked their
+ * bytes). `,{…}` for each, "" when none; NULL when out of memory. */
+static char *display_contents(const codecell_result *res, const char *markdown, const char *html)
+{
+        json_t *items = json_array();
+        if (items && markdown)
+                json_array_append_new(items,
+                                      json_pack("{s:s, s:s}", "type", "text", "text", markdown));
+        if (items && html)
+                json_array_append_new(items,
+                                      json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "resource",
+                                                "resource", "uri", "codecell://result/display.html",
+                                                "mimeType", "text/html", "text", html));
+        static const char *const pictures[][2] = {{"svg", "image/svg+xml"}, {"png", "image/png"}};
+        for (size_t i = 0; items && i < sizeof(pictures) / sizeof(pictures[0]); i++) {
+                size_t len = 0;
+                const void *data = codecell_result_display(res, pictures[i][0], &len);
+                char *b64 = data ? base64_encode(data, len, NULL) : NULL;
+                if (b64)
+                        json_array_append_new(items,
+                                              json_pack("{s:s, s:s, s:s}", "type", "image", "data",
+                                                        b64, "mimeType", pictures[i][1]));
+                free(b64);
+        }
+        char *text = items ? json_dumps(items, JSON_COMPACT) : NULL;
+        json_decref(items);
+        /* [a,b] less its brackets, each item after a comma: ",a,b". */
+        size_t n = text ? strlen(text) : 0;
+        if (n >= 2) {
+                text[0] = n > 2 ? ',' : '\0';
+                text[n - 1] = '\0';
+        }
+        return text;
+}
+
 /* Answers a finished call with what the model acts on (codecell_result_to_model_json, within
- * the cell's model_chars) as the text content, then the run's pictures as image content, and
+ * the cell's model_chars) as the text content, then the last value's rich forms
+ * (display_contents) and the run's pictures as image content, and
  * the same with the sandbox's layers and timings as structuredContent (with the session member
  * first, when there is one). Both are spliced around the guest's value text, which is never
  * parsed again (its numbers stay exact). Takes res. */
@@ -476,9 +529,21 @@ static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, con
                          const char *session_member)
 {
         bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
-        char *lean = codecell_result_to_model_json(res, model_chars, false);
-        char *detailed = codecell_result_to_model_json(res, model_chars, true);
-        char *images = image_contents(res);
+        char *markdown = NULL, *html = NULL, *spare_markdown = NULL, *spare_html = NULL;
+        char *lean = codecell_result_to_model_parts(res, model_chars, false, &markdown, &html);
+        char *detailed = codecell_result_to_model_parts(res, model_chars, true, &spare_markdown,
+                                                        &spare_html);
+        free(spare_markdown);
+        free(spare_html);
+        char *shown = display_contents(res, markdown, html);
+        char *pictures = image_contents(res);
+        char *images = shown && pictures ? malloc(strlen(shown) + strlen(pictures) + 1) : NULL;
+        if (images)
+                stpcpy(stpcpy(images, shown), pictures);
+        free(markdown);
+        free(html);
+        free(shown);
+        free(pictures);
         const char *value = codecell_result_value(res);
         bool large = value && strlen(value) >= LARGE_RESULT_BYTES;
         codecell_result_free(res);

@@ -7,7 +7,12 @@
 #include "result.h"
 #include "util.h"
 
-enum piece { VALUE, STDOUT, STDERR, ERROR, N_PIECES };
+enum piece { VALUE, STDOUT, STDERR, ERROR, DISPLAY, N_PIECES };
+
+/* The rich text handed back beside the JSON (codecell_result_to_model_parts), or NULL. */
+struct apart {
+        char *markdown, *html;
+};
 
 /* Each piece gets what it needs up to an equal share of what is left; the share of a small
  * piece goes to the others. */
@@ -125,7 +130,72 @@ static size_t json_chars(const json_t *v)
         return text ? utf8_chars(text, strlen(text)) : 0;
 }
 
-static char *model_json(const codecell_result *r, size_t max_chars, bool details)
+/* What the display piece needs: the characters of its text forms (SVG and PNG are images). */
+static size_t display_need(const struct result_display *d)
+{
+        return (d->markdown ? utf8_chars(d->markdown, d->markdown_len) : 0) +
+               (d->html ? utf8_chars(d->html, d->html_len) : 0) + json_chars(d->json);
+}
+
+/* One text form within what is left of the display's share: into the JSON, or apart. */
+static int display_text(json_t *shown, const char *kind, const char *text, size_t len, size_t *left,
+                        bool *cut, char **apart)
+{
+        if (!text)
+                return 0;
+        bool was_cut = false;
+        json_t *s = cut_string(text, len, *left, &was_cut);
+        if (!s)
+                return -1;
+        size_t chars = utf8_chars(json_string_value(s), json_string_length(s));
+        *left -= chars < *left ? chars : *left;
+        *cut |= was_cut;
+        if (!apart)
+                return json_object_set_new(shown, kind, s);
+        *apart = strndup(json_string_value(s), json_string_length(s));
+        json_decref(s);
+        return *apart ? json_object_set_new(shown, kind,
+                                            json_pack("{s:I}", "chars", (json_int_t)chars))
+                      : -1;
+}
+
+/* "display" within budget characters: markdown first (what a model reads best), then HTML, then
+ * the value's own JSON (whole or not at all: cut JSON is no JSON); SVG and PNG as their sizes.
+ * "display_truncated" when something was cut or left out for the budget. */
+static int set_display(json_t *obj, const struct result_display *d, size_t budget,
+                       struct apart *apart)
+{
+        int bad = 0;
+        if (display_any(d)) {
+                json_t *shown = json_object();
+                size_t left = budget;
+                bool cut = false;
+                bad |= !shown;
+                bad |= display_text(shown, "markdown", d->markdown, d->markdown_len, &left, &cut,
+                                    apart ? &apart->markdown : NULL);
+                bad |= display_text(shown, "html", d->html, d->html_len, &left, &cut,
+                                    apart ? &apart->html : NULL);
+                size_t json_need = json_chars(d->json);
+                if (d->json && json_need <= left)
+                        bad |= json_object_set(shown, "json", d->json);
+                cut |= d->json && json_need > left;
+                if (d->svg)
+                        bad |= json_object_set_new(
+                                shown, "svg", json_pack("{s:I}", "bytes", (json_int_t)d->svg_len));
+                if (d->png)
+                        bad |= json_object_set_new(
+                                shown, "png", json_pack("{s:I}", "bytes", (json_int_t)d->png_len));
+                bad |= json_object_set_new(obj, "display", shown);
+                if (cut)
+                        bad |= json_object_set_new(obj, "display_truncated", json_true());
+        }
+        if (d->notes && json_array_size(d->notes) > 0)
+                bad |= json_object_set(obj, "display_notes", d->notes);
+        return bad ? -1 : 0;
+}
+
+static char *model_json(const codecell_result *r, size_t max_chars, bool details,
+                        struct apart *apart)
 {
         const char *value = codecell_result_value(r);
         size_t need[N_PIECES] =
@@ -134,6 +204,7 @@ static char *model_json(const codecell_result *r, size_t max_chars, bool details
                         [STDOUT] = utf8_chars(r->out.data ? r->out.data : "", r->out.len),
                         [STDERR] = utf8_chars(r->err.data ? r->err.data : "", r->err.len),
                         [ERROR] = json_chars(r->error),
+                        [DISPLAY] = display_need(&r->display),
                 },
                share[N_PIECES];
         share_budget(need, max_chars, share);
@@ -168,6 +239,7 @@ static char *model_json(const codecell_result *r, size_t max_chars, bool details
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
         bad |= result_set_images(obj, r);
+        bad |= set_display(obj, &r->display, share[DISPLAY], apart);
         bad |= result_set_session_notes(obj, r);
         if (details) {
                 bad |= json_object_set_new(obj, "duration_ms",
@@ -185,24 +257,61 @@ static char *model_json(const codecell_result *r, size_t max_chars, bool details
         return text;
 }
 
-char *codecell_result_to_model_json(const codecell_result *r, size_t max_chars, bool details)
+static void apart_free(struct apart *a)
+{
+        if (!a)
+                return;
+        free(a->markdown);
+        free(a->html);
+        *a = (struct apart){0};
+}
+
+static size_t chars_of(const char *s)
+{
+        return s ? utf8_chars(s, strlen(s)) : 0;
+}
+
+static char *model_view(const codecell_result *r, size_t max_chars, bool details,
+                        struct apart *apart)
 {
         /* The budget counts the pieces; JSON's escapes (a newline is two characters) and keys
          * come on top. Over the budget, once more with the pieces' budget scaled down by as
          * much as it went over. */
         size_t budget = max_chars;
-        char *text = model_json(r, budget, false);
+        char *text = model_json(r, budget, false, apart);
         /* A few passes: at a small budget the markers and keys are much of the text, and one
-         * scaling is not enough. */
+         * scaling is not enough. The text handed back apart counts too. */
         for (int pass = 0; text && pass < 4; pass++) {
                 size_t chars = utf8_chars(text, strlen(text));
+                if (apart)
+                        chars += chars_of(apart->markdown) + chars_of(apart->html);
                 if (chars <= max_chars)
                         break;
                 free(text);
+                apart_free(apart);
                 size_t scaled = (size_t)((double)budget * max_chars / (double)chars);
                 budget = scaled > 64 ? scaled - 64 : scaled / 2;
-                text = model_json(r, budget, false);
+                text = model_json(r, budget, false, apart);
         }
         free(text);
-        return model_json(r, budget, details);
+        apart_free(apart);
+        text = model_json(r, budget, details, apart);
+        if (!text)
+                apart_free(apart);
+        return text;
+}
+
+char *codecell_result_to_model_json(const codecell_result *r, size_t max_chars, bool details)
+{
+        return model_view(r, max_chars, details, NULL);
+}
+
+char *codecell_result_to_model_parts(const codecell_result *r, size_t max_chars, bool details,
+                                     char **ret_markdown, char **ret_html)
+{
+        struct apart a = {0};
+        char *text = model_view(r, max_chars, details, &a);
+        *ret_markdown = a.markdown;
+        *ret_html = a.html;
+        return text;
 }

@@ -71,6 +71,7 @@ void codecell_result_free(codecell_result *r)
         output_free(&r->out);
         output_free(&r->err);
         image_list_free(&r->images);
+        display_free(&r->display);
         json_decref(r->idle_interrupts);
         free(r->state_lost);
         free(r);
@@ -397,6 +398,7 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
         if (r->cancelled)
                 bad |= json_object_set_new(obj, "cancelled", json_true());
         bad |= result_set_images(obj, r);
+        bad |= display_set_full(obj, &r->display);
         bad |= result_set_session_notes(obj, r);
         char *text = bad ? NULL : result_json_splice(r, codecell_result_value(r), obj, pretty);
         json_decref(obj);
@@ -471,6 +473,24 @@ const void *codecell_result_image(const codecell_result *r, size_t i, size_t *re
         if (ret_mime_type)
                 *ret_mime_type = r->images.items[i].mime_type;
         return r->images.items[i].data;
+}
+
+const void *codecell_result_display(const codecell_result *r, const char *kind, size_t *ret_len)
+{
+        const struct result_display *d = &r->display;
+        const void *data = NULL;
+        size_t len = 0;
+        if (strcmp(kind, "markdown") == 0)
+                data = d->markdown, len = d->markdown_len;
+        else if (strcmp(kind, "html") == 0)
+                data = d->html, len = d->html_len;
+        else if (strcmp(kind, "svg") == 0)
+                data = d->svg, len = d->svg_len;
+        else if (strcmp(kind, "png") == 0)
+                data = d->png, len = d->png_len;
+        if (ret_len)
+                *ret_len = data ? len : 0;
+        return data;
 }
 
 const char *codecell_result_state_lost(const codecell_result *r)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "codecell.h"
+#include "display.h"
 #include "images.h"
 #include "output.h"
 
@@ -27,6 +28,7 @@ struct codecell_result {
         json_t *warnings;          /* array, or NULL */
         bool cancelled;            /* stopped by codecell_cancel_trigger() */
         struct image_list images;  /* pictures the run handed back */
+        struct result_display display; /* ok: the last value's rich forms */
         /* A session's: what reached its main thread between evals and was discarded, as the
          * prelude noted it ([{class, message}], NULL: nothing); and why its state was lost
          * (NULL: it was not). */

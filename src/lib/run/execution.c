@@ -132,6 +132,9 @@ static void judge(const struct execution *x, const struct outcome *outcome)
                 }
                 set_exit_status(res, o->result_frame);
                 result_take_idle_interrupts(res, o->result_frame);
+                /* Only out of memory fails it; what the guest got wrong is a note. */
+                (void)display_take(&res->display, o->result_frame, lim[CODECELL_LIMIT_MODEL_CHARS],
+                                   lim[CODECELL_LIMIT_IMAGE_BYTES]);
                 break;
         case CODECELL_STATUS_ERROR:
                 res->error = json_is_object(json_object_get(o->result_frame, "error"))
@@ -260,6 +263,14 @@ static json_t *exec_frame(const struct execution *x, const char *code, size_t le
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGES], "max_bytes",
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "folder",
                                  c->image_folder);
+        /* How much of the last value's rich forms the prelude may send (docs/results.md). */
+        json_t *display = json_pack(
+                "{s:I, s:I, s:I}", "max_chars", (json_int_t)c->limits[CODECELL_LIMIT_MODEL_CHARS],
+                "max_bytes", (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "max_frame_bytes",
+                (json_int_t)c->limits[CODECELL_LIMIT_FRAME_BYTES]);
+        if (exec && display)
+                json_object_set(exec, "display", display);
+        json_decref(display);
         json_t *bindings = tool_table_bindings(x->tools);
         if (exec && bindings)
                 json_object_set(exec, "bindings", bindings);

@@ -69,7 +69,11 @@ static const struct runtime runtimes[] = {
                         "non-serializable\n"
                         "objects come back as their inspect string). If the code raises, the "
                         "error\n"
-                        "class, message and backtrace are returned so you can fix and retry.",
+                        "class, message and backtrace are returned so you can fix and retry. A "
+                        "last\n"
+                        "value that answers `to_markdown` (or `to_html`, `to_svg`, `to_png`) also "
+                        "comes\n"
+                        "back in that form: end with one to show a table.",
                 .libraries_verb = "require",
                 .more_libraries = "look in the folders of `$LOAD_PATH`",
                 .tools =
@@ -144,7 +148,12 @@ static const struct runtime runtimes[] = {
                         "(JSON-serializable data as it is; other objects as their repr string). "
                         "If\n"
                         "the code raises, the exception's class, message and traceback are\n"
-                        "returned so you can fix and retry.",
+                        "returned so you can fix and retry. An object with `_repr_markdown_` (or\n"
+                        "`_repr_html_`, `_repr_svg_`, `_repr_png_`, `_repr_json_`) also comes back "
+                        "in\n"
+                        "that form, and a pandas DataFrame as a markdown table of its first and "
+                        "last\n"
+                        "rows and its shape.",
                 .libraries_verb = "import",
                 .more_libraries = "list them with `help(\"modules\")`",
                 .own_images = "Figures drawn with matplotlib come back as PNG images: those "
