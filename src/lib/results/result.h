@@ -23,11 +23,11 @@ struct codecell_result {
         json_t *error; /* error: {class, message, backtrace}; limits, sandbox_error: a string */
         struct output_buffer out, err;
         double cpu_ms;
-        int64_t memory_peak_bytes; /* -1: unknown */
-        json_t *layers;            /* array of the layers in force */
-        json_t *warnings;          /* array, or NULL */
-        bool cancelled;            /* stopped by codecell_cancel_trigger() */
-        struct image_list images;  /* pictures the run handed back */
+        int64_t memory_peak_bytes;     /* -1: unknown */
+        json_t *layers;                /* array of the layers in force */
+        json_t *warnings;              /* array, or NULL */
+        bool cancelled;                /* stopped by codecell_cancel_trigger() */
+        struct image_list images;      /* pictures the run handed back */
         struct result_display display; /* ok: the last value's rich forms */
         /* A session's: what reached its main thread between evals and was discarded, as the
          * prelude noted it ([{class, message}], NULL: nothing); and why its state was lost
