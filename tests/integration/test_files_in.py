@@ -250,6 +250,34 @@ class InSessions(Served):
             self.assertEqual(s["value"], [False, False, "fifo"], s)
 
 
+    def test_a_session_that_broke_what_writes_the_files_gets_a_refusal_and_lives_on(self):
+        # Earlier code may take /work's permissions away or replace what the prelude writes
+        # with: the eval is refused as FilesError, the session is not lost.
+        breakers = {"ruby": ['File.chmod(0, "/work")',
+                             'class << File; def lstat(*) = raise("planted"); end',
+                             'class String; def split(*) = raise("planted"); end'],
+                    "python": ['import os\nos.chmod("/work", 0)',
+                               'import os\nos.open = None',
+                               'import binascii\nbinascii.a2b_base64 = None']}
+        kept = {"ruby": "$kept", "python": "kept"}
+        for lang in LANGUAGES:
+            for k, breaker in enumerate(breakers[lang]):
+                with self.subTest(lang=lang, breaker=breaker):
+                    session = "broken-%s-%d" % (lang, k)
+                    code = breaker + "\n%s = 41" % kept[lang]
+                    s = self.result(lang, code, session=session)["structuredContent"]
+                    self.assertEqual(s["status"], "ok", s)
+                    s = self.result(lang, PRINT_RAN[lang], [{"name": "a/b.txt", "text": "x"}],
+                                    session=session)["structuredContent"]
+                    self.assertEqual(s["status"], "error", s)
+                    self.assertEqual(s["error"]["class"], FILES_ERROR[lang])
+                    self.assertIn("files", s["error"]["message"])
+                    self.assertNotIn("ran", s.get("stdout", ""), "the code ran")
+                    s = self.result(lang, kept[lang] + " + 1", session=session)["structuredContent"]
+                    self.assertEqual(s["session"]["created"], False, s)
+                    self.assertEqual(s["value"], 42, s)
+
+
 class OverHttp(unittest.TestCase):
     def test_files_reach_the_code_over_http(self):
         directory = tempdir(self)
