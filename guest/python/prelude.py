@@ -783,6 +783,19 @@ def _write_file(fd, part, data, where):
     return None
 
 
+def _write_files_guarded(files):
+    """_write_files, which a session's earlier code may have broken (os.open replaced, /work
+    made unreadable, a timer left to fire): whatever it raises refuses the eval, and the
+    session lives on."""
+    try:
+        return _write_files(files)
+    except BaseException as exc:  # noqa: B036 -- the guest's doing, never the prelude's end
+        try:
+            return "the files could not be written: %s: %s" % (_class_name(exc), _message(exc))
+        except BaseException:
+            return "the files could not be written"
+
+
 def _write_files(files):
     """The run's files (codecell_run_options.files), written into /work before its code. The
     engine checked their names; what a session's earlier code left on their way (a link, a
@@ -944,7 +957,7 @@ def _run():
         _send({"t": "taken", "id": frame.get("id")})
         interrupts = _take_interrupts()
         _apply_input(frame)
-        refused = _write_files(frame.get("files"))
+        refused = _write_files_guarded(frame.get("files"))
         if isinstance(frame.get("bindings"), dict):
             _bind_tools(frame["bindings"], scope)
         started = time.monotonic()

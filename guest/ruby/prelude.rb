@@ -485,7 +485,7 @@ module CodecellGuest
 
         interrupts = take_interrupts
         apply_input(frame)
-        refused = write_files(frame["files"])
+        refused = write_files_guarded(frame["files"])
         bind_tools(frame["bindings"]) if frame["bindings"].is_a?(Hash)
         started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
         images = frame["images"].is_a?(Hash) ? frame["images"] : {}
@@ -644,6 +644,19 @@ module CodecellGuest
     # engine checked their names; what a session's earlier code left on their way (a link, a
     # FIFO, a file where a folder is needed) is never followed: the run is refused, naming it.
     # Returns that refusal, or nil.
+    # write_files, which a session's earlier code may have broken (File.lstat redefined, /work
+    # made unreadable, a timer left to fire): whatever it raises refuses the eval, and the
+    # session lives on.
+    def write_files_guarded(files)
+      write_files(files)
+    rescue Exception => e # rubocop:disable Lint/RescueException -- the guest's doing
+      begin
+        "the files could not be written: #{class_name(e)}: #{message_of(e)}"
+      rescue Exception # rubocop:disable Lint/RescueException
+        "the files could not be written"
+      end
+    end
+
     def write_files(files)
       return nil unless files.is_a?(Array)
 
