@@ -87,7 +87,7 @@ class Run(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn('> {"jsonrpc":"2.0","id":2,"method":"tools/list"}', r.stdout)
         self.assertIn("< (id 2) tools/list: 4 tools", r.stdout)
-        self.assertIn("    ruby(code, session, reset): ", r.stdout)
+        self.assertIn("    ruby(code, files, session, reset): ", r.stdout)
         self.assertIn("their answers come back in the order\nthey finish", r.stdout)
         answers = [json.loads(l[2:]) for l in r.stdout.splitlines() if l.startswith("< {")]
         self.assertEqual(sorted(a["id"] for a in answers), [1, 3, 4])
