@@ -89,6 +89,9 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_IMAGE_BYTES, /* size of one of them; default 4 MiB */
         CODECELL_LIMIT_FILES_IN,       /* files given to a run (its "files"); default 32 */
         CODECELL_LIMIT_FILES_IN_BYTES, /* their bytes together; default 8 MiB */
+        /* Host-tool calls outstanding at once per execution; default 8 (1: one at a time, in
+         * the order the guest made them). */
+        CODECELL_LIMIT_TOOL_CONCURRENCY,
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
