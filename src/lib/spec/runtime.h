@@ -27,7 +27,7 @@
 /* How the description writes a tool call and an MCP tool's signature in this language
  * (tools.c, tool_signatures.c), and how the guest names an MCP server's bindings. */
 struct tool_syntax {
-        const char *intro;   /* the paragraph under "## Tools" */
+        const char *intro; /* the paragraph under "## Tools" */
         /* The paragraph on calls that run at once: a printf format of the cell's
          * tool_concurrency (%llu); shown when it is above 1. */
         const char *concurrent;

@@ -78,10 +78,10 @@ struct runner {
         unsigned head;
         uint64_t queued_bytes; /* their arguments' bytes; under lock */
         unsigned max_workers;
-        struct worker *workers; /* max_workers entries, started of them in use; under lock */
+        struct worker *workers;        /* max_workers entries, started of them in use; under lock */
         unsigned started, alive, idle; /* under lock */
-        bool quit, abandoned; /* under lock; abandoned is set under send_lock too */
-        bool orphaned;        /* the execution left: the last worker frees; under lock */
+        bool quit, abandoned;          /* under lock; abandoned is set under send_lock too */
+        bool orphaned;                 /* the execution left: the last worker frees; under lock */
         /* Set when the execution ends: a call to an MCP server stops waiting and cancels. */
         atomic_bool stop;
         /* What an MCP server last reported of a call in flight ("memory.x: 3/10 …"), for the

@@ -1,5 +1,6 @@
 /* Host RPC for one execution (DESIGN §5, §8): "call" frames from the guest, answered by the
- * cell's tools on a pool of worker threads so the engine keeps watching the wall clock meanwhile. */
+ * cell's tools on a pool of worker threads, so that the engine keeps watching the wall clock
+ * meanwhile and calls run at once. */
 #ifndef CODECELL_RPC_H
 #define CODECELL_RPC_H
 
