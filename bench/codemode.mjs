@@ -6,7 +6,9 @@
 //   (b) as 20 tools/call round trips from the same client straight to server-memory,
 // printing the wall time (median), the model turns each needs, and the bytes of tool output
 // that would enter the model's context. Then the cost codecell adds to one upstream call made
-// from the guest, against the same call made directly by a client, over stdio.
+// from the guest, against the same call made directly by a client, over stdio. Then 10
+// independent calls to a tool that takes 50 ms, in one script: serial (tool_concurrency 1)
+// against concurrent (SB.parallel, asyncio.gather), in the same run, beside one call's latency.
 //
 //   bench/codemode [--reps N] [--calls N]
 import fs from "node:fs";
@@ -134,3 +136,45 @@ console.log(`${"added by codecell".padEnd(34)} ${(guestMs - directMs).toFixed(3)
 await everything.close();
 await direct.close();
 await serve.close();
+
+// 10 independent calls to a 50 ms command tool (sh: it starts in about a millisecond), timed in
+// the guest: one call alone, then the ten together, in cells that differ only in
+// tool_concurrency.
+const wait = path.join(scratch, "wait50.sh");
+fs.writeFileSync(wait, "#!/bin/sh\ncat >/dev/null\nsleep 0.05\necho null\n", { mode: 0o755 });
+const atOnce = path.join(scratch, "at-once.json");
+const cell = (name, language, concurrency) => ({ name, language, pool: 1, tools: ["wait50"],
+  limits: { timeout_ms: 60000, cpu_ms: 60000, tool_concurrency: concurrency } });
+fs.writeFileSync(atOnce, JSON.stringify({
+  tools: [{ name: "wait50", description: "Answers after 50 ms.", command: [wait] }],
+  cells: [cell("serial", "ruby", 1), cell("default", "ruby", 8), cell("ten", "ruby", 10),
+          cell("py_serial", "python", 1), cell("py_ten", "python", 10)],
+}));
+const cells = await connect(bin, ["serve", "--config", atOnce]);
+const rubyTen = `c = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC, :float_millisecond) }
+a = c.(); SB.call("wait50"); one = c.() - a
+a = c.(); SB.parallel { |p| 10.times { p.call("wait50") } }; [one, c.() - a]`;
+const pythonTen = `import asyncio, time
+c = lambda: time.monotonic() * 1000
+a = c(); sb.call("wait50"); one = c() - a
+a = c(); await asyncio.gather(*[sb.acall("wait50") for _ in range(10)]); [one, c() - a]`;
+const rows = [["serial", "Ruby SB.parallel, tool_concurrency 1", rubyTen],
+              ["default", "Ruby SB.parallel, tool_concurrency 8", rubyTen],
+              ["ten", "Ruby SB.parallel, tool_concurrency 10", rubyTen],
+              ["py_serial", "Python gather, tool_concurrency 1", pythonTen],
+              ["py_ten", "Python gather, tool_concurrency 10", pythonTen]];
+console.log(`\n10 independent calls to a 50 ms tool in one script, median of ${reps} runs`);
+console.log(`${"".padEnd(38)} ${"one call".padStart(9)} ${"ten calls".padStart(10)} ${"ten / one".padStart(10)}`);
+for (const [name, label, code] of rows) {
+  const ones = [], tens = [];
+  for (let r = 0; r < reps; r++) {
+    const res = await cells.callTool({ name, arguments: { code } });
+    if (res.structuredContent?.status !== "ok") throw new Error(JSON.stringify(res.structuredContent));
+    ones.push(res.structuredContent.value[0]);
+    tens.push(res.structuredContent.value[1]);
+  }
+  const one = median(ones), ten = median(tens);
+  console.log(`${label.padEnd(38)} ${one.toFixed(1).padStart(9)} ${ten.toFixed(1).padStart(10)} ${(ten / one).toFixed(2).padStart(10)}`);
+}
+console.log("(ms; the aim for concurrent calls: ten / one <= 1.3, where serial is about 10)");
+await cells.close();

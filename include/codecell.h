@@ -89,6 +89,9 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_IMAGE_BYTES,    /* size of one of them; default 4 MiB */
         CODECELL_LIMIT_FILES_IN,       /* files given to a run (its "files"); default 32 */
         CODECELL_LIMIT_FILES_IN_BYTES, /* their bytes together; default 8 MiB */
+        /* Host-tool calls outstanding at once per execution; default 8 (1: one at a time, in
+         * the order the guest made them). */
+        CODECELL_LIMIT_TOOL_CONCURRENCY,
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -372,13 +375,16 @@ CODECELL_API char **codecell_session_list(codecell_cell *cell);
 
 /* ---- host tools ------------------------------------------------------------------------- */
 
-/* A host function the guest reaches with SB.call(name, key: value) (Ruby). It runs on an engine
- * thread, one call at a time per execution, while the guest waits. args_json is the arguments
+/* A host function the guest reaches with SB.call(name, key: value) (Ruby). It runs on a worker
+ * thread of the execution, while the guest waits; up to CODECELL_LIMIT_TOOL_CONCURRENCY calls
+ * of one execution run at once (and executions run side by side), so a handler must be
+ * thread-safe, userdata included. args_json is the arguments
  * object as NUL-terminated JSON. Return 0 and set *ret_json to a malloc'd JSON text (any JSON
  * value), or return < 0 and set *ret_error to a malloc'd message (or leave it NULL): the guest
  * then gets SB::ToolError with that message. The engine frees both strings. A handler that
- * never returns cannot be interrupted: the execution still ends at its wall-clock limit, but
- * the handler's thread is left running until it returns. */
+ * never returns cannot be interrupted: the execution still ends at its wall-clock limit, and
+ * its result waits at most half a second more for the handler; then the handler's thread is
+ * left running until it returns, and its answer is dropped. */
 typedef int (*codecell_tool_handler)(const char *args_json, char **ret_json, char **ret_error,
                                      void *userdata);
 

@@ -148,18 +148,46 @@ def _check_json(value, path, depth=0):
 
 
 _rpc_id = [1]
-# Calls run one at a time (docs/tools.md): threads queue here, each gets its own answer.
-# Reentrant, for a signal handler that runs on a thread inside call: it must not wait for
-# itself. _rpc_depth says whether that thread's exchange has begun (then the handler's call
-# is refused at once) or not yet, or is over (then the handler's call runs whole).
+# Calls in flight, by id (docs/tools.md): up to the cell's tool_concurrency run on the host at
+# once, and each caller (a thread blocked in call, or an asyncio future of acall) waits for its
+# own reply. One reader at a time: a thread waiting for its reply reads the next frame when
+# nobody else does, or an event loop that awaits replies does; whoever reads hands the frame
+# to its caller by id and wakes the sleeping threads, one of which reads next. _rpc_lock guards
+# the tables; reentrant, for a signal handler that runs on a thread inside call: a handler that
+# interrupted its own thread's call (or the read) is refused at once, never left to wait for
+# itself. A reply nobody waits for (its caller gave up) is skipped.
 _rpc_lock = _thread.RLock()
-_rpc_depth = [0]
+_calls = {}  # id -> _Waiter
+_sleepers = []  # locks of threads waiting for a frame to be read
+_reader = [None]  # the ident of the thread reading a frame
+_rpc_depth = {}  # thread ident -> its calls between sending and the reply
+_watched = {}  # event loop -> its acalls awaiting a reply (the loop reads while any is)
 _REENTERED = ("sb.call from a signal handler that interrupted another sb.call of the same "
-              "thread: the host answers one call at a time; call tools outside the handler")
+              "thread: call tools outside the handler")
 
 
-def _exchange(name, args):
-    """Sends one call and reads its reply; under _rpc_lock."""
+class _Waiter:
+    __slots__ = ("reply", "future", "loop")
+
+    def __init__(self, future=None, loop=None):
+        self.reply, self.future, self.loop = None, future, loop
+
+    def settle(self, reply):
+        if self.future is None:
+            self.reply = reply
+            return
+        try:
+            self.loop.call_soon_threadsafe(_resolve, self.future, reply)
+        except RuntimeError:  # the loop is closed: nobody awaits the answer any more
+            pass
+
+
+def _resolve(future, reply):
+    if not future.done():
+        future.set_result(reply)
+
+
+def _args_text(args):
     # The arguments as text (checked by _check_json): the host reads integers of any size there,
     # where a frame's own members hold 64 bits.
     try:
@@ -168,22 +196,122 @@ def _exchange(name, args):
         str.encode(args_json, "utf-8")
     except (ValueError, TypeError, RecursionError) as e:  # what _check_json did not foresee
         raise TypeError("%s: %s" % (_NOT_JSON, e)) from None
-    _rpc_id[0] += 1
-    call_id = _rpc_id[0]
-    _send({"t": "call", "id": call_id, "name": _text(name), "args_json": args_json})
-    while True:
+    return args_json
+
+
+def _begin(name, args, waiter):
+    """Sends one call frame; its reply goes to waiter. Returns the call's id."""
+    args_json = _args_text(args)
+    me = _thread.get_ident()
+    with _rpc_lock:
+        if _rpc_depth.get(me) or _reader[0] == me:
+            raise ToolError(_REENTERED)
+        _rpc_id[0] += 1
+        call_id = _rpc_id[0]
+        _calls[call_id] = waiter
+        _rpc_depth[me] = 1
+        try:
+            _send({"t": "call", "id": call_id, "name": _text(name), "args_json": args_json})
+        except BaseException:
+            del _calls[call_id]
+            raise
+        finally:
+            _rpc_depth[me] = 0
+    return call_id
+
+
+def _lost(why):
+    """The channel is gone or out of step: every caller hears it, none waits for ever."""
+    with _rpc_lock:
+        waiters = list(_calls.values())
+        _calls.clear()
+    for waiter in waiters:
+        waiter.settle({"t": "lost", "why": why})
+    raise RpcUnavailable(why)
+
+
+def _read_one():
+    """Reads one frame as the reader (_reader is this thread) and hands it to its caller."""
+    try:
         with _whole_ints():
-            reply = _read_frame()
-        if reply is None:
-            raise RpcUnavailable("the host closed the tool channel")
-        # The answer to an earlier call whose caller was interrupted while waiting.
-        if isinstance(reply, dict) and isinstance(reply.get("id"), int) and reply["id"] < call_id:
-            continue
-        return reply, call_id
+            frame = _read_frame()
+    finally:
+        with _rpc_lock:
+            _reader[0] = None
+    try:
+        if frame is None:
+            _lost("the host closed the tool channel")
+        if not (isinstance(frame, dict) and frame.get("t") == "reply" and
+                type(frame.get("id")) is int):
+            _lost("unexpected answer from the host")
+        with _rpc_lock:
+            waiter = _calls.pop(frame["id"], None)
+        if waiter is not None:
+            waiter.settle(frame)
+    finally:
+        with _rpc_lock:
+            sleepers = _sleepers[:]
+            del _sleepers[:]
+        for lock in sleepers:
+            lock.release()
 
 
-def call(name, args=None, /, **kwargs):
-    """Calls a host tool and returns its answer as plain data (dicts, lists, str, numbers)."""
+def _wait(call_id, waiter):
+    """The reply to a call of this thread: read by this thread or handed to it."""
+    me = _thread.get_ident()
+    sleeper = None
+    try:
+        while True:
+            with _rpc_lock:
+                if waiter.reply is not None:
+                    return waiter.reply
+                if _reader[0] is None:
+                    _reader[0], sleeper = me, None
+                else:
+                    sleeper = _thread.allocate_lock()
+                    sleeper.acquire()
+                    _sleepers.append(sleeper)
+            if sleeper is None:
+                _read_one()
+            else:
+                sleeper.acquire()
+                sleeper = None
+    finally:
+        with _rpc_lock:
+            _calls.pop(call_id, None)
+            if sleeper is not None and sleeper in _sleepers:
+                _sleepers.remove(sleeper)
+
+
+def _on_readable():
+    """An event loop's turn to read, when an acall awaits and no thread reads."""
+    with _rpc_lock:
+        if _reader[0] is not None or not _calls:
+            return
+        _reader[0] = _thread.get_ident()
+    try:
+        _read_one()
+    except RpcUnavailable:
+        pass  # every waiter was told
+
+
+def _watch(loop, step):
+    with _rpc_lock:
+        count = _watched.get(loop, 0) + step
+        if count > 0:
+            _watched[loop] = count
+        else:
+            _watched.pop(loop, None)
+    if step > 0 and count == 1:
+        loop.add_reader(CONTROL_FD, _on_readable)
+    elif count == 0:
+        try:
+            loop.remove_reader(CONTROL_FD)
+        except Exception:  # the loop is closing
+            pass
+
+
+def _call_args(name, args, kwargs):
     if not isinstance(name, str) or not name:
         raise ValueError("tool name must be a non-empty str, got %r" % (name,))
     merged = {} if args is None else args
@@ -192,22 +320,51 @@ def call(name, args=None, /, **kwargs):
     if kwargs:
         merged = dict(merged, **kwargs)
     _check_json(merged, "args")
-    with _rpc_lock:
-        if _rpc_depth[0]:
-            raise ToolError(_REENTERED)
-        _rpc_depth[0] += 1
-        try:
-            reply = _exchange(name, merged)
-        finally:
-            _rpc_depth[0] -= 1
-    reply, call_id = reply
+    return merged
+
+
+def _answer(reply, call_id):
     if not isinstance(reply, dict) or reply.get("t") != "reply" or reply.get("id") != call_id:
-        raise RpcUnavailable("unexpected answer from the host")
+        raise RpcUnavailable(reply.get("why") if isinstance(reply, dict) and reply.get("why")
+                             else "unexpected answer from the host")
     if reply.get("ok"):
         return reply.get("result")
     error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
     cls = UnknownTool if error.get("class") == "SB::UnknownTool" else ToolError
     raise cls(str(error.get("message", "")))
+
+
+def call(name, args=None, /, **kwargs):
+    """Calls a host tool and returns its answer as plain data (dicts, lists, str, numbers)."""
+    merged = _call_args(name, args, kwargs)
+    waiter = _Waiter()
+    call_id = _begin(name, merged, waiter)
+    me = _thread.get_ident()
+    with _rpc_lock:
+        _rpc_depth[me] = 1
+    try:
+        reply = _wait(call_id, waiter)
+    finally:
+        with _rpc_lock:
+            _rpc_depth[me] = 0
+    return _answer(reply, call_id)
+
+
+async def acall(name, args=None, /, **kwargs):
+    """sb.call for asyncio: `await sb.acall(...)`; calls gathered together run at once."""
+    merged = _call_args(name, args, kwargs)
+    import asyncio
+    loop = asyncio.get_running_loop()
+    waiter = _Waiter(loop.create_future(), loop)
+    call_id = _begin(name, merged, waiter)
+    _watch(loop, 1)
+    try:
+        reply = await waiter.future
+    finally:
+        with _rpc_lock:
+            _calls.pop(call_id, None)
+        _watch(loop, -1)
+    return _answer(reply, call_id)
 
 
 def describe(name):
@@ -239,11 +396,34 @@ def _tool_function(full):
     return tool
 
 
+def _async_tool_function(full):
+    async def tool(args=None, /, **kwargs):
+        return await acall(full, args, **kwargs)
+    tool.__name__ = tool.__qualname__ = "a" + full
+    tool.__doc__ = "Calls the tool %s (await it); sb.describe(%r) gives its signature." % (
+        full, full)
+    tool._codecell_async = True
+    return tool
+
+
 _KEYWORDS = frozenset((
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
     "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
     "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
     "while", "with", "yield"))
+
+
+def _bind_async(obj, method, full):
+    """memory.acreate_entities: the coroutine of memory.create_entities. A tool whose own name
+    is the async one's ("acreate" beside "create") keeps it: that name is the tool's."""
+    name = "a" + method
+    current = getattr(obj, name, None)
+    if current is not None and not getattr(current, "_codecell_async", False):
+        return
+    try:
+        setattr(obj, name, _async_tool_function(full))
+    except Exception:
+        pass  # sb.acall still reaches it
 
 
 def _bind_tools(bindings, scope):
@@ -266,13 +446,14 @@ def _bind_tools(bindings, scope):
                 setattr(obj, method + "_" if method in _KEYWORDS else method, _tool_function(full))
             except Exception:
                 pass  # sb.call still reaches it
+            _bind_async(obj, method, full)
         if scope.get(server, obj) is obj and not hasattr(builtins, server):
             scope[server] = obj
 
 
 ToolError.__module__ = UnknownTool.__module__ = RpcUnavailable.__module__ = "sb"
 sb.call, sb.ToolError, sb.UnknownTool, sb.RpcUnavailable = call, ToolError, UnknownTool, RpcUnavailable
-sb.describe, sb.mcp = describe, mcp
+sb.describe, sb.mcp, sb.acall = describe, mcp, acall
 sys.modules["sb"] = sb
 
 
@@ -444,14 +625,40 @@ def _syntax_excerpt(exc):
     return excerpt
 
 
+# `await` at the top of the code (await sb.acall(...), asyncio.gather): the code compiles to a
+# coroutine, run to its end on an event loop of its own.
+_TOP_LEVEL_AWAIT = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
+
+
+def _run_awaiting(body, last, scope):
+    """The code's statements and its last expression, either of which awaits, in one loop."""
+    import asyncio
+
+    async def whole():
+        ran = eval(body, scope)
+        if body.co_flags & _CO_COROUTINE:
+            await ran
+        if last is None:
+            return None
+        value = eval(last, scope)
+        return (await value) if last.co_flags & _CO_COROUTINE else value
+    return asyncio.run(whole())
+
+
 def _evaluate(code, scope, display):
     try:
-        tree = compile(code, FILENAME, "exec", _ast.PyCF_ONLY_AST)
+        tree = compile(code, FILENAME, "exec", _ast.PyCF_ONLY_AST | _TOP_LEVEL_AWAIT)
         last = None
         if tree.body and isinstance(tree.body[-1], _ast.Expr):
             last = _ast.Expression(tree.body.pop().value)
-        exec(compile(tree, FILENAME, "exec"), scope)
-        value = eval(compile(last, FILENAME, "eval"), scope) if last is not None else None
+        body = compile(tree, FILENAME, "exec", _TOP_LEVEL_AWAIT)
+        last = compile(last, FILENAME, "eval", _TOP_LEVEL_AWAIT) if last is not None else None
+        if (body.co_flags | (last.co_flags if last else 0)) & _CO_COROUTINE:
+            value = _run_awaiting(body, last, scope)
+        else:
+            exec(body, scope)
+            value = eval(last, scope) if last is not None else None
     except BaseException as exc:  # every failure is reported, SystemExit included
         try:
             return _error(exc)

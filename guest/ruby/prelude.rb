@@ -16,27 +16,80 @@ module SB
 
   class << self
     def call(name, args = nil, **kwargs)
+      answer(CodecellGuest.rpc(name, call_args(name, args, kwargs)))
+    end
+
+    # Calls made in the block run at once on the host (up to the cell's tool_concurrency):
+    # SB.parallel { |p| p.call("a"); p.call("b") } is their answers, in the order of the calls.
+    # Each p.call returns a future whose #value is its answer once parallel has returned. A
+    # failed call raises its SB::ToolError from parallel, after every call has finished.
+    def parallel
+      batch = Parallel.new
+      yield batch
+      replies = CodecellGuest.rpc_all(batch.calls)
+      batch.futures.zip(replies) { |future, reply| future.settle(reply) }
+      batch.futures.each { |future| future.value } # the first failure, in order, raises
+      batch.futures.map(&:value)
+    end
+
+    # The full signature of a tool, as the description would show it (docs/tools.md).
+    def describe(name)
+      call("$describe", name: name)
+    end
+
+    def call_args(name, args, kwargs)
       unless name.is_a?(String) && !name.empty?
         raise ArgumentError, "tool name must be a non-empty String, got #{name.inspect}"
       end
 
       merged = args.nil? ? {} : args
-      unless merged.is_a?(Hash)
-        raise TypeError, "tool arguments must be a Hash, got #{merged.class}"
-      end
+      raise TypeError, "tool arguments must be a Hash, got #{merged.class}" unless merged.is_a?(Hash)
 
-      merged = merged.merge(kwargs) unless kwargs.empty?
-      reply = CodecellGuest.rpc(name, merged)
+      kwargs.empty? ? merged : merged.merge(kwargs)
+    end
+
+    def answer(reply)
       return reply["result"] if reply["ok"]
 
       error = reply["error"].is_a?(Hash) ? reply["error"] : {}
       klass = error["class"] == "SB::UnknownTool" ? UnknownTool : ToolError
       raise klass, error["message"].to_s
     end
+  end
 
-    # The full signature of a tool, as the description would show it (docs/tools.md).
-    def describe(name)
-      call("$describe", name: name)
+  # The calls of one SB.parallel block: recorded as they are made, sent together when the
+  # block ends.
+  class Parallel
+    attr_reader :calls, :futures
+
+    def initialize
+      @calls = []
+      @futures = []
+    end
+
+    def call(name, args = nil, **kwargs)
+      merged = SB.call_args(name, args, kwargs)
+      CodecellGuest.check_json!(merged, "args")
+      @calls << [name, merged]
+      (@futures << Future.new).last
+    end
+  end
+
+  # One call of SB.parallel; its #value is the answer (or raises the call's error).
+  class Future
+    def settle(reply)
+      @reply = reply
+    end
+
+    def value
+      raise ToolError, "the call has not run yet: a future's value is known once SB.parallel " \
+                       "has returned" unless defined?(@reply)
+
+      SB.answer(@reply)
+    end
+
+    def inspect
+      defined?(@reply) ? "#<SB::Future #{@reply["ok"] ? "answered" : "failed"}>" : "#<SB::Future pending>"
     end
   end
 
@@ -89,8 +142,8 @@ module CodecellGuest
       JSON.parse(body.force_encoding(UTF_8), max_nesting: MAX_DEPTH + 1)
     end
 
-    # Calls run one at a time (docs/tools.md): threads queue on the lock, each gets its own
-    # answer.
+    # Threads' calls run one at a time (docs/tools.md): threads queue on the lock, each gets
+    # its own answer. SB.parallel sends its calls together (rpc_all).
     def rpc(name, args)
       check_json!(args, "args")
       lock_rpc
@@ -118,9 +171,36 @@ module CodecellGuest
                            "in flight: a handler cannot wait for it; call tools outside the handler"
     end
 
-    def exchange(name, args)
+    # The calls of SB.parallel ([name, args] each, checked), all sent before any answer is
+    # read: the host runs them at once. Their replies, in the order of the calls; replies come
+    # in any order, each matched by its id.
+    def rpc_all(calls)
+      return [] if calls.empty?
+
+      lock_rpc
+      begin
+        frames = calls.map { |name, args| call_frame(name, args) }
+        frames.each { |frame| control.write([frame.bytesize].pack("N"), frame) }
+        ids = (@rpc_id - calls.size + 1..@rpc_id)
+        replies = {}
+        while replies.size < calls.size
+          reply = read_frame
+          raise SB::RpcUnavailable, "the host closed the tool channel" if reply.nil?
+          unless reply.is_a?(Hash) && reply["t"] == "reply" && reply["id"].is_a?(Integer)
+            raise SB::RpcUnavailable, "unexpected answer from the host"
+          end
+          # An answer to an earlier call whose thread was killed while it waited is skipped.
+          replies[reply["id"]] = reply if ids.cover?(reply["id"])
+        end
+        ids.map { |id| replies[id] }
+      ensure
+        RPC_LOCK.unlock
+      end
+    end
+
+    # A call frame's text, under a fresh id (@rpc_id).
+    def call_frame(name, args)
       @rpc_id = (@rpc_id || 1) + 1
-      id = @rpc_id
       # The arguments as text (checked by check_json!): the host reads integers of any size
       # there, where a frame's own members hold 64 bits.
       args_json = begin
@@ -128,7 +208,12 @@ module CodecellGuest
       rescue JSON::GeneratorError, EncodingError => e # what check_json! did not foresee
         raise TypeError, "#{NOT_JSON}: #{e.message}"
       end
-      frame = JSON.generate({ t: "call", id: id, name: text(name), args_json: args_json })
+      JSON.generate({ t: "call", id: @rpc_id, name: text(name), args_json: args_json })
+    end
+
+    def exchange(name, args)
+      frame = call_frame(name, args)
+      id = @rpc_id
       control.write([frame.bytesize].pack("N"), frame)
       reply = nil
       loop do

@@ -1,5 +1,6 @@
 /* Host tools with C handlers, through the public API and a real sandbox: answers, failures, a
- * handler that hangs (the wall clock still ends the run), bad JSON, large answers, many calls. */
+ * handler that hangs (the wall clock still ends the run), bad JSON, large answers, many calls,
+ * calls at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,14 @@ static int fail_silently(const char *args, char **ret_json, char **ret_error, vo
 {
         (void)args, (void)ret_json, (void)ret_error, (void)userdata;
         return -1;
+}
+
+/* 200 ms, then the arguments back: calls that run at once take the time of one. */
+static int nap(const char *args, char **ret_json, char **ret_error, void *userdata)
+{
+        (void)ret_error, (void)userdata;
+        usleep(200 * 1000);
+        return asprintf(ret_json, "{\"got\":%s}", args) < 0 ? -1 : 0;
 }
 
 static int hang(const char *args, char **ret_json, char **ret_error, void *userdata)
@@ -98,6 +107,7 @@ int main(int argc, char **argv)
         CHECK(codecell_cell_add_tool(hang_cell, "echo", NULL, NULL, echo, &echo_calls, &err) == 0);
         CHECK(codecell_cell_add_tool(cell, "bad_json", NULL, NULL, bad_json, NULL, &err) == 0);
         CHECK(codecell_cell_add_tool(cell, "big", NULL, NULL, big, NULL, &err) == 0);
+        CHECK(codecell_cell_add_tool(cell, "nap", NULL, NULL, nap, NULL, &err) == 0);
         /* Registration errors. */
         CHECK(codecell_cell_add_tool(cell, "echo", NULL, NULL, echo, NULL, &err) < 0 &&
               strstr(err.message, "exists already"));
@@ -152,6 +162,16 @@ int main(int argc, char **argv)
                  "for i in range(500): sb.call('echo', q=str(i))\n'done'"),
                "{\"status\":\"ok\",\"value\":\"done\",");
         CHECK(echo_calls == 500);
+        /* Eight calls at once (the default tool_concurrency): about 200 ms, where one after the
+         * other they take 1.6 s; each answer goes to its own call. */
+        expect(cell,
+               L("c = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }; t = c.()\n"
+                 "r = SB.parallel { |p| 8.times { |i| p.call('nap', i: i) } }\n"
+                 "[r.map { |x| x['got']['i'] } == (0...8).to_a, c.() - t < 1.2]",
+                 "import asyncio, time\nt = time.monotonic()\n"
+                 "r = await asyncio.gather(*[sb.acall('nap', i=i) for i in range(8)])\n"
+                 "[[x['got']['i'] for x in r] == list(range(8)), time.monotonic() - t < 1.2]"),
+               "{\"status\":\"ok\",\"value\":[true,true],");
         /* A hanging handler: the execution still ends at its wall clock, and the next run works. */
         expect(hang_cell, L("SB.call('hang')", "sb.call('hang')"), "{\"status\":\"timeout\",");
         expect(hang_cell, L("SB.call('echo', q: 'after')", "sb.call('echo', q='after')"),

@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import unittest
 
 from harness import EachLanguage, codecell, run_json, tempdir
@@ -490,18 +491,14 @@ class AbandonedCalls(ToolLanguages, unittest.TestCase):
             "try:\n    first = sb.call('slow')\nexcept sb.ToolError as e:\n    first = str(e)\n"
             "[first, sb.call('echo', x=1)]", check)
 
-    def test_giving_up_in_a_loop_is_bounded(self):
-        # One call runs, one waits: the third given up on is refused at once, and so are the
-        # ones after it while those two are on the host. The run itself ends well.
+    def test_giving_up_in_a_loop_runs_the_calls_side_by_side(self):
+        # Calls given up on run at once (tool_concurrency 8), none is refused, and the call after
+        # them is answered. The bound on calls waiting is FloodOfCalls' to show.
         def check(r, lang):
             self.assertEqual(r.status, "ok", r)
-            got = r.result["value"]
-            self.assertEqual(got[:2], [None, None], r)
-            self.assertTrue(got[2:], r)
-            for message in got[2:]:
-                self.assertIn("too many calls given up on", message, r)
-        self.each_mode("6.times.map { give_up('slow') }",
-                       "[give_up('slow') for _ in range(6)]", check)
+            self.assertEqual(r.result["value"], [None] * 6 + [{"got": {"x": 1}}], r)
+        self.each_mode("6.times.map { give_up('slow') } + [SB.call('echo', x: 1)]",
+                       "[give_up('slow') for _ in range(6)] + [sb.call('echo', x=1)]", check)
 
     def test_given_up_calls_count_against_the_calls_limit(self):
         # The given-up call is the first of the execution's 1000.
@@ -517,7 +514,8 @@ class AbandonedCalls(ToolLanguages, unittest.TestCase):
     def test_a_session_lives_on(self):
         # Entry 1 gives up on a call and calls again; entry 2 gives up on one and ends once its
         # answer has reached the kernel's socket (which the kernel then reads while it waits for
-        # entry 3); entry 3 gives up on calls in a loop. The session's state survives them all.
+        # entry 3); entry 3 gives up on calls in a loop (they run side by side: none is refused).
+        # The session's state survives them all.
         entries = {
             "ruby": ["x = 41",
                      "[give_up('slow'), SB.call('echo', x: 1)['got']['x']]",
@@ -540,4 +538,201 @@ class AbandonedCalls(ToolLanguages, unittest.TestCase):
                     r = codecell("repl", "--lang", lang, "--tools", TOOLS, "--start", mode,
                                  "--timeout", "120s", stdin=stdin)
                     values = [line for line in r.stdout.splitlines() if line.startswith("=> ")]
-                    self.assertEqual(values[-4:], ["=> [null,1]", "=> false", "=> 2", "=> 42"], r)
+                    self.assertEqual(values[-4:], ["=> [null,1]", "=> false", "=> 0", "=> 42"], r)
+
+
+def at_once_config(directory, **limits):
+    """A cell of each language with the test tools and these limits (tool_concurrency, …)."""
+    tools = [{"name": name, "command": [os.path.join(HERE, "tools", script)]}
+             for name, script in (("slow", "slow.py"), ("echo", "echo.py"),
+                                  ("pid_hang", "pid_hang.py"))]
+    cells = [{"name": lang, "language": lang, "tools": [t["name"] for t in tools],
+              "limits": dict({"timeout_ms": 60000}, **limits)} for lang in ("ruby", "python")]
+    path = os.path.join(directory, "cells.json")
+    with open(path, "w") as f:
+        json.dump({"tools": tools, "cells": cells}, f)
+    return path
+
+
+# Ten calls to a tool that sleeps 300 ms, and the seconds they took, timed in the guest.
+TEN_SLOW = {
+    "ruby": "t = Process.clock_gettime(Process::CLOCK_MONOTONIC)\n"
+            "r = SB.parallel { |p| 10.times { p.call('slow', s: 0.3) } }\n"
+            "[r.map { |a| a['slept'] }, Process.clock_gettime(Process::CLOCK_MONOTONIC) - t]",
+    "python": "import asyncio, time\nt = time.monotonic()\n"
+              "r = await asyncio.gather(*[sb.acall('slow', s=0.3) for _ in range(10)])\n"
+              "[[a['slept'] for a in r], time.monotonic() - t]",
+}
+
+
+class CallsAtOnce(unittest.TestCase):
+    """Up to tool_concurrency calls run on the host at once (docs/tools.md#calls-at-once)."""
+
+    def run_in(self, config, lang, code, timeout=120):
+        r = codecell("run", "--json", "--config", config, "--cell", lang, "-e", code,
+                     timeout=timeout)
+        self.assertIsNotNone(r.result, r)
+        return r
+
+    def test_ten_slow_calls_take_the_time_of_two_at_concurrency_8(self):
+        config = at_once_config(tempdir(self), tool_concurrency=8)
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                r = self.run_in(config, lang, TEN_SLOW[lang])
+                self.assertEqual(r.status, "ok", r)
+                answers, seconds = r.result["value"]
+                self.assertEqual(answers, [0.3] * 10, r)
+                # Serial, they take 3 s; two rounds of 8 take 0.6 s and the tools' start-up.
+                self.assertLess(seconds, 5 * 0.3, r)
+
+    def test_concurrency_1_runs_them_one_after_the_other(self):
+        config = at_once_config(tempdir(self), tool_concurrency=1)
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                r = self.run_in(config, lang, TEN_SLOW[lang])
+                self.assertEqual(r.status, "ok", r)
+                self.assertGreaterEqual(r.result["value"][1], 10 * 0.3, r)
+
+    def test_each_answer_reaches_its_own_caller(self):
+        # The later calls sleep less, so the answers come back in the reverse order of the calls.
+        config = at_once_config(tempdir(self), tool_concurrency=8)
+        code = {
+            "ruby": "s = (0...8).map { |i| (8 - i) * 0.05 }\n"
+                    "a = SB.parallel { |p| s.each { |x| p.call('slow', s: x) } }\n"
+                    "b = SB.parallel { |p| 30.times { |i| p.call('echo', q: i.to_s) } }\n"
+                    "[a.map { |x| x['slept'] } == s, b.map { |x| x['got']['q'] } == (0...30).map(&:to_s)]",
+            "python": "import asyncio\nfrom concurrent.futures import ThreadPoolExecutor\n"
+                      "s = [(8 - i) * 0.05 for i in range(8)]\n"
+                      "a = await asyncio.gather(*[sb.acall('slow', s=x) for x in s])\n"
+                      "with ThreadPoolExecutor(8) as ex:\n"
+                      "    t = list(ex.map(lambda x: sb.call('slow', s=x), s))\n"
+                      "async def mixed(i):\n"
+                      "    return (await sb.acall('echo', q=str(i)))['got']['q']\n"
+                      "b = await asyncio.gather(*[mixed(i) for i in range(30)])\n"
+                      "[[x['slept'] for x in a] == s and [x['slept'] for x in t] == s, "
+                      "b == [str(i) for i in range(30)]]",
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                r = self.run_in(config, lang, code[lang])
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"], [True, True], r)
+
+    def test_a_failed_call_raises_from_parallel_after_all_finished(self):
+        config = at_once_config(tempdir(self), tool_concurrency=8)
+        code = {
+            "ruby": "fs = []\n"
+                    "e = begin\n  SB.parallel { |p| fs << p.call('slow', s: 0.3); "
+                    "fs << p.call('nope'); fs << p.call('echo', q: 'x') }\n"
+                    "rescue SB::ToolError => x\n  [x.class.name, x.message]\nend\n"
+                    "[e, fs[0].value, fs[2].value]",
+            "python": "import asyncio\n"
+                      "r = await asyncio.gather(sb.acall('slow', s=0.3), sb.acall('nope'), "
+                      "sb.acall('echo', q='x'), return_exceptions=True)\n"
+                      "[[type(r[1]).__module__ + '.' + type(r[1]).__name__, str(r[1])], r[0], r[2]]",
+        }
+        expected_class = {"ruby": "SB::UnknownTool", "python": "sb.UnknownTool"}
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                r = self.run_in(config, lang, code[lang])
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"], [[expected_class[lang], 'unknown tool "nope"'],
+                                                     {"slept": 0.3}, {"got": {"q": "x"}}], r)
+
+    def test_a_flood_gets_exactly_the_calls_limit_of_answers(self):
+        config = at_once_config(tempdir(self), tool_concurrency=8, tool_calls=50)
+        code = {
+            "ruby": "fs = []\n"
+                    "SB.parallel { |p| 200.times { |i| fs << p.call('echo', q: i.to_s) } } "
+                    "rescue SB::ToolError\n"
+                    "fs.map { |f| begin; f.value['got']['q']; rescue SB::ToolError => e; "
+                    "e.message; end }",
+            "python": "import asyncio\n"
+                      "r = await asyncio.gather(*[sb.acall('echo', q=str(i)) for i in range(200)], "
+                      "return_exceptions=True)\n"
+                      "[x['got']['q'] if isinstance(x, dict) else str(x) for x in r]",
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                r = self.run_in(config, lang, code[lang])
+                self.assertEqual(r.status, "ok", r)
+                got = r.result["value"]
+                self.assertEqual(len(got), 200, r)
+                self.assertEqual(got[:50], [str(i) for i in range(50)], r)
+                self.assertEqual(set(got[50:]),
+                                 {"too many tool calls: the limit is 50 per execution"}, r)
+
+    def check_calls_in_flight_are_killed(self, directory, config, code, status):
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                files = [os.path.join(directory, "%s-%s-%d" % (status, lang, i)) for i in range(4)]
+                started = time.monotonic()
+                r = self.run_in(config, lang, code[lang] % json.dumps(files))
+                # The tools' own time limit (tool_call_ms, 30 s) is not what ended them.
+                self.assertLess(time.monotonic() - started, 15, r)
+                self.assertEqual(r.status, status, r)
+                # One result: the JSON printed is one object, nothing after it.
+                self.assertEqual(r.stdout.count('"status"'), 1, r)
+                pids = []
+                for f in files:
+                    with open(f) as fh:
+                        pids += [int(p) for p in fh.read().split()]
+                self.assertEqual(len(pids), 8, r)
+                for pid in pids:  # the tools and the children left in their process groups
+                    self.assertFalse(self.alive_as_tool(pid), "pid %d outlived the run" % pid)
+
+    def test_a_timeout_kills_the_calls_in_flight(self):
+        directory = tempdir(self)
+        config = at_once_config(directory, tool_concurrency=8, timeout_ms=2000,
+                                tool_call_ms=30000)
+        self.check_calls_in_flight_are_killed(directory, config, {
+            "ruby": "SB.parallel { |p| %s.each { |f| p.call('pid_hang', file: f) } }",
+            "python": "import asyncio\n"
+                      "await asyncio.gather(*[sb.acall('pid_hang', file=f) for f in %s])",
+        }, "timeout")
+
+    def test_the_end_of_the_code_kills_the_calls_in_flight(self):
+        # Well before the deadline: the calls are stopped because the run is over, not because
+        # their time ran out (a child the tool left in its group would outlive the tool).
+        directory = tempdir(self)
+        config = at_once_config(directory, tool_concurrency=8, timeout_ms=60000,
+                                tool_call_ms=30000)
+        self.check_calls_in_flight_are_killed(directory, config, {
+            "ruby": "Thread.new { SB.parallel { |p| %s.each { |f| p.call('pid_hang', file: f) } } }\n"
+                    "sleep 1.5\n'left'",
+            "python": "import asyncio\n"
+                      "tasks = [asyncio.create_task(sb.acall('pid_hang', file=f)) for f in %s]\n"
+                      "await asyncio.sleep(1.5)\n'left'",
+        }, "ok")
+
+    @staticmethod
+    def alive_as_tool(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                return b"pid_hang.py" in f.read()
+        except OSError:
+            return False
+
+    def test_a_guest_that_never_reads_its_answers_cannot_hang_the_engine(self):
+        # Thousands of calls written by hand, no answer read: 8 run, 1024 wait, the rest are
+        # refused, and those answers fill the guest's socket; the engine gives up on the
+        # channel instead of waiting or holding them all.
+        config = at_once_config(tempdir(self), tool_concurrency=8, timeout_ms=60000)
+        code = {
+            "ruby": 'require "json"; io = IO.for_fd(3, autoclose: false)\n'
+                    "5000.times { |i| body = JSON.generate({t: 'call', id: i + 2, name: 'slow', "
+                    "args: {s: 30, pad: 'x' * 200}}); io.write([body.bytesize].pack('N') + body) }\n"
+                    "sleep 60",
+            "python": "import json, os, struct, time\n"
+                      "for i in range(5000):\n"
+                      "    body = json.dumps({'t': 'call', 'id': i + 2, 'name': 'slow', "
+                      "'args': {'s': 30, 'pad': 'x' * 200}}).encode()\n"
+                      "    os.write(3, struct.pack('>I', len(body)) + body)\n"
+                      "time.sleep(60)",
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                started = time.monotonic()
+                r = self.run_in(config, lang, code[lang], timeout=90)
+                self.assertEqual(r.status, "sandbox_error", r)
+                self.assertLess(time.monotonic() - started, 30, r)

@@ -217,6 +217,24 @@ class ReferenceServers(unittest.TestCase):
                 self.assertEqual(self.serve.value(lang, code[lang]),
                                  ["The sum of 1 and 2 is 3."] * 2 + ["Echo: m", "Echo: h", True])
 
+    def test_calls_to_one_server_run_at_once_with_coroutine_bindings(self):
+        # Four 1 s operations on one connection, multiplexed by JSON-RPC id: together they take
+        # about 1 s, where one after the other they take 4. Python's bindings have `a` twins.
+        long = "trigger_long_running_operation"
+        code = {
+            "ruby": 'c = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }\nt = c.()\n'
+                    f'r = SB.parallel {{ |p| 4.times {{ p.call("everything.{long}", duration: 1, '
+                    'steps: 1) } }\n[r.size, c.() - t < 3, Everything.get_sum(a: 1, b: 2)]',
+            "python": 'import asyncio, time\nt = time.monotonic()\n'
+                      'r = await asyncio.gather(*[everything.atrigger_long_running_operation('
+                      'duration=1, steps=1) for _ in range(4)])\n'
+                      '[len(r), time.monotonic() - t < 3, await everything.aget_sum(a=1, b=2)]',
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                self.assertEqual(self.serve.value(lang, code[lang]),
+                                 [4, True, "The sum of 1 and 2 is 3."])
+
     def test_bindings_in_a_session_across_evals(self):
         code = {"ruby": ['x = Everything.get_sum(a: 1, b: 2)', '[x, Everything.echo(message: "again")]'],
                 "python": ['x = everything.get_sum(a=1, b=2)', '[x, everything.echo(message="again")]']}

@@ -88,8 +88,8 @@ static void take(struct stream *s)
 }
 
 int command_tool_call(const struct command_spec *cmd, const char *name, const char *args_json,
-                      double deadline_ms, uint64_t timeout_ms, size_t max_answer, char **ret_json,
-                      char **ret_error)
+                      double deadline_ms, uint64_t timeout_ms, size_t max_answer, int stop_fd,
+                      char **ret_json, char **ret_error)
 {
         _cleanup_close_pair_ int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
         *ret_json = *ret_error = NULL;
@@ -117,11 +117,13 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
         /* The deadline holds on the process, whatever it does with its pipes: it is watched
          * through a pidfd (or polled where there is none), not through EOF. */
         int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        bool exited = false, timed_out = false;
+        bool exited = false, timed_out = false, stopped = false;
         int status = 0;
         while (!exited || so.fd >= 0 || se.fd >= 0) {
-                struct pollfd p[4];
+                struct pollfd p[5];
                 int n = 0;
+                if (stop_fd >= 0)
+                        p[n++] = (struct pollfd){.fd = stop_fd, .events = POLLIN};
                 if (in[1] >= 0)
                         p[n++] = (struct pollfd){.fd = in[1], .events = POLLOUT};
                 if (so.fd >= 0)
@@ -139,8 +141,14 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
                         wait = EXIT_POLL_MS;
                 if (poll(p, (nfds_t)n, wait) < 0 && errno != EINTR)
                         break;
+                /* The execution is over: nobody waits for this answer, and the tool must not
+                 * outlive the run that asked for it. */
+                if (stop_fd >= 0 && p[0].revents) {
+                        stopped = true;
+                        break;
+                }
                 for (int i = 0; i < n; i++) {
-                        if (!p[i].revents || p[i].fd == pidfd)
+                        if (!p[i].revents || p[i].fd == pidfd || p[i].fd == stop_fd)
                                 continue;
                         if (p[i].fd == in[1]) {
                                 ssize_t w = pipe_write(in[1], args_json + sent, total - sent);
@@ -174,7 +182,9 @@ int command_tool_call(const struct command_spec *cmd, const char *name, const ch
         close_fd(&pidfd);
         close_fd(&so.fd);
         close_fd(&se.fd);
-        if (timed_out) {
+        if (stopped) {
+                *ret_error = str_printf("tool \"%s\" was stopped: the execution ended", name);
+        } else if (timed_out) {
                 if (call_deadline <= deadline_ms)
                         *ret_error = str_printf("tool \"%s\" did not answer within %llu ms", name,
                                                 (unsigned long long)timeout_ms);

@@ -20,10 +20,11 @@ struct command_spec {
 };
 
 /* Runs one call to a command tool: args on stdin, the result from stdout (at most max_answer
- * bytes), stderr kept for the error (capped). deadline_ms is on the now_ms() clock. Returns 0
- * with *ret_json, or < 0 with *ret_error (both malloc'd). */
+ * bytes), stderr kept for the error (capped). deadline_ms is on the now_ms() clock. stop_fd,
+ * or -1: once it is readable (the execution ended), the tool's process group is killed and the
+ * call fails at once. Returns 0 with *ret_json, or < 0 with *ret_error (both malloc'd). */
 int command_tool_call(const struct command_spec *cmd, const char *name, const char *args_json,
-                      double deadline_ms, uint64_t timeout_ms, size_t max_answer, char **ret_json,
-                      char **ret_error);
+                      double deadline_ms, uint64_t timeout_ms, size_t max_answer, int stop_fd,
+                      char **ret_json, char **ret_error);
 
 #endif

@@ -141,7 +141,7 @@ char *description_build(const codecell_config *c, const struct interpreter_info 
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
         images_describe(f, c->runtime->own_images, c->image_folder,
                         c->limits[CODECELL_LIMIT_IMAGES], c->limits[CODECELL_LIMIT_IMAGE_BYTES]);
-        tools_describe(tools, &c->runtime->tools, f);
+        tools_describe(tools, &c->runtime->tools, c->limits[CODECELL_LIMIT_TOOL_CONCURRENCY], f);
         if (fclose(f) != 0) {
                 free(text);
                 return NULL;

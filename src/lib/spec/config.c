@@ -37,6 +37,7 @@ static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_IMAGE_BYTES] = 4 * MIB,
         [CODECELL_LIMIT_FILES_IN] = 32,
         [CODECELL_LIMIT_FILES_IN_BYTES] = 8 * MIB,
+        [CODECELL_LIMIT_TOOL_CONCURRENCY] = 8,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -76,6 +77,7 @@ static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_IMAGE_BYTES] = "image_bytes",
         [CODECELL_LIMIT_FILES_IN] = "files_in",
         [CODECELL_LIMIT_FILES_IN_BYTES] = "files_in_bytes",
+        [CODECELL_LIMIT_TOOL_CONCURRENCY] = "tool_concurrency",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)

@@ -78,7 +78,7 @@ static char *run(const char *interpreter, char **argv, bool privileged, char **r
                                    .gid = PRIVILEGED_GUEST_GID};
         char *out = NULL;
         (void)command_tool_call(&cmd, interpreter, "", now_ms() + PROBE_TIMEOUT_MS,
-                                PROBE_TIMEOUT_MS, PROBE_ANSWER_MAX, &out, ret_error);
+                                PROBE_TIMEOUT_MS, PROBE_ANSWER_MAX, -1, &out, ret_error);
         return out;
 }
 

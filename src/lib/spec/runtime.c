@@ -87,6 +87,14 @@ static const struct runtime runtimes[] = {
                                          "unknown name raises `SB::UnknownTool` (a kind of "
                                          "`SB::ToolError`); both can be\n"
                                          "rescued. A `?` marks an optional argument.",
+                                .concurrent =
+                                        "Up to %llu calls run at once: `SB.parallel { |p| "
+                                        "p.call(\"x\", q: 1); p.call(\"y\") }`\n"
+                                        "sends the block's calls together and returns their "
+                                        "answers in order, so it\ntakes as long as the slowest "
+                                        "call, not the sum. A failed call raises its\n"
+                                        "`SB::ToolError` from `SB.parallel` once all have "
+                                        "finished. Calls from threads\nrun one at a time.",
                                 .call = "SB.call(\"%s\"",
                                 .keyword = ", %s: ",
                                 .string = "String",
@@ -169,6 +177,14 @@ static const struct runtime runtimes[] = {
                                          "and an unknown name raises `sb.UnknownTool` (a kind of "
                                          "`sb.ToolError`); both\n"
                                          "can be caught. A `?` marks an optional argument.",
+                                .concurrent =
+                                        "Up to %llu calls run at once. `await sb.acall(name, "
+                                        "key=value)` is the coroutine\nof `sb.call`, and `await` "
+                                        "works at the top of the code:\n`a, b = await "
+                                        "asyncio.gather(sb.acall(\"x\", q=1), sb.acall(\"y\"))` "
+                                        "takes as long\nas the slowest call, not the sum, and "
+                                        "each answer reaches its own caller.\n`sb.call` from "
+                                        "several threads runs at once too.",
                                 .call = "sb.call(\"%s\"",
                                 .keyword = ", %s=",
                                 .string = "str",
@@ -192,7 +208,9 @@ static const struct runtime runtimes[] = {
                                         "entities=[...])`\n(also `sb.mcp.memory`). A tool answers "
                                         "with plain data; its failure raises `sb.ToolError`\nwith "
                                         "the tool's message. Arguments are checked against the "
-                                        "signature before the call.",
+                                        "signature before the call.\nEach has a coroutine twin "
+                                        "named with an `a` before it:\n`await "
+                                        "memory.acreate_entities(entities=[...])`.",
                                 .describe = "sb.describe",
                         },
                 .block_opener = ":",

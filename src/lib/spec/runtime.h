@@ -27,7 +27,10 @@
 /* How the description writes a tool call and an MCP tool's signature in this language
  * (tools.c, tool_signatures.c), and how the guest names an MCP server's bindings. */
 struct tool_syntax {
-        const char *intro;   /* the paragraph under "## Tools" */
+        const char *intro; /* the paragraph under "## Tools" */
+        /* The paragraph on calls that run at once: a printf format of the cell's
+         * tool_concurrency (%llu); shown when it is above 1. */
+        const char *concurrent;
         const char *call;    /* printf format of the call's start: SB.call("%s" */
         const char *keyword; /* printf format of one keyword argument: ", %s: " */
         /* The language's names for the JSON Schema types, and for any value. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,9 +17,10 @@
 #include "json_schema_check.h"
 #include "result.h"
 #include "upstream.h"
+#include "deadline.h"
 #include "util.h"
 
-/* One call handed to the helper thread. */
+/* One call handed to the workers. */
 struct request {
         const struct tool *tool;
         struct tool_table *table;
@@ -28,42 +30,63 @@ struct request {
         struct rpc_limits limits;
 };
 
-/* Calls answered by the helper at most at once: the one it runs and one waiting behind it.
- * The prelude sends one call at a time, so a call that comes while another is in flight means
- * the guest gave up waiting for the first (a timeout, a signal handler that raised): the first
- * runs to its end, its answer goes out and the prelude skips it, and the new call waits for
- * it. A guest that gives up again and again cannot pile up work on the host: beyond these, a
- * call is refused with a ToolError (docs/tools.md). */
-#define RPC_PENDING_MAX 2
+/* Calls taken beyond those running wait here, in the order the guest made them. The guest may
+ * send calls faster than the tools answer (asyncio.gather over hundreds of them): they wait
+ * rather than fail, up to this many and this many bytes of arguments; beyond, a call is
+ * refused with a ToolError, so that a guest that floods the channel cannot grow the engine
+ * without bound (docs/tools.md). */
+#define RPC_WAITING_MAX 1024
+#define RPC_WAITING_BYTES (32ULL * 1024 * 1024)
 
-/* The helper thread of one execution. Owned by the execution; if it is ended while a handler
- * hangs, the thread owns it and frees it when the handler returns.
+/* How long the end of an execution waits for its workers once they were told to stop: a
+ * command tool is killed and an MCP call cancelled within milliseconds, so only a C handler
+ * that ignores the end keeps a worker past it, and that worker is then left to finish alone. */
+#define RPC_JOIN_GRACE_MS 500.0
+
+struct runner;
+
+/* One thread of the pool; its fields under the runner's lock. */
+struct worker {
+        struct runner *r;
+        pthread_t thread;
+        const char *name; /* of the tool it calls, or NULL */
+};
+
+/* The worker pool of one execution: up to limits.concurrency threads, started as calls come,
+ * each taking the next waiting call. Owned by the execution; if the execution ends while a
+ * handler hangs, the last worker to leave frees it.
  *
  * Lock order: send_lock, then lock. */
 struct runner {
-        pthread_t thread;
         pthread_mutex_t lock;
-        pthread_cond_t wake;
-        /* Held while a reply frame is written, by the helper and by the engine (rpc_send):
+        pthread_cond_t wake; /* a call is waiting, or the pool is to end */
+        pthread_cond_t left; /* a worker left */
+        /* Held while a reply frame is written, by the workers and by the engine (rpc_send):
          * two frames on the socket at once would interleave their bytes. */
         pthread_mutex_t send_lock;
         /* Its own duplicate of the control socket: after the execution ends, a late reply goes
          * to a closed peer, never to whatever the engine's descriptor number means by then. */
         int ctl_fd;
-        /* Calls taken and not yet answered (queued or running): raised by the engine, lowered
-         * here. */
+        /* Readable once the execution ends: command tools poll it and are killed. */
+        int stop_fd;
+        /* Calls taken and not yet answered (waiting or running): raised by the engine,
+         * lowered by the workers. */
         atomic_uint pending;
-        /* Of those, the ones waiting in queue; under lock, read without it to spin. */
+        /* Of those, the ones waiting; under lock, read without it to spin. */
         atomic_uint queued;
-        struct request queue[RPC_PENDING_MAX]; /* under lock; queued entries from head */
+        struct request *queue; /* RPC_WAITING_MAX entries, queued ones from head; under lock */
         unsigned head;
-        bool quit, abandoned; /* under lock; abandoned is set under send_lock too */
+        uint64_t queued_bytes; /* their arguments' bytes; under lock */
+        unsigned max_workers;
+        struct worker *workers;        /* max_workers entries, started of them in use; under lock */
+        unsigned started, alive, idle; /* under lock */
+        bool quit, abandoned;          /* under lock; abandoned is set under send_lock too */
+        bool orphaned;                 /* the execution left: the last worker frees; under lock */
         /* Set when the execution ends: a call to an MCP server stops waiting and cancels. */
         atomic_bool stop;
-        /* What an MCP server last reported of the call in flight ("memory.x: 3/10 …"), for the
+        /* What an MCP server last reported of a call in flight ("memory.x: 3/10 …"), for the
          * run's progress reports; under lock. */
         char progress[256];
-        const char *name; /* of the tool being called, or NULL; under lock */
 };
 
 /* Lets go of the calls still waiting, unanswered (the execution is over). Under lock. */
@@ -71,21 +94,28 @@ static void drop_queued(struct runner *r)
 {
         for (; r->queued > 0; r->queued--) {
                 struct request *q = &r->queue[r->head];
-                r->head = (r->head + 1) % RPC_PENDING_MAX;
+                r->head = (r->head + 1) % RPC_WAITING_MAX;
                 tool_table_release(q->table);
                 free(q->args);
                 json_decref(q->id);
                 atomic_fetch_sub(&r->pending, 1);
         }
+        r->queued_bytes = 0;
 }
 
 static void runner_destroy(struct runner *r)
 {
-        close(r->ctl_fd);
+        if (r->ctl_fd >= 0)
+                close(r->ctl_fd);
+        if (r->stop_fd >= 0)
+                close(r->stop_fd);
         drop_queued(r);
         pthread_mutex_destroy(&r->lock);
         pthread_mutex_destroy(&r->send_lock);
         pthread_cond_destroy(&r->wake);
+        pthread_cond_destroy(&r->left);
+        free(r->queue);
+        free(r->workers);
         free(r);
 }
 
@@ -183,29 +213,30 @@ static char *build_reply(const json_t *id, const char *name, int status, char *j
  * without sleeping, which saves the wake-up of a sleeping thread on each call. */
 #define SPIN_MS 0.1
 
-static bool spin_for_request(struct runner *r)
+static void spin_for_request(struct runner *r)
 {
         double until = now_ms() + SPIN_MS;
         do {
                 if (atomic_load_explicit(&r->queued, memory_order_acquire))
-                        return true;
+                        return;
         } while (now_ms() < until);
-        return false;
 }
 
 static void note_progress(const char *message, void *userdata)
 {
-        struct runner *r = userdata;
+        struct worker *w = userdata;
+        struct runner *r = w->r;
         pthread_mutex_lock(&r->lock);
-        snprintf(r->progress, sizeof(r->progress), "%s: %s", r->name ? r->name : "", message);
+        snprintf(r->progress, sizeof(r->progress), "%s: %s", w->name ? w->name : "", message);
         utf8_trim_cut(r->progress);
         pthread_mutex_unlock(&r->lock);
 }
 
 /* Runs one call's tool and returns its reply frame's text (NULL when out of memory). Takes
  * q's arguments and id. */
-static char *run_request(struct runner *r, struct request *q)
+static char *run_request(struct worker *w, struct request *q)
 {
+        struct runner *r = w->r;
         const struct tool *tool = q->tool;
         struct tool_table *table = q->table;
         char *args = q->args;
@@ -217,19 +248,20 @@ static char *run_request(struct runner *r, struct request *q)
          * what is needed, then let go of it (see tool_table.holds). */
         char *name = strdup(tool->name);
         pthread_mutex_lock(&r->lock);
-        r->name = name;
-        r->progress[0] = '\0';
+        w->name = name;
         pthread_mutex_unlock(&r->lock);
         char *json = NULL, *error = NULL;
         int status;
         if (tool->upstream.server) {
+                /* The client multiplexes calls on one connection by their JSON-RPC ids
+                 * (upstream.c), so workers call the same server at once. */
                 struct upstream *server = upstream_ref(tool->upstream.server);
                 char *own = strdup(tool->upstream.tool);
                 tool_table_release(table);
                 double call_deadline = now_ms() + (double)limits.call_ms;
                 status = own ? upstream_call(server, own, args,
                                              call_deadline < deadline ? call_deadline : deadline,
-                                             &r->stop, limits.answer_bytes, note_progress, r, &json,
+                                             &r->stop, limits.answer_bytes, note_progress, w, &json,
                                              &error)
                              : -1;
                 free(own);
@@ -244,15 +276,15 @@ static char *run_request(struct runner *r, struct request *q)
                                       ? tool->command.timeout_ms
                                       : limits.call_ms;
                 status = command_tool_call(&tool->command, tool->name, args, deadline, ms,
-                                           limits.answer_bytes, &json, &error);
+                                           limits.answer_bytes, r->stop_fd, &json, &error);
                 tool_table_release(table);
         }
         free(args);
         char *reply = build_reply(id, name ? name : "?", status, json, error, limits.answer_bytes);
         json_decref(id);
         pthread_mutex_lock(&r->lock);
-        r->name = NULL;
-        r->progress[0] = '\0';
+        w->name = NULL;
+        r->progress[0] = '\0'; /* an older report of another call is stale by now */
         pthread_mutex_unlock(&r->lock);
         free(name);
         return reply;
@@ -269,68 +301,88 @@ static bool deliver(struct runner *r, char *reply)
         pthread_mutex_unlock(&r->lock);
         if (!abandoned) {
                 codecell_error e;
+                /* A guest that stops reading fills the socket: after the timeout the channel
+                 * is shut, the guest sees it close, and no worker blocks for longer. */
                 if (!reply || frame_send_text(r->ctl_fd, reply, strlen(reply), 1000, &e) < 0)
-                        shutdown(r->ctl_fd, SHUT_RDWR); /* the guest sees the channel close */
+                        shutdown(r->ctl_fd, SHUT_RDWR);
         }
         pthread_mutex_unlock(&r->send_lock);
         free(reply);
         return abandoned;
 }
 
-/* The next call to run, into *q; false when the thread is to end. */
+/* The next call to run, into *q; false when the worker is to leave. */
 static bool next_request(struct runner *r, struct request *q)
 {
-        if (!spin_for_request(r)) {
-                pthread_mutex_lock(&r->lock);
-                while (!r->queued && !r->quit)
-                        pthread_cond_wait(&r->wake, &r->lock);
-                pthread_mutex_unlock(&r->lock);
-        }
+        spin_for_request(r);
         pthread_mutex_lock(&r->lock);
+        while (!r->queued && !r->quit) {
+                r->idle++;
+                pthread_cond_wait(&r->wake, &r->lock);
+                r->idle--;
+        }
         bool any = r->queued && !r->abandoned;
         if (any) {
                 *q = r->queue[r->head];
-                r->head = (r->head + 1) % RPC_PENDING_MAX;
+                r->head = (r->head + 1) % RPC_WAITING_MAX;
+                r->queued_bytes -= strlen(q->args);
                 atomic_fetch_sub(&r->queued, 1);
         }
         pthread_mutex_unlock(&r->lock);
         return any;
 }
 
-static void *runner_main(void *arg)
+static void *worker_main(void *arg)
 {
-        struct runner *r = arg;
+        struct worker *w = arg;
+        struct runner *r = w->r;
         struct request q;
         while (next_request(r, &q))
-                if (deliver(r, run_request(r, &q)))
+                if (deliver(r, run_request(w, &q)))
                         break;
         pthread_mutex_lock(&r->lock);
-        bool abandoned = r->abandoned;
+        bool last = --r->alive == 0 && r->orphaned;
+        pthread_cond_broadcast(&r->left);
         pthread_mutex_unlock(&r->lock);
-        if (abandoned)
+        if (last)
                 runner_destroy(r);
         return NULL;
 }
 
-static struct runner *runner_start(int ctl_fd)
+static struct runner *runner_start(int ctl_fd, unsigned max_workers)
 {
         struct runner *r = calloc(1, sizeof(*r));
         if (!r)
                 return NULL;
+        r->max_workers = max_workers ? max_workers : 1;
+        r->queue = calloc(RPC_WAITING_MAX, sizeof(*r->queue));
+        r->workers = calloc(r->max_workers, sizeof(*r->workers));
         r->ctl_fd = fcntl(ctl_fd, F_DUPFD_CLOEXEC, 3);
+        r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&r->lock, NULL);
         pthread_mutex_init(&r->send_lock, NULL);
         pthread_cond_init(&r->wake, NULL);
-        if (r->ctl_fd < 0 || pthread_create(&r->thread, NULL, runner_main, r) != 0) {
-                if (r->ctl_fd >= 0)
-                        close(r->ctl_fd);
-                pthread_mutex_destroy(&r->lock);
-                pthread_mutex_destroy(&r->send_lock);
-                pthread_cond_destroy(&r->wake);
-                free(r);
+        pthread_cond_init(&r->left, NULL);
+        if (!r->queue || !r->workers || r->ctl_fd < 0 || r->stop_fd < 0) {
+                runner_destroy(r);
                 return NULL;
         }
         return r;
+}
+
+/* A worker for a call just queued, unless an idle one will take it or the pool is full. Under
+ * lock. False when no thread could be started and none is there to take the call. */
+static bool staff(struct runner *r)
+{
+        if (r->idle >= r->queued || r->started >= r->max_workers)
+                return true;
+        struct worker *w = &r->workers[r->started];
+        w->r = r;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+                return r->alive > 0;
+        r->started++;
+        r->alive++;
+        return true;
 }
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
@@ -469,12 +521,20 @@ static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, ch
                                    "tool \"%s\": arguments of %zu bytes are over the %llu-byte "
                                    "limit",
                                    name, size, (unsigned long long)rpc->limits.request_bytes));
-        if (!rpc->runner && !(rpc->runner = runner_start(rpc->ctl_fd)))
+        if (!rpc->runner &&
+            !(rpc->runner = runner_start(rpc->ctl_fd, (unsigned)rpc->limits.concurrency)))
                 return tool_error(id, "tool \"%s\" could not be called: out of resources", name);
         struct runner *r = rpc->runner;
         pthread_mutex_lock(&r->lock);
-        tool_table_hold(rpc->tools); /* released by the helper once done with the tool */
-        r->queue[(r->head + r->queued) % RPC_PENDING_MAX] = (struct request){
+        if (r->queued >= RPC_WAITING_MAX || r->queued_bytes + size > RPC_WAITING_BYTES) {
+                pthread_mutex_unlock(&r->lock);
+                return refused(rpc, tool_error(id,
+                                               "tool \"%s\": too many calls waiting (%u, the "
+                                               "limit is %d): await some before making more",
+                                               name, (unsigned)r->queued, RPC_WAITING_MAX));
+        }
+        tool_table_hold(rpc->tools); /* released by the worker once done with the tool */
+        r->queue[(r->head + r->queued) % RPC_WAITING_MAX] = (struct request){
                 .tool = tool,
                 .table = rpc->tools,
                 .args = *text,
@@ -483,11 +543,23 @@ static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, ch
                 .limits = rpc->limits,
         };
         *text = NULL;
+        r->queued_bytes += size;
         atomic_fetch_add(&r->pending, 1);
         atomic_fetch_add_explicit(&r->queued, 1, memory_order_release);
+        bool staffed = staff(r);
+        if (!staffed) { /* no thread could take it: answered here, and never again */
+                r->queued--;
+                r->queued_bytes -= size;
+                atomic_fetch_sub(&r->pending, 1);
+                struct request *q = &r->queue[(r->head + r->queued) % RPC_WAITING_MAX];
+                tool_table_release(q->table);
+                free(q->args);
+                json_decref(q->id);
+        }
         pthread_cond_signal(&r->wake);
         pthread_mutex_unlock(&r->lock);
-        return NULL;
+        return staffed ? NULL
+                       : tool_error(id, "tool \"%s\" could not be called: out of threads", name);
 }
 
 /* Arguments arrive as "args_json", the text the preludes send (integers of any size, as the
@@ -552,13 +624,6 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
                                                "too many tool calls: the limit is %llu per "
                                                "execution",
                                                (unsigned long long)rpc->limits.calls));
-        if (rpc->runner && atomic_load(&rpc->runner->pending) >= RPC_PENDING_MAX)
-                return refused(rpc, tool_error(id,
-                                               "too many calls given up on: %d earlier calls "
-                                               "whose callers stopped waiting are still "
-                                               "running on the host; wait for them (call "
-                                               "again later) or give their tools more time",
-                                               RPC_PENDING_MAX));
         if (!whole) {
                 atomic_fetch_add(&rpc->tools->refused, 1);
                 return reply_error(id, "SB::UnknownTool", NUL_IN_NAME);
@@ -609,18 +674,32 @@ void rpc_end(struct rpc *rpc)
          * session's next execution uses. */
         pthread_mutex_lock(&r->send_lock);
         pthread_mutex_lock(&r->lock);
-        bool busy = atomic_load(&r->pending) > 0;
-        if (busy)
-                r->abandoned = true; /* the thread frees it when its handler returns */
-        atomic_store(&r->stop, true);
+        r->abandoned = true;
         r->quit = true;
-        pthread_cond_signal(&r->wake);
+        atomic_store(&r->stop, true);
+        (void)eventfd_write(r->stop_fd, 1); /* command tools in flight are killed */
+        drop_queued(r);
+        pthread_cond_broadcast(&r->wake);
         pthread_mutex_unlock(&r->lock);
         pthread_mutex_unlock(&r->send_lock);
-        if (busy) {
-                pthread_detach(r->thread);
-                return;
-        }
-        pthread_join(r->thread, NULL);
-        runner_destroy(r);
+        /* Every worker is joined unless a C handler holds it past the grace; those left are
+         * detached, and the last of them frees the pool. */
+        double until = now_ms() + RPC_JOIN_GRACE_MS;
+        pthread_mutex_lock(&r->lock);
+        while (r->alive > 0 && now_ms() < until)
+                (void)cond_wait_until(&r->left, &r->lock, until);
+        unsigned started = r->started;
+        pthread_t threads[started ? started : 1];
+        for (unsigned i = 0; i < started; i++)
+                threads[i] = r->workers[i].thread;
+        bool all_left = r->alive == 0;
+        r->orphaned = !all_left;
+        pthread_mutex_unlock(&r->lock);
+        for (unsigned i = 0; i < started; i++)
+                if (all_left)
+                        pthread_join(threads[i], NULL);
+                else
+                        pthread_detach(threads[i]);
+        if (all_left)
+                runner_destroy(r);
 }

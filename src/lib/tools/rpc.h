@@ -1,5 +1,6 @@
 /* Host RPC for one execution (DESIGN §5, §8): "call" frames from the guest, answered by the
- * cell's tools on a helper thread so the engine keeps watching the wall clock meanwhile. */
+ * cell's tools on a pool of worker threads, so that the engine keeps watching the wall clock
+ * meanwhile and calls run at once. */
 #ifndef CODECELL_RPC_H
 #define CODECELL_RPC_H
 
@@ -11,6 +12,7 @@
 
 struct rpc_limits {
         uint64_t calls, request_bytes, answer_bytes, call_ms;
+        uint64_t concurrency; /* calls running at once; more wait in the engine */
 };
 
 struct runner;
@@ -28,15 +30,18 @@ struct rpc {
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
               double deadline, int ctl_fd);
 /* A "call" frame. Returns a reply frame to send now (new reference; through rpc_send), or NULL
- * when the call went to a tool, whose helper thread sends the reply itself. A call while
- * another is in flight (its caller gave up) waits for it; beyond one waiting, it is refused
- * with a ToolError. Sets *ret_protocol_error for a frame that is not a valid call. */
+ * when the call went to a tool, whose worker sends the reply itself, by the call's id. Up to
+ * limits.concurrency calls run at once; more wait their turn, and beyond RPC_WAITING_MAX
+ * waiting a call is refused with a ToolError. Sets *ret_protocol_error for a frame that is not
+ * a valid call. */
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error);
 /* Sends a reply frame the engine made itself, never in the middle of one of the helper's. */
 int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err);
-/* What an MCP server last reported of the call in flight, into buf; false when nothing. */
+/* What an MCP server last reported of a call in flight, into buf; false when nothing. */
 bool rpc_progress(struct rpc *rpc, char *buf, size_t size);
-/* Ends the helper thread; a handler still running is left to finish on its own. */
+/* Ends the execution's calls: those waiting are dropped, command tools killed, MCP calls
+ * cancelled, the workers joined (one held by a C handler past a short grace is left to finish
+ * on its own). No reply reaches the socket after this returns. */
 void rpc_end(struct rpc *rpc);
 
 #endif

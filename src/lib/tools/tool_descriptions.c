@@ -93,11 +93,18 @@ static void describe_one(FILE *f, const struct tool_syntax *syn, const struct to
                 describe_tool(f, syn, tool);
 }
 
-void tools_describe(struct tool_table *t, const struct tool_syntax *syn, FILE *f)
+void tools_describe(struct tool_table *t, const struct tool_syntax *syn, uint64_t concurrency,
+                    FILE *f)
 {
         pthread_mutex_lock(&t->lock);
         if (t->n > 0) {
                 fprintf(f, "\n\n## Tools\n\n%s", syn->intro);
+                /* The model writes one script for many calls: it should know that they need
+                 * not wait for each other, and how to say so. */
+                if (concurrency > 1 && syn->concurrent) {
+                        fputs("\n\n", f);
+                        fprintf(f, syn->concurrent, (unsigned long long)concurrency);
+                }
                 bool upstream = false;
                 for (size_t i = 0; i < t->n; i++)
                         upstream |= t->tools[i]->upstream.server != NULL;

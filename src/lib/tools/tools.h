@@ -88,7 +88,8 @@ void tools_free_list(struct tool **tools, size_t n);
 
 /* tool_descriptions.c: appends the "## Tools" section for every tool to the description f
  * (description.c). */
-void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, FILE *f);
+void tools_describe(struct tool_table *t, const struct tool_syntax *syntax, uint64_t concurrency,
+                    FILE *f);
 
 /* The description of one tool (its "### name" entry), for SB.describe; NULL if none. */
 char *tool_describe_text(struct tool_table *t, const struct tool_syntax *syntax, const char *name);
