@@ -52,7 +52,7 @@ const char *cell_shaping_flag(const struct cell_flags *f)
                : f->interpreter  ? "--interpreter"
                : f->n_libraries  ? "--library"
                : f->start        ? "--start"
-               : f->image_folder ? "--image-folder"
+               : f->output_folder ? "--output-folder"
                                  : NULL;
 }
 

@@ -247,6 +247,8 @@ static void prepare_result(const struct execution *x)
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         image_list_init(&res->images, lim[CODECELL_LIMIT_IMAGES], lim[CODECELL_LIMIT_IMAGE_BYTES]);
+        file_list_init(&res->files, lim[CODECELL_LIMIT_FILES_OUT],
+                       lim[CODECELL_LIMIT_FILE_OUT_BYTES]);
 }
 
 /* The exec frame: the code, what the prelude may hand back as pictures (the host checks it
@@ -259,7 +261,15 @@ static json_t *exec_frame(const struct execution *x, const char *code, size_t le
                                  (json_int_t)x->id, "code", code, len, "images", "max",
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGES], "max_bytes",
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "folder",
-                                 c->image_folder);
+                                 c->output_folder);
+        /* The output folder's other files: the prelude sends each as a "file" frame within
+         * these caps (a picture among them within the images'). */
+        if (exec && c->output_folder)
+                json_object_set_new(
+                        exec, "files_out",
+                        json_pack("{s:I, s:I}", "max",
+                                  (json_int_t)c->limits[CODECELL_LIMIT_FILES_OUT], "max_bytes",
+                                  (json_int_t)c->limits[CODECELL_LIMIT_FILE_OUT_BYTES]));
         json_t *bindings = tool_table_bindings(x->tools);
         if (exec && bindings)
                 json_object_set(exec, "bindings", bindings);
@@ -403,7 +413,8 @@ static bool run_on(struct execution *x, const char *code, size_t len, struct exe
         pump_exec_begin(p, &(struct pump_exec){.id = x->id,
                                                .out = &x->res->out,
                                                .err = &x->res->err,
-                                               .images = &x->res->images});
+                                               .images = &x->res->images,
+                                               .files = &x->res->files});
         if (hand_over(x, code, len))
                 pump_exec_wait(p, x->deadline);
         struct outcome o = {.init_status = -1};
