@@ -97,7 +97,11 @@ for (const [era, make] of Object.entries(eras)) {
       });
       after(async () => {
         for (const c of clients) await c.close();
-        if (server) server.kill("SIGTERM");
+        if (server) {
+          const stopped = new Promise((resolve) => server.on("exit", resolve));
+          server.kill("SIGTERM");
+          assert.equal(await stopped, 0, "SIGTERM ends the server with exit code 0");
+        }
       });
 
       test("the server declares resources; resources/list is empty", async () => {
