@@ -592,7 +592,8 @@ def _hand_back_folder(folder, before, files_out):
     """Every entry of the output folder the run wrote or changed, as a "file" frame: its bytes
     when they fit the caps, else only why not. The engine types the bytes (a picture joins the
     images) and counts again; the prelude's caps only keep frames small and few."""
-    cap = max(_pictures["max_bytes"], int(files_out.get("max_bytes", 0)))
+    cap = min(max(_pictures["max_bytes"], int(files_out.get("max_bytes", 0))),
+              int(files_out.get("read_bytes", 1 << 62)))
     room = _pictures["max"] + int(files_out.get("max", 0))
     for name, state in sorted(_folder_state(folder).items()):
         if before.get(name) == state:

@@ -519,7 +519,8 @@ module CodecellGuest
       folder = images["folder"]
       return unless folder
 
-      cap = [images["max_bytes"].to_i, files_out["max_bytes"].to_i].max
+      cap = [[images["max_bytes"].to_i, files_out["max_bytes"].to_i].max,
+             (files_out["read_bytes"] || (1 << 62)).to_i].min
       room = images["max"].to_i + files_out["max"].to_i
       folder_state(folder).sort.each do |name, state|
         next if before[name] == state

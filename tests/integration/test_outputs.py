@@ -138,6 +138,19 @@ class RunOutputs(unittest.TestCase):
                 self.assertEqual({f["reason"] for f in r.result["files_omitted"]["files"]},
                                  {"more than 2 files"})
 
+    def test_a_file_over_what_a_frame_holds_is_left_out_not_the_run(self):
+        # file_out_bytes above the frame's room: the cap is what fits one frame as base64.
+        cfg = config(self, file_out_bytes=100 << 20, frame_bytes=1 << 20)
+        code = {"ruby": 'Dir.mkdir("/work/out")\nFile.write("/work/out/big", "x" * 900_000)\n1',
+                "python": 'import os\nos.mkdir("/work/out")\n'
+                          'open("/work/out/big", "w").write("x" * 900000)\n1'}
+        for lang, snippet in code.items():
+            with self.subTest(lang=lang):
+                r = codecell("run", "--json", "--config", cfg, "--cell", lang, "-e", snippet)
+                self.assertEqual(r.result["status"], "ok", r)
+                self.assertEqual(r.result["files_omitted"]["files"],
+                                 [{"name": "big", "reason": "over %d bytes" % ((1048576 - 4096) // 4 * 3)}])
+
     def test_save_outputs_writes_them_and_never_overwrites(self):
         for lang, code in WRITE.items():
             with self.subTest(lang=lang):

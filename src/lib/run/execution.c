@@ -239,6 +239,21 @@ int execution_accept(const struct cell_plan *plan, const char *code, size_t len,
         return 0;
 }
 
+/* The size of one output file: file_out_bytes, but never more than fits a frame as base64
+ * (with room for its name), or the frame would end the run. */
+static uint64_t frame_room(const uint64_t *lim)
+{
+        uint64_t frame = lim[CODECELL_LIMIT_FRAME_BYTES];
+        return frame > 8192 ? (frame - 4096) / 4 * 3 : 1024;
+}
+
+static uint64_t file_out_cap(const uint64_t *lim)
+{
+        uint64_t fits = frame_room(lim);
+        return lim[CODECELL_LIMIT_FILE_OUT_BYTES] < fits ? lim[CODECELL_LIMIT_FILE_OUT_BYTES]
+                                                         : fits;
+}
+
 /* Where the result's output and pictures go, within the cell's limits. */
 static void prepare_result(const struct execution *x)
 {
@@ -247,8 +262,7 @@ static void prepare_result(const struct execution *x)
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         image_list_init(&res->images, lim[CODECELL_LIMIT_IMAGES], lim[CODECELL_LIMIT_IMAGE_BYTES]);
-        file_list_init(&res->files, lim[CODECELL_LIMIT_FILES_OUT],
-                       lim[CODECELL_LIMIT_FILE_OUT_BYTES]);
+        file_list_init(&res->files, lim[CODECELL_LIMIT_FILES_OUT], file_out_cap(lim));
 }
 
 /* The exec frame: the code, what the prelude may hand back as pictures (the host checks it
@@ -263,13 +277,14 @@ static json_t *exec_frame(const struct execution *x, const char *code, size_t le
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "folder",
                                  c->output_folder);
         /* The output folder's other files: the prelude sends each as a "file" frame within
-         * these caps (a picture among them within the images'). */
+         * these caps (a picture among them within the images'), and never reads more of one
+         * than a frame holds (read_bytes), whatever the caps. */
         if (exec && c->output_folder)
-                json_object_set_new(
-                        exec, "files_out",
-                        json_pack("{s:I, s:I}", "max",
-                                  (json_int_t)c->limits[CODECELL_LIMIT_FILES_OUT], "max_bytes",
-                                  (json_int_t)c->limits[CODECELL_LIMIT_FILE_OUT_BYTES]));
+                json_object_set_new(exec, "files_out",
+                                    json_pack("{s:I, s:I, s:I}", "max",
+                                              (json_int_t)c->limits[CODECELL_LIMIT_FILES_OUT],
+                                              "max_bytes", (json_int_t)file_out_cap(c->limits),
+                                              "read_bytes", (json_int_t)frame_room(c->limits)));
         json_t *bindings = tool_table_bindings(x->tools);
         if (exec && bindings)
                 json_object_set(exec, "bindings", bindings);
