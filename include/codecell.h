@@ -92,6 +92,8 @@ typedef enum codecell_limit {
         /* Host-tool calls outstanding at once per execution; default 8 (1: one at a time, in
          * the order the guest made them). */
         CODECELL_LIMIT_TOOL_CONCURRENCY,
+        CODECELL_LIMIT_FILES_OUT,      /* files a run hands back from its output folder; 16 */
+        CODECELL_LIMIT_FILE_OUT_BYTES, /* the size of one of them; default 8 MiB */
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -178,8 +180,13 @@ CODECELL_API bool codecell_limit_parse(const char *name, codecell_limit *ret);
 CODECELL_API void codecell_config_set_policy(codecell_config *config, codecell_policy policy);
 
 /* A folder inside the sandbox (under /work or /tmp, or in a read-write mount added before) whose
- * image files (PNG, JPEG, GIF, WebP) written during a run come back in its result, beside the
- * figures a Python run draws with matplotlib. NULL: none (the default). */
+ * files written during a run come back in its result: pictures (PNG, JPEG, GIF, WebP, found
+ * from the bytes) beside the figures a Python run draws with matplotlib, every other regular
+ * file as a result file (codecell_result_file). Links, FIFOs, devices and subfolders are not
+ * read. NULL: none (the default). */
+CODECELL_API int codecell_config_set_output_folder(codecell_config *config, const char *path,
+                                                   codecell_error *err);
+/* The same, under its first name (when only images came back). */
 CODECELL_API int codecell_config_set_image_folder(codecell_config *config, const char *path,
                                                   codecell_error *err);
 
@@ -552,6 +559,22 @@ CODECELL_API size_t codecell_result_image_count(const codecell_result *result);
  * past the last. Owned by the result. */
 CODECELL_API const void *codecell_result_image(const codecell_result *result, size_t i,
                                                size_t *ret_len, const char **ret_mime_type);
+/* The i-th image's file name in the output folder, or NULL for a figure the prelude drew (or
+ * past the last). Owned by the result. */
+CODECELL_API const char *codecell_result_image_name(const codecell_result *result, size_t i);
+
+/* The other files the code wrote to the output folder during the run, in name order: at most
+ * CODECELL_LIMIT_FILES_OUT of at most CODECELL_LIMIT_FILE_OUT_BYTES each. The MIME type is the
+ * host's, never the guest's: PDF, ZIP or gzip by their first bytes; for valid UTF-8 text
+ * (without NUL) "text/csv" or "application/json" by the name's suffix, else "text/plain";
+ * anything else "application/octet-stream". What was left out is in the result's JSON
+ * ("files_omitted"). */
+CODECELL_API size_t codecell_result_file_count(const codecell_result *result);
+/* The i-th file's bytes (*ret_len of them), its name (one path component, printable UTF-8) and
+ * its static MIME type; NULL past the last. Owned by the result; any ret_ may be NULL. */
+CODECELL_API const void *codecell_result_file(const codecell_result *result, size_t i,
+                                              const char **ret_name, const char **ret_mime_type,
+                                              size_t *ret_len);
 
 /* The last value's rich forms (docs/results.md, "Rich values"): kind "markdown", "html" or
  * "svg" (UTF-8 text, not NUL-terminated, cut to CODECELL_LIMIT_MODEL_CHARS characters; an SVG

@@ -837,10 +837,10 @@ def _add_display(out, value, limits):
 
 
 # ---- pictures ----------------------------------------------------------------------------------
-# Figures drawn with matplotlib and image files written to the cell's image folder go to the
-# engine as "image" frames before the result; the engine checks their bytes and caps again.
+# Figures drawn with matplotlib go to the engine as "image" frames before the result, and the
+# files written to the cell's output folder as "file" frames; the engine checks their bytes
+# (a picture among the files joins the images) and caps again.
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 _pictures = {"id": None, "max": 0, "max_bytes": 0, "folder": None, "handed": 0}
 
 
@@ -902,41 +902,101 @@ os.environ["MPLBACKEND"] = "module://" + _FigureBackend.NAME
 
 
 def _folder_state(folder):
-    """{name: (size, mtime_ns)} of the image files in folder, to tell what a run wrote."""
+    """{name: (mode, size, mtime_ns, inode)} of the entries of the output folder, read without
+    following links, to tell what a run wrote or changed."""
     state = {}
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if entry.name.lower().endswith(IMAGE_SUFFIXES) and entry.is_file():
-                    st = entry.stat()
-                    state[entry.name] = (st.st_size, st.st_mtime_ns)
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
+                    state[entry.name] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
     except OSError:
         pass
     return state
 
 
-def _hand_back_folder(folder, before):
-    for name, (size, _mtime) in sorted(_folder_state(folder).items()):
-        if before.get(name) == (size, _mtime):
-            continue
-        if size > _pictures["max_bytes"]:
-            _hand_back(b"", size)
-            continue
-        try:
-            with open(os.path.join(folder, name), "rb") as f:
-                data = f.read(_pictures["max_bytes"] + 1)
-        except OSError:
-            continue
-        _hand_back(data)
+def _kind_of(mode):
+    """The engine's word for a folder entry that is not read: it words the note itself."""
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "other"
 
 
-def _hand_back_pictures(before):
+def _read_capped(path, cap):
+    """(bytes, None) of a regular file, at most cap + 1 of them, or (None, kind). The code may
+    still be running in another process and swap the file for a link or a FIFO after the
+    folder was listed: O_NOFOLLOW refuses the link, O_NONBLOCK keeps the open of a FIFO from
+    waiting for a writer, and fstat judges what was opened, not what was listed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return None, "link" if exc.errno == errno.ELOOP else "changed"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, _kind_of(st.st_mode)
+        chunks, left = [], cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), None
+    except OSError:
+        return None, "changed"
+    finally:
+        os.close(fd)
+
+
+def _hand_back_folder(folder, before, files_out):
+    """Every entry of the output folder the run wrote or changed, as a "file" frame: its bytes
+    when they fit the caps, else only why not. The engine types the bytes (a picture joins the
+    images) and counts again; the prelude's caps only keep frames small and few."""
+    cap = min(max(_pictures["max_bytes"], int(files_out.get("max_bytes", 0))),
+              int(files_out.get("read_bytes", 1 << 62)))
+    room = _pictures["max"] + int(files_out.get("max", 0))
+    for name, state in sorted(_folder_state(folder).items()):
+        if before.get(name) == state:
+            continue
+        # A name that is not UTF-8 cannot go into a frame as it is.
+        frame = {"t": "file", "id": _pictures["id"],
+                 "name": name.encode("utf-8", "replace").decode("utf-8")}
+        if not stat.S_ISREG(state[0]):
+            frame["kind"] = _kind_of(state[0])
+        elif room <= 0:
+            frame["kind"] = "count"
+        elif state[1] > cap:
+            frame["size"] = state[1]
+        else:
+            data, kind = _read_capped(os.path.join(folder, name), cap)
+            if kind:
+                frame["kind"] = kind
+            elif len(data) > cap:
+                frame["size"] = len(data)
+            else:
+                frame["data"] = binascii.b2a_base64(data, newline=False).decode("ascii")
+                room -= 1
+        _send(frame)
+
+
+def _hand_back_pictures(before, files_out):
     try:
         _show_figures()
     except BaseException as exc:
         print("codecell: a figure could not be drawn: %s" % _message(exc), file=sys.stderr)
     if _pictures["folder"]:
-        _hand_back_folder(_pictures["folder"], before)
+        _hand_back_folder(_pictures["folder"], before, files_out)
 
 
 def _exit(code=None):
@@ -1180,7 +1240,8 @@ def _run():
         finally:
             _note_sigints()
         try:
-            _hand_back_pictures(before)
+            files_out = frame.get("files_out")
+            _hand_back_pictures(before, files_out if isinstance(files_out, dict) else {})
         except BaseException:  # never the end of the run: the result still goes
             pass
         out["duration_ms"] = round((time.monotonic() - started) * 1000, 2)

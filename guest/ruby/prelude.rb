@@ -576,7 +576,8 @@ module CodecellGuest
         images = frame["images"].is_a?(Hash) ? frame["images"] : {}
         before = folder_state(images["folder"])
         out = refused ? files_refused(refused) : evaluate(frame["code"].to_s, frame["display"] || {})
-        hand_back_folder(frame["id"], images, before)
+        files_out = frame["files_out"].is_a?(Hash) ? frame["files_out"] : {}
+        hand_back_folder(frame["id"], images, files_out, before)
         out[:duration_ms] = ((Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000).round(2)
         # Output written before the result belongs to this execution: flush it first.
         flush_output
@@ -665,19 +666,18 @@ module CodecellGuest
       "<exception message failed>"
     end
 
-    # Image files written to the cell's image folder go to the engine as "image" frames before
-    # the result; the engine checks their bytes and caps again.
-    IMAGE_SUFFIXES = %w[.png .jpg .jpeg .gif .webp].freeze
+    # The files written to the cell's output folder go to the engine as "file" frames before
+    # the result; the engine checks their bytes (a picture among them joins the images) and
+    # caps again.
 
-    # {name => [size, mtime]} of the image files in folder, to tell what a run wrote.
+    # {name => [mode, size, mtime, inode]} of the entries of the folder, read without
+    # following links, to tell what a run wrote or changed.
     def folder_state(folder)
       return {} unless folder
 
       Dir.children(folder).each_with_object({}) do |name, state|
-        next unless IMAGE_SUFFIXES.include?(File.extname(name).downcase)
-
-        st = File.stat(File.join(folder, name))
-        state[name] = [st.size, st.mtime.to_r] if st.file?
+        st = File.lstat(File.join(folder, name))
+        state[name] = [st.mode, st.size, st.mtime.to_r, st.ino] unless st.directory?
       rescue SystemCallError
         next
       end
@@ -685,28 +685,73 @@ module CodecellGuest
       {}
     end
 
-    # Over a cap, only the size goes (the engine says what was left out), so that no frame
-    # grows past the engine's limit.
-    def hand_back_folder(id, images, before)
-      handed = 0
-      max = images["max"].to_i
-      max_bytes = images["max_bytes"].to_i
-      folder_state(images["folder"]).sort.each do |name, state|
+    # The engine's word for an entry that is not read: it words the note itself.
+    def kind_of(st)
+      return "link" if st.symlink?
+      return "fifo" if st.pipe?
+      return "device" if st.chardev? || st.blockdev?
+      return "socket" if st.socket?
+
+      "other"
+    end
+
+    # [bytes, nil] of a regular file, at most cap + 1 of them, or [nil, kind]. The code may
+    # still run in another process and swap the file for a link or a FIFO after the folder was
+    # listed: NOFOLLOW refuses the link, NONBLOCK keeps the open of a FIFO from waiting for a
+    # writer, and the stat of what was opened judges it.
+    def read_capped(path, cap)
+      File.open(path, File::RDONLY | File::NOFOLLOW | File::NONBLOCK) do |f|
+        st = f.stat
+        next [nil, kind_of(st)] unless st.file?
+
+        data = +""
+        while data.bytesize <= cap
+          chunk = f.read([cap + 1 - data.bytesize, 1 << 20].min)
+          break if chunk.nil? || chunk.empty?
+
+          data << chunk
+        end
+        [data, nil]
+      end
+    rescue Errno::ELOOP
+      [nil, "link"]
+    rescue SystemCallError, IOError
+      [nil, "changed"]
+    end
+
+    # Every entry the run wrote or changed, as a "file" frame: its bytes when they fit the
+    # caps, else only why not. The prelude's caps only keep frames small and few.
+    def hand_back_folder(id, images, files_out, before)
+      folder = images["folder"]
+      return unless folder
+
+      cap = [[images["max_bytes"].to_i, files_out["max_bytes"].to_i].max,
+             (files_out["read_bytes"] || (1 << 62)).to_i].min
+      room = images["max"].to_i + files_out["max"].to_i
+      folder_state(folder).sort.each do |name, state|
         next if before[name] == state
 
-        frame = { t: "image", id: id }
-        if handed < max && state[0] <= max_bytes
-          data = File.binread(File.join(images["folder"], name), max_bytes + 1)
-          next if data.nil?
-
-          frame[:data] = [data].pack("m0")
+        # A name that is not UTF-8 cannot go into a frame as it is.
+        frame = { t: "file", id: id, name: name.dup.force_encoding(UTF_8).scrub("\uFFFD") }
+        st = File.lstat(File.join(folder, name)) rescue nil # rubocop:disable Style/RescueModifier
+        if st.nil? || !st.file?
+          frame[:kind] = st ? kind_of(st) : "changed"
+        elsif room <= 0
+          frame[:kind] = "count"
+        elsif state[1] > cap
+          frame[:size] = state[1]
         else
-          frame[:size] = state[0]
+          data, kind = read_capped(File.join(folder, name), cap)
+          if kind
+            frame[:kind] = kind
+          elsif data.bytesize > cap
+            frame[:size] = data.bytesize
+          else
+            frame[:data] = [data].pack("m0")
+            room -= 1
+          end
         end
-        handed += 1
         send_frame(frame)
-      rescue SystemCallError
-        next
       end
     rescue Exception # rubocop:disable Lint/RescueException -- never the end of the run
       nil

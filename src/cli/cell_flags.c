@@ -102,9 +102,9 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
                 if (add_mount_flag(f->who, config, f->mounts[i], &err) < 0)
                         goto out;
         /* After the mounts: the folder may be in a read-write one. */
-        if (f->image_folder &&
-            codecell_config_set_image_folder(config, f->image_folder, &err) < 0) {
-                fprintf(stderr, "%s: --image-folder: %s\n", f->who, err.message);
+        if (f->output_folder &&
+            codecell_config_set_output_folder(config, f->output_folder, &err) < 0) {
+                fprintf(stderr, "%s: --output-folder: %s\n", f->who, err.message);
                 goto out;
         }
         if (f->interpreter && codecell_config_set_interpreter(config, f->interpreter, &err) < 0) {

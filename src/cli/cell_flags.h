@@ -21,8 +21,8 @@ struct cell_flags {
         const char *libraries[17]; /* DIR[:ro|exec]; one more than the library takes */
         size_t n_libraries;
         bool subprocesses;
-        const char *start;        /* "fork" or "exec"; NULL: exec (one sandbox per process) */
-        const char *image_folder; /* in the sandbox, or NULL */
+        const char *start;         /* "fork" or "exec"; NULL: exec (one sandbox per process) */
+        const char *output_folder; /* in the sandbox, or NULL */
         codecell_policy policy;
         uint64_t limits[CODECELL_LIMIT__COUNT];        /* 0: the default */
         const char *limit_text[CODECELL_LIMIT__COUNT]; /* as given, for error lines */

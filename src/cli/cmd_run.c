@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "cell_flags.h"
 #include "result_print.h"
+#include "save_outputs.h"
 #include "cli_input.h"
 #include "config_cell.h"
 #include "option_errors.h"
@@ -50,9 +51,13 @@ static const char usage[] =
         "      --on-unsupported warn|raise|ignore\n"
         "                           when the host lacks Landlock or a cgroup\n"
         "                           (default warn)\n"
-        "      --image-folder PATH  image files the code writes to PATH (in the sandbox:\n"
-        "                           under /work or /tmp, or in a read-write mount) come\n"
-        "                           back with the result, beside matplotlib's figures\n"
+        "      --output-folder PATH files the code writes to PATH during the run (in the\n"
+        "                           sandbox: under /work or /tmp, or in a read-write\n"
+        "                           mount) come back with the result: images beside\n"
+        "                           matplotlib's figures, other files as result files\n"
+        "      --image-folder PATH  the same (its old name)\n"
+        "      --save-outputs DIR   write the files of the output folder to DIR under\n"
+        "                           their names, never over a file already there\n"
         "      --save-images DIR    write the images the run handed back to DIR\n"
         "                           (image-1.png, …) and list them on stderr\n"
         "      --env NAME=VALUE     set a variable in the code's environment; repeatable\n"
@@ -83,7 +88,9 @@ enum {
         OPT_POLICY,
         OPT_JSON,
         OPT_IMAGE_FOLDER,
+        OPT_OUTPUT_FOLDER,
         OPT_SAVE_IMAGES,
+        OPT_SAVE_OUTPUTS,
         OPT_ENV,
         OPT_FILE,
         OPT_CONFIG,
@@ -101,7 +108,9 @@ static const struct option options[] = {
         {"on-unsupported", required_argument, NULL, OPT_POLICY},
         {"json", no_argument, NULL, OPT_JSON},
         {"image-folder", required_argument, NULL, OPT_IMAGE_FOLDER},
+        {"output-folder", required_argument, NULL, OPT_OUTPUT_FOLDER},
         {"save-images", required_argument, NULL, OPT_SAVE_IMAGES},
+        {"save-outputs", required_argument, NULL, OPT_SAVE_OUTPUTS},
         {"env", required_argument, NULL, OPT_ENV},
         {"file", required_argument, NULL, OPT_FILE},
         {"config", required_argument, NULL, OPT_CONFIG},
@@ -240,6 +249,7 @@ static const struct limit_flag limit_flags[] = {
 int cmd_run(int argc, char **argv)
 {
         const char *eval = NULL, *config = NULL, *cell_name = NULL, *save_images = NULL;
+        const char *save_dir = NULL;
         const char *env[MAX_ENV + 1] = {0};
         size_t n_env = 0;
         __attribute__((cleanup(cli_files_free))) struct cli_files files = {0};
@@ -274,10 +284,19 @@ int cmd_run(int argc, char **argv)
                         json = true;
                         break;
                 case OPT_IMAGE_FOLDER:
-                        f.image_folder = optarg;
+                case OPT_OUTPUT_FOLDER:
+                        if (f.output_folder)
+                                return fail_usage("%s: --output-folder and --image-folder are "
+                                                  "one flag (--image-folder is its old name); "
+                                                  "give it once",
+                                                  optarg);
+                        f.output_folder = optarg;
                         break;
                 case OPT_SAVE_IMAGES:
                         save_images = optarg;
+                        break;
+                case OPT_SAVE_OUTPUTS:
+                        save_dir = optarg;
                         break;
                 case OPT_ENV:
                         if (!strchr(optarg, '='))
@@ -361,7 +380,7 @@ int cmd_run(int argc, char **argv)
         size_t index = 0;
         codecell_result *res = NULL;
         char *input = NULL;
-        int images_dir = -1;
+        int images_dir = -1, outputs_dir = -1;
         size_t input_len = 0;
         if (!f.lang)
                 f.lang = language_of(file);
@@ -383,6 +402,7 @@ int cmd_run(int argc, char **argv)
                                      .files = files.list};
         /* Where the images go, as the user named it now, before the guest could change it. */
         images_dir = save_images ? open(save_images, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        outputs_dir = save_dir ? open(save_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
         if (codecell_cell_run_with(cell, code, len, &live, &res, &err) < 0) {
                 fprintf(stderr, "codecell run: %s\n", err.message);
                 exit_code = err.kind == CODECELL_ERR_INVALID ? EXIT_USAGE : EXIT_SANDBOX;
@@ -399,9 +419,13 @@ int cmd_run(int argc, char **argv)
         exit_code = exit_code_for(codecell_result_status(res));
         if (save_images && write_images(res, save_images, images_dir) < 0 && exit_code == EXIT_OK)
                 exit_code = EXIT_USAGE;
+        if (save_dir && save_outputs(res, save_dir, outputs_dir) < 0 && exit_code == EXIT_OK)
+                exit_code = EXIT_USAGE;
 out:
         if (images_dir >= 0)
                 close(images_dir);
+        if (outputs_dir >= 0)
+                close(outputs_dir);
         codecell_result_free(res);
         if (set)
                 codecell_cellset_free(set); /* and its cells */

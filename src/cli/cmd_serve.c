@@ -59,6 +59,14 @@ static const char usage[] =
         "      --instance NAME      this server's name among several behind a proxy (1-16\n"
         "                           of a-z 0-9 -): it leads every Mcp-Session-Id and\n"
         "                           session handle, so the proxy routes them home\n"
+        "      --file-inline SIZE   output files up to SIZE are embedded in a tool result,\n"
+        "                           larger ones linked (default 256K)\n"
+        "      --file-link-ttl DURATION\n"
+        "                           how long such a link can be read with resources/read\n"
+        "                           (default 10m)\n"
+        "      --file-links-max SIZE\n"
+        "                           the linked files kept at once (default 64M; the\n"
+        "                           oldest go first)\n"
         "      --drain-timeout DURATION\n"
         "                           on SIGTERM (HTTP), refuse new work with 503 and let\n"
         "                           the requests in flight finish, this long at most, then\n"
@@ -92,6 +100,9 @@ enum {
         OPT_HEADER_TIMEOUT,
         OPT_MAX_CONNECTIONS,
         OPT_MAX_PER_ADDRESS,
+        OPT_FILE_INLINE,
+        OPT_FILE_LINK_TTL,
+        OPT_FILE_LINKS_MAX,
 };
 
 static const struct option options[] = {
@@ -113,6 +124,9 @@ static const struct option options[] = {
         {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
         {"max-connections-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
+        {"file-inline", required_argument, NULL, OPT_FILE_INLINE},
+        {"file-link-ttl", required_argument, NULL, OPT_FILE_LINK_TTL},
+        {"file-links-max", required_argument, NULL, OPT_FILE_LINKS_MAX},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
 };
@@ -303,6 +317,31 @@ static int parse_flags(int argc, char **argv, struct serve_flags *f)
                 case OPT_LOG:
                         f->log = optarg;
                         break;
+                case OPT_FILE_INLINE:
+                case OPT_FILE_LINKS_MAX: {
+                        uint64_t size = 0;
+                        if (parse_size(optarg, &size) < 0 || size == 0) {
+                                fprintf(stderr, WHO ": %s %s: expected a size (like 256K)\n",
+                                        c == OPT_FILE_INLINE ? "--file-inline" : "--file-links-max",
+                                        optarg);
+                                return EXIT_USAGE;
+                        }
+                        *(c == OPT_FILE_INLINE ? &f->server.file_inline_bytes
+                                               : &f->server.file_links_bytes) = (size_t)size;
+                        break;
+                }
+                case OPT_FILE_LINK_TTL: {
+                        uint64_t ms = 0;
+                        if (parse_duration_ms(optarg, &ms) < 0 || ms == 0) {
+                                fprintf(stderr,
+                                        WHO ": --file-link-ttl %s: expected a duration (like "
+                                            "10m or 500ms)\n",
+                                        optarg);
+                                return EXIT_USAGE;
+                        }
+                        f->server.file_link_ms = (double)ms;
+                        break;
+                }
                 case OPT_LOG_LEVEL:
                         if (!oplog_level_parse(optarg, &f->log_level)) {
                                 fprintf(stderr,

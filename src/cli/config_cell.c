@@ -45,15 +45,15 @@ int cell_from_config(const char *who, const char *path, const char *name,
 
 const char *cell_shaping_flag(const struct cell_flags *f)
 {
-        return f->lang           ? "--lang"
-               : f->n_mounts     ? "--mount"
-               : f->tools        ? "--tools"
-               : f->subprocesses ? "--allow-subprocesses"
-               : f->interpreter  ? "--interpreter"
-               : f->n_libraries  ? "--library"
-               : f->start        ? "--start"
-               : f->image_folder ? "--image-folder"
-                                 : NULL;
+        return f->lang            ? "--lang"
+               : f->n_mounts      ? "--mount"
+               : f->tools         ? "--tools"
+               : f->subprocesses  ? "--allow-subprocesses"
+               : f->interpreter   ? "--interpreter"
+               : f->n_libraries   ? "--library"
+               : f->start         ? "--start"
+               : f->output_folder ? "--output-folder"
+                                  : NULL;
 }
 
 /* The flag of each limit a verb may narrow a configured cell by. */

@@ -70,6 +70,34 @@ static void warn_once(const char *warning)
                 warning);
 }
 
+/* The output folder's files on stderr: each that came back, and each left out with why. obj
+ * was read with integers as reals. */
+static void print_files(const json_t *obj)
+{
+        json_t *files = json_object_get(obj, "files");
+        size_t n = json_array_size(files);
+        for (size_t i = 0; i < n; i++) {
+                json_t *f = json_array_get(files, i);
+                fprintf(stderr,
+                        "codecell: the run handed back %s (%s, %.0f bytes; --save-outputs DIR)\n",
+                        json_string_value(json_object_get(f, "name")),
+                        json_string_value(json_object_get(f, "mime_type")),
+                        json_number_value(json_object_get(f, "size")));
+        }
+        json_t *omitted = json_object_get(obj, "files_omitted");
+        json_t *named = json_object_get(omitted, "files");
+        for (size_t i = 0; i < json_array_size(named); i++) {
+                json_t *f = json_array_get(named, i);
+                fprintf(stderr, "codecell: %s left out: %s\n",
+                        json_string_value(json_object_get(f, "name")),
+                        json_string_value(json_object_get(f, "reason")));
+        }
+        long long count = (long long)json_number_value(json_object_get(omitted, "count"));
+        if (count > (long long)json_array_size(named))
+                fprintf(stderr, "codecell: %lld more files left out\n",
+                        count - (long long)json_array_size(named));
+}
+
 void print_outcome_of(const codecell_result *res, bool echo_null)
 {
         size_t n;
@@ -95,6 +123,7 @@ void print_outcome_of(const codecell_result *res, bool echo_null)
                 fprintf(stderr, "codecell: %lld image(s) left out: %s\n",
                         (long long)json_integer_value(json_object_get(omitted, "count")),
                         json_string_value(json_object_get(omitted, "reason")));
+        print_files(obj);
         switch (codecell_result_status(res)) {
         case CODECELL_STATUS_OK:
                 fflush(stdout);

@@ -11,6 +11,7 @@
 #include "cleanup.h"
 #include "util.h"
 #include "call_log.h"
+#include "file_contents.h"
 #include "refusals.h"
 #include "run_files.h"
 #include "server.h"
@@ -526,7 +527,7 @@ static char *display_contents(const codecell_result *res, const char *markdown, 
  * parsed again (its numbers stay exact). Takes res. */
 static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, const json_t *id,
                          codecell_result *res, size_t model_chars, const char *note,
-                         const char *session_member)
+                         const char *session_member, char *files)
 {
         bool is_error = codecell_result_status(res) != CODECELL_STATUS_OK;
         char *markdown = NULL, *html = NULL, *spare_markdown = NULL, *spare_html = NULL;
@@ -549,7 +550,7 @@ static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, con
         codecell_result_free(res);
         char *id_text = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
         char *text = NULL;
-        if (lean && detailed && images && id_text) {
+        if (lean && detailed && images && files && id_text) {
                 static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
                 static const char content[] =
                         ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"";
@@ -564,8 +565,8 @@ static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, con
                 size_t member_len = session_member && d > 2 ? strlen(session_member) + 1 : 0;
                 size_t size = sizeof(head) - 1 + id_len + sizeof(content) - 1 +
                               escape_json(lean, n, NULL) + sizeof(text_end) - 1 + strlen(images) +
-                              sizeof(structured_end) - 1 + d + member_len + strlen(tail) +
-                              strlen(fields) + 3;
+                              strlen(files) + sizeof(structured_end) - 1 + d + member_len +
+                              strlen(tail) + strlen(fields) + 3;
                 if (note)
                         size += sizeof(more) - 1 + escape_json(note, note_len, NULL);
                 text = malloc(size);
@@ -581,6 +582,7 @@ static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, con
                         }
                         p = mempcpy(p, text_end, sizeof(text_end) - 1);
                         p = stpcpy(p, images);
+                        p = stpcpy(p, files);
                         p = mempcpy(p, structured_end, sizeof(structured_end) - 1);
                         if (member_len) {
                                 *p++ = '{';
@@ -599,6 +601,7 @@ static int answer_result(struct mcp_sink *sink, const struct mcp_call *call, con
         free(lean);
         free(detailed);
         free(images);
+        free(files);
         int r = text ? sink->send(sink, text, true) : -1;
         if (large)
                 /* The guest's frame was parsed into many small blocks, now free: without this
@@ -1065,7 +1068,9 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         }
         codecell_cell_info info;
         codecell_cell_info_get(cell, &info);
+        /* The output folder's files, with their links owned by this client. */
+        char *out_files = mcp_file_contents(s, c, res);
         (void)answer_result(sink, call, id, res, (size_t)info.limits[CODECELL_LIMIT_MODEL_CHARS],
-                            session && note[0] ? note : NULL, session ? member : NULL);
+                            session && note[0] ? note : NULL, session ? member : NULL, out_files);
         return true;
 }

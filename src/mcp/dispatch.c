@@ -10,6 +10,7 @@
 #include "util.h"
 #include "methods.h"
 #include "server.h"
+#include "file_links.h"
 
 #define LATEST_PROTOCOL "2025-11-25"
 
@@ -106,10 +107,12 @@ static json_t *initialize(const json_t *params)
         /* A revision we speak is echoed; for any other we offer our newest, and the client
          * decides whether it can go on. */
         const char *agreed = mcp_protocol_supported(asked) ? asked : LATEST_PROTOCOL;
-        return json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                         agreed, "capabilities", "tools", "listChanged", 0, "logging", "serverInfo",
-                         "name", "codecell", "title", "codecell sandboxes", "version",
-                         CODECELL_VERSION, "instructions", instructions);
+        /* resources: the output files too large to embed are read back as resources. */
+        return json_pack("{s:s, s:{s:{s:b}, s:{}, s:{}}, s:{s:s, s:s, s:s}, s:s}",
+                         "protocolVersion", agreed, "capabilities", "tools", "listChanged", 0,
+                         "logging", "resources", "serverInfo", "name", "codecell", "title",
+                         "codecell sandboxes", "version", CODECELL_VERSION, "instructions",
+                         instructions);
 }
 
 static json_t *set_level(struct mcp_client *c, const json_t *id, const json_t *params)
@@ -174,9 +177,10 @@ static json_t *modern_problem(const json_t *id, const json_t *params, struct mcp
 static json_t *discover(const struct mcp_call *call, const json_t *id)
 {
         return mcp_result(call, id,
-                          json_pack("{s:o, s:{s:{s:b}, s:{}}, s:s, s:i, s:s}", "supportedVersions",
-                                    supported_versions(), "capabilities", "tools", "listChanged", 0,
-                                    "logging", "instructions", instructions, "ttlMs", LIST_TTL_MS,
+                          json_pack("{s:o, s:{s:{s:b}, s:{}, s:{}}, s:s, s:i, s:s}",
+                                    "supportedVersions", supported_versions(), "capabilities",
+                                    "tools", "listChanged", 0, "logging", "resources",
+                                    "instructions", instructions, "ttlMs", LIST_TTL_MS,
                                     "cacheScope", "public"));
 }
 
@@ -244,6 +248,51 @@ static bool do_call_tool(const struct mcp_request *r)
         return mcp_tools_call(r->server, r->client, r->call, r->id, r->params, r->sink);
 }
 
+/* resources/list: no resource is listed. The links of output files are given only in the tool
+ * result they belong to, to the client that made the call; 2026-07-28 requires the list not to
+ * vary by connection, and a list of them would be the one place a link could leak to. */
+static bool do_list_resources(const struct mcp_request *r)
+{
+        if (r->call->modern)
+                mcp_answer(r->sink, mcp_result(r->call, r->id,
+                                               json_pack("{s:[], s:i, s:s}", "resources", "ttlMs",
+                                                         LIST_TTL_MS, "cacheScope", "public")));
+        else
+                mcp_answer(r->sink, jsonrpc_result(r->id, json_pack("{s:[]}", "resources")));
+        return true;
+}
+
+/* resources/read: a link to an output file, only for the client it was given to, until it
+ * expires. Any other URI, another client's link and an expired one read alike: not found
+ * (-32602 in 2026-07-28, -32002 before it). */
+static bool do_read_resource(const struct mcp_request *r)
+{
+        const json_t *uri = json_object_get(r->params, "uri");
+        if (!json_is_string(uri)) {
+                mcp_answer(r->sink, jsonrpc_error(r->id, JSONRPC_INVALID_PARAMS,
+                                                  "params.uri must be a string"));
+                return true;
+        }
+        json_t *found =
+                file_links_read(r->server->links, r->client->prefix, json_string_value(uri));
+        if (found) {
+                /* 2026-07-28 caches a read: this one is the caller's alone, and not for
+                 * longer than the link lives. */
+                if (r->call->modern) {
+                        json_object_set_new(found, "ttlMs", json_integer(0));
+                        json_object_set_new(found, "cacheScope", json_string("private"));
+                }
+                mcp_answer(r->sink, r->call->modern ? mcp_result(r->call, r->id, found)
+                                                    : jsonrpc_result(r->id, found));
+                return true;
+        }
+        json_t *e = jsonrpc_error(r->id, r->call->modern ? JSONRPC_INVALID_PARAMS : -32002,
+                                  "Resource not found");
+        json_object_set_new(json_object_get(e, "error"), "data", json_pack("{s:O}", "uri", uri));
+        mcp_answer(r->sink, e);
+        return true;
+}
+
 static bool do_set_level(const struct mcp_request *r)
 {
         mcp_answer(r->sink, set_level(r->client, r->id, r->params));
@@ -277,6 +326,11 @@ const struct mcp_method mcp_methods[] = {
          .refused_while_draining = true,
          .name_param = "name",
          .param_headers = true},
+        {.name = "resources/list", .eras = BOTH_ERAS, .handle = do_list_resources},
+        {.name = "resources/read",
+         .eras = BOTH_ERAS,
+         .handle = do_read_resource,
+         .name_param = "uri"},
         {.name = "logging/setLevel", .eras = MCP_ERA_LEGACY, .handle = do_set_level},
         /* Nothing to do once initialize is answered. */
         {.name = "notifications/initialized", .eras = MCP_ERA_LEGACY, .notification = true},
@@ -287,7 +341,6 @@ const struct mcp_method mcp_methods[] = {
         /* Not offered, but of 2026-07-28's Mcp-Name header: a request for one is held to the
          * header before it is found missing, as a proxy in front routes on it. */
         {.name = "prompts/get", .name_param = "name"},
-        {.name = "resources/read", .name_param = "uri"},
         {.name = NULL},
 };
 

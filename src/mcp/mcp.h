@@ -30,6 +30,11 @@ struct mcp_server_options {
         const char *instance;  /* the instance name, or NULL for none */
         size_t max_runs;       /* runs at once across all clients; 0: 16 */
         size_t max_clients;    /* MCP sessions at once (HTTP); 0: 1024 */
+        /* Output files up to this size are embedded in a tool result, larger ones linked;
+         * 0: 256 KiB. */
+        size_t file_inline_bytes;
+        double file_link_ms;     /* how long a link may be read; 0: 10 minutes */
+        size_t file_links_bytes; /* the linked files kept at once, all clients; 0: 64 MiB */
 };
 
 struct mcp_server;

@@ -10,6 +10,7 @@
 
 #include "util.h"
 #include "server.h"
+#include "file_links.h"
 
 #define DEFAULT_MAX_RUNS 16
 #define DEFAULT_MAX_CLIENTS 1024
@@ -36,9 +37,16 @@ struct mcp_server *mcp_server_alloc(codecell_cellset *cells, const struct mcp_se
                 s->o.max_clients = DEFAULT_MAX_CLIENTS;
         if (!s->o.transport)
                 s->o.transport = "stdio";
+        if (!s->o.file_inline_bytes)
+                s->o.file_inline_bytes = 256 * 1024;
+        if (!s->o.file_link_ms)
+                s->o.file_link_ms = 600000;
+        if (!s->o.file_links_bytes)
+                s->o.file_links_bytes = 64u << 20;
         pthread_mutex_init(&s->lock, NULL);
         s->metrics = metrics_new(codecell_cellset_size(cells));
-        if (!s->metrics) {
+        s->links = file_links_new(s->o.file_link_ms, s->o.file_links_bytes);
+        if (!s->metrics || !s->links) {
                 mcp_server_free(s);
                 return NULL;
         }
@@ -59,6 +67,7 @@ void mcp_server_free(struct mcp_server *s)
         json_decref(s->tools);
         json_decref(s->tools_modern);
         metrics_free(s->metrics);
+        file_links_free(s->links);
         free(s->clients);
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -189,6 +198,8 @@ void mcp_client_end(struct mcp_client *c)
         if (was)
                 return;
         cancel_all(c);
+        /* Its links: a file handed to this client is for it alone. */
+        file_links_drop_owner(c->server->links, c->prefix);
         /* Its code sessions: closing one waits for an eval in progress (cancelled above). */
         codecell_cellset *cells = c->server->cells;
         size_t prefix_len = strlen(c->prefix);

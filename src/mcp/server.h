@@ -24,7 +24,8 @@ struct mcp_server {
          * has sessions. */
         char sessions_tool[32];
         struct metrics *metrics;
-        pthread_mutex_t lock; /* guards what follows */
+        struct file_links *links; /* output files too large to embed (its own lock) */
+        pthread_mutex_t lock;     /* guards what follows */
         struct mcp_client **clients;
         size_t n_clients;
         size_t n_stateless; /* of them, clients of 2026-07-28 requests (not MCP sessions) */

@@ -287,10 +287,59 @@ static void test_limits_over_the_engines(void)
         }
 }
 
+/* The output folder's files through codecell_result_file: name order, types from the bytes
+ * (the PNG named .txt is a picture, named by codecell_result_image_name), a FIFO left out. */
+static void test_output_files(void)
+{
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        CHECK(config != NULL);
+        CHECK(codecell_config_set_output_folder(config, "/work/out", &err) == 0);
+        CHECK(codecell_config_set_output_folder(config, "/etc", &err) < 0 &&
+              strstr(err.message, "output folder /etc: the code cannot write there"));
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_cell *cell = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(cell != NULL);
+        if (!cell)
+                return;
+        codecell_result *res = run(
+                cell,
+                L("Dir.mkdir('/work/out'); File.write('/work/out/b.csv', \"x,y\\n\"); "
+                  "File.binwrite('/work/out/a.bin', \"\\0\\1\\2\"); "
+                  "File.binwrite('/work/out/p.txt', \"\\x89PNG\\r\\n\\x1a\\n\" + 'x' * 8); "
+                  "File.mkfifo('/work/out/f'); 1",
+                  "import os\nos.mkdir('/work/out')\nopen('/work/out/b.csv', 'w').write('x,y\\n')\n"
+                  "open('/work/out/a.bin', 'wb').write(b'\\0\\1\\2')\n"
+                  "open('/work/out/p.txt', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + b'x' * 8)\n"
+                  "os.mkfifo('/work/out/f')\n1"));
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_OK);
+        CHECK(res && codecell_result_file_count(res) == 2);
+        const char *name = NULL, *mime = NULL;
+        size_t len = 0;
+        const unsigned char *data = res ? codecell_result_file(res, 0, &name, &mime, &len) : NULL;
+        CHECK(data && strcmp(name, "a.bin") == 0 && len == 3 && data[2] == 2 &&
+              strcmp(mime, "application/octet-stream") == 0);
+        data = res ? codecell_result_file(res, 1, &name, &mime, &len) : NULL;
+        CHECK(data && strcmp(name, "b.csv") == 0 && len == 4 && memcmp(data, "x,y\n", 4) == 0 &&
+              strcmp(mime, "text/csv") == 0);
+        CHECK(res && codecell_result_file(res, 2, &name, &mime, &len) == NULL);
+        CHECK(res && codecell_result_image_count(res) == 1 &&
+              strcmp(codecell_result_image_name(res, 0), "p.txt") == 0 &&
+              codecell_result_image_name(res, 1) == NULL);
+        char *json = res ? codecell_result_to_json(res, false) : NULL;
+        CHECK(json && strstr(json, "\"files_omitted\":{\"count\":1,\"files\":[{\"name\":\"f\","
+                                   "\"reason\":\"a FIFO (not read)\"}]}"));
+        free(json);
+        codecell_result_free(res);
+        codecell_cell_free(cell);
+}
+
 int main(int argc, char **argv)
 {
         pick_language(argc, argv);
         test_limits_over_the_engines();
+        test_output_files();
         char dir[] = "/tmp/codecell-api-XXXXXX";
         CHECK(mkdtemp(dir) != NULL);
         chmod(dir, 0755);

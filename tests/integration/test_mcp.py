@@ -91,7 +91,7 @@ class StdioProtocol(unittest.TestCase):
                          {"jsonrpc": "2.0", "id": "p", "result": {}})
 
     def test_unknown_method_and_bad_params(self):
-        m = self.peer.request({"jsonrpc": "2.0", "id": 5, "method": "resources/list"})
+        m = self.peer.request({"jsonrpc": "2.0", "id": 5, "method": "prompts/list"})
         self.assertEqual((m["id"], m["error"]["code"]), (5, -32601))
         # Only an unknown tool or a request that is not a CallToolRequest stays a protocol
         # error (SEP-1303); bad arguments are tool results, in ToolErrors below.
@@ -1512,7 +1512,7 @@ class ModernHttp(unittest.TestCase):
         self.assertEqual((status, m["result"]["structuredContent"]["value"]), (200, 1), m)
 
     def test_status_follows_the_error(self):
-        status, _, m = self.send(modern(1, "resources/list"))
+        status, _, m = self.send(modern(1, "prompts/list"))
         self.assertEqual((status, m["error"]["code"]), (404, -32601), m)
         message = modern(2, "tools/list", **{"io.modelcontextprotocol/protocolVersion": "2099-01-01"})
         status, _, m = self.send(message, {"MCP-Protocol-Version": "2099-01-01"})

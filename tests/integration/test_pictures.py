@@ -82,11 +82,13 @@ class RunPictures(unittest.TestCase):
             with self.subTest(lang=lang):
                 r = run_json(snippet, "--image-folder", "/work/out", lang=lang)
                 self.assertEqual(r.result["status"], "ok", r)
+                # Typed by their bytes, not by their names: c.txt is a picture, and b.png is
+                # text, which comes back as a file of the output folder.
                 self.assertEqual(r.result["images"], [{"mime_type": "image/png",
-                                                       "bytes": len(self.small_png())}])
-                self.assertEqual(r.result["images_omitted"],
-                                 {"count": 1, "reason": "a file that is not a PNG, JPEG, GIF or "
-                                                        "WebP image"})
+                                                       "bytes": len(self.small_png())}] * 2)
+                self.assertNotIn("images_omitted", r.result)
+                self.assertEqual(r.result["files"], [{"name": "b.png", "mime_type": "text/plain",
+                                                      "size": 13, "text": "not a picture"}])
 
     def test_save_images_follows_nothing_the_guest_planted(self):
         # --save-images into a folder the guest can write (a read-write mount of it): a FIFO
@@ -121,7 +123,7 @@ class RunPictures(unittest.TestCase):
         r = codecell("run", "--lang", "ruby", "--mount", d + ":/data", "--image-folder", "/data",
                      "-e", "1")
         self.assertEqual(r.code, 2, r)
-        self.assertIn("--image-folder: image folder /data: the code cannot write there", r.stderr)
+        self.assertIn("--output-folder: output folder /data: the code cannot write there", r.stderr)
         r = codecell("run", "--lang", "ruby", "--image-folder", "/work/../etc", "-e", "1")
         self.assertEqual(r.code, 2, r)
         self.assertIn("must be normalized", r.stderr)

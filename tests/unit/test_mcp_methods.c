@@ -25,7 +25,7 @@ static codecell_cellset *cells;
 static struct mcp_server *server;
 
 /* Every name a test sends: the table's, then some it does not list. */
-static const char *const unlisted[] = {"resources/list", "notifications/unknown", NULL};
+static const char *const unlisted[] = {"prompts/list", "notifications/unknown", NULL};
 
 static const char *name_at(size_t i)
 {
@@ -391,7 +391,7 @@ static void test_table(void)
                 CHECK(!m->param_headers || m->name_param);
         }
         CHECK(mcp_method_find(NULL) == NULL);
-        CHECK(mcp_method_find("resources/list") == NULL);
+        CHECK(mcp_method_find("prompts/list") == NULL);
         CHECK(!mcp_method_offered(NULL, MCP_ERA_LEGACY));
 }
 

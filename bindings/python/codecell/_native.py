@@ -82,6 +82,7 @@ _declare("codecell_config_get_limit", ctypes.c_uint64, P, ctypes.c_int)
 _declare("codecell_limit_name", S, ctypes.c_int)
 _declare("codecell_config_set_policy", None, P, ctypes.c_int)
 _declare("codecell_config_set_image_folder", ctypes.c_int, P, S, E)
+_declare("codecell_config_set_output_folder", ctypes.c_int, P, S, E)
 _declare("codecell_config_set_subprocesses", None, P, ctypes.c_bool)
 _declare("codecell_config_set_pool", ctypes.c_int, P, SIZE, E)
 _declare("codecell_cell_new", P, P, E)
@@ -105,6 +106,9 @@ _declare("codecell_result_to_model_json", P, P, SIZE, ctypes.c_bool)
 _declare("codecell_result_value", S, P)
 _declare("codecell_result_image_count", SIZE, P)
 _declare("codecell_result_image", P, P, SIZE, ctypes.POINTER(SIZE), ctypes.POINTER(S))
+_declare("codecell_result_file_count", SIZE, P)
+_declare("codecell_result_file", P, P, SIZE, ctypes.POINTER(S), ctypes.POINTER(S),
+         ctypes.POINTER(SIZE))
 _declare("codecell_result_free", None, P)
 
 

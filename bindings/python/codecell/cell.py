@@ -27,7 +27,7 @@ def _mount_mode(mount):
 
 
 def build_config(language, mounts, limits, pool=None, policy=None, image_folder=None,
-                 subprocesses=False):
+                 subprocesses=False, output_folder=None):
     """A codecell_config pointer (free it with codecell_config_free), or ValueError naming the
     bad input."""
     err = n.Error()
@@ -60,8 +60,13 @@ def build_config(language, mounts, limits, pool=None, policy=None, image_folder=
             if policy not in n.POLICIES:
                 raise ValueError("unknown policy %r (known: warn, raise, ignore)" % (policy,))
             n.lib.codecell_config_set_policy(config, n.POLICIES[policy])
-        if image_folder is not None and n.lib.codecell_config_set_image_folder(
-                config, n.cstr(image_folder, "image_folder"), ctypes.byref(err)) < 0:
+        # image_folder is output_folder's old name.
+        if output_folder is not None and image_folder is not None:
+            raise ValueError("output_folder and image_folder are one option (image_folder is "
+                             "its old name)")
+        folder = output_folder if output_folder is not None else image_folder
+        if folder is not None and n.lib.codecell_config_set_output_folder(
+                config, n.cstr(folder, "output_folder"), ctypes.byref(err)) < 0:
             n.raise_error(err)
         n.lib.codecell_config_set_subprocesses(config, bool(subprocesses))
     except BaseException:
@@ -254,14 +259,14 @@ class Session:
 class Cell:
     """Cell(language="python", mounts=[{"source":, "dest":, "mode": "ro"|"rw"|"exec",
     "description":}], timeout_ms=, cpu_ms=, memory= (bytes), pool=, limits={name: value},
-    tools={name: callable or {"call":, "description":, "input_schema":}}, policy=, image_folder=,
-    subprocesses=False).
+    tools={name: callable or {"call":, "description":, "input_schema":}}, policy=,
+    output_folder= (image_folder= is its old name), subprocesses=False).
 
     run(code) runs in a fresh sandbox and returns a Result; the GIL is released meanwhile."""
 
     def __init__(self, language="python", mounts=(), *, timeout_ms=None, cpu_ms=None,
                  memory=None, pool=None, limits=None, tools=None, policy=None,
-                 image_folder=None, subprocesses=False):
+                 image_folder=None, subprocesses=False, output_folder=None):
         self._pointer = None
         self._lock = threading.Lock()
         self._busy = 0
@@ -271,7 +276,7 @@ class Cell:
                                         ("memory_bytes", memory)) if v is not None}
         all_limits.update(limits or {})
         config = build_config(self.language, list(mounts), all_limits, pool, policy,
-                              image_folder, subprocesses)
+                              image_folder, subprocesses, output_folder)
         try:
             err = n.Error()
             pointer = n.lib.codecell_cell_new(config, ctypes.byref(err))

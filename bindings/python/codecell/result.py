@@ -19,7 +19,8 @@ class Result:
     value: the last expression's value (None unless ok). stdout, stderr: captured output.
     error: for any status but ok, a dict (class, message, backtrace) for "error" and a
     sentence for the others. timings: duration_ms, cpu_ms, memory_peak_bytes (when measured).
-    images: [(mime_type, bytes)]. warnings: optional layers this host lacks."""
+    images: [(mime_type, bytes)]. files: [(name, mime_type, bytes)], the other files of the
+    cell's output_folder; files_omitted: [{"name", "reason"}] of those left out. warnings: optional layers this host lacks."""
 
     def __init__(self, pointer, model_chars):
         # Everything is read at once and the engine's result freed: no pointer outlives this.
@@ -37,6 +38,15 @@ class Result:
                 if not data:
                     break
                 self.images.append((mime.value.decode(), ctypes.string_at(data, size.value)))
+            self.files = []
+            for i in range(n.lib.codecell_result_file_count(pointer)):
+                size, name, mime = ctypes.c_size_t(), ctypes.c_char_p(), ctypes.c_char_p()
+                data = n.lib.codecell_result_file(pointer, i, ctypes.byref(name),
+                                                  ctypes.byref(mime), ctypes.byref(size))
+                if not data:
+                    break
+                self.files.append((name.value.decode("utf-8"), mime.value.decode(),
+                                   ctypes.string_at(data, size.value)))
         finally:
             n.lib.codecell_result_free(pointer)
         data = json.loads(self._json)
@@ -48,6 +58,7 @@ class Result:
         self.warnings = data.get("warnings", [])
         self.exit_status = data.get("exit_status")
         self.cancelled = data.get("cancelled", False)
+        self.files_omitted = data.get("files_omitted", {}).get("files", [])
         # A session eval's: why the session's state was lost (None: it was not), and what
         # reached its main thread between evals and was ignored ([{"class", "message"}]).
         self.state_lost = data.get("state_lost")

@@ -69,6 +69,26 @@ class CellTest(unittest.TestCase):
             self.assertEqual(mime, "image/png")
             self.assertTrue(data.startswith(b"\x89PNG\r\n\x1a\n"))
 
+    def test_the_output_folder_hands_back_files(self):
+        code = {"python": "import os\nos.mkdir('/work/out')\n"
+                          "open('/work/out/t.csv', 'w').write('a,b\\n')\n"
+                          "open('/work/out/z.bin', 'wb').write(bytes([0, 255]))\n"
+                          "os.symlink('/etc/passwd', '/work/out/l')",
+                "ruby": "Dir.mkdir('/work/out'); File.write('/work/out/t.csv', \"a,b\\n\"); "
+                        "File.binwrite('/work/out/z.bin', [0, 255].pack('C*')); "
+                        "File.symlink('/etc/passwd', '/work/out/l')"}
+        for language, snippet in code.items():
+            with self.subTest(language), codecell.Cell(language, pool=0,
+                                                       output_folder="/work/out") as cell:
+                r = cell.run(snippet)
+                self.assertEqual(r.status, "ok", r.error)
+                self.assertEqual(r.files, [("t.csv", "text/csv", b"a,b\n"),
+                                           ("z.bin", "application/octet-stream", b"\0\xff")])
+                self.assertEqual(r.files_omitted,
+                                 [{"name": "l", "reason": "a symbolic link (not followed)"}])
+        with self.assertRaisesRegex(ValueError, "output_folder and image_folder are one"):
+            codecell.Cell("python", output_folder="/work/a", image_folder="/work/b")
+
     def test_bad_configuration_raises_value_error(self):
         for kwargs in ({"language": "cobol"}, {"limits": {"nope": 1}}, {"timeout_ms": 0},
                        {"mounts": [{"source": "/nonexistent-codecell", "dest": "/data"}]},

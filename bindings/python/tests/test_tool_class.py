@@ -105,7 +105,7 @@ class ToolClassTest(unittest.TestCase):
             type("Many", (codecell.Tool,), {"mounts": many})
         with self.assertRaisesRegex(ValueError, "^Invalid declaration of Bad: pool"):
             type("Bad", (codecell.Tool,), {"cell_options": {"pool": 1000}})
-        with self.assertRaisesRegex(ValueError, "^Invalid declaration of Bad: image folder /nowhere"):
+        with self.assertRaisesRegex(ValueError, "^Invalid declaration of Bad: output folder /nowhere"):
             type("Bad", (codecell.Tool,), {"cell_options": {"image_folder": "/nowhere"}})
         with self.assertRaisesRegex(TypeError, "^Bad.cell_options: .*colour"):
             type("Bad", (codecell.Tool,), {"cell_options": {"colour": "red"}})

@@ -76,6 +76,23 @@ class TestCell < Minitest::Test
     end
   end
 
+  def test_the_output_folder_hands_back_files
+    code = { python: "import os\nos.mkdir('/work/out')\nopen('/work/out/t.csv', 'w').write('a,b\\n')\n" \
+                     "open('/work/out/z.bin', 'wb').write(bytes([0, 255]))\nos.mkfifo('/work/out/f')",
+             ruby: "Dir.mkdir('/work/out'); File.write('/work/out/t.csv', \"a,b\\n\"); " \
+                   "File.binwrite('/work/out/z.bin', [0, 255].pack('C*')); File.mkfifo('/work/out/f')" }
+    code.each do |language, snippet|
+      CodeCell::Cell.open(language: language, pool: 0, output_folder: "/work/out") do |cell|
+        r = cell.run(snippet)
+        assert_equal :ok, r.status, r.error.inspect
+        assert_equal [["t.csv", "text/csv", "a,b\n"], ["z.bin", "application/octet-stream", "\0\xff".b]],
+                     r.files
+        assert_equal [{ "name" => "f", "reason" => "a FIFO (not read)" }], r.files_omitted
+      end
+    end
+    assert_raises(ArgumentError) { CodeCell::Cell.new(output_folder: "/work/a", image_folder: "/work/b") }
+  end
+
   def test_bad_configuration_raises_argument_error
     assert_raises(ArgumentError) { CodeCell::Cell.new(language: :cobol) }
     assert_raises(ArgumentError) { CodeCell::Cell.new(limits: { nope: 1 }) }

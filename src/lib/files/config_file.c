@@ -223,7 +223,7 @@ static void cell_limit_names(const char *names[CODECELL_LIMIT__COUNT + 1])
 {
         size_t n = 0;
         for (int k = 0; k < CODECELL_LIMIT__COUNT; k++)
-                if (cell_limit((codecell_limit)k))
+                if (cell_limit((codecell_limit)k) && codecell_limit_name((codecell_limit)k))
                         names[n++] = codecell_limit_name((codecell_limit)k);
         names[n] = NULL;
 }
@@ -370,17 +370,27 @@ static int load_policy(struct loader *l, const json_t *v, const char *where,
                    where);
 }
 
-static int load_image_folder(struct loader *l, const json_t *folder, const char *where,
-                             codecell_config *config)
+/* output_folder, or image_folder: its first name, from when only images came back. */
+static int load_output_folder(struct loader *l, const json_t *obj, const char *where,
+                              codecell_config *config)
 {
+        const json_t *output = json_object_get(obj, "output_folder");
+        const json_t *image = json_object_get(obj, "image_folder");
+        if (output && image)
+                return bad(l, EINVAL,
+                           "%s: output_folder and image_folder are one setting (image_folder is "
+                           "its old name); give only output_folder",
+                           where);
+        const char *key = output ? "output_folder" : "image_folder";
+        const json_t *folder = output ? output : image;
         if (!folder)
                 return 0;
         if (!json_is_string(folder))
-                return bad(l, EINVAL, "%s.image_folder: must be a string (a folder in the sandbox)",
-                           where);
+                return bad(l, EINVAL, "%s.%s: must be a string (a folder in the sandbox)", where,
+                           key);
         codecell_error e = {0};
-        if (codecell_config_set_image_folder(config, json_string_value(folder), &e) < 0)
-                return bad(l, EINVAL, "%s.image_folder: %s", where, e.message);
+        if (codecell_config_set_output_folder(config, json_string_value(folder), &e) < 0)
+                return bad(l, EINVAL, "%s.%s: %s", where, key, e.message);
         return 0;
 }
 
@@ -437,6 +447,7 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
                                            "interpreter",
                                            "libraries",
                                            "image_folder",
+                                           "output_folder",
                                            "start",
                                            "listed_libraries",
                                            NULL};
@@ -492,7 +503,7 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
                     ?: load_sessions(l, json_object_get(obj, "sessions"), where, config,
                                      &desc->offer.sessions, &desc->offer.default_session);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
-        r = r ?: load_image_folder(l, json_object_get(obj, "image_folder"), where, config);
+        r = r ?: load_output_folder(l, obj, where, config);
         r = r ?: load_interpreter(l, obj, where, config);
         r = r ?: parse_tool_names(l, json_object_get(obj, "tools"), where, desc);
         if (r < 0)

@@ -14,8 +14,10 @@ void image_list_init(struct image_list *l, size_t max_count, size_t max_bytes)
 
 void image_list_free(struct image_list *l)
 {
-        for (size_t i = 0; i < l->n; i++)
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].name);
                 free(l->items[i].data);
+        }
         free(l->items);
         l->items = NULL;
         l->n = 0;
@@ -68,20 +70,38 @@ int image_list_take(struct image_list *l, const json_t *frame)
         if (r < 0)
                 return r == -EINVAL ? -EBADMSG : r;
         const char *kind = image_kind(bytes, len);
-        if (!kind || len > l->max_bytes) {
-                char why[96];
-                snprintf(why, sizeof(why), "an image over %zu bytes", l->max_bytes);
-                omit(l, kind ? why : "a file that is not a PNG, JPEG, GIF or WebP image");
+        if (!kind) {
+                omit(l, "a file that is not a PNG, JPEG, GIF or WebP image");
                 free(bytes);
                 return 0;
         }
-        struct result_image *grown = realloc(l->items, (l->n + 1) * sizeof(*grown));
+        return image_list_add(l, NULL, bytes, len, kind);
+}
+
+int image_list_add(struct image_list *l, const char *name, unsigned char *bytes, size_t len,
+                   const char *kind)
+{
+        char why[96];
+        if (l->n >= l->max_count || len > l->max_bytes) {
+                if (l->n >= l->max_count)
+                        snprintf(why, sizeof(why), "more than %zu images", l->max_count);
+                else
+                        snprintf(why, sizeof(why), "an image over %zu bytes", l->max_bytes);
+                omit(l, why);
+                free(bytes);
+                return 0;
+        }
+        char *copy = name ? strdup(name) : NULL;
+        struct result_image *grown =
+                !name || copy ? realloc(l->items, (l->n + 1) * sizeof(*grown)) : NULL;
         if (!grown) {
+                free(copy);
                 free(bytes);
                 return -ENOMEM;
         }
         l->items = grown;
-        l->items[l->n++] = (struct result_image){.mime_type = kind, .data = bytes, .len = len};
+        l->items[l->n++] =
+                (struct result_image){.name = copy, .mime_type = kind, .data = bytes, .len = len};
         return 0;
 }
 
@@ -122,5 +142,20 @@ void images_describe(FILE *f, const char *own, const char *folder, size_t max_co
                  "was left out.",
                  max_count, max_bytes >> 10);
         fputs("\n\n## Pictures\n\n", f);
+        wrap(f, text);
+}
+
+void files_describe(FILE *f, const char *folder, size_t max_count, size_t max_bytes)
+{
+        if (!folder)
+                return;
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "Other files the code writes to `%s` during the run (a CSV, a report, an "
+                 "archive) come back to you as files beside the result: text as text, anything "
+                 "else as data, typed from their bytes. At most %zu files of up to %zu KiB each; "
+                 "links, FIFOs and subfolders are left out, and the result says which.",
+                 folder, max_count, max_bytes >> 10);
+        fputs("\n\n## Files out\n\n", f);
         wrap(f, text);
 }

@@ -240,6 +240,8 @@ static char *model_json(const codecell_result *r, size_t max_chars, bool details
                 bad |= json_object_set_new(obj, "cancelled", json_true());
         bad |= result_set_images(obj, r);
         bad |= set_display(obj, &r->display, share[DISPLAY], apart);
+        /* Their content reaches the model beside this text (MCP resources), not inside it. */
+        bad |= result_set_files(obj, r, false);
         bad |= result_set_session_notes(obj, r);
         if (details) {
                 bad |= json_object_set_new(obj, "duration_ms",

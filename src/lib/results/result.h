@@ -9,6 +9,7 @@
 #include "codecell.h"
 #include "display.h"
 #include "images.h"
+#include "out_files.h"
 #include "output.h"
 
 struct codecell_result {
@@ -29,6 +30,7 @@ struct codecell_result {
         bool cancelled;                /* stopped by codecell_cancel_trigger() */
         struct image_list images;      /* pictures the run handed back */
         struct result_display display; /* ok: the last value's rich forms */
+        struct file_list files;        /* other files it wrote to its output folder */
         /* A session's: what reached its main thread between evals and was discarded, as the
          * prelude noted it ([{class, message}], NULL: nothing); and why its state was lost
          * (NULL: it was not). */
@@ -59,6 +61,9 @@ codecell_result *result_new(void);
 int result_set_value(codecell_result *r, const json_t *frame);
 /* "images" ([{mime_type, bytes}]) and "images_omitted" ({count, reason}) when there are. */
 int result_set_images(json_t *obj, const codecell_result *r);
+/* "files" ([{name, mime_type, size}], with "text" or "base64" when content) and
+ * "files_omitted" ({count, files: [{name, reason}]}) when there are. */
+int result_set_files(json_t *obj, const codecell_result *r, bool content);
 /* "idle_interrupts" and "state_lost" when there are (a session's). */
 int result_set_session_notes(json_t *obj, const codecell_result *r);
 /* Takes a result frame's "idle_interrupts" as far as it is well formed: at most

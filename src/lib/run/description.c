@@ -139,8 +139,10 @@ char *description_build(const codecell_config *c, const struct interpreter_info 
         libraries_section(f, c, probe);
         folder_section(f, c, false, "## Read-only folders (readable, never writable)");
         folder_section(f, c, true, "## Read-write folders (readable and writable)");
-        images_describe(f, c->runtime->own_images, c->image_folder,
+        images_describe(f, c->runtime->own_images, c->output_folder,
                         c->limits[CODECELL_LIMIT_IMAGES], c->limits[CODECELL_LIMIT_IMAGE_BYTES]);
+        files_describe(f, c->output_folder, c->limits[CODECELL_LIMIT_FILES_OUT],
+                       c->limits[CODECELL_LIMIT_FILE_OUT_BYTES]);
         tools_describe(tools, &c->runtime->tools, c->limits[CODECELL_LIMIT_TOOL_CONCURRENCY], f);
         if (fclose(f) != 0) {
                 free(text);

@@ -242,6 +242,21 @@ int execution_accept(const struct cell_plan *plan, const char *code, size_t len,
         return 0;
 }
 
+/* The size of one output file: file_out_bytes, but never more than fits a frame as base64
+ * (with room for its name), or the frame would end the run. */
+static uint64_t frame_room(const uint64_t *lim)
+{
+        uint64_t frame = lim[CODECELL_LIMIT_FRAME_BYTES];
+        return frame > 8192 ? (frame - 4096) / 4 * 3 : 1024;
+}
+
+static uint64_t file_out_cap(const uint64_t *lim)
+{
+        uint64_t fits = frame_room(lim);
+        return lim[CODECELL_LIMIT_FILE_OUT_BYTES] < fits ? lim[CODECELL_LIMIT_FILE_OUT_BYTES]
+                                                         : fits;
+}
+
 /* Where the result's output and pictures go, within the cell's limits. */
 static void prepare_result(const struct execution *x)
 {
@@ -250,6 +265,7 @@ static void prepare_result(const struct execution *x)
         output_init(&res->out, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         output_init(&res->err, lim[CODECELL_LIMIT_OUTPUT_BYTES]);
         image_list_init(&res->images, lim[CODECELL_LIMIT_IMAGES], lim[CODECELL_LIMIT_IMAGE_BYTES]);
+        file_list_init(&res->files, lim[CODECELL_LIMIT_FILES_OUT], file_out_cap(lim));
 }
 
 /* The exec frame: the code, what the prelude may hand back as pictures (the host checks it
@@ -262,7 +278,8 @@ static json_t *exec_frame(const struct execution *x, const char *code, size_t le
                                  (json_int_t)x->id, "code", code, len, "images", "max",
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGES], "max_bytes",
                                  (json_int_t)c->limits[CODECELL_LIMIT_IMAGE_BYTES], "folder",
-                                 c->image_folder);
+                                 c->output_folder);
+
         /* How much of the last value's rich forms the prelude may send (docs/results.md). */
         json_t *display = json_pack(
                 "{s:I, s:I, s:I}", "max_chars", (json_int_t)c->limits[CODECELL_LIMIT_MODEL_CHARS],
@@ -271,6 +288,15 @@ static json_t *exec_frame(const struct execution *x, const char *code, size_t le
         if (exec && display)
                 json_object_set(exec, "display", display);
         json_decref(display);
+        /* The output folder's other files: the prelude sends each as a "file" frame within
+         * these caps (a picture among them within the images'), and never reads more of one
+         * than a frame holds (read_bytes), whatever the caps. */
+        if (exec && c->output_folder)
+                json_object_set_new(exec, "files_out",
+                                    json_pack("{s:I, s:I, s:I}", "max",
+                                              (json_int_t)c->limits[CODECELL_LIMIT_FILES_OUT],
+                                              "max_bytes", (json_int_t)file_out_cap(c->limits),
+                                              "read_bytes", (json_int_t)frame_room(c->limits)));
         json_t *bindings = tool_table_bindings(x->tools);
         if (exec && bindings)
                 json_object_set(exec, "bindings", bindings);
@@ -415,7 +441,8 @@ static bool run_on(struct execution *x, const char *code, size_t len, struct exe
         pump_exec_begin(p, &(struct pump_exec){.id = x->id,
                                                .out = &x->res->out,
                                                .err = &x->res->err,
-                                               .images = &x->res->images});
+                                               .images = &x->res->images,
+                                               .files = &x->res->files});
         if (hand_over(x, code, len))
                 pump_exec_wait(p, x->deadline);
         struct outcome o = {.init_status = -1};

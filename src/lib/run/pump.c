@@ -135,6 +135,17 @@ static void handle_frame(struct pump *p, json_t *frame)
                         pump_protocol_error(p, r == -ENOMEM ? "out of memory taking an image"
                                                             : "image frame whose data is not "
                                                               "base64");
+        } else if (strcmp(t, "file") == 0 && p->exec_sent && !p->result_frame && p->files &&
+                   p->images) {
+                if (json_integer_value(json_object_get(frame, "id")) != p->exec_id) {
+                        pump_protocol_error(p, "file frame without the exec's id");
+                        return;
+                }
+                int r = file_list_take(p->files, p->images, frame);
+                if (r < 0)
+                        pump_protocol_error(p, r == -ENOMEM ? "out of memory taking a file"
+                                                            : "file frame without a name or "
+                                                              "whose data is not base64");
         } else {
                 char msg[128];
                 snprintf(msg, sizeof(msg), "unexpected \"%.*s\" frame", utf8_prefix(t, 40), t);
@@ -368,6 +379,7 @@ void pump_exec_begin(struct pump *p, const struct pump_exec *exec)
         drain_now(p);
         pump_output_to(p, exec->out, exec->err);
         p->images = exec->images;
+        p->files = exec->files;
         p->exec_id = exec->id;
         p->cpu_limit_ms = 0;
         p->cpu_exhausted = p->timed_out = p->cancelled = false;
@@ -411,6 +423,7 @@ void pump_exec_end(struct pump *p, struct pump_seen *ret)
         p->exec_sent = p->taken = false;
         p->rpc = NULL;
         p->images = NULL;
+        p->files = NULL;
         pump_output_to(p, NULL, NULL);
         options_end(p);
         output_end(p);

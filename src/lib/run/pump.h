@@ -27,6 +27,7 @@ struct pump {
         struct rpc *rpc;           /* host calls of this execution; NULL before exec */
         json_t *result_frame;      /* owned */
         struct image_list *images; /* where "image" frames go; NULL before exec */
+        struct file_list *files;   /* where "file" frames go (NULL: refused), with images */
         /* CPU budget, checked while reading: the sandbox's CPU time must stay below
          * cpu_limit_ms (0: not checked). */
         struct cpu_meter cpu;
@@ -56,6 +57,7 @@ struct pump_exec {
         int64_t id;
         struct output_buffer *out, *err;
         struct image_list *images;
+        struct file_list *files;
 };
 
 /* What the pump saw of one execution, handed over at its end. */

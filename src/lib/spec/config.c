@@ -38,6 +38,8 @@ static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_FILES_IN] = 32,
         [CODECELL_LIMIT_FILES_IN_BYTES] = 8 * MIB,
         [CODECELL_LIMIT_TOOL_CONCURRENCY] = 8,
+        [CODECELL_LIMIT_FILES_OUT] = 16,
+        [CODECELL_LIMIT_FILE_OUT_BYTES] = 8 * MIB,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -78,6 +80,8 @@ static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_FILES_IN] = "files_in",
         [CODECELL_LIMIT_FILES_IN_BYTES] = "files_in_bytes",
         [CODECELL_LIMIT_TOOL_CONCURRENCY] = "tool_concurrency",
+        [CODECELL_LIMIT_FILES_OUT] = "files_out",
+        [CODECELL_LIMIT_FILE_OUT_BYTES] = "file_out_bytes",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)
@@ -116,7 +120,7 @@ void codecell_config_free(codecell_config *c)
         for (size_t i = 0; i < c->n_mounts; i++)
                 mount_clear(&c->mounts[i]);
         free(c->mounts);
-        free(c->image_folder);
+        free(c->output_folder);
         for (size_t i = 0; i < c->n_libraries; i++) {
                 free(c->libraries[i].source);
                 free(c->libraries[i].where);
@@ -342,7 +346,7 @@ const char *codecell_limit_name(codecell_limit limit)
 bool codecell_limit_parse(const char *name, codecell_limit *ret)
 {
         for (int k = 0; name && k < CODECELL_LIMIT__COUNT; k++)
-                if (strcmp(name, limit_names[k]) == 0) {
+                if (limit_names[k] && strcmp(name, limit_names[k]) == 0) {
                         *ret = (codecell_limit)k;
                         return true;
                 }
@@ -364,7 +368,8 @@ const char *config_limit_problem(codecell_limit limit, uint64_t value, char *buf
 int codecell_config_set_limit(codecell_config *c, codecell_limit limit, uint64_t value,
                               codecell_error *err)
 {
-        if ((unsigned)limit >= CODECELL_LIMIT__COUNT)
+        /* A number between the named limits is a slot not yet given to one. */
+        if ((unsigned)limit >= CODECELL_LIMIT__COUNT || !limit_names[limit])
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "unknown limit %d", (int)limit);
         char buf[96];
         const char *problem = config_limit_problem(limit, value, buf, sizeof(buf));
@@ -415,9 +420,14 @@ void codecell_config_set_subprocesses(codecell_config *c, bool allowed)
 
 int codecell_config_set_image_folder(codecell_config *c, const char *path, codecell_error *err)
 {
+        return codecell_config_set_output_folder(c, path, err);
+}
+
+int codecell_config_set_output_folder(codecell_config *c, const char *path, codecell_error *err)
+{
         const char *problem = path ? mount_dest_problem(path) : NULL;
         if (problem)
-                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "image folder %s: %s", path,
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "output folder %s: %s", path,
                                problem);
         /* Somewhere the code can write: its scratch trees or a read-write folder. */
         bool writable = path && (paths_overlap(path, "/work") || paths_overlap(path, "/tmp"));
@@ -426,14 +436,14 @@ int codecell_config_set_image_folder(codecell_config *c, const char *path, codec
                            strlen(path) >= strlen(c->mounts[i].dest);
         if (path && !writable)
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL,
-                               "image folder %s: the code cannot write there; use /work, /tmp "
+                               "output folder %s: the code cannot write there; use /work, /tmp "
                                "or a read-write folder (added before it)",
                                path);
         char *copy = path ? strdup(path) : NULL;
         if (path && !copy)
-                return err_sys(err, ENOMEM, "image folder");
-        free(c->image_folder);
-        c->image_folder = copy;
+                return err_sys(err, ENOMEM, "output folder");
+        free(c->output_folder);
+        c->output_folder = copy;
         return 0;
 }
 
@@ -454,8 +464,8 @@ codecell_config *config_copy(const codecell_config *src)
         *c = *src;
         c->mounts = NULL;
         c->n_mounts = 0;
-        c->image_folder = NULL;
-        if (src->image_folder && !(c->image_folder = strdup(src->image_folder)))
+        c->output_folder = NULL;
+        if (src->output_folder && !(c->output_folder = strdup(src->output_folder)))
                 goto fail;
         c->libraries = NULL;
         c->n_libraries = 0;

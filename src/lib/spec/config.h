@@ -37,7 +37,7 @@ struct codecell_config {
         size_t pool;          /* sandboxes standing by */
         bool subprocesses;    /* the guest may fork and exec the system's programs */
         codecell_start start; /* how sandboxes are made: copies of a zygote, or fresh execs */
-        char *image_folder;   /* where image files the code writes come back from, or NULL */
+        char *output_folder;  /* where files the code writes come back from, or NULL */
         /* The interpreter's canonical absolute host path, or NULL: runtime->interpreter; and
          * where it came from, for errors ("cells.json: cells[0].interpreter"), or NULL. */
         char *interpreter;

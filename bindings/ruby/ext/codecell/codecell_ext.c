@@ -149,9 +149,9 @@ static VALUE build_config(VALUE arg)
         VALUE policy = hash_get(a->options, "policy");
         if (!NIL_P(policy))
                 codecell_config_set_policy(a->config, NUM2INT(policy));
-        VALUE image_folder = hash_get(a->options, "image_folder");
-        if (!NIL_P(image_folder) &&
-            codecell_config_set_image_folder(a->config, StringValueCStr(image_folder), err) < 0)
+        VALUE output_folder = hash_get(a->options, "output_folder");
+        if (!NIL_P(output_folder) &&
+            codecell_config_set_output_folder(a->config, StringValueCStr(output_folder), err) < 0)
                 rbcc_raise(err);
         codecell_config_set_subprocesses(a->config, RTEST(hash_get(a->options, "subprocesses")));
         return Qnil;

@@ -56,6 +56,25 @@ static VALUE result_images(VALUE self)
         return list;
 }
 
+/* [[name, mime_type, bytes], …]: the output folder's other files. */
+static VALUE result_files(VALUE self)
+{
+        codecell_result *r = result_of(self);
+        size_t n = codecell_result_file_count(r);
+        VALUE list = rb_ary_new_capa((long)n);
+        for (size_t i = 0; i < n; i++) {
+                size_t len = 0;
+                const char *name = NULL, *mime = NULL;
+                const void *bytes = codecell_result_file(r, i, &name, &mime, &len);
+                if (!bytes)
+                        break;
+                rb_ary_push(list, rb_ary_new_from_args(3, rbcc_utf8(name, strlen(name)),
+                                                       rb_str_new_cstr(mime),
+                                                       rb_str_new(bytes, (long)len)));
+        }
+        return list;
+}
+
 VALUE rbcc_result_wrap(codecell_result *result)
 {
         return TypedData_Wrap_Struct(cResult, &result_type, result);
@@ -69,4 +88,5 @@ void rbcc_define_result(VALUE mNative)
         rb_define_method(cResult, "model_json", result_model_json, 2);
         rb_define_method(cResult, "value_json", result_value_json, 0);
         rb_define_method(cResult, "images", result_images, 0);
+        rb_define_method(cResult, "files", result_files, 0);
 }

@@ -31,14 +31,14 @@ module CodeCell
     # layer. tools: {name => callable}, {name => {description:, input_schema:, call:}} or
     # {name => a RubyLLM tool, class or instance} (bound as CodeCell::Tool's `tools` binds it).
     def initialize(language: :ruby, mounts: [], timeout_ms: nil, cpu_ms: nil, memory: nil,
-                   pool: nil, limits: {}, tools: {}, policy: nil, image_folder: nil,
-                   subprocesses: false)
+                   pool: nil, limits: {}, tools: {}, policy: nil, output_folder: nil,
+                   image_folder: nil, subprocesses: false)
       @language = language.to_sym
       native_args = Cell.native_args(@language, mounts,
                                      { timeout_ms: timeout_ms, cpu_ms: cpu_ms,
                                        memory_bytes: memory }.compact.merge(limits),
-                                     pool: pool, policy: policy, image_folder: image_folder,
-                                     subprocesses: subprocesses)
+                                     pool: pool, policy: policy, output_folder: output_folder,
+                                     image_folder: image_folder, subprocesses: subprocesses)
       @native = Native::Cell.new(*native_args)
       @tool_blocks = [] # the Dispatcher holds them weakly
       ObjectSpace.define_finalizer(self, Cell.releaser(@native))
@@ -241,8 +241,15 @@ module CodeCell
     end
 
     # The arguments of Native::Cell.new and .check, from Ruby's spelling of a configuration.
-    def self.native_args(language, mounts, limits, pool: nil, policy: nil, image_folder: nil,
-                         subprocesses: false)
+    # output_folder: its files come back (Result#images, Result#files); image_folder is its
+    # old name.
+    def self.native_args(language, mounts, limits, pool: nil, policy: nil, output_folder: nil,
+                         image_folder: nil, subprocesses: false)
+      if output_folder && image_folder
+        raise ArgumentError, "output_folder and image_folder are one option (image_folder is its old name)"
+      end
+
+      output_folder ||= image_folder
       mounts = mounts.map { |m| native_mount(m) }
       limits = limits.map do |name, value|
         number = Native::LIMITS[name.to_sym] or raise ArgumentError, "unknown limit #{name.inspect} (known: #{Native::LIMITS.keys.join(", ")})"
@@ -250,7 +257,7 @@ module CodeCell
 
         [number, value]
       end
-      options = { pool: pool, image_folder: image_folder&.to_s, subprocesses: subprocesses }
+      options = { pool: pool, output_folder: output_folder&.to_s, subprocesses: subprocesses }
       if policy
         options[:policy] = Native::POLICIES[policy.to_sym] or
           raise ArgumentError, "unknown policy #{policy.inspect} (known: warn, raise, ignore)"

@@ -67,6 +67,17 @@ module CodeCell
       @native.images
     end
 
+    # [[name, mime_type, bytes], …]: the other files the code wrote to the cell's
+    # output_folder, typed by the host from their bytes (docs/results.md).
+    def files
+      @native.files
+    end
+
+    # [{"name" => …, "reason" => …}, …]: the output folder's entries left out, the first 16.
+    def files_omitted
+      @data.dig("files_omitted", "files") || []
+    end
+
     # The seed's result hash, what a model reads: {status:, value:, stdout:} for ok, {status:,
     # error:} otherwise, stdout and stderr when not empty, each cut to the cell's model_chars
     # with the *_truncated flags saying so.
