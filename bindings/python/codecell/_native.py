@@ -105,12 +105,13 @@ _declare("codecell_result_free", None, P)
 def _limits():
     """The limits by their names in the configuration file (docs/configuration.md), as the
     engine names them, in the order of enum codecell_limit."""
-    names = []
-    while True:
-        name = lib.codecell_limit_name(len(names))
-        if name is None:
-            return {n: i for i, n in enumerate(names)}
-        names.append(name.decode("ascii"))
+    # Up to CODECELL_LIMIT_SLOTS: a number no limit has yet has no name, and later ones do.
+    limits = {}
+    for i in range(32):
+        name = lib.codecell_limit_name(i)
+        if name is not None:
+            limits[name.decode("ascii")] = i
+    return limits
 
 
 LIMITS = _limits()

@@ -11,6 +11,7 @@
 
 struct rpc_limits {
         uint64_t calls, request_bytes, answer_bytes, call_ms;
+        uint64_t approval_ms; /* the wait for approval of one call (approval.h) */
 };
 
 struct runner;
@@ -23,6 +24,7 @@ struct rpc {
         int ctl_fd;                       /* the control socket, where replies go */
         struct runner *runner;            /* started at the first call */
         const struct tool_syntax *syntax; /* the guest's language, for SB.describe */
+        void *run_userdata;               /* the run's options.userdata, for approvals */
 };
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
@@ -36,6 +38,9 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
 int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err);
 /* What an MCP server last reported of the call in flight, into buf; false when nothing. */
 bool rpc_progress(struct rpc *rpc, char *buf, size_t size);
+/* The time the execution's clock was parked so far, waiting for approvals (approval.h): its
+ * deadline moves by it. */
+double rpc_parked_ms(struct rpc *rpc);
 /* Ends the helper thread; a handler still running is left to finish on its own. */
 void rpc_end(struct rpc *rpc);
 

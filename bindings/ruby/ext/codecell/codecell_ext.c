@@ -496,9 +496,12 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         /* The limits by their names in the configuration file (docs/configuration.md), as the
          * engine names them. */
         VALUE limits = rb_hash_new();
-        const char *name;
-        for (int i = 0; (name = codecell_limit_name((codecell_limit)i)); i++)
-                rb_hash_aset(limits, ID2SYM(rb_intern(name)), INT2NUM(i));
+        /* Up to the slots: a number no limit has yet has no name, and later ones do. */
+        for (int i = 0; i < CODECELL_LIMIT_SLOTS; i++) {
+                const char *name = codecell_limit_name((codecell_limit)i);
+                if (name)
+                        rb_hash_aset(limits, ID2SYM(rb_intern(name)), INT2NUM(i));
+        }
         rb_obj_freeze(limits);
         rb_define_const(mNative, "LIMITS", limits);
         VALUE policies = rb_hash_new();
