@@ -10,6 +10,7 @@
 #include "base64.h"
 #include "cleanup.h"
 #include "util.h"
+#include "approvals.h"
 #include "call_log.h"
 #include "refusals.h"
 #include "server.h"
@@ -247,14 +248,9 @@ json_t *mcp_tools_build(struct mcp_server *s, bool modern)
 }
 
 /* notifications/progress while a run goes on, for a request that asked with a progressToken. */
-struct progress_target {
-        struct mcp_sink *sink;
-        const json_t *token;
-};
-
 static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, void *userdata)
 {
-        struct progress_target *t = userdata;
+        const struct mcp_run *t = userdata;
         char *message = NULL;
         /* The end of the guest's last line, which the engine may have begun in the middle of a
          * character: from the next character on, at most 255 bytes, and never invalid. */
@@ -269,7 +265,8 @@ static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, v
         (void)mcp_notify(t->sink,
                          jsonrpc_notification(
                                  "notifications/progress",
-                                 json_pack("{s:O, s:f, s:s}", "progressToken", t->token, "progress",
+                                 json_pack("{s:O, s:f, s:s}", "progressToken", t->progress_token,
+                                           "progress",
                                            (double)elapsed_ms / 1000.0, "message", message)));
         free(message);
 }
@@ -912,11 +909,13 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         }
         track(c, &f);
         const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
-        struct progress_target target = {.sink = sink, .token = token};
-        codecell_run_options options = {.cancel = f.cancel};
+        /* Its progress reports and the approvals of its tool calls (approvals.c). */
+        struct mcp_run run = {
+                .sink = sink, .client = c, .call = call, .cancel = f.cancel, .cell = name};
+        codecell_run_options options = {.cancel = f.cancel, .userdata = &run};
         if (json_is_string(token) || json_is_integer(token)) {
                 options.progress = report_progress;
-                options.userdata = &target;
+                run.progress_token = token;
         }
         bool reset = session && json_is_true(json_object_get(args, "reset"));
         /* Whether this call creates the session: it did not exist, or it is reset. */
