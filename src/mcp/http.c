@@ -30,6 +30,7 @@
 #include "util.h"
 #include "oplog.h"
 #include "refusals.h"
+#include "asks.h"
 #include "framing.h"
 #include "headers.h"
 #include "methods.h"
@@ -725,7 +726,9 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         } else if (m && m->long_running && accepts(accept, "text/event-stream") &&
                    (json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
                                     "progressToken") ||
-                    mcp_client_wants_logs(client))) {
+                    mcp_client_wants_logs(client) || mcp_client_elicits(client))) {
+                /* A client that can be asked for approval gets its question on this stream
+                 * (elicitation/create, asks.c) and POSTs the answer. */
                 result = answer_stream(h, conn, client, msg);
         } else {
                 struct json_sink js = {.sink.send = json_sink_send};

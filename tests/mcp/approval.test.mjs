@@ -98,7 +98,7 @@ const text = (r) => r.content.filter((c) => c.type === "text").map((c) => c.text
 const value = (r) => r.structuredContent?.value;
 const exists = (name) => fs.existsSync(path.join(effects, name));
 
-for (const kind of ["stdio"]) {
+for (const kind of ["stdio", "http"]) {
   describe(`over ${kind}`, () => {
     const log = path.join(scratch, `${kind}.log`);
     let server;
