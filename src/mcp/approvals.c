@@ -15,10 +15,14 @@
 static void note(const struct mcp_run *run, const codecell_approval_request *req,
                  const char *decision, double ms)
 {
+        /* The client as the call lines name it: its prefix without the dash ("m1"). */
+        const char *prefix = run ? run->client->prefix : "";
+        char who[24];
+        snprintf(who, sizeof(who), "%.*s", (int)strcspn(prefix, "-"), prefix);
         oplog_event(decision[0] == 'a' ? OPLOG_INFO : OPLOG_WARNING, "approval",
                     json_pack("{s:s, s:s, s:s, s:s, s:f}", "cell", run && run->cell ? run->cell : "",
-                              "client", run ? run->client->prefix : "", "tool", req->tool,
-                              "decision", decision, "wait_ms", ms));
+                              "client", who, "tool", req->tool, "decision", decision, "wait_ms",
+                              ms));
 }
 
 /* The elicitation/create params: a form with no fields, so that the person's choice is the

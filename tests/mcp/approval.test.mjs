@@ -171,7 +171,7 @@ for (const kind of ["stdio", "http"]) {
         "ruby:accepted", "ruby:declined", "ruby:declined", "ruby:timeout",
         "ruby:unavailable", "ruby:unavailable",
       ]);
-      assert.ok(lines.every((l) => l.tool === "write"));
+      assert.ok(lines.every((l) => l.tool === "write" && /^m\d+$/.test(l.client)), JSON.stringify(lines));
       server = { stop: async () => {} };
     });
   });
