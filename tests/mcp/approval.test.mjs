@@ -1,4 +1,4 @@
-// Approval before effects over MCP 2025-11-25, with the official SDK client
+// Approval before effects over MCP 2025-11-25 (and 2026-07-28 over stdio, below), with the official SDK client
 // (@modelcontextprotocol/sdk) and its elicitation handler, over stdio and Streamable HTTP: a
 // command tool marked "approval": "always" writes a file on the host only when the person
 // accepts; a decline, a client without the elicitation capability and a client that never
@@ -8,6 +8,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { Client as ModernClient } from "@modelcontextprotocol/client";
+import { StdioClientTransport as ModernStdio } from "@modelcontextprotocol/client/stdio";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -176,3 +178,62 @@ for (const kind of ["stdio", "http"]) {
     });
   });
 }
+
+// 2026-07-28 over stdio: the question is an input_required result (MRTR); the client
+// (@modelcontextprotocol/client, autoFulfill) asks its elicitation handler and retries with
+// inputResponses and the requestState, and the retry gets the run's answer.
+describe("2026-07-28 over stdio", () => {
+  const log = path.join(scratch, "modern.log");
+  async function modern(answer) {
+    const client = new ModernClient({ name: "approval-tests", version: "1.0.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } },
+        ...(answer && { capabilities: { elicitation: { form: {} } } }) });
+    const asked = [];
+    if (answer)
+      client.setRequestHandler("elicitation/create", async (request) => {
+        asked.push(request.params);
+        return answer(request);
+      });
+    await client.connect(new ModernStdio({ command: bin, args: ["serve", "--config", config, "--log", log], stderr: "ignore" }));
+    return { client, asked };
+  }
+
+  for (const lang of ["ruby", "python"]) {
+    test(`${lang}: accepted through input_required, the tool runs`, async () => {
+      const { client, asked } = await modern(async () => ({ action: "accept", content: {} }));
+      const name = `modern-${lang}-accepted`;
+      const r = await client.callTool({ name: lang, arguments: { code: code[lang](name) } });
+      assert.equal(value(r), true, text(r));
+      assert.ok(exists(name));
+      assert.equal(asked.length, 1);
+      assert.ok(asked[0].message.includes(name));
+      await client.close();
+    });
+
+    test(`${lang}: declined through input_required, the tool never runs`, async () => {
+      const { client, asked } = await modern(async () => ({ action: "decline" }));
+      const name = `modern-${lang}-declined`;
+      const r = await client.callTool({ name: lang, arguments: { code: code[lang](name) } });
+      assert.match(value(r), /^refused: approval declined/);
+      assert.equal(exists(name), false);
+      assert.equal(asked.length, 1);
+      await client.close();
+    });
+
+    test(`${lang}: a 2026-07-28 client without elicitation gets "approval needed"`, async () => {
+      const { client } = await modern(null);
+      const name = `modern-${lang}-unasked`;
+      const r = await client.callTool({ name: lang, arguments: { code: code[lang](name) } });
+      assert.match(value(r), /^refused: approval needed: .*cannot ask a person/);
+      assert.equal(exists(name), false);
+      await client.close();
+    });
+  }
+
+  test("a requestState no run waits under is refused", async () => {
+    const { client } = await modern(async () => ({ action: "accept", content: {} }));
+    const r = await client.callTool({ name: "ruby", arguments: { code: "1" }, requestState: "cc-approval-00", inputResponses: { approval: { action: "accept" } } }).catch((e) => e);
+    assert.ok(r.isError === true || r instanceof Error, JSON.stringify(r));
+    await client.close();
+  });
+});
