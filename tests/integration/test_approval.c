@@ -139,6 +139,35 @@ static void refused_at_load(const char *dir)
         unlink(path);
 }
 
+/* Every tool of an MCP server marked "approval": "always" waits too. */
+static void upstream_marked(const char *dir)
+{
+        char path[512], text[1024];
+        codecell_error err = {0};
+        snprintf(path, sizeof(path), "%s/upstream.json", dir);
+        snprintf(text, sizeof(text),
+                 "{\"mcp_servers\": {\"num\": {\"command\": [\"/usr/bin/python3\", "
+                 "\"%s/bignum_mcp.py\"], \"approval\": \"always\"}}}",
+                 TOOLS_DIR);
+        write_file(path, text);
+        codecell_cell *cell = new_cell(20000, 2000);
+        CHECK(codecell_cell_load_tools(cell, path, &err) == 0);
+        const char *code = rescued("num.big", L("x: 1", "x=1"));
+        expect(cell, code,
+               "{\"status\":\"ok\",\"value\":\"refused: approval needed: \\\"num.big\\\"");
+        codecell_cell_set_approval(cell, approve, &cb);
+        reset(CODECELL_APPROVAL_DECLINE, NULL, 0);
+        expect(cell, code,
+               "{\"status\":\"ok\",\"value\":\"refused: approval declined: the call of "
+               "\\\"num.big\\\"");
+        CHECK(cb.asked == 1 && strcmp(cb.tool, "num.big") == 0);
+        reset(CODECELL_APPROVAL_ACCEPT, NULL, 0);
+        expect(cell, code, "{\"status\":\"ok\",\"value\":{\"n\":1180591620717411303424,");
+        CHECK(cb.asked == 1);
+        codecell_cell_free(cell);
+        unlink(path);
+}
+
 int main(int argc, char **argv)
 {
         pick_language(argc, argv);
@@ -240,6 +269,7 @@ int main(int argc, char **argv)
         codecell_cell_free(parked);
 
         codecell_cell_free(cell);
+        upstream_marked(dir);
         unlink(tools);
         rmdir(dir);
         CHECK_DONE();
