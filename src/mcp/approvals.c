@@ -31,13 +31,20 @@ static void note(const struct mcp_run *run, const codecell_approval_request *req
  * action itself (accept or decline), and a message that names the tool and its arguments. */
 static json_t *question(const struct mcp_run *run, const codecell_approval_request *req)
 {
-        size_t len = strlen(req->args_json);
-        size_t shown = utf8_cut(req->args_json, len, ARGS_SHOWN);
+        /* Re-encoded compactly, so the guest's whitespace cannot lay out the message the
+         * person reads; arguments jansson cannot hold (integers beyond 64 bits) as sent. */
+        json_t *read = json_loads(req->args_json, JSON_ALLOW_NUL, NULL);
+        char *compact = read ? json_dumps(read, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        json_decref(read);
+        const char *args = compact ? compact : req->args_json;
+        size_t len = strlen(args);
+        size_t shown = utf8_cut(args, len, ARGS_SHOWN);
         char *message = str_printf("Code running in \"%s\" wants to call the host tool \"%s\" "
                                    "with these arguments:\n%.*s%s\nAccept to let this one call "
                                    "run; decline to refuse it.",
-                                   run->cell ? run->cell : "", req->tool, (int)shown,
-                                   req->args_json, shown < len ? " …(cut)" : "");
+                                   run->cell ? run->cell : "", req->tool, (int)shown, args,
+                                   shown < len ? " …(cut)" : "");
+        free(compact);
         json_t *params = message ? json_pack("{s:s, s:s, s:{s:s, s:{}}}", "mode", "form", "message",
                                              message, "requestedSchema", "type", "object",
                                              "properties")

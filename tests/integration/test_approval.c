@@ -231,7 +231,25 @@ int main(int argc, char **argv)
                "{\"status\":\"ok\",\"value\":\"refused: approval declined:");
         CHECK(cb.asked == 2 && sends == 0 && !exists(marker));
 
+        /* After one refusal the run is not asked again: a guest cannot flood the person, nor
+         * keep its clock parked, by calling again and again. */
+        reset(CODECELL_APPROVAL_DECLINE, NULL, 0);
+        expect(cell,
+               L("3.times.map { begin; SB.call('mail.send'); rescue SB::ToolError => e; "
+                 "e.message; end }.last",
+                 "def f():\n    try:\n        sb.call('mail.send')\n    except sb.ToolError as "
+                 "e:\n        return str(e)\n[f() for _ in range(3)][-1]"),
+               "{\"status\":\"ok\",\"value\":\"approval declined: an earlier call of this run "
+               "was refused approval, so \\\"mail.send\\\" is not asked about again");
+        CHECK(cb.asked == 1 && sends == 0);
+        /* The next run is asked afresh. */
+        reset(CODECELL_APPROVAL_ACCEPT, NULL, 0);
+        expect(cell, L("SB.call('mail.send')", "sb.call('mail.send')"),
+               "{\"status\":\"ok\",\"value\":\"sent\"");
+        CHECK(cb.asked == 1 && sends == 1);
+
         /* Unrescued, the decline ends the run as an error of the tool's class. */
+        reset(CODECELL_APPROVAL_DECLINE, NULL, 0);
         expect(cell, L("SB.call('mail.send')", "sb.call('mail.send')"),
                "{\"status\":\"error\",\"error\":{\"class\":\"");
 

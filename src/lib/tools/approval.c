@@ -83,6 +83,13 @@ char *approval_ask(struct tool_table *t, struct approval_clock *c, const char *t
         codecell_approval_fn fn = t->approval_fn;
         void *userdata = t->approval_userdata;
         pthread_mutex_unlock(&t->lock);
+        pthread_mutex_lock(&c->lock);
+        bool refused = c->refused;
+        pthread_mutex_unlock(&c->lock);
+        if (refused)
+                return str_printf("approval declined: an earlier call of this run was refused "
+                                  "approval, so \"%s\" is not asked about again; it did not run",
+                                  tool);
         if (!fn)
                 return str_printf("approval needed: \"%s\" runs only when a person allows each call, "
                                "and this host has nobody to ask; it did not run",
@@ -111,6 +118,7 @@ char *approval_ask(struct tool_table *t, struct approval_clock *c, const char *t
                             tool, bound);
         } else if (answer == CODECELL_APPROVAL_ACCEPT) {
                 *ret_refused = false;
+                return NULL;
         } else if (answer == CODECELL_APPROVAL_DECLINE) {
                 m = str_printf("approval declined: the call of \"%s\" was not allowed%s; it did not "
                             "run",
@@ -119,5 +127,8 @@ char *approval_ask(struct tool_table *t, struct approval_clock *c, const char *t
                 m = str_printf("approval needed: \"%s\" could not be approved%s; it did not run",
                             tool, cut);
         }
+        pthread_mutex_lock(&c->lock);
+        c->refused = true;
+        pthread_mutex_unlock(&c->lock);
         return m;
 }

@@ -23,6 +23,10 @@ struct approval_clock {
         double since;           /* when the first of them began (now_ms clock) */
         double bound_ms;        /* the longest of their bounds */
         double parked_ms;       /* time parked by waits that have ended */
+        /* A call of this execution was declined or not answered: the later ones are refused
+         * without asking, so a guest cannot keep the run alive (its clock parked) nor flood
+         * the person by calling again and again. */
+        bool refused;
 };
 
 void approval_clock_init(struct approval_clock *c);
