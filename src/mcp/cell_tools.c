@@ -930,8 +930,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
                               .call = call,
                               .cancel = f.cancel,
                               .cell = name,
-                              .mrtr = call->modern && modern_elicits(params) &&
-                                      strcmp(s->o.transport ? s->o.transport : "", "stdio") == 0};
+                              .mrtr = call->modern && modern_elicits(params)};
         mcp_run_init(&run, id);
         codecell_run_options options = {.cancel = f.cancel, .userdata = &run};
         if (json_is_string(token) || json_is_integer(token)) {

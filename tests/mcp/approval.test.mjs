@@ -1,4 +1,4 @@
-// Approval before effects over MCP 2025-11-25 (and 2026-07-28 over stdio, below), with the official SDK client
+// Approval before effects over MCP 2025-11-25 (and 2026-07-28 by input_required, below), with the official SDK client
 // (@modelcontextprotocol/sdk) and its elicitation handler, over stdio and Streamable HTTP: a
 // command tool marked "approval": "always" writes a file on the host only when the person
 // accepts; a decline, a client without the elicitation capability and a client that never
@@ -8,7 +8,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { Client as ModernClient } from "@modelcontextprotocol/client";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernHttp } from "@modelcontextprotocol/client";
 import { StdioClientTransport as ModernStdio } from "@modelcontextprotocol/client/stdio";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -73,6 +73,7 @@ function serve(kind, log) {
     child.on("exit", (c) => reject(new Error(`serve exited ${c}: ${err}`)));
   });
   return {
+    url,
     transport: async () => new StreamableHTTPClientTransport(new URL(await url)),
     stop: async () => {
       child.kill("SIGTERM");
@@ -179,11 +180,14 @@ for (const kind of ["stdio", "http"]) {
   });
 }
 
-// 2026-07-28 over stdio: the question is an input_required result (MRTR); the client
+// 2026-07-28, over stdio and HTTP: the question is an input_required result (MRTR); the client
 // (@modelcontextprotocol/client, autoFulfill) asks its elicitation handler and retries with
 // inputResponses and the requestState, and the retry gets the run's answer.
-describe("2026-07-28 over stdio", () => {
-  const log = path.join(scratch, "modern.log");
+for (const kind of ["stdio", "http"]) describe(`2026-07-28 over ${kind}`, () => {
+  const log = path.join(scratch, `modern-${kind}.log`);
+  let server;
+  before(() => { if (kind === "http") server = serve("http", log); });
+  after(async () => server?.stop());
   async function modern(answer) {
     const client = new ModernClient({ name: "approval-tests", version: "1.0.0" },
       { versionNegotiation: { mode: { pin: "2026-07-28" } },
@@ -194,14 +198,16 @@ describe("2026-07-28 over stdio", () => {
         asked.push(request.params);
         return answer(request);
       });
-    await client.connect(new ModernStdio({ command: bin, args: ["serve", "--config", config, "--log", log], stderr: "ignore" }));
+    await client.connect(kind === "stdio"
+      ? new ModernStdio({ command: bin, args: ["serve", "--config", config, "--log", log], stderr: "ignore" })
+      : new ModernHttp(new URL(await server.url)));
     return { client, asked };
   }
 
   for (const lang of ["ruby", "python"]) {
     test(`${lang}: accepted through input_required, the tool runs`, async () => {
       const { client, asked } = await modern(async () => ({ action: "accept", content: {} }));
-      const name = `modern-${lang}-accepted`;
+      const name = `modern-${kind}-${lang}-accepted`;
       const r = await client.callTool({ name: lang, arguments: { code: code[lang](name) } });
       assert.equal(value(r), true, text(r));
       assert.ok(exists(name));
@@ -212,7 +218,7 @@ describe("2026-07-28 over stdio", () => {
 
     test(`${lang}: declined through input_required, the tool never runs`, async () => {
       const { client, asked } = await modern(async () => ({ action: "decline" }));
-      const name = `modern-${lang}-declined`;
+      const name = `modern-${kind}-${lang}-declined`;
       const r = await client.callTool({ name: lang, arguments: { code: code[lang](name) } });
       assert.match(value(r), /^refused: approval declined/);
       assert.equal(exists(name), false);
@@ -222,7 +228,7 @@ describe("2026-07-28 over stdio", () => {
 
     test(`${lang}: a 2026-07-28 client without elicitation gets "approval needed"`, async () => {
       const { client } = await modern(null);
-      const name = `modern-${lang}-unasked`;
+      const name = `modern-${kind}-${lang}-unasked`;
       const r = await client.callTool({ name: lang, arguments: { code: code[lang](name) } });
       assert.match(value(r), /^refused: approval needed: .*cannot ask a person/);
       assert.equal(exists(name), false);
