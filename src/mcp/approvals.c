@@ -130,8 +130,8 @@ static void unpark(struct mcp_run *run)
 
 /* Answers the request the run answers now with input_required (the question and a fresh
  * token as requestState) and waits for a retry to bring the person's answer. */
-static int ask_by_retry(struct mcp_run *run, const codecell_approval_request *req,
-                        char **ret_reason, const char **ret_decision)
+static int ask_by_retry_alone(struct mcp_run *run, const codecell_approval_request *req,
+                              double deadline, char **ret_reason, const char **ret_decision)
 {
         unsigned char raw[16];
         if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
@@ -170,7 +170,6 @@ static int ask_by_retry(struct mcp_run *run, const codecell_approval_request *re
         (void)mcp_answer(sink, message);
         run->answered = true; /* that request is done: the retry waiting on it goes */
         pthread_cond_broadcast(&run->changed);
-        double deadline = now_ms() + (double)req->wait_ms;
         while (!run->decided && now_ms() < deadline && !codecell_cancel_triggered(run->cancel))
                 (void)cond_wait_until(&run->changed, &run->lock,
                                       deadline < now_ms() + 50 ? deadline : now_ms() + 50);
@@ -193,6 +192,35 @@ static int ask_by_retry(struct mcp_run *run, const codecell_approval_request *re
                                      ? "the person declined it"
                                      : "the retry did not carry an answer to the question");
         return decision;
+}
+
+/* One question at a time per run: a call that asks while another's question is out waits its
+ * turn, within its own wait_ms. */
+static int ask_by_retry(struct mcp_run *run, const codecell_approval_request *req,
+                        char **ret_reason, const char **ret_decision)
+{
+        double deadline = now_ms() + (double)req->wait_ms;
+        pthread_mutex_lock(&run->lock);
+        while (run->asking && now_ms() < deadline && !codecell_cancel_triggered(run->cancel))
+                (void)cond_wait_until(&run->changed, &run->lock,
+                                      deadline < now_ms() + 50 ? deadline : now_ms() + 50);
+        bool turn = !run->asking;
+        if (turn)
+                run->asking = true;
+        pthread_mutex_unlock(&run->lock);
+        if (!turn) {
+                *ret_decision = "timeout";
+                *ret_reason = str_printf("nobody answered within %llu ms (another call of the "
+                                         "run was being asked about)",
+                                         (unsigned long long)req->wait_ms);
+                return -1;
+        }
+        int verdict = ask_by_retry_alone(run, req, deadline, ret_reason, ret_decision);
+        pthread_mutex_lock(&run->lock);
+        run->asking = false;
+        pthread_cond_broadcast(&run->changed);
+        pthread_mutex_unlock(&run->lock);
+        return verdict;
 }
 
 void mcp_approval_resume(struct mcp_client *c, const struct mcp_call *call, const json_t *id,

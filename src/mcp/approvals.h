@@ -33,6 +33,10 @@ struct mcp_run {
         json_t *answer_id;
         bool answered;
         unsigned adopters;
+        /* A question is out (or being sent). Calls of one run ask at once (tool_concurrency),
+         * but a request has one answer: they take turns, each question on the retry of the
+         * one before. */
+        bool asking;
         /* A question out: its token (the requestState), and the answer a retry brought. */
         char token[33];
         bool decided;

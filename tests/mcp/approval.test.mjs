@@ -46,12 +46,22 @@ fs.writeFileSync(config, JSON.stringify({
       limits: { timeout_ms: 20000, approval_ms: 1500 } },
     { name: "python", language: "python", pool: 0, sessions: { enabled: false }, tools: ["write"],
       limits: { timeout_ms: 20000, approval_ms: 1500 } },
+    // Calls at once, each asked about: the person's answers take their time on a loaded host.
+    { name: "ruby_at_once", language: "ruby", pool: 0, sessions: { enabled: false }, tools: ["write"],
+      limits: { timeout_ms: 20000, approval_ms: 60000 } },
+    { name: "python_at_once", language: "python", pool: 0, sessions: { enabled: false }, tools: ["write"],
+      limits: { timeout_ms: 20000, approval_ms: 60000 } },
   ],
 }));
 
 const code = {
   ruby: (name) => `begin; SB.call("write", name: ${JSON.stringify(name)}); rescue SB::ToolError => e; "refused: " + e.message; end`,
   python: (name) => `try:\n    m = sb.call("write", name=${JSON.stringify(name)})\nexcept sb.ToolError as e:\n    m = "refused: " + str(e)\nm`,
+};
+// Two calls at once (tool_concurrency): SB.parallel and asyncio.gather.
+const atOnce = {
+  ruby: (a, b) => `SB.parallel { |p| p.call("write", name: ${JSON.stringify(a)}); p.call("write", name: ${JSON.stringify(b)}) }`,
+  python: (a, b) => `import asyncio\nlist(await asyncio.gather(sb.acall("write", name=${JSON.stringify(a)}), sb.acall("write", name=${JSON.stringify(b)})))`,
 };
 const unrescued = {
   ruby: (name) => `SB.call("write", name: ${JSON.stringify(name)})`,
@@ -138,6 +148,26 @@ for (const kind of ["stdio", "http"]) {
         await client.close();
       });
 
+      test(`${lang}: two calls at once are asked about at once`, async () => {
+        // The person answers only once both questions are out: had the calls been asked one
+        // after the other, the first would wait here and be declined after 30 s.
+        let both;
+        const out = new Promise((resolve) => { both = resolve; });
+        let count = 0;
+        const { client, asked } = await connect(server, async () => {
+          if (++count === 2) both();
+          const together = await Promise.race([out.then(() => true),
+            new Promise((r) => setTimeout(() => r(false), 30000))]);
+          return together ? { action: "accept", content: {} } : { action: "decline" };
+        });
+        const [a, b] = [`${kind}-${lang}-once-a`, `${kind}-${lang}-once-b`];
+        const r = await client.callTool({ name: `${lang}_at_once`, arguments: { code: atOnce[lang](a, b) } });
+        assert.deepEqual(value(r), [true, true], text(r));
+        assert.ok(exists(a) && exists(b));
+        assert.equal(asked.length, 2);
+        await client.close();
+      });
+
       test(`${lang}: a client without elicitation gets "approval needed"`, async () => {
         const { client } = await connect(server, null);
         const name = `${kind}-${lang}-unasked`;
@@ -171,8 +201,10 @@ for (const kind of ["stdio", "http"]) {
       assert.deepEqual(decisions, [
         "python:accepted", "python:declined", "python:declined", "python:timeout",
         "python:unavailable", "python:unavailable",
+        "python_at_once:accepted", "python_at_once:accepted",
         "ruby:accepted", "ruby:declined", "ruby:declined", "ruby:timeout",
         "ruby:unavailable", "ruby:unavailable",
+        "ruby_at_once:accepted", "ruby_at_once:accepted",
       ]);
       assert.ok(lines.every((l) => l.tool === "write" && /^m\d+$/.test(l.client)), JSON.stringify(lines));
       server = { stop: async () => {} };
@@ -223,6 +255,17 @@ for (const kind of ["stdio", "http"]) describe(`2026-07-28 over ${kind}`, () => 
       assert.match(value(r), /^refused: approval declined/);
       assert.equal(exists(name), false);
       assert.equal(asked.length, 1);
+      await client.close();
+    });
+
+    test(`${lang}: two calls at once are asked about in turn, each on the retry of the one before`, async () => {
+      const { client, asked } = await modern(async () => ({ action: "accept", content: {} }));
+      const [a, b] = [`modern-${kind}-${lang}-once-a`, `modern-${kind}-${lang}-once-b`];
+      const r = await client.callTool({ name: `${lang}_at_once`, arguments: { code: atOnce[lang](a, b) } });
+      assert.deepEqual(value(r), [true, true], text(r));
+      assert.ok(exists(a) && exists(b));
+      assert.equal(asked.length, 2);
+      assert.deepEqual(asked.map((q) => q.message.includes(a) ? a : q.message.includes(b) ? b : null).sort(), [a, b]);
       await client.close();
     });
 
