@@ -23,6 +23,7 @@ struct cell_flags {
         bool subprocesses;
         const char *start;         /* "fork" or "exec"; NULL: exec (one sandbox per process) */
         const char *output_folder; /* in the sandbox, or NULL */
+        const char *output_flag;   /* as given: "--output-folder" or "--image-folder" */
         codecell_policy policy;
         uint64_t limits[CODECELL_LIMIT__COUNT];        /* 0: the default */
         const char *limit_text[CODECELL_LIMIT__COUNT]; /* as given, for error lines */

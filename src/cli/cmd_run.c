@@ -291,6 +291,8 @@ int cmd_run(int argc, char **argv)
                                                   "give it once",
                                                   optarg);
                         f.output_folder = optarg;
+                        f.output_flag =
+                                c == OPT_IMAGE_FOLDER ? "--image-folder" : "--output-folder";
                         break;
                 case OPT_SAVE_IMAGES:
                         save_images = optarg;

@@ -52,7 +52,7 @@ const char *cell_shaping_flag(const struct cell_flags *f)
                : f->interpreter   ? "--interpreter"
                : f->n_libraries   ? "--library"
                : f->start         ? "--start"
-               : f->output_folder ? "--output-folder"
+               : f->output_folder ? (f->output_flag ? f->output_flag : "--output-folder")
                                   : NULL;
 }
 
