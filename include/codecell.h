@@ -94,6 +94,9 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_TOOL_CONCURRENCY,
         CODECELL_LIMIT_FILES_OUT,      /* files a run hands back from its output folder; 16 */
         CODECELL_LIMIT_FILE_OUT_BYTES, /* the size of one of them; default 8 MiB */
+        /* Time a person has to allow a tool call marked for approval; default 120000. It does
+         * not count against CODECELL_LIMIT_TIMEOUT_MS: the run's clock stops while it waits. */
+        CODECELL_LIMIT_APPROVAL_MS,
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -403,6 +406,41 @@ CODECELL_API int codecell_cell_add_tool(codecell_cell *cell, const char *name,
                                         const char *description, const char *input_schema_json,
                                         codecell_tool_handler handler, void *userdata,
                                         codecell_error *err);
+
+/* ---- approval before effects ------------------------------------------------------------ */
+
+/* One call of a tool marked for approval, about to run. The strings are valid during the
+ * callback only. */
+typedef struct codecell_approval_request {
+        const char *tool;      /* the tool's name, as the guest called it */
+        const char *args_json; /* its arguments, the JSON text the tool would get */
+        uint64_t wait_ms;      /* how long the engine waits (CODECELL_LIMIT_APPROVAL_MS) */
+        void *run_userdata;    /* the run's codecell_run_options.userdata, or NULL */
+        void *reserved[2];     /* NULL: room for later fields (ABI promise) */
+} codecell_approval_request;
+
+#define CODECELL_APPROVAL_DECLINE 0
+#define CODECELL_APPROVAL_ACCEPT 1
+
+/* Asked, on an engine thread, before a marked tool runs, while the guest waits and the run's
+ * clock is stopped. Return CODECELL_APPROVAL_ACCEPT to let the tool run, or
+ * CODECELL_APPROVAL_DECLINE or < 0 (no answer, an error) to refuse it; the guest then gets
+ * SB::ToolError ("approval declined"), and *ret_reason (malloc'd, freed by the engine; may be
+ * left NULL) is added to its message. An answer later than request->wait_ms counts as a
+ * timeout: the tool does not run. The run does not end while the callback runs (a cancel
+ * waits for it), so return within wait_ms. */
+typedef int (*codecell_approval_fn)(const codecell_approval_request *request, char **ret_reason,
+                                    void *userdata);
+
+/* Sets the cell's approval callback (NULL: none, and every marked call is refused with
+ * "approval needed"). Thread-safe; calls already waiting keep the callback they were given. */
+CODECELL_API void codecell_cell_set_approval(codecell_cell *cell, codecell_approval_fn fn,
+                                             void *userdata);
+/* Marks the cell's tool named as needing approval before each call (tools files and
+ * mcp_servers entries mark theirs with "approval": "always"). CODECELL_ERR_INVALID when the
+ * cell has no such tool. A mark cannot be taken back. */
+CODECELL_API int codecell_cell_require_approval(codecell_cell *cell, const char *tool,
+                                                codecell_error *err);
 
 /* Registers the command tools of a JSON file (docs/tools.md): each runs a host command outside
  * the sandbox, with the arguments as JSON on stdin and its JSON result on stdout; a non-zero

@@ -53,7 +53,8 @@ codecell_wing(mcp_client USES base SOURCES
 target_include_directories(engine_mcp_client PRIVATE ${CURL_INCLUDE_DIRS})
 # A cell's host tools: the table, their signatures, the calls of SB.call, the guest's names.
 codecell_wing(tools USES spec results mcp_client SOURCES
-  tools.c tool_signatures.c tool_descriptions.c rpc.c guest_names.c json_schema_check.c)
+  tools.c tool_signatures.c tool_descriptions.c rpc.c approval.c guest_names.c
+  json_schema_check.c)
 # The walls of a sandbox and what the host gives of them: namespaces, mounts, seccomp, Landlock,
 # capabilities, the one entry every guest takes, cgroups, CPU time, the zygote's side of forked
 # sandboxes.

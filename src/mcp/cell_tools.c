@@ -10,6 +10,7 @@
 #include "base64.h"
 #include "cleanup.h"
 #include "util.h"
+#include "approvals.h"
 #include "call_log.h"
 #include "file_contents.h"
 #include "refusals.h"
@@ -266,15 +267,20 @@ json_t *mcp_tools_build(struct mcp_server *s, bool modern)
         return tools;
 }
 
-/* notifications/progress while a run goes on, for a request that asked with a progressToken. */
-struct progress_target {
-        struct mcp_sink *sink;
-        const json_t *token;
-};
+/* Whether a 2026-07-28 request's client can be asked by elicitation (form mode). */
+static bool modern_elicits(const json_t *params)
+{
+        const json_t *e =
+                json_object_get(json_object_get(json_object_get(params, "_meta"),
+                                                "io.modelcontextprotocol/clientCapabilities"),
+                                "elicitation");
+        return json_is_object(e) && (json_object_get(e, "form") || !json_object_get(e, "url"));
+}
 
+/* notifications/progress while a run goes on, for a request that asked with a progressToken. */
 static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, void *userdata)
 {
-        struct progress_target *t = userdata;
+        const struct mcp_run *t = userdata;
         char *message = NULL;
         /* The end of the guest's last line, which the engine may have begun in the middle of a
          * character: from the next character on, at most 255 bytes, and never invalid. */
@@ -286,11 +292,11 @@ static void report_progress(uint64_t elapsed_ms, const char *line, size_t len, v
                 message = NULL;
         if (!message)
                 return;
-        (void)mcp_notify(t->sink,
-                         jsonrpc_notification(
-                                 "notifications/progress",
-                                 json_pack("{s:O, s:f, s:s}", "progressToken", t->token, "progress",
-                                           (double)elapsed_ms / 1000.0, "message", message)));
+        (void)mcp_notify(t->sink, jsonrpc_notification("notifications/progress",
+                                                       json_pack("{s:O, s:f, s:s}", "progressToken",
+                                                                 t->progress_token, "progress",
+                                                                 (double)elapsed_ms / 1000.0,
+                                                                 "message", message)));
         free(message);
 }
 
@@ -934,6 +940,11 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
                     const json_t *id, const json_t *params, struct mcp_sink *sink)
 {
         const char *name = json_string_value(json_object_get(params, "name"));
+        if (call->modern && json_object_get(params, "requestState")) {
+                /* The retry of a call whose run waits for approval (MRTR, approvals.c). */
+                mcp_approval_resume(c, call, id, params, sink);
+                return true;
+        }
         int i = codecell_cellset_find(s->cells, name);
         if (i < 0) {
                 mcp_answer(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
@@ -987,11 +998,19 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         }
         track(c, &f);
         const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
-        struct progress_target target = {.sink = sink, .token = token};
-        codecell_run_options options = {.cancel = f.cancel, .files = files.list};
+        /* Its progress reports and the approvals of its tool calls (approvals.c). */
+        struct mcp_run run __attribute__((cleanup(mcp_run_finish))) = {
+                .sink = sink,
+                .client = c,
+                .call = call,
+                .cancel = f.cancel,
+                .cell = name,
+                .mrtr = call->modern && modern_elicits(params)};
+        mcp_run_init(&run, id);
+        codecell_run_options options = {.cancel = f.cancel, .files = files.list, .userdata = &run};
         if (json_is_string(token) || json_is_integer(token)) {
                 options.progress = report_progress;
-                options.userdata = &target;
+                run.progress_token = token;
         }
         bool reset = session && json_is_true(json_object_get(args, "reset"));
         /* Whether this call creates the session: it did not exist, or it is reset. */
@@ -1009,6 +1028,14 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         give_slot(s);
         bool was_cancelled = codecell_cancel_triggered(f.cancel);
         codecell_cancel_free(f.cancel);
+        /* After an approval asked by input_required, the answer goes to the retry that took
+         * the call over, or nowhere when the client did not retry. */
+        json_t *asked_id = NULL;
+        if (!mcp_run_target(&run, &sink, &asked_id)) {
+                codecell_result_free(res);
+                return true;
+        }
+        id = asked_id; /* the run's until the function returns (run's cleanup) */
         if (r < 0) {
                 /* The cell refused the code or the session (a cap): the model can act on it. */
                 char *text = NULL;

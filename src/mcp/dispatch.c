@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "util.h"
+#include "approvals.h"
+#include "asks.h"
 #include "methods.h"
 #include "server.h"
 #include "file_links.h"
@@ -49,6 +51,7 @@ struct mcp_server *mcp_server_new(codecell_cellset *cells, const struct mcp_serv
                 mcp_server_free(s);
                 return NULL;
         }
+        mcp_approvals_install(s);
         return s;
 }
 
@@ -199,8 +202,10 @@ static bool do_initialize(const struct mcp_request *r)
         if (!json_is_string(json_object_get(r->params, "protocolVersion")))
                 mcp_answer(r->sink, jsonrpc_error(r->id, JSONRPC_INVALID_PARAMS,
                                                   "params.protocolVersion must be a string"));
-        else
+        else {
+                mcp_client_note_capabilities(r->client, r->params);
                 mcp_answer(r->sink, jsonrpc_result(r->id, initialize(r->params)));
+        }
         return true;
 }
 
@@ -434,8 +439,10 @@ static void handle_notification(struct mcp_server *s, struct mcp_client *c, cons
 void mcp_handle(struct mcp_server *s, struct mcp_client *c, const json_t *msg,
                 enum jsonrpc_kind kind, struct mcp_sink *sink)
 {
-        if (kind == JSONRPC_RESPONSE)
-                return; /* we never ask the client anything */
+        if (kind == JSONRPC_RESPONSE) {
+                mcp_client_take_answer(c, msg); /* to the approval that asked (asks.c) */
+                return;
+        }
         if (kind == JSONRPC_NOTIFICATION) {
                 handle_notification(s, c, msg);
                 return;

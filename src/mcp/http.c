@@ -30,6 +30,7 @@
 #include "util.h"
 #include "oplog.h"
 #include "refusals.h"
+#include "asks.h"
 #include "framing.h"
 #include "headers.h"
 #include "methods.h"
@@ -359,6 +360,11 @@ static int stream_send(struct mcp_sink *sink, char *text, bool answer)
         } else {
                 r = -1;
         }
+        /* 2026-07-28: the answer ends the stream, even when the handler goes on (a run that
+         * answered input_required waits for the retry, approvals.c): closing it after the
+         * answer is then no cancellation. */
+        if (answer && mcp_message_modern(st->message))
+                st->done = true;
         pthread_cond_broadcast(&st->changed);
         pthread_mutex_unlock(&st->lock);
         free(text);
@@ -611,7 +617,12 @@ static enum MHD_Result post_modern(struct http *h, struct MHD_Connection *conn, 
                 result = reply(conn, MHD_HTTP_ACCEPTED, NULL, NULL, NULL);
         } else if (m && m->long_running && accepts(accept, "text/event-stream") &&
                    (json_object_get(meta, "progressToken") ||
-                    json_object_get(meta, "io.modelcontextprotocol/logLevel"))) {
+                    json_object_get(meta, "io.modelcontextprotocol/logLevel") ||
+                    json_is_object(json_object_get(
+                            json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"),
+                            "elicitation")))) {
+                /* A client that can be asked for approval may get an input_required answer
+                 * while its run goes on: on a stream, the answer goes out at once. */
                 result = answer_stream(h, conn, modern, msg);
         } else {
                 struct json_sink js = {.sink.send = json_sink_send};
@@ -725,7 +736,9 @@ static enum MHD_Result post(struct http *h, struct MHD_Connection *conn, struct 
         } else if (m && m->long_running && accepts(accept, "text/event-stream") &&
                    (json_object_get(json_object_get(json_object_get(msg, "params"), "_meta"),
                                     "progressToken") ||
-                    mcp_client_wants_logs(client))) {
+                    mcp_client_wants_logs(client) || mcp_client_elicits(client))) {
+                /* A client that can be asked for approval gets its question on this stream
+                 * (elicitation/create, asks.c) and POSTs the answer. */
                 result = answer_stream(h, conn, client, msg);
         } else {
                 struct json_sink js = {.sink.send = json_sink_send};

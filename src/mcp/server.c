@@ -130,6 +130,7 @@ static struct mcp_client *client_new(struct mcp_server *s, bool stateless)
         s->n_stateless += stateless;
         c->log_level = -1;
         pthread_mutex_init(&c->lock, NULL);
+        pthread_cond_init(&c->answered, NULL);
         /* A prefix the client cannot choose or change: no name it sends reaches another
          * client's sessions. */
         snprintf(c->prefix, sizeof(c->prefix), "m%llu-", ++s->next_client);
@@ -180,6 +181,7 @@ void mcp_client_unref(struct mcp_client *c)
                 }
         pthread_mutex_unlock(&s->lock);
         pthread_mutex_destroy(&c->lock);
+        pthread_cond_destroy(&c->answered);
         for (size_t i = 0; i < c->n_evicted; i++)
                 free(c->evicted[i]);
         free(c->evicted);
@@ -194,6 +196,7 @@ void mcp_client_end(struct mcp_client *c)
         pthread_mutex_lock(&c->lock);
         bool was = c->ended;
         c->ended = true;
+        pthread_cond_broadcast(&c->answered); /* what we asked it will not be answered */
         pthread_mutex_unlock(&c->lock);
         if (was)
                 return;

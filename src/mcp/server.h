@@ -47,9 +47,18 @@ enum mcp_log_level {
         LOG_EMERGENCY,
 };
 
+struct mcp_ask;
+
 struct mcp_client {
         struct mcp_server *server;
         pthread_mutex_t lock; /* guards what follows */
+        /* Requests we sent the client (asks.c), waiting for its answers; answered (broadcast)
+         * when one comes in or the client ends. */
+        struct mcp_ask *asks;
+        pthread_cond_t answered;
+        long long next_ask; /* the id of the next one */
+        /* It declared elicitation in form mode at initialize (asks.c). */
+        bool elicits;
         unsigned refs;
         bool ended;
         bool stateless; /* mcp_client_new_stateless() */

@@ -60,6 +60,9 @@ test("bad files are refused by both", () => {
     { mcp_servers: { Memory: { command: ["/bin/true"] } }, cells: [cell] },
     { mcp_servers: { m: { command: ["/bin/true"], url: "http://127.0.0.1:1/mcp" } }, cells: [cell] },
     { mcp_servers: { m: { url: "ftp://x" } }, cells: [cell] },
+    { tools: [{ name: "t", command: ["/bin/cat"], approval: "sometimes" }], cells: [cell] },
+    { mcp_servers: { m: { command: ["/bin/true"], approval: true } }, cells: [cell] },
+    { mcp_servers: { m: { url: "http://127.0.0.1:1/mcp", approval: "ask" } }, cells: [cell] },
   ];
   try {
     for (const config of bad) {

@@ -51,6 +51,7 @@ static void numbers(void)
         CHECK(CODECELL_LIMIT_TOOL_CONCURRENCY == 22);
         CHECK(CODECELL_LIMIT_FILES_OUT == 23);
         CHECK(CODECELL_LIMIT_FILE_OUT_BYTES == 24);
+        CHECK(CODECELL_LIMIT_APPROVAL_MS == 25);
         CHECK(CODECELL_LIMIT__COUNT <= CODECELL_LIMIT_SLOTS);
         CHECK(CODECELL_CELLSET_NO_POOL == 1u);
 }
@@ -64,11 +65,10 @@ static void limit_names(void)
         CHECK_STR(codecell_limit_name(CODECELL_LIMIT_IMAGE_BYTES), "image_bytes");
         CHECK(codecell_limit_name(CODECELL_LIMIT__COUNT) == NULL);
         CHECK(codecell_limit_name((codecell_limit)-1) == NULL);
+        CHECK_STR(codecell_limit_name(CODECELL_LIMIT_APPROVAL_MS), "approval_ms");
         for (int i = 0; i < CODECELL_LIMIT__COUNT; i++) {
                 const char *name = codecell_limit_name((codecell_limit)i);
                 codecell_limit limit = CODECELL_LIMIT__COUNT;
-                if (i == 22) /* a slot kept for another part */
-                        continue;
                 CHECK(name != NULL);
                 CHECK(name && codecell_limit_parse(name, &limit) && limit == (codecell_limit)i);
         }

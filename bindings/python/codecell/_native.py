@@ -31,6 +31,18 @@ TOOL_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.POINTER(ct
                                 ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
 
 
+# codecell_approval_request, and the approval callback: (request, ret_reason, userdata).
+class ApprovalRequest(ctypes.Structure):
+    _fields_ = [("tool", ctypes.c_char_p), ("args_json", ctypes.c_char_p),
+                ("wait_ms", ctypes.c_uint64), ("run_userdata", ctypes.c_void_p),
+                ("reserved", ctypes.c_void_p * 2)]
+
+
+APPROVAL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ApprovalRequest),
+                               ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+APPROVAL_ACCEPT, APPROVAL_DECLINE = 1, 0
+
+
 # codecell_run_options and codecell_cell_info exactly as include/codecell.h lays them out (its
 # ABI promise: they only grow into their reserved room, so these sizes stay right).
 class RunOptions(ctypes.Structure):
@@ -96,6 +108,8 @@ _declare("codecell_session_close", ctypes.c_int, P, S, E)
 _declare("codecell_session_list", ctypes.POINTER(P), P)
 _declare("codecell_cell_add_tool", ctypes.c_int, P, S, S, S, TOOL_HANDLER, P, E)
 _declare("codecell_cell_description", S, P)
+_declare("codecell_cell_set_approval", None, P, APPROVAL_FN, P)
+_declare("codecell_cell_require_approval", ctypes.c_int, P, S, E)
 _declare("codecell_cell_warning", S, P, SIZE)
 _declare("codecell_cell_info_get", None, P, ctypes.POINTER(CellInfo))
 _declare("codecell_cancel_new", P, E)
@@ -115,12 +129,13 @@ _declare("codecell_result_free", None, P)
 def _limits():
     """The limits by their names in the configuration file (docs/configuration.md), as the
     engine names them, in the order of enum codecell_limit."""
-    names = []
-    while True:
-        name = lib.codecell_limit_name(len(names))
-        if name is None:
-            return {n: i for i, n in enumerate(names)}
-        names.append(name.decode("ascii"))
+    # Up to CODECELL_LIMIT_SLOTS: a number no limit has yet has no name, and later ones do.
+    limits = {}
+    for i in range(32):
+        name = lib.codecell_limit_name(i)
+        if name is not None:
+            limits[name.decode("ascii")] = i
+    return limits
 
 
 LIMITS = _limits()

@@ -256,17 +256,57 @@ class Session:
         self.close()
 
 
+def _approval_callback(approve):
+    # Called on an engine thread with the GIL taken by ctypes. The function runs on a thread of
+    # its own, so that one that never answers is refused at wait_ms (the engine would count a
+    # later answer as a timeout anyway). Nothing may escape: ctypes would print it and answer 0.
+    def ask(request, ret_reason, _userdata):
+        try:
+            req = request.contents
+            tool = req.tool.decode("utf-8", "replace")
+            args = json.loads(req.args_json)
+            outcome = {}
+
+            def work():
+                try:
+                    outcome["answer"] = approve(tool, args)
+                except BaseException as e:
+                    outcome["error"] = "%s: %s" % (type(e).__name__, e)
+
+            worker = threading.Thread(target=work, name="codecell-approval", daemon=True)
+            worker.start()
+            worker.join(req.wait_ms / 1000.0)
+            if worker.is_alive():
+                ret_reason[0] = n.c_string("no answer within %d ms" % req.wait_ms)
+                return -110
+            if "error" in outcome:
+                ret_reason[0] = n.c_string(outcome["error"])
+                return -5
+            answer = outcome["answer"]
+            if answer is True:
+                return n.APPROVAL_ACCEPT
+            if isinstance(answer, str) and answer:
+                ret_reason[0] = n.c_string(answer)
+            return n.APPROVAL_DECLINE
+        except BaseException:
+            return -12
+    return ask
+
+
 class Cell:
     """Cell(language="python", mounts=[{"source":, "dest":, "mode": "ro"|"rw"|"exec",
     "description":}], timeout_ms=, cpu_ms=, memory= (bytes), pool=, limits={name: value},
-    tools={name: callable or {"call":, "description":, "input_schema":}}, policy=,
-    output_folder= (image_folder= is its old name), subprocesses=False).
+    tools={name: callable or {"call":, "description":, "input_schema":, "approval":}}, policy=,
+    output_folder= (image_folder= is its old name), subprocesses=False, approve=callable).
+
+    approve(tool, args) is asked before each call of a tool registered with approval=True (see
+    set_approval).
 
     run(code) runs in a fresh sandbox and returns a Result; the GIL is released meanwhile."""
 
     def __init__(self, language="python", mounts=(), *, timeout_ms=None, cpu_ms=None,
                  memory=None, pool=None, limits=None, tools=None, policy=None,
-                 image_folder=None, subprocesses=False, output_folder=None):
+                 image_folder=None, subprocesses=False, output_folder=None, approve=None):
         self._pointer = None
         self._lock = threading.Lock()
         self._busy = 0
@@ -294,9 +334,36 @@ class Cell:
                 self.tool(name, spec)
             else:
                 self.tool(name, spec["call"], description=spec.get("description"),
-                          input_schema=spec.get("input_schema"))
+                          input_schema=spec.get("input_schema"),
+                          approval=spec.get("approval", False))
+        if approve is not None:
+            self.set_approval(approve)
 
-    def tool(self, name, fn=None, *, description=None, input_schema=None):
+    def set_approval(self, approve):
+        """Sets the function asked before each call of a tool marked for approval:
+        approve(tool, args) with the tool's name and its arguments (a dict), on an engine
+        thread while the guest waits (the run's clock is stopped meanwhile). True lets the
+        call run; False or None declines it, and a string declines it with that reason; an
+        exception, or no answer within the cell's approval_ms, refuses it too. A refused call
+        never runs its tool: the guest gets ToolError ("approval declined: ..."). None: no
+        function, and every marked call is refused with "approval needed"."""
+        if approve is not None and not callable(approve):
+            raise TypeError("approve: %r is not callable" % (approve,))
+        callback = n.APPROVAL_FN(_approval_callback(approve)) if approve else n.APPROVAL_FN()
+        with self._use() as pointer:
+            n.lib.codecell_cell_set_approval(pointer, callback, None)
+        # The engine calls it until it is replaced; a call already waiting keeps the old one.
+        self._handlers.append(callback)
+
+    def require_approval(self, name):
+        """Marks the tool named: each of its calls waits for the approval function first."""
+        err = n.Error()
+        with self._use() as pointer:
+            if n.lib.codecell_cell_require_approval(pointer, n.cstr(name, "tool name"),
+                                                    ctypes.byref(err)) < 0:
+                n.raise_error(err)
+
+    def tool(self, name, fn=None, *, description=None, input_schema=None, approval=False):
         """Registers a host tool the guest calls with sb.call(name, key=value) (Python) or
         SB.call(name, key: value) (Ruby). fn gets the arguments as keywords (a missing or
         unknown one is refused before the call: "Invalid tool arguments: missing keyword: x");
@@ -309,7 +376,7 @@ class Cell:
         the arguments; without description, fn's `description` string or its docstring."""
         if fn is None:
             return lambda f: self.tool(name, f, description=description,
-                                       input_schema=input_schema) or f
+                                       input_schema=input_schema, approval=approval) or f
         if not callable(fn):
             raise TypeError("tool %s: %r is not callable" % (name, fn))
         if input_schema is None:
@@ -325,6 +392,8 @@ class Cell:
                     handler, None, ctypes.byref(err)) < 0:
                 n.raise_error(err)
         self._handlers.append(handler)
+        if approval:
+            self.require_approval(name)
 
     def _handler(self, fn):
         # Not self: the cell holds the handler, and a cycle would keep it from being freed

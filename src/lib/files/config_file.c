@@ -215,7 +215,8 @@ static int load_limit(struct loader *l, codecell_config *config, codecell_limit 
 /* The limits a cell's "limits" sets: all but the sessions' own, which its "sessions" sets. */
 static bool cell_limit(codecell_limit limit)
 {
-        return limit != CODECELL_LIMIT_SESSIONS && limit != CODECELL_LIMIT_SESSION_IDLE_MS;
+        return limit != CODECELL_LIMIT_SESSIONS && limit != CODECELL_LIMIT_SESSION_IDLE_MS &&
+               codecell_limit_name(limit);
 }
 
 /* Their names, NULL-terminated, for the error of a name that is none of them. */

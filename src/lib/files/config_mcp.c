@@ -59,7 +59,8 @@ static char **string_list(size_t n)
 
 static int only_keys(codecell_error *err, const char *path, const char *server, const json_t *obj)
 {
-        static const char *const known[] = {"command", "env", "cwd", "url", "headers", NULL};
+        static const char *const known[] = {"command", "env",      "cwd", "url",
+                                            "headers", "approval", NULL};
         const char *key = json_unknown_key(obj, known);
         char problem[512];
         if (!key)
@@ -213,7 +214,10 @@ static int load_one(const char *name, const json_t *def, const char *path, const
                 return bad(err, path, name, ".%s: only for a \"command\" server",
                            json_object_get(def, "env") ? "env" : "cwd");
         struct upstream_spec spec = {.name = strdup(name)};
+        const char *approval =
+                tool_approval_from_json(json_object_get(def, "approval"), &spec.approval);
         r = !spec.name    ? err_sys(err, ENOMEM, "mcp_servers")
+            : approval    ? bad(err, path, name, ".approval: %s", approval)
             : has_command ? stdio_spec(def, path, dir, name, &spec, err)
                           : http_spec(def, path, name, &spec, err);
         struct upstream *u = r == 0 ? upstream_new(&spec) : NULL;

@@ -36,8 +36,8 @@ static char **string_list(size_t n)
 int tool_from_json(const json_t *obj, size_t i, const char *path, const char *dir,
                    uint64_t max_call_ms, struct tool **ret, codecell_error *err)
 {
-        static const char *const keys[] = {"name",       "description", "command", "input_schema",
-                                           "timeout_ms", "env",         NULL};
+        static const char *const keys[] = {"name",       "description", "command",  "input_schema",
+                                           "timeout_ms", "env",         "approval", NULL};
         if (!json_is_object(obj))
                 return bad(err, path, i, NULL, "must be an object");
         const char *unknown = json_unknown_key(obj, keys);
@@ -74,6 +74,9 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
         const json_t *env = json_object_get(obj, "env");
         if (env && !json_is_array(env))
                 return bad(err, path, i, "env", "must be an array of variable names");
+        bool approval = false;
+        if ((problem = tool_approval_from_json(json_object_get(obj, "approval"), &approval)))
+                return bad(err, path, i, "approval", problem);
 
         struct tool *tool = calloc(1, sizeof(*tool));
         if (!tool)
@@ -83,6 +86,7 @@ int tool_from_json(const json_t *obj, size_t i, const char *path, const char *di
         tool->input_schema = schema ? json_deep_copy(schema)
                                     : json_pack("{s:s, s:{}}", "type", "object", "properties");
         tool->command.timeout_ms = timeout ? (uint64_t)json_integer_value(timeout) : 0;
+        atomic_init(&tool->approval, approval);
         tool->command.argv = string_list(json_array_size(command));
         size_t n_env = sizeof(base_env) / sizeof(base_env[0]) + json_array_size(env);
         tool->command.env = string_list(n_env);

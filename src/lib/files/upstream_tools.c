@@ -75,6 +75,7 @@ static struct tool *tool_for(struct upstream *u, const json_t *def)
         t->upstream.binding = strdup(binding);
         t->upstream.output_schema = json_is_object(output) ? json_deep_copy(output) : NULL;
         t->upstream.annotations = json_is_object(annotations) ? json_deep_copy(annotations) : NULL;
+        atomic_init(&t->approval, upstream_approval(u));
         if (!t->name || !t->description || !t->input_schema || !t->upstream.tool ||
             !t->upstream.binding) {
                 tool_free(t);

@@ -95,6 +95,11 @@ const char *upstream_name(const struct upstream *u)
         return u->spec.name;
 }
 
+bool upstream_approval(const struct upstream *u)
+{
+        return u->spec.approval;
+}
+
 void upstream_set_listener(struct upstream *u, upstream_tools_listener fn, void *userdata)
 {
         pthread_mutex_lock(&u->lock);

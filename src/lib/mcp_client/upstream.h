@@ -21,6 +21,7 @@ struct upstream_spec {
         char *cwd;      /* or NULL: codecell's own */
         char *url;      /* or NULL */
         char **headers; /* "Name: value", NULL-terminated */
+        bool approval;  /* each of its tools waits for approval ("approval": "always") */
 };
 
 struct upstream;
@@ -35,6 +36,8 @@ struct upstream *upstream_ref(struct upstream *u);
 /* The last reference shuts the server down (stdio: stdin closed, then SIGTERM, then SIGKILL). */
 void upstream_unref(struct upstream *u);
 const char *upstream_name(const struct upstream *u);
+/* Whether its tools are marked for approval (the spec's approval). */
+bool upstream_approval(const struct upstream *u);
 void upstream_set_listener(struct upstream *u, upstream_tools_listener fn, void *userdata);
 
 /* Starts and initialises the server and lists its tools, before deadline (now_ms() clock). */

@@ -165,6 +165,27 @@ int codecell_cell_add_tool(codecell_cell *cell, const char *name, const char *de
         return cell_add_tool(cell, tool, err);
 }
 
+void codecell_cell_set_approval(codecell_cell *cell, codecell_approval_fn fn, void *userdata)
+{
+        pthread_mutex_lock(&cell->tools.lock);
+        cell->tools.approval_fn = fn;
+        cell->tools.approval_userdata = userdata;
+        pthread_mutex_unlock(&cell->tools.lock);
+}
+
+int codecell_cell_require_approval(codecell_cell *cell, const char *tool, codecell_error *err)
+{
+        if (!tool || !tool_table_require_approval(&cell->tools, tool))
+                return err_set(err, CODECELL_ERR_INVALID, ENOENT,
+                               "tool \"%s\": the cell has no tool of that name", tool ? tool : "");
+        /* The description tells the model which calls wait for a person. */
+        pthread_mutex_lock(&cell->description_lock);
+        free(cell->description);
+        cell->description = NULL;
+        pthread_mutex_unlock(&cell->description_lock);
+        return 0;
+}
+
 int codecell_cell_run_with(codecell_cell *cell, const char *code, size_t len,
                            const codecell_run_options *options, codecell_result **ret_result,
                            codecell_error *err)

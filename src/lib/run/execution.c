@@ -332,9 +332,11 @@ static bool hand_over(struct execution *x, const char *code, size_t len)
                                 .request_bytes = lim[CODECELL_LIMIT_TOOL_REQUEST_BYTES],
                                 .answer_bytes = lim[CODECELL_LIMIT_TOOL_ANSWER_BYTES],
                                 .call_ms = lim[CODECELL_LIMIT_TOOL_CALL_MS],
-                                .concurrency = lim[CODECELL_LIMIT_TOOL_CONCURRENCY]};
+                                .concurrency = lim[CODECELL_LIMIT_TOOL_CONCURRENCY],
+                                .approval_ms = lim[CODECELL_LIMIT_APPROVAL_MS]};
         rpc_init(&x->rpc, x->tools, &rl, x->deadline, x->s->sb.ctl_fd);
         x->rpc.syntax = &x->plan->config->runtime->tools;
+        x->rpc.run_userdata = x->options ? x->options->userdata : NULL;
         pump_exec_sent(p, &x->rpc, x->options, x->start);
         return true;
 }

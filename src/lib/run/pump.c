@@ -297,7 +297,8 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                 if (p->cancel_fd >= 0)
                         fds[n++] = (struct pollfd){.fd = p->cancel_fd, .events = POLLIN};
                 double now = now_ms();
-                double left = deadline - now;
+                /* A call waiting for a person's approval parks the run's clock. */
+                double left = deadline + rpc_parked_ms(p->rpc) - now;
                 if (left <= 0)
                         return true;
                 if (p->progress && now >= p->next_progress_ms)
@@ -325,7 +326,7 @@ bool pump_until(struct pump *p, double deadline, bool (*done)(const struct pump 
                 /* What completes `done` after the deadline came too late: a guest whose tool
                  * call the deadline stopped answers just after it, and must not pass for one
                  * that finished in time. */
-                if (k > 0 && done(p) && now_ms() > deadline)
+                if (k > 0 && done(p) && now_ms() > deadline + rpc_parked_ms(p->rpc))
                         return true;
                 /* Interrupts asked for before the interpreter said "taken" go now that it has. */
                 if (p->cancel && p->taken && p->interrupts_sent < cancel_interrupts(p->cancel))

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "approval.h"
 #include "cleanup.h"
 #include "frame.h"
 #include "json_schema_check.h"
@@ -28,6 +29,7 @@ struct request {
         char *args;
         double deadline;
         struct rpc_limits limits;
+        void *run_userdata;
 };
 
 /* Calls taken beyond those running wait here, in the order the guest made them. The guest may
@@ -87,6 +89,7 @@ struct runner {
         /* What an MCP server last reported of a call in flight ("memory.x: 3/10 …"), for the
          * run's progress reports; under lock. */
         char progress[256];
+        struct approval_clock clock; /* its own lock */
 };
 
 /* Lets go of the calls still waiting, unanswered (the execution is over). Under lock. */
@@ -114,6 +117,7 @@ static void runner_destroy(struct runner *r)
         pthread_mutex_destroy(&r->send_lock);
         pthread_cond_destroy(&r->wake);
         pthread_cond_destroy(&r->left);
+        approval_clock_destroy(&r->clock);
         free(r->queue);
         free(r->workers);
         free(r);
@@ -232,6 +236,23 @@ static void note_progress(const char *message, void *userdata)
         pthread_mutex_unlock(&r->lock);
 }
 
+/* The one point where a call of a marked tool waits for approval before it reaches its tool
+ * (approval.c). The run's clock is parked meanwhile, so the call's deadline moves by the wait.
+ * NULL to go on, else the refusal for the guest (malloc'd). */
+static char *approve(struct runner *r, const struct request *q, const char *name, double *deadline)
+{
+        if (!atomic_load(&q->tool->approval))
+                return NULL;
+        double waited = 0;
+        bool refused = false;
+        char *why = approval_ask(q->table, &r->clock, name, q->args, q->limits.approval_ms,
+                                 q->run_userdata, &waited, &refused);
+        *deadline += waited;
+        if (refused && !why)
+                why = strdup("approval needed: out of memory");
+        return why;
+}
+
 /* Runs one call's tool and returns its reply frame's text (NULL when out of memory). Takes
  * q's arguments and id. */
 static char *run_request(struct worker *w, struct request *q)
@@ -250,9 +271,11 @@ static char *run_request(struct worker *w, struct request *q)
         pthread_mutex_lock(&r->lock);
         w->name = name;
         pthread_mutex_unlock(&r->lock);
-        char *json = NULL, *error = NULL;
-        int status;
-        if (tool->upstream.server) {
+        char *json = NULL, *error = approve(r, q, name ? name : tool->name, &deadline);
+        int status = -1;
+        if (error) {
+                tool_table_release(table); /* refused: the tool never runs */
+        } else if (tool->upstream.server) {
                 /* The client multiplexes calls on one connection by their JSON-RPC ids
                  * (upstream.c), so workers call the same server at once. */
                 struct upstream *server = upstream_ref(tool->upstream.server);
@@ -363,6 +386,7 @@ static struct runner *runner_start(int ctl_fd, unsigned max_workers)
         pthread_mutex_init(&r->send_lock, NULL);
         pthread_cond_init(&r->wake, NULL);
         pthread_cond_init(&r->left, NULL);
+        approval_clock_init(&r->clock);
         if (!r->queue || !r->workers || r->ctl_fd < 0 || r->stop_fd < 0) {
                 runner_destroy(r);
                 return NULL;
@@ -541,6 +565,7 @@ static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, ch
                 .id = json_incref((json_t *)id),
                 .deadline = rpc->deadline,
                 .limits = rpc->limits,
+                .run_userdata = rpc->run_userdata,
         };
         *text = NULL;
         r->queued_bytes += size;
@@ -664,12 +689,20 @@ int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err)
         return ret;
 }
 
+double rpc_parked_ms(struct rpc *rpc)
+{
+        return rpc && rpc->runner ? approval_clock_parked(&rpc->runner->clock) : 0;
+}
+
 void rpc_end(struct rpc *rpc)
 {
         struct runner *r = rpc->runner;
         rpc->runner = NULL;
         if (!r)
                 return;
+        /* An approval callback may hold the run's userdata, which is the caller's once this
+         * execution returns. */
+        approval_clock_settle(&r->clock);
         /* Under send_lock: once this returns, no late reply reaches the socket, which the
          * session's next execution uses. */
         pthread_mutex_lock(&r->send_lock);

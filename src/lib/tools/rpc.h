@@ -13,6 +13,7 @@
 struct rpc_limits {
         uint64_t calls, request_bytes, answer_bytes, call_ms;
         uint64_t concurrency; /* calls running at once; more wait in the engine */
+        uint64_t approval_ms; /* the wait for approval of one call (approval.h) */
 };
 
 struct runner;
@@ -25,6 +26,7 @@ struct rpc {
         int ctl_fd;                       /* the control socket, where replies go */
         struct runner *runner;            /* started at the first call */
         const struct tool_syntax *syntax; /* the guest's language, for SB.describe */
+        void *run_userdata;               /* the run's options.userdata, for approvals */
 };
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,
@@ -39,6 +41,9 @@ json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol
 int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err);
 /* What an MCP server last reported of a call in flight, into buf; false when nothing. */
 bool rpc_progress(struct rpc *rpc, char *buf, size_t size);
+/* The time the execution's clock was parked so far, waiting for approvals (approval.h): its
+ * deadline moves by it. */
+double rpc_parked_ms(struct rpc *rpc);
 /* Ends the execution's calls: those waiting are dropped, command tools killed, MCP calls
  * cancelled, the workers joined (one held by a C handler past a short grace is left to finish
  * on its own). No reply reaches the socket after this returns. */

@@ -91,6 +91,12 @@ static void describe_one(FILE *f, const struct tool_syntax *syn, const struct to
                 tool_signature_describe(f, syn, tool);
         else
                 describe_tool(f, syn, tool);
+        /* The model plans for a call that may be refused: it should not retry a decline. */
+        if (atomic_load(&tool->approval))
+                fputs("\n\nNeeds approval: each call waits until a person allows it. A call "
+                      "that is declined or not answered in time raises the tool error and the "
+                      "tool does not run; do not retry it unasked.",
+                      f);
 }
 
 void tools_describe(struct tool_table *t, const struct tool_syntax *syn, uint64_t concurrency,

@@ -247,6 +247,24 @@ out:
         return r;
 }
 
+const char *tool_approval_from_json(const json_t *value, bool *ret)
+{
+        const char *v = json_string_value(value);
+        *ret = v && strcmp(v, "always") == 0;
+        if (!value || (v && (*ret || strcmp(v, "never") == 0)))
+                return NULL;
+        return "must be \"always\" (each call waits for a person to allow it) or \"never\"";
+}
+
+bool tool_table_require_approval(struct tool_table *t, const char *name)
+{
+        /* Found under the lock, marked without it: the tool lives as long as the table. */
+        struct tool *tool = (struct tool *)tool_table_find(t, name);
+        if (tool)
+                atomic_store(&tool->approval, true);
+        return tool != NULL;
+}
+
 const struct tool *tool_table_find(struct tool_table *t, const char *name)
 {
         const struct tool *found = NULL;

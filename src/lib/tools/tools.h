@@ -38,6 +38,9 @@ struct tool {
         void *userdata;
         struct command_spec command;
         struct upstream_link upstream; /* .server NULL: not an upstream tool */
+        /* Each call waits for the cell's approval callback first (approval.c). Set once,
+         * never cleared: read without the table's lock. */
+        atomic_bool approval;
 };
 
 struct tool_table {
@@ -53,6 +56,9 @@ struct tool_table {
          * name, over the per-run count, arguments too large): codecell_cell_info. */
         atomic_ullong calls, refused;
         json_t *bindings; /* of the MCP tools, or NULL: tool_table_bindings() */
+        /* Asked before a marked tool runs (codecell_cell_set_approval); under lock. */
+        codecell_approval_fn approval_fn;
+        void *approval_userdata;
 };
 
 void tool_table_init(struct tool_table *t);
@@ -72,6 +78,11 @@ bool tool_schema_requires(const json_t *schema, const char *key);
  * "required" naming defined properties); NULL, or what is wrong (in buf, or static). */
 const char *tool_schema_problem(const json_t *schema, char *buf, size_t size);
 void tool_free(struct tool *tool);
+/* The "approval" key of a tool or an MCP server in a file: absent or "never" (false), "always"
+ * (true). NULL, or what is wrong with it. */
+const char *tool_approval_from_json(const json_t *value, bool *ret);
+/* Marks the tool named as needing approval; false when the table has none of that name. */
+bool tool_table_require_approval(struct tool_table *t, const char *name);
 
 /* A tool's own timeout may not exceed this, nor the tool_call_ms of a cell that takes it. */
 #define TOOL_TIMEOUT_MAX_MS 3600000ULL

@@ -44,6 +44,10 @@ struct native_cell {
         codecell_cell *cell;
         struct rbcc_tool **tools;
         size_t tool_count;
+        /* The approve block's key (tool_calls.c asks it like a tool); NULL: none. Replaced
+         * ones stay until the cell is freed: a call may still be asking one. */
+        struct rbcc_tool **approvals;
+        size_t approval_count;
         uint64_t tool_wait_ms;
         size_t model_chars;
         long busy; /* runs, evals and warmups in progress (changed under the GVL only) */
@@ -74,6 +78,13 @@ static void native_cell_release(struct native_cell *nc, bool with_gvl)
         free(nc->tools);
         nc->tools = NULL;
         nc->tool_count = 0;
+        for (size_t i = 0; i < nc->approval_count; i++) {
+                free(nc->approvals[i]->id);
+                free(nc->approvals[i]);
+        }
+        free(nc->approvals);
+        nc->approvals = NULL;
+        nc->approval_count = 0;
 }
 
 static void native_cell_free(void *p)
@@ -254,6 +265,39 @@ static VALUE native_cell_add_tool(VALUE self, VALUE name, VALUE description, VAL
                 rbcc_raise(&err);
         }
         nc->tools[nc->tool_count++] = t;
+        return Qnil;
+}
+
+/* set_approval(key or nil): the block filed under key answers each approval (tool_calls.c). */
+static VALUE native_cell_set_approval(VALUE self, VALUE key)
+{
+        struct native_cell *nc = open_cell(self);
+        if (NIL_P(key)) {
+                codecell_cell_set_approval(nc->cell, NULL, NULL);
+                return Qnil;
+        }
+        struct rbcc_tool **grown =
+                realloc(nc->approvals, (nc->approval_count + 1) * sizeof(*grown));
+        if (!grown)
+                rb_raise(rb_eNoMemError, "codecell: out of memory");
+        nc->approvals = grown;
+        struct rbcc_tool *t = calloc(1, sizeof(*t));
+        if (!t || !(t->id = strdup(StringValueCStr(key)))) {
+                free(t);
+                rb_raise(rb_eNoMemError, "codecell: out of memory");
+        }
+        nc->approvals[nc->approval_count++] = t;
+        codecell_cell_set_approval(nc->cell, rbcc_approval, t);
+        return Qnil;
+}
+
+/* require_approval(name) */
+static VALUE native_cell_require_approval(VALUE self, VALUE name)
+{
+        struct native_cell *nc = open_cell(self);
+        codecell_error err = {0};
+        if (codecell_cell_require_approval(nc->cell, StringValueCStr(name), &err) < 0)
+                rbcc_raise(&err);
         return Qnil;
 }
 
@@ -496,9 +540,12 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         /* The limits by their names in the configuration file (docs/configuration.md), as the
          * engine names them. */
         VALUE limits = rb_hash_new();
-        const char *name;
-        for (int i = 0; (name = codecell_limit_name((codecell_limit)i)); i++)
-                rb_hash_aset(limits, ID2SYM(rb_intern(name)), INT2NUM(i));
+        /* Up to the slots: a number no limit has yet has no name, and later ones do. */
+        for (int i = 0; i < CODECELL_LIMIT_SLOTS; i++) {
+                const char *name = codecell_limit_name((codecell_limit)i);
+                if (name)
+                        rb_hash_aset(limits, ID2SYM(rb_intern(name)), INT2NUM(i));
+        }
         rb_obj_freeze(limits);
         rb_define_const(mNative, "LIMITS", limits);
         VALUE policies = rb_hash_new();
@@ -513,6 +560,8 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         rb_define_singleton_method(cNativeCell, "check", native_cell_check, 4);
         rb_define_method(cNativeCell, "initialize", native_cell_initialize, 4);
         rb_define_method(cNativeCell, "add_tool", native_cell_add_tool, 4);
+        rb_define_method(cNativeCell, "set_approval", native_cell_set_approval, 1);
+        rb_define_method(cNativeCell, "require_approval", native_cell_require_approval, 1);
         rb_define_method(cNativeCell, "run", native_cell_run, 2);
         rb_define_method(cNativeCell, "session_eval", native_cell_session_eval, 3);
         rb_define_method(cNativeCell, "session_close", native_cell_session_close, 1);

@@ -26,6 +26,10 @@ struct rbcc_tool {
         uint64_t wait_ms; /* how long to wait for Ruby: the cell's tool_call_ms */
 };
 int rbcc_tool_handler(const char *args_json, char **ret_json, char **ret_error, void *userdata);
+/* The approval callback: asks the approve block filed under the rbcc_tool's id (userdata) as
+ * a call with {"tool": name, "args": arguments}, for at most the request's wait_ms. Its answer
+ * true accepts, a string declines with that reason, anything else declines. */
+int rbcc_approval(const codecell_approval_request *request, char **ret_reason, void *userdata);
 void rbcc_define_tool_calls(VALUE mNative);
 
 /* run_given.c: a run's options from a Ruby Hash ({timeout_ms:, stdin:, argv: [String],

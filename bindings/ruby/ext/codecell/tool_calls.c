@@ -48,6 +48,14 @@ static void call_unref_locked(struct call *c)
         free(c);
 }
 
+/* The text of a JSON string the dispatcher wrote (Answer.json): its escapes are left as they
+ * are, which is enough for a reason the guest reads. malloc'd, or NULL. */
+static char *steal_json_string(const char *json)
+{
+        size_t len = strlen(json);
+        return strndup(json + 1, len - 2);
+}
+
 int rbcc_tool_handler(const char *args_json, char **ret_json, char **ret_error, void *userdata)
 {
         struct rbcc_tool *tool = userdata;
@@ -110,6 +118,34 @@ int rbcc_tool_handler(const char *args_json, char **ret_json, char **ret_error, 
         call_unref_locked(c);
         pthread_mutex_unlock(&queue_lock);
         return r;
+}
+
+int rbcc_approval(const codecell_approval_request *request, char **ret_reason, void *userdata)
+{
+        const struct rbcc_tool *approve = userdata;
+        /* The tool's name is of [A-Za-z0-9_.-] and the arguments are valid JSON: spliced. */
+        size_t n = strlen(request->tool) + strlen(request->args_json) + 32;
+        char *args = malloc(n);
+        if (!args)
+                return -ENOMEM;
+        snprintf(args, n, "{\"tool\":\"%s\",\"args\":%s}", request->tool, request->args_json);
+        struct rbcc_tool asked = {.id = approve->id, .wait_ms = request->wait_ms};
+        char *json = NULL, *error = NULL;
+        int r = rbcc_tool_handler(args, &json, &error, &asked);
+        free(args);
+        if (r < 0) {
+                *ret_reason = error;
+                free(json);
+                return r;
+        }
+        free(error);
+        int verdict = CODECELL_APPROVAL_DECLINE;
+        if (json && strcmp(json, "true") == 0)
+                verdict = CODECELL_APPROVAL_ACCEPT;
+        else if (json && json[0] == '"' && strlen(json) > 2)
+                *ret_reason = steal_json_string(json);
+        free(json);
+        return verdict;
 }
 
 static void call_object_free(void *p)

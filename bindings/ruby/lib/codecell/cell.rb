@@ -32,7 +32,7 @@ module CodeCell
     # {name => a RubyLLM tool, class or instance} (bound as CodeCell::Tool's `tools` binds it).
     def initialize(language: :ruby, mounts: [], timeout_ms: nil, cpu_ms: nil, memory: nil,
                    pool: nil, limits: {}, tools: {}, policy: nil, output_folder: nil,
-                   image_folder: nil, subprocesses: false)
+                   image_folder: nil, subprocesses: false, approve: nil)
       @language = language.to_sym
       native_args = Cell.native_args(@language, mounts,
                                      { timeout_ms: timeout_ms, cpu_ms: cpu_ms,
@@ -51,9 +51,11 @@ module CodeCell
         elsif spec.respond_to?(:call)
           tool(name, &(spec.is_a?(Proc) ? spec : spec.method(:call)))
         else
-          tool(name, description: spec[:description], input_schema: spec[:input_schema], &spec.fetch(:call))
+          tool(name, description: spec[:description], input_schema: spec[:input_schema],
+                     approval: spec.fetch(:approval, false), &spec.fetch(:call))
         end
       end
+      self.approve(&approve) if approve
       Sessions.register(self)
       yield self if block_given?
     end
@@ -69,13 +71,39 @@ module CodeCell
     # declares keywords, else the Hash; its value goes back as JSON; an exception it raises
     # becomes SB::ToolError in the guest. It runs on a Ruby thread of its own. Without
     # input_schema:, a block's keywords are its schema (BlockSchema: names, required or not).
-    def tool(name, description: nil, input_schema: nil, &block)
+    # approval: true marks the tool: each call first asks the cell's approve block (#approve).
+    def tool(name, description: nil, input_schema: nil, approval: false, &block)
       raise ArgumentError, "tool #{name}: give a block" unless block
 
       input_schema ||= BlockSchema.of(block)
       key = Dispatcher.register(block)
       @native.add_tool(name.to_s, description&.to_s, input_schema && JSON.generate(input_schema), key.to_s)
       @tool_blocks << block
+      require_approval(name) if approval
+      self
+    end
+
+    # Marks the tool named: each of its calls waits for the approve block first.
+    def require_approval(name)
+      @native.require_approval(name.to_s)
+      self
+    end
+
+    # The block asked before each call of a tool marked for approval, with the tool's name and
+    # its arguments (a Hash), on a Ruby thread of its own while the guest waits (the run's clock
+    # is stopped meanwhile). true lets the call run; a String declines it with that reason;
+    # anything else, an exception, or no answer within the cell's approval_ms refuses it. A
+    # refused call never runs its tool: the guest gets SB::ToolError ("approval declined: …").
+    # Without a block, every marked call is refused with "approval needed".
+    def approve(&block)
+      unless block
+        @native.set_approval(nil)
+        return self
+      end
+      asked = ->(call) { block.call(call["tool"], call["args"]) }
+      key = Dispatcher.register(asked)
+      @tool_blocks << asked
+      @native.set_approval(key.to_s)
       self
     end
 
