@@ -662,6 +662,30 @@ class CallsAtOnce(unittest.TestCase):
                 self.assertEqual(set(got[50:]),
                                  {"too many tool calls: the limit is 50 per execution"}, r)
 
+    def test_many_calls_at_once_whose_answers_outgrow_the_socket(self):
+        # SB.parallel and asyncio.gather send every call before reading any answer. Answers
+        # the engine gives at once (describe, refusals) then queue up on the guest's socket
+        # while it still writes: more than the socket holds must not end the run.
+        config = at_once_config(tempdir(self), tool_concurrency=8, tool_calls=900)
+        code = {
+            "ruby": "d = SB.parallel { |p| 800.times { p.call('$describe', name: 'echo') } }\n"
+                    "fs = []\n"
+                    "SB.parallel { |p| 3000.times { fs << p.call('no_such_tool') } } "
+                    "rescue SB::ToolError\n"
+                    "[d.uniq.size, fs.size, fs.count { |f| (f.value rescue $!).is_a?(SB::ToolError) }]",
+            "python": "import asyncio\n"
+                      "d = await asyncio.gather(*[sb.acall('$describe', name='echo') "
+                      "for _ in range(800)])\n"
+                      "fs = await asyncio.gather(*[sb.acall('no_such_tool') for _ in range(3000)], "
+                      "return_exceptions=True)\n"
+                      "[len(set(d)), len(fs), sum(isinstance(f, sb.ToolError) for f in fs)]",
+        }
+        for lang in ("ruby", "python"):
+            with self.subTest(lang=lang):
+                r = self.run_in(config, lang, code[lang])
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"], [1, 3000, 3000], r)
+
     def check_calls_in_flight_are_killed(self, directory, config, code, status):
         for lang in ("ruby", "python"):
             with self.subTest(lang=lang):
