@@ -106,9 +106,34 @@ static void names_refusals_and_caps(void)
         image_list_free(&images);
 }
 
+/* Printable means more than no C0 byte: a C1 control (U+0080..U+009F; U+009B is a CSI to a
+ * terminal that reads UTF-8) or a bidirectional override (U+202E shows "evil\u202Egnp.exe" as
+ * "evilexe.png") in a name would reach the CLI's stderr and a person's file list as it is. */
+static void names_that_only_look_printable(void)
+{
+        static const char *const names[] = {
+                "csi\xc2\x9b" "31mred", "nel\xc2\x85", "c1\xc2\x80",
+                "evil\xe2\x80\xae" "gnp.exe", "iso\xe2\x81\xa6x", "pdi\xe2\x81\xa9",
+        };
+        struct file_list l;
+        struct image_list images;
+        file_list_init(&l, 16, 100);
+        image_list_init(&images, 1, 100);
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                CHECK(take(&l, &images, frame(names[i], "x")) == 0);
+        /* Printable letters beyond ASCII still pass. */
+        CHECK(take(&l, &images, frame("caf\xc3\xa9 \xe2\x80\x94 \xe6\x97\xa5.txt", "x")) == 0);
+        CHECK(l.n == 1 && l.omitted == sizeof(names) / sizeof(names[0]));
+        for (size_t i = 0; i < l.n_omissions; i++)
+                CHECK_STR(l.omissions[i].reason, "a name that cannot be shown or saved");
+        file_list_free(&l);
+        image_list_free(&images);
+}
+
 int main(void)
 {
         kinds();
         names_refusals_and_caps();
+        names_that_only_look_printable();
         CHECK_DONE();
 }
