@@ -112,8 +112,14 @@ static void names_refusals_and_caps(void)
 static void names_that_only_look_printable(void)
 {
         static const char *const names[] = {
-                "csi\xc2\x9b" "31mred", "nel\xc2\x85", "c1\xc2\x80",
-                "evil\xe2\x80\xae" "gnp.exe", "iso\xe2\x81\xa6x", "pdi\xe2\x81\xa9",
+                "csi\xc2\x9b"
+                "31mred",
+                "nel\xc2\x85",
+                "c1\xc2\x80",
+                "evil\xe2\x80\xae"
+                "gnp.exe",
+                "iso\xe2\x81\xa6x",
+                "pdi\xe2\x81\xa9",
         };
         struct file_list l;
         struct image_list images;

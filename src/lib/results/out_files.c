@@ -67,6 +67,19 @@ const char *file_kind(const char *name, const unsigned char *data, size_t len)
         return "text/plain";
 }
 
+/* A control character beyond ASCII at p: a C1 control (U+0080..U+009F, which a terminal that
+ * reads UTF-8 may obey: U+009B is a CSI) or a bidirectional embedding, override or isolate
+ * (U+202A..U+202E, U+2066..U+2069), which shows a person another name than the file's
+ * ("evil\u202Egnp.exe" reads "evilexe.png"). The name is valid UTF-8 (it came through JSON). */
+static bool wide_control(const unsigned char *p, size_t left)
+{
+        if (left >= 2 && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+                return true;
+        if (left >= 3 && p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae)
+                return true;
+        return left >= 3 && p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9;
+}
+
 /* A name the host can show, save and link to: one path component of printable UTF-8. The
  * prelude reads it from the folder, but the frame is the guest's word like any other. */
 static bool plain_name(const char *name, size_t len)
@@ -75,7 +88,8 @@ static bool plain_name(const char *name, size_t len)
             strcmp(name, "..") == 0 || strchr(name, '/'))
                 return false;
         for (size_t i = 0; i < len; i++)
-                if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+                if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f ||
+                    wide_control((const unsigned char *)name + i, len - i))
                         return false;
         return true;
 }
