@@ -1,11 +1,13 @@
 #include "frame.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "deadline.h"
@@ -139,6 +141,67 @@ int frame_send_text(int fd, const char *body, size_t n, int timeout_ms, codecell
                                        "the guest did not read its frame in time");
                 struct pollfd p = {.fd = fd, .events = POLLOUT};
                 (void)poll(&p, 1, left);
+        }
+        return 0;
+}
+
+/* Reads what the peer wrote into in, at most in_cap bytes buffered. 1 when something came,
+ * 0 when nothing or the peer stopped writing (*eof), < 0 when in is full or on an error. */
+static int take_input(int fd, struct frame_reader *in, size_t in_cap, bool *eof)
+{
+        unsigned char buf[65536];
+        size_t room = in_cap > in->len ? in_cap - in->len : 0;
+        if (room == 0)
+                return -ENOBUFS;
+        ssize_t k = read(fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+        if (k < 0)
+                return errno == EINTR || errno == EAGAIN ? 0 : -errno;
+        if (k == 0) {
+                *eof = true;
+                return 0;
+        }
+        int r = frame_reader_feed(in, buf, (size_t)k);
+        return r < 0 ? r : 1;
+}
+
+int frame_send_text_reading(int fd, const char *body, size_t n, int timeout_ms,
+                            struct frame_reader *in, size_t in_cap, codecell_error *err)
+{
+        if (n > UINT32_MAX)
+                return err_sys(err, EMSGSIZE, "encode frame");
+        unsigned char header[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
+                                   (unsigned char)(n >> 8), (unsigned char)n};
+        double deadline = now_ms() + timeout_ms;
+        size_t sent = 0, len = n + 4;
+        bool eof = false;
+        while (sent < len) {
+                ssize_t k = sent < 4
+                                    ? send(fd, header + sent, 4 - sent, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                    : send(fd, body + (sent - 4), len - sent,
+                                           MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (k >= 0) {
+                        sent += (size_t)k;
+                        continue;
+                }
+                if (errno == EINTR)
+                        continue;
+                if (errno != EAGAIN)
+                        return err_sys(err, errno, "send frame");
+                int left = deadline_poll_ms(deadline);
+                if (left == 0)
+                        return err_set(err, CODECELL_ERR_SYSTEM, ETIMEDOUT,
+                                       "the guest did not read its frame in time");
+                struct pollfd p = {.fd = fd, .events = POLLOUT | (eof ? 0 : POLLIN)};
+                if (poll(&p, 1, left) <= 0 || !(p.revents & POLLIN))
+                        continue;
+                /* A guest still writing its calls reads their answers after: take what it
+                 * writes meanwhile, so that neither side waits for the other. */
+                int r = take_input(fd, in, in_cap, &eof);
+                if (r < 0)
+                        return err_set(err, CODECELL_ERR_SYSTEM, -r,
+                                       "the guest wrote more than %zu bytes without reading "
+                                       "its answers",
+                                       in_cap);
         }
         return 0;
 }

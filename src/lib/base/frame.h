@@ -33,5 +33,10 @@ int frame_encode(const json_t *obj, char **ret_buf, size_t *ret_len);
 int frame_send(int fd, const json_t *obj, int timeout_ms, codecell_error *err);
 /* The same for a frame's JSON text, body[0..n), sent as it is. */
 int frame_send_text(int fd, const char *body, size_t n, int timeout_ms, codecell_error *err);
+/* The same, for the one who also reads fd: while the peer does not read, what it writes is
+ * read into in (at most in_cap bytes buffered), since a peer may read its answers only after
+ * it wrote all its requests (SB.parallel, asyncio.gather). Still at most timeout_ms. */
+int frame_send_text_reading(int fd, const char *body, size_t n, int timeout_ms,
+                            struct frame_reader *in, size_t in_cap, codecell_error *err);
 
 #endif

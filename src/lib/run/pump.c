@@ -81,10 +81,15 @@ void pump_protocol_error(struct pump *p, const char *msg)
         p->ctl_open = false;
 }
 
+/* What a guest may write while an answer of the engine waits for it to read (SB.parallel and
+ * asyncio.gather send all their calls first): the calls of a full queue (rpc.c) and a frame. */
+#define BACKLOG_BYTES (48ULL * 1024 * 1024)
+
 static void send_reply(struct pump *p, json_t *reply)
 {
         codecell_error e;
-        if (!reply || rpc_send(p->rpc, reply, &e) < 0)
+        size_t backlog = BACKLOG_BYTES + p->frames.max_frame;
+        if (!reply || rpc_send(p->rpc, reply, &p->frames, backlog, &e) < 0)
                 pump_protocol_error(p, "could not answer a host call");
         json_decref(reply);
 }

@@ -19,6 +19,7 @@
 #include "result.h"
 #include "upstream.h"
 #include "deadline.h"
+#include "error.h"
 #include "util.h"
 
 /* One call handed to the workers. */
@@ -678,12 +679,16 @@ bool rpc_progress(struct rpc *rpc, char *buf, size_t size)
         return any;
 }
 
-int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err)
+int rpc_send(struct rpc *rpc, const json_t *reply, struct frame_reader *in, size_t in_cap,
+             codecell_error *err)
 {
+        _cleanup_free_ char *body = json_dumps(reply, JSON_COMPACT);
+        if (!body)
+                return err_sys(err, ENOMEM, "encode frame");
         struct runner *r = rpc->runner;
         if (r)
                 pthread_mutex_lock(&r->send_lock);
-        int ret = frame_send(rpc->ctl_fd, reply, 1000, err);
+        int ret = frame_send_text_reading(rpc->ctl_fd, body, strlen(body), 1000, in, in_cap, err);
         if (r)
                 pthread_mutex_unlock(&r->send_lock);
         return ret;

@@ -37,8 +37,12 @@ void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits
  * waiting a call is refused with a ToolError. Sets *ret_protocol_error for a frame that is not
  * a valid call. */
 json_t *rpc_call(struct rpc *rpc, const json_t *frame, const char **ret_protocol_error);
-/* Sends a reply frame the engine made itself, never in the middle of one of the helper's. */
-int rpc_send(struct rpc *rpc, const json_t *reply, codecell_error *err);
+/* Sends a reply frame the engine made itself, never in the middle of one of the helper's.
+ * What the guest writes meanwhile is read into in (at most in_cap bytes): the guest may be
+ * sending many calls before it reads any answer. */
+struct frame_reader;
+int rpc_send(struct rpc *rpc, const json_t *reply, struct frame_reader *in, size_t in_cap,
+             codecell_error *err);
 /* What an MCP server last reported of a call in flight, into buf; false when nothing. */
 bool rpc_progress(struct rpc *rpc, char *buf, size_t size);
 /* The time the execution's clock was parked so far, waiting for approvals (approval.h): its
