@@ -95,6 +95,17 @@ class RunOutputs(unittest.TestCase):
                 self.assertEqual(files["r.json"]["mime_type"], "application/json")
                 self.assertNotIn("files_omitted", r.result)
 
+    def test_a_name_that_is_not_utf8_reads_the_same_in_both_languages(self):
+        # Each bad byte becomes U+FFFD, as in every other string of a result (results.md).
+        code = {"ruby": 'Dir.mkdir("/work/out")\nFile.write("/work/out/bad\\xff\\xfe.txt".b, "a")\n1',
+                "python": 'import os\nos.mkdir("/work/out")\n'
+                          'open(b"/work/out/bad\\xff\\xfe.txt", "w").write("a")\n1'}
+        for lang, snippet in code.items():
+            with self.subTest(lang=lang):
+                r = run_json(snippet, "--output-folder", "/work/out", lang=lang)
+                self.assertEqual([f["name"] for f in r.result["files"]],
+                                 ["bad\ufffd\ufffd.txt"], r)
+
     def test_only_what_the_run_wrote_comes_back(self):
         code = {"ruby": 'Dir.mkdir("/work/out")\nFile.write("/work/out/a.txt", "a")\n1',
                 "python": 'import os\nos.mkdir("/work/out")\nopen("/work/out/a.txt", "w").write("a")\n1'}
