@@ -969,9 +969,10 @@ def _hand_back_folder(folder, before, files_out):
     for name, state in sorted(_folder_state(folder).items()):
         if before.get(name) == state:
             continue
-        # A name that is not UTF-8 cannot go into a frame as it is.
+        # A name that is not UTF-8 cannot go into a frame as it is: its bad bytes (lone
+        # surrogates here, from the file system's encoding) become U+FFFD, as Ruby's do.
         frame = {"t": "file", "id": _pictures["id"],
-                 "name": name.encode("utf-8", "replace").decode("utf-8")}
+                 "name": name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")}
         if not stat.S_ISREG(state[0]):
             frame["kind"] = _kind_of(state[0])
         elif room <= 0:
