@@ -63,6 +63,11 @@ const atOnce = {
   ruby: (a, b) => `SB.parallel { |p| p.call("write", name: ${JSON.stringify(a)}); p.call("write", name: ${JSON.stringify(b)}) }`,
   python: (a, b) => `import asyncio\nlist(await asyncio.gather(sb.acall("write", name=${JSON.stringify(a)}), sb.acall("write", name=${JSON.stringify(b)})))`,
 };
+// The same, each call's error message in place of its answer.
+const atOnceRescued = {
+  ruby: (a, b) => `fs = []\nSB.parallel { |p| fs << p.call("write", name: ${JSON.stringify(a)}); fs << p.call("write", name: ${JSON.stringify(b)}) } rescue SB::ToolError\nfs.map { |f| begin; f.value; rescue SB::ToolError => e; e.message; end }`,
+  python: (a, b) => `import asyncio\nr = await asyncio.gather(sb.acall("write", name=${JSON.stringify(a)}), sb.acall("write", name=${JSON.stringify(b)}), return_exceptions=True)\n[str(x) if isinstance(x, Exception) else x for x in r]`,
+};
 const unrescued = {
   ruby: (name) => `SB.call("write", name: ${JSON.stringify(name)})`,
   python: (name) => `sb.call("write", name=${JSON.stringify(name)})`,
@@ -266,6 +271,21 @@ for (const kind of ["stdio", "http"]) describe(`2026-07-28 over ${kind}`, () => 
       assert.ok(exists(a) && exists(b));
       assert.equal(asked.length, 2);
       assert.deepEqual(asked.map((q) => q.message.includes(a) ? a : q.message.includes(b) ? b : null).sort(), [a, b]);
+      await client.close();
+    });
+
+    test(`${lang}: two calls at once, the first declined: the other is not asked about after it`, async () => {
+      // The second question waits for its turn; once the person declined the first, the run
+      // is not asked again (tools.md: at most one refusal per run).
+      const { client, asked } = await modern(async () => ({ action: "decline" }));
+      const [a, b] = [`modern-${kind}-${lang}-declined-a`, `modern-${kind}-${lang}-declined-b`];
+      const r = await client.callTool({ name: `${lang}_at_once`, arguments: { code: atOnceRescued[lang](a, b) } });
+      const messages = value(r);
+      assert.equal(messages.length, 2, text(r));
+      assert.equal(asked.length, 1, JSON.stringify(asked.map((q) => q.message)));
+      assert.equal(messages.filter((m) => /^approval declined: .*the person declined it/.test(m)).length, 1, text(r));
+      assert.equal(messages.filter((m) => /^approval declined: .*not asked about/.test(m)).length, 1, text(r));
+      assert.equal(exists(a) || exists(b), false);
       await client.close();
     });
 
