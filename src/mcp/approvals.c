@@ -204,10 +204,16 @@ static int ask_by_retry(struct mcp_run *run, const codecell_approval_request *re
         while (run->asking && now_ms() < deadline && !codecell_cancel_triggered(run->cancel))
                 (void)cond_wait_until(&run->changed, &run->lock,
                                       deadline < now_ms() + 50 ? deadline : now_ms() + 50);
-        bool turn = !run->asking;
-        if (turn)
+        bool turn = !run->asking, refused = run->refused;
+        if (turn && !refused)
                 run->asking = true;
         pthread_mutex_unlock(&run->lock);
+        if (refused) {
+                *ret_decision = "declined";
+                *ret_reason = strdup("an earlier call of this run was refused approval, so it "
+                                     "was not asked about");
+                return CODECELL_APPROVAL_DECLINE;
+        }
         if (!turn) {
                 *ret_decision = "timeout";
                 *ret_reason = str_printf("nobody answered within %llu ms (another call of the "
@@ -218,6 +224,7 @@ static int ask_by_retry(struct mcp_run *run, const codecell_approval_request *re
         int verdict = ask_by_retry_alone(run, req, deadline, ret_reason, ret_decision);
         pthread_mutex_lock(&run->lock);
         run->asking = false;
+        run->refused |= verdict != CODECELL_APPROVAL_ACCEPT;
         pthread_cond_broadcast(&run->changed);
         pthread_mutex_unlock(&run->lock);
         return verdict;

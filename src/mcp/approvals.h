@@ -37,6 +37,10 @@ struct mcp_run {
          * but a request has one answer: they take turns, each question on the retry of the
          * one before. */
         bool asking;
+        /* A question of this run was refused (declined, unanswered, failed): the calls that
+         * still wait for their turn are refused without asking, as the engine refuses the
+         * calls made after it (tools.md: at most one refusal per run). */
+        bool refused;
         /* A question out: its token (the requestState), and the answer a retry brought. */
         char token[33];
         bool decided;
