@@ -45,7 +45,7 @@ codecell_wing(spec USES base SOURCES
 # What goes into a run and what comes out: input, cancel, output, images, the result and the
 # model's view of it.
 codecell_wing(results USES base SOURCES
-  run_input.c cancel.c output.c images.c display.c out_files.c result.c result_files.c
+  run_input.c cancel.c output.c images.c display.c out_files.c result.c result_files.c result_network.c
   model_view.c error_hint.c)
 # The client of upstream MCP servers, over stdio and HTTP (libcurl loaded at run time).
 codecell_wing(mcp_client USES base SOURCES
