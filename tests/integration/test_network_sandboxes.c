@@ -41,8 +41,8 @@ static codecell_cell *new_cell(codecell_start start, bool network)
         CHECK(codecell_config_set_start(config, start, &err) == 0);
         CHECK(codecell_config_set_pool(config, 0, &err) == 0);
         if (network)
-                CHECK(codecell_config_set_network(config, "{\"allow\": [\"example.test\"]}", &err) ==
-                      0);
+                CHECK(codecell_config_set_network(config, "{\"allow\": [\"example.test\"]}",
+                                                  &err) == 0);
         codecell_cell *cell = codecell_cell_new(config, &err);
         if (!cell)
                 fprintf(stderr, "cell: %s\n", err.message);
@@ -103,16 +103,17 @@ static void check_environment(codecell_start start, bool network)
         codecell_cell *cell = new_cell(start, network);
         if (!cell)
                 return;
-        const char *code = L("[ENV[\"HTTPS_PROXY\"], ENV[\"all_proxy\"], ENV[\"NO_PROXY\"]]",
-                             "import os\n[os.environ.get('HTTPS_PROXY'), os.environ.get('all_proxy'), "
-                             "os.environ.get('NO_PROXY')]");
+        const char *code =
+                L("[ENV[\"HTTPS_PROXY\"], ENV[\"all_proxy\"], ENV[\"NO_PROXY\"]]",
+                  "import os\n[os.environ.get('HTTPS_PROXY'), os.environ.get('all_proxy'), "
+                  "os.environ.get('NO_PROXY')]");
         codecell_result *result = NULL;
         CHECK(codecell_cell_run(cell, code, strlen(code), &result, &err) == 0);
         if (result) {
                 const char *value = codecell_result_value(result);
-                const char *want = network
-                                           ? "[\"http://127.0.0.1:3128\",\"http://127.0.0.1:3128\",\"\"]"
-                                           : "[null,null,null]";
+                const char *want =
+                        network ? "[\"http://127.0.0.1:3128\",\"http://127.0.0.1:3128\",\"\"]"
+                                : "[null,null,null]";
                 CHECK_STR(value, want);
                 codecell_result_free(result);
         }

@@ -38,11 +38,21 @@ static const char *const guest_env[] = {
  * nothing is reached directly (there is nothing to reach). */
 #define PROXY_URL "http://127.0.0.1:" CODECELL_PROXY_PORT_TEXT
 static const char *const guest_env_network[] = {
-        "PATH=/usr/bin:/bin",   "HOME=/work",           "TMPDIR=/tmp",
-        "LANG=C.UTF-8",         "USER=sandbox",         "LOGNAME=sandbox",
-        "HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL, "ALL_PROXY=" PROXY_URL,
-        "http_proxy=" PROXY_URL, "https_proxy=" PROXY_URL, "all_proxy=" PROXY_URL,
-        "NO_PROXY=",            "no_proxy=",            NULL,
+        "PATH=/usr/bin:/bin",
+        "HOME=/work",
+        "TMPDIR=/tmp",
+        "LANG=C.UTF-8",
+        "USER=sandbox",
+        "LOGNAME=sandbox",
+        "HTTP_PROXY=" PROXY_URL,
+        "HTTPS_PROXY=" PROXY_URL,
+        "ALL_PROXY=" PROXY_URL,
+        "http_proxy=" PROXY_URL,
+        "https_proxy=" PROXY_URL,
+        "all_proxy=" PROXY_URL,
+        "NO_PROXY=",
+        "no_proxy=",
+        NULL,
 };
 
 /* The dynamic loader named in an ELF program's PT_INTERP, or NULL. */
@@ -131,8 +141,7 @@ static int plan_landlock_network(struct cell_plan *plan, codecell_error *err)
                 return 0;
         plan->landlock.connect_port = CODECELL_PROXY_PORT;
         if (plan->landlock.abi >= 4)
-                return add_layer(plan, "landlock_network") < 0 ? err_sys(err, ENOMEM, "layers")
-                                                               : 0;
+                return add_layer(plan, "landlock_network") < 0 ? err_sys(err, ENOMEM, "layers") : 0;
         char what[160];
         snprintf(what, sizeof(what),
                  "landlock: ABI %d has no network rules (4 does): a network cell's sandbox may "
@@ -378,9 +387,10 @@ int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codec
         for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
                 add_layer(plan, always[i]);
         r = mount_plan_build(&plan->mounts, config, SANDBOX_INNER_UID, err);
-        r = r ?: config_network(config)
-                         ? seccomp_program_compile_tcp(&plan->seccomp, config->subprocesses, err)
-                         : seccomp_program_compile(&plan->seccomp, config->subprocesses, err);
+        r = r
+                    ?: config_network(config)
+                       ? seccomp_program_compile_tcp(&plan->seccomp, config->subprocesses, err)
+                       : seccomp_program_compile(&plan->seccomp, config->subprocesses, err);
         r = r ?: plan_landlock(plan, err);
         r = r ?: plan_cgroup(plan, err);
         r = r ?: plan_rlimits(plan, err);

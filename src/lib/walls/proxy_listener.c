@@ -122,7 +122,8 @@ int proxy_listener_receive(int sock)
                                 close(got);
                 }
         }
-        if (n == 1 && byte == 'L' && fd >= 0 && !(msg.msg_flags & MSG_CTRUNC) && proxy_listener_check(fd))
+        if (n == 1 && byte == 'L' && fd >= 0 && !(msg.msg_flags & MSG_CTRUNC) &&
+            proxy_listener_check(fd))
                 return fd;
         if (fd >= 0)
                 close(fd);

@@ -71,7 +71,7 @@ struct sandbox {
                           .pidfd = -1,                                                             \
                           .exit_fd = -1,                                                           \
                           .guest = -1,                                                             \
-                          .guest_pidfd = -1,                                               \
+                          .guest_pidfd = -1,                                                       \
                           .proxy_fd = -1})
 
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On

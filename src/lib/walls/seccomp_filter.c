@@ -259,8 +259,9 @@ static int allow_tcp_only(scmp_filter_ctx ctx, codecell_error *err)
         const int nr = SCMP_SYS(socket);
         int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
                                  SCMP_A0(SCMP_CMP_LT, AF_INET));
-        r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
-                                  SCMP_A0(SCMP_CMP_GT, AF_INET6));
+        r = r
+                    ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
+                                        SCMP_A0(SCMP_CMP_GT, AF_INET6));
         for (int family = AF_INET + 1; r == 0 && family < AF_INET6; family++)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
                                      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family));
@@ -269,8 +270,9 @@ static int allow_tcp_only(scmp_filter_ctx ctx, codecell_error *err)
                         r = seccomp_rule_add(
                                 ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
                                 SCMP_A1(SCMP_CMP_MASKED_EQ, SOCK_TYPE_MASK, (scmp_datum_t)type));
-        r = r ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
-                                  SCMP_A2(SCMP_CMP_GT, IPPROTO_TCP));
+        r = r
+                    ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                        SCMP_A2(SCMP_CMP_GT, IPPROTO_TCP));
         for (int proto = 1; r == 0 && proto < IPPROTO_TCP; proto++)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
                                      SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)proto));
@@ -361,8 +363,7 @@ int seccomp_program_compile_network(struct seccomp_program *ret, bool subprocess
         return compile(ret, subprocesses, network ? NET_ALL : NET_UNIX, err);
 }
 
-int seccomp_program_compile_tcp(struct seccomp_program *ret, bool subprocesses,
-                                codecell_error *err)
+int seccomp_program_compile_tcp(struct seccomp_program *ret, bool subprocesses, codecell_error *err)
 {
         return compile(ret, subprocesses, NET_TCP, err);
 }

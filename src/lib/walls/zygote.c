@@ -229,8 +229,8 @@ static void received_fds(struct msghdr *msg, int fds[3])
  * zygote's pid namespace, their pidfds and a network cell's listener or -1 (which the caller
  * then owns); a positive errno it sent (with what); or -EPIPE when it is gone or did not
  * answer in time, or sent a third descriptor that is no listener. */
-static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_fds[3],
-                      char *what, size_t size)
+static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_fds[3], char *what,
+                      size_t size)
 {
         ret_fds[0] = ret_fds[1] = ret_fds[2] = -1;
         struct zygote_reply reply;

@@ -11,8 +11,9 @@
  *   zygote -> engine  struct zygote_reply: the sandbox's interpreter and init, by their pids in
  *                     the zygote's pid namespace (both are its children), with their pidfds
  *                     (SCM_RIGHTS: the interpreter's, then init's, then a network cell's
- *                     listener, proxy_listener.h), by which the engine holds them; or what failed, without a descriptor (ETOOMANYREFS when the
- *                     pidfds could not be sent: a guest that fills its user's quota of
+ *                     listener, proxy_listener.h), by which the engine holds them; or
+ *                     what failed, without a descriptor (ETOOMANYREFS when the pidfds
+ *                     could not be sent: a guest that fills its user's quota of
  *                     descriptors in flight must not stop the zygote's answers);
  *   zygote -> pipe    struct zygote_exit once both are gone: how the interpreter ended, as an
  *                     exec'd sandbox's init reports it (init_exit.h), and their rusage.
