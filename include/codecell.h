@@ -209,6 +209,14 @@ CODECELL_API int codecell_config_set_start(codecell_config *config, codecell_sta
 CODECELL_API int codecell_config_set_pool(codecell_config *config, size_t size,
                                           codecell_error *err);
 
+/* The cell's network policy, a JSON object (`json`, text), e.g. {"allow": ["example.org"]};
+ * NULL clears it (the default: no network at all). A cell with one is a network cell: each of
+ * its sandboxes has a network namespace of its own with only its loopback, where the one way
+ * out is a listener on 127.0.0.1 that the engine holds (docs/security.md). Checked here only
+ * to be an object. -1 with err when it is not. */
+CODECELL_API int codecell_config_set_network(codecell_config *config, const char *json,
+                                             codecell_error *err);
+
 /* ---- interpreters and libraries -------------------------------------------------------- */
 
 /* Runs the cell's code with the interpreter at `path` (a file on the host; relative to the

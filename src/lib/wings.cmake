@@ -41,7 +41,7 @@ codecell_wing(base SOURCES
 # their embedded programs, GUEST_SOURCES of CMakeLists.txt), the interpreters as probed on the
 # host, the rules of mounts.
 codecell_wing(spec USES base SOURCES
-  config.c runtime.c interpreter.c mount_rules.c ${GUEST_SOURCES})
+  config.c config_network.c runtime.c interpreter.c mount_rules.c ${GUEST_SOURCES})
 # What goes into a run and what comes out: input, cancel, output, images, the result and the
 # model's view of it.
 codecell_wing(results USES base SOURCES
@@ -59,7 +59,8 @@ codecell_wing(tools USES spec results mcp_client SOURCES
 # capabilities, the one entry every guest takes, cgroups, CPU time, the zygote's side of forked
 # sandboxes.
 codecell_wing(walls USES spec SOURCES
-  sandbox.c sandbox_entry.c seccomp_filter.c landlock.c capabilities.c netns.c cgroup.c cgroup_v1.c cgroup_v2.c
+  sandbox.c sandbox_entry.c seccomp_filter.c landlock.c capabilities.c netns.c proxy_listener.c
+  cgroup.c cgroup_v1.c cgroup_v2.c
   mount_plan.c mount_roots.c idmap.c cpu_time.c zygote.c zygote_walls.c check.c
   ${CMAKE_BINARY_DIR}/zygote_so.c ${CMAKE_BINARY_DIR}/init_bin.c)
 target_link_libraries(engine_walls PUBLIC PkgConfig::SECCOMP)

@@ -133,6 +133,7 @@ void codecell_config_free(codecell_config *c)
         free(c->interpreter_where);
         json_decref(c->listed_libraries);
         free(c->listed_where);
+        json_decref(c->network);
         free(c);
 }
 
@@ -474,6 +475,9 @@ codecell_config *config_copy(const codecell_config *src)
         c->interpreter = c->interpreter_where = NULL;
         c->listed_libraries = NULL;
         c->listed_where = NULL;
+        c->network = NULL;
+        if (src->network && !(c->network = json_deep_copy(src->network)))
+                goto fail;
         if ((src->listed_libraries &&
              !(c->listed_libraries = json_deep_copy(src->listed_libraries))) ||
             (src->listed_where && !(c->listed_where = strdup(src->listed_where))))
