@@ -71,9 +71,9 @@ codecell_wing(jail USES walls SOURCES
   jail_keeper_ids.c)
 # The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
 # disposal, the description.
-codecell_wing(run USES tools walls SOURCES
-  cell_plan.c standby.c pump.c pool.c disposal.c execution.c session.c description.c library_check.c
-  cell.c)
+codecell_wing(run USES tools walls egress SOURCES
+  cell_plan.c standby.c pump.c pool.c disposal.c execution.c run_network.c session.c description.c
+  library_check.c cell.c)
 # Configuration files: the cells of a file, its tools and its MCP servers, which make cells
 # and add to them.
 codecell_wing(files USES run SOURCES
