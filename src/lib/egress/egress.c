@@ -326,7 +326,7 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
                         t[0].len = sizeof(struct sockaddr_in6);
                 }
                 const char *why = egress_sockaddr_refused((struct sockaddr *)&t[0].addr);
-                if (why && !egress_policy_names_address(p, (struct sockaddr *)&t[0].addr)) {
+                if (why && !egress_policy_names_address(p, (struct sockaddr *)&t[0].addr, req->port)) {
                         refuse(c, 403, "%s is a %s address, which this cell may not reach", req->host, why);
                         return -1;
                 }
@@ -360,7 +360,9 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
         for (struct addrinfo *ai = res; ai && n < TARGETS_MAX; ai = ai->ai_next) {
                 if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof(t[n].addr))
                         continue;
-                if (egress_sockaddr_refused(ai->ai_addr) && !egress_policy_names_address(p, ai->ai_addr)) {
+                /* A looked-up address is never excused by the allowlist's literals: only a
+                 * connection to the literal itself is (above). */
+                if (egress_sockaddr_refused(ai->ai_addr)) {
                         char a[INET6_ADDRSTRLEN];
                         address_text(ai->ai_addr, a, sizeof(a));
                         if (!strstr(refused, a) && strlen(refused) + strlen(a) + 3 < sizeof(refused))

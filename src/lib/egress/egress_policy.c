@@ -117,8 +117,8 @@ static int parse_allow(struct egress_policy *p, const json_t *allow, const char 
                 const char *s = json_string_value(v), *why = NULL;
                 struct egress_rule *r = &p->rules[i];
                 if (parse_rule(s, r, &why) < 0)
-                        return invalid(err, "%s.allow[%zu]: \"%s\" %s%s", path, i, quote(s, q),
-                                       strncmp(why, "is ", 3) == 0 || strncmp(why, "has ", 4) == 0 ? "" : ": ",
+                        return invalid(err, "%s.allow[%zu]: \"%s\"%s%s", path, i, quote(s, q),
+                                       strncmp(why, "is ", 3) == 0 || strncmp(why, "has ", 4) == 0 ? " " : ": ",
                                        why);
                 for (size_t k = 0; k < i; k++)
                         if (p->rules[k].wildcard == r->wildcard && p->rules[k].port == r->port &&
@@ -508,11 +508,8 @@ static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
         return false;
 }
 
-bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa)
+bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa, unsigned port)
 {
-        for (size_t i = 0; i < p->n_resolves; i++)
-                if (same_address((const struct sockaddr *)&p->resolves[i].addr, sa))
-                        return true;
         for (size_t i = 0; i < p->n_rules; i++) {
                 const struct egress_rule *r = &p->rules[i];
                 struct sockaddr_storage ss = {0};
@@ -525,7 +522,7 @@ bool egress_policy_names_address(const struct egress_policy *p, const struct soc
                 } else {
                         continue;
                 }
-                if (same_address((const struct sockaddr *)&ss, sa))
+                if (port_matches(r, port) && same_address((const struct sockaddr *)&ss, sa))
                         return true;
         }
         return false;

@@ -77,9 +77,11 @@ json_t *egress_policy_to_json(const struct egress_policy *p);
 
 /* For the proxy. The resolve entry of host, or NULL. */
 const struct egress_resolve *egress_policy_resolve(const struct egress_policy *p, const char *host);
-/* Whether the operator named this exact address (a resolve entry, an address of the allowlist):
- * then it is reached even when it is private. */
-bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa);
+/* Whether the allowlist names this exact address at this port ("10.0.0.5:8080"): then it is
+ * reached even when it is private. Only there, at that port: a name that resolves to it is
+ * still refused, or one allowed literal would open the address to every allowed name. A
+ * resolve entry's address is reached through its own name only (egress_policy_resolve). */
+bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa, unsigned port);
 /* Whether plain HTTP may use method (case-sensitive, as HTTP's are). */
 bool egress_policy_method_allowed(const struct egress_policy *p, const char *method, size_t len);
 /* The headers the proxy adds to plain-HTTP requests to host, or NULL. */
