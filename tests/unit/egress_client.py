@@ -2,6 +2,7 @@
 mode. Prints one line: the status and body, or "ERROR <class>: <message>".
 
   get        urllib.request GET https://tls.example.test/hello through the proxy
+  post       urllib.request POST of "payload" to https://tls.example.test/echo
   mismatch   CONNECT tls.example.test:443, then a TLS handshake naming other.example.test
 """
 import socket
@@ -12,11 +13,13 @@ import urllib.request
 port, ca, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 ctx = ssl.create_default_context(cafile=ca)
 try:
-    if mode == "get":
+    if mode in ("get", "post"):
         opener = urllib.request.build_opener(
             urllib.request.ProxyHandler({"https": "http://127.0.0.1:%d" % port}),
             urllib.request.HTTPSHandler(context=ctx))
-        with opener.open("https://tls.example.test/hello", timeout=10) as r:
+        url = "https://tls.example.test/" + ("hello" if mode == "get" else "echo")
+        data = b"payload" if mode == "post" else None
+        with opener.open(url, data=data, timeout=10) as r:
             print(r.status, r.read().decode())
     else:
         s = socket.create_connection(("127.0.0.1", port), timeout=10)

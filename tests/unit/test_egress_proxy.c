@@ -277,6 +277,19 @@ int main(void)
         a = client(port, "get");
         CHECK_HAS(a, "200 hello from https");
         free(a);
+        a = client(port, "post");
+        CHECK_HAS(a, "\"method\": \"POST\"");
+        CHECK_HAS(a, "\"body\": \"payload\"");
+        free(a);
+        /* A tunnel to another port carries what it is given, the bytes sent with the CONNECT
+         * head included; no SNI check there. */
+        a = ask(port,
+                "CONNECT plain.example.test:80 HTTP/1.1\r\n\r\n"
+                "GET /hello HTTP/1.1\r\nHost: plain.example.test\r\nConnection: close\r\n\r\n",
+                NULL);
+        CHECK_HAS(a, "HTTP/1.1 200 Connection established\r\n\r\nHTTP/1.1 200 OK");
+        CHECK_HAS(a, "hello from http");
+        free(a);
 
         /* Refusals, each answered with a text the model can act on. */
         a = ask(port, "GET http://other.example.test/ HTTP/1.1\r\n\r\n", NULL);
@@ -322,6 +335,9 @@ int main(void)
         a = ask(port, "GET http://plain.example.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", NULL);
         CHECK_HAS(a, "400 Bad Request");
         free(a);
+        a = ask(port, "CONNECT \x1b[31mevil\x01:443 HTTP/1.1\r\n\r\n", NULL);
+        CHECK_HAS(a, "400 Bad Request");
+        free(a);
         a = ask(port, "GET http://pl\xc3\xa9in.example.test/ HTTP/1.1\r\n\r\n", NULL);
         CHECK_HAS(a, "400 Bad Request");
         free(a);
@@ -356,6 +372,9 @@ int main(void)
         CHECK(!strstr(log_text, "s3cret"));
         CHECK_HAS(log_text, "other.example.test:80 network access to other.example.test:80 is not allowed");
         CHECK_HAS(log_text, ":0 no code is running");
+        /* Whatever the guest sent, the log holds printable ASCII only. */
+        for (const char *c = log_text; *c; c++)
+                CHECK(*c == '\n' || (*c >= 0x20 && *c < 0x7f));
         pthread_mutex_unlock(&log_lock);
 
         /* A slow server at the run's deadline: 504 at the deadline, not after the server. */
