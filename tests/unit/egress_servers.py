@@ -3,7 +3,8 @@ made by `openssl req` for tls.example.test) on 127.0.0.1. Prints "HTTP_PORT HTTP
 on one line and serves until stdin closes.
 
   GET  /hello      "hello from <scheme>"
-  POST /echo       the method, the headers and the body, as JSON
+  POST /echo       the method, the headers and the body, as JSON (with X-Read-Rest: what
+                   followed the body)
   GET  /big?n=N    N bytes of 'x'
   GET  /slow       answers after 5 seconds
 """
@@ -34,7 +35,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def echo(self):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n).decode("latin-1")
+        rest = b""
+        if self.headers.get("X-Read-Rest"):
+            # What came after the body within 300 ms: a request smuggled past the proxy's checks.
+            self.connection.settimeout(0.3)
+            try:
+                rest = self.rfile.read1(65536)
+            except OSError:
+                pass
         self.answer(json.dumps({"method": self.command, "path": self.path, "body": body,
+                                "rest": rest.decode("latin-1"),
                                 "headers": [[k, v] for k, v in self.headers.items()]}).encode(),
                     "application/json")
 
