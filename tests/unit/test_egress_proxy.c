@@ -8,6 +8,8 @@
  * thread and no fd. */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <dlfcn.h>
+#include <netdb.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -22,7 +24,23 @@
 #include "egress.h"
 #include "util.h"
 
+/* A resolver that hangs, for one name: this definition comes before libc's, so the proxy's
+ * lookup thread calls it. For "stuck.example.test" it sleeps 1.5 s before answering. */
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
+{
+        static int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+        if (!real)
+                real = (int (*)(const char *, const char *, const struct addrinfo *, struct addrinfo **))dlsym(
+                        RTLD_NEXT, "getaddrinfo");
+        if (node && strcmp(node, "stuck.example.test") == 0) {
+                usleep(1500000);
+                node = "localhost";
+        }
+        return real(node, service, hints, res);
+}
+
 static unsigned http_port, https_port;
+#define SEND(fd, text) (void)write_all(fd, text, strlen(text))
 static char cert[512];
 static const char *dir;
 
@@ -223,7 +241,7 @@ int main(void)
         char text[2048];
         snprintf(text, sizeof(text),
                  "{\"allow\": [\"plain.example.test\", \"tls.example.test\", \"localhost\", \"127.0.0.1:%u\","
-                 " \"slow.example.test\"],"
+                 " \"slow.example.test\", \"stuck.example.test\"],"
                  " \"methods\": [\"GET\", \"POST\"],"
                  " \"resolve\": {\"plain.example.test\": \"127.0.0.1:%u\", \"tls.example.test\": \"127.0.0.1:%u\","
                  "  \"slow.example.test\": \"127.0.0.1:%u\"},"
@@ -272,7 +290,7 @@ int main(void)
         const char *head = "POST http://plain.example.test/echo HTTP/1.1\r\nX-Read-Rest: 1\r\nContent-Length: 3\r\n\r\n";
         (void)write_all(late, head, strlen(head));
         usleep(100000);
-        (void)write_all(late, "xyzDELETE /smuggled HTTP/1.1\r\n\r\n", 34);
+        SEND(late, "xyzDELETE /smuggled HTTP/1.1\r\n\r\n");
         a = read_all(late, 10000, NULL);
         close(late);
         CHECK_HAS(a, "\"body\": \"xyz\"");
@@ -401,6 +419,27 @@ int main(void)
         CHECK(entry(list, "slow.example.test", "did not answer") != NULL);
         json_decref(list);
 
+        /* A lookup that hangs: 504 at the deadline; and at the run's end, the run ends at once,
+         * the lookup's thread finishes later on its own and leaves nothing behind. */
+        egress_run_begin(e, now_ms() + 500);
+        t0 = now_ms();
+        a = ask(port, "CONNECT stuck.example.test:443 HTTP/1.1\r\n\r\n", NULL);
+        CHECK(now_ms() - t0 < 1200);
+        CHECK_HAS(a, "504 Gateway Timeout");
+        CHECK_HAS(a, "looking up stuck.example.test took past the run's time limit");
+        free(a);
+        json_decref(egress_run_end(e));
+        egress_run_begin(e, now_ms() + 30000);
+        int stuck = dial(port);
+        SEND(stuck, "CONNECT stuck.example.test:443 HTTP/1.1\r\n\r\n");
+        usleep(200000);
+        t0 = now_ms();
+        list = egress_run_end(e);
+        CHECK(now_ms() - t0 < 300);
+        CHECK(entry(list, "stuck.example.test", "the run ended") != NULL);
+        json_decref(list);
+        close(stuck);
+
         /* egress_run_end with connections open: tunnels, a request half sent, a slow answer. */
         egress_run_begin(e, now_ms() + 30000);
         int open_fds[5];
@@ -414,9 +453,9 @@ int main(void)
                 CHECK(recv(open_fds[i], buf, sizeof(buf) - 1, 0) > 0);
         }
         open_fds[3] = dial(port);
-        (void)write_all(open_fds[3], "GET http://plain.exa", 20);
+        SEND(open_fds[3], "GET http://plain.exa");
         open_fds[4] = dial(port);
-        (void)write_all(open_fds[4], "GET http://slow.example.test/slow HTTP/1.1\r\n\r\n", 46);
+        SEND(open_fds[4], "GET http://slow.example.test/slow HTTP/1.1\r\n\r\n");
         usleep(200000);
         CHECK(threads() >= base_threads + 1 + 5);
         t0 = now_ms();
@@ -454,7 +493,7 @@ int main(void)
         CHECK(got <= 10000);
         free(a);
         int held = dial(port); /* the second of two */
-        (void)write_all(held, "CONNECT plain.example.test:80 HTTP/1.1\r\n\r\n", 42);
+        SEND(held, "CONNECT plain.example.test:80 HTTP/1.1\r\n\r\n");
         usleep(100000);
         a = ask(port, "GET http://plain.example.test/hello HTTP/1.1\r\n\r\n", NULL);
         CHECK_HAS(a, "429 Too Many Requests");
