@@ -31,8 +31,8 @@ static struct egress_policy *parse(const char *text, codecell_error *err)
                 if (_p)                                                                            \
                         egress_policy_free(_p);                                                    \
                 else if (strncmp(_e.message, want, strlen(want)) != 0) {                           \
-                        fprintf(stderr, "%s:%d: %s\n  got  %s\n  want %s...\n", __FILE__, __LINE__, \
-                                text, _e.message, want);                                           \
+                        fprintf(stderr, "%s:%d: %s\n  got  %s\n  want %s...\n", __FILE__,          \
+                                __LINE__, text, _e.message, want);                                 \
                         check_failures++;                                                          \
                 }                                                                                  \
         } while (0)
@@ -76,8 +76,9 @@ int main(void)
         /* Addresses: the canonical forms only; what inet_aton would also read is refused. */
         CHECK_STR(norm("127.0.0.1", out, &kind), "127.0.0.1");
         CHECK(kind == EGRESS_HOST_IPV4);
-        const char *sly[] = {"127.1", "2130706433", "0x7f.1", "0x7f000001", "017.0.0.1", "127.0.0.01",
-                             "127.0.0.256", "1.2.3.4.5", "1.2.3", "0177.0.0.1", "127.0.0.0x1", NULL};
+        const char *sly[] = {"127.1",     "2130706433", "0x7f.1",      "0x7f000001",
+                             "017.0.0.1", "127.0.0.01", "127.0.0.256", "1.2.3.4.5",
+                             "1.2.3",     "0177.0.0.1", "127.0.0.0x1", NULL};
         for (int i = 0; sly[i]; i++) {
                 const char *why = NULL;
                 if (egress_host_normalize(sly[i], strlen(sly[i]), out, &why)) {
@@ -92,11 +93,13 @@ int main(void)
         CHECK(!egress_host_normalize("1:2:3:4:5:6:7:8:9", 17, out, &(const char *){0}));
         unsigned port;
         const char *why;
-        CHECK(egress_authority_parse("[::1]:443", 9, true, out, &kind, &port, &why) == 0 && port == 443);
+        CHECK(egress_authority_parse("[::1]:443", 9, true, out, &kind, &port, &why) == 0 &&
+              port == 443);
         CHECK(egress_authority_parse("::1:443", 7, true, out, &kind, &port, &why) < 0);
         CHECK(egress_authority_parse("a.b:0", 5, true, out, &kind, &port, &why) < 0);
         CHECK(egress_authority_parse("a.b:65536", 9, true, out, &kind, &port, &why) < 0);
-        CHECK(egress_authority_parse("a.b:65535", 9, true, out, &kind, &port, &why) == 0 && port == 65535);
+        CHECK(egress_authority_parse("a.b:65535", 9, true, out, &kind, &port, &why) == 0 &&
+              port == 65535);
         CHECK(egress_authority_parse("a.b", 3, true, out, &kind, &port, &why) < 0);
         CHECK(egress_authority_parse("a.b:+80", 7, true, out, &kind, &port, &why) < 0);
         CHECK(egress_authority_parse("[a.b]:80", 8, true, out, &kind, &port, &why) < 0);
@@ -114,63 +117,103 @@ int main(void)
         REFUSED("{\"allow\": []}", "cells[0].network.allow: must be a non-empty list");
         REFUSED("{\"allow\": \"a.b\"}", "cells[0].network.allow: must be a non-empty list");
         REFUSED("{\"allow\": [1]}", "cells[0].network.allow[0]: must be a string");
-        REFUSED("{\"allow\": [\"a.b\", \"https://x\"]}", "cells[0].network.allow[1]: \"https://x\" has a scheme");
+        REFUSED("{\"allow\": [\"a.b\", \"https://x\"]}",
+                "cells[0].network.allow[1]: \"https://x\" has a scheme");
         REFUSED("{\"allow\": [\"a.b/x\"]}", "cells[0].network.allow[0]: \"a.b/x\" has a path");
         REFUSED("{\"allow\": [\"u@a.b\"]}", "cells[0].network.allow[0]: \"u@a.b\" has userinfo");
         REFUSED("{\"allow\": [\"*\"]}", "cells[0].network.allow[0]: \"*\" is a bare \"*\"");
         REFUSED("{\"allow\": [\"*:443\"]}", "cells[0].network.allow[0]: \"*:443\" is a bare \"*\"");
-        REFUSED("{\"allow\": [\"a.*.b\"]}", "cells[0].network.allow[0]: \"a.*.b\" has '*' other than");
-        REFUSED("{\"allow\": [\"*a.b\"]}", "cells[0].network.allow[0]: \"*a.b\" has '*' other than");
-        REFUSED("{\"allow\": [\"*.*.b\"]}", "cells[0].network.allow[0]: \"*.*.b\" has '*' other than");
-        REFUSED("{\"allow\": [\"*.1.2.3.4\"]}", "cells[0].network.allow[0]: \"*.1.2.3.4\" is a wildcard over an address");
+        REFUSED("{\"allow\": [\"a.*.b\"]}",
+                "cells[0].network.allow[0]: \"a.*.b\" has '*' other than");
+        REFUSED("{\"allow\": [\"*a.b\"]}",
+                "cells[0].network.allow[0]: \"*a.b\" has '*' other than");
+        REFUSED("{\"allow\": [\"*.*.b\"]}",
+                "cells[0].network.allow[0]: \"*.*.b\" has '*' other than");
+        REFUSED("{\"allow\": [\"*.1.2.3.4\"]}",
+                "cells[0].network.allow[0]: \"*.1.2.3.4\" is a wildcard over an address");
         REFUSED("{\"allow\": [\"a..b\"]}", "cells[0].network.allow[0]: \"a..b\": empty label");
         REFUSED("{\"allow\": [\"\"]}", "cells[0].network.allow[0]: \"\" is empty");
-        REFUSED("{\"allow\": [\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b\"]}",
+        REFUSED("{\"allow\": "
+                "[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b\"]}",
                 "cells[0].network.allow[0]: \"aaaa");
-        REFUSED("{\"allow\": [\"a_b.c\"]}", "cells[0].network.allow[0]: \"a_b.c\": character outside");
-        REFUSED("{\"allow\": [\"a.b:0\"]}", "cells[0].network.allow[0]: \"a.b:0\": port outside 1-65535");
+        REFUSED("{\"allow\": [\"a_b.c\"]}",
+                "cells[0].network.allow[0]: \"a_b.c\": character outside");
+        REFUSED("{\"allow\": [\"a.b:0\"]}",
+                "cells[0].network.allow[0]: \"a.b:0\": port outside 1-65535");
         REFUSED("{\"allow\": [\"a.b:70000\"]}", "cells[0].network.allow[0]: \"a.b:70000\": port");
-        REFUSED("{\"allow\": [\"a.b:\"]}", "cells[0].network.allow[0]: \"a.b:\": port is not a number");
-        REFUSED("{\"allow\": [\"127.1\"]}", "cells[0].network.allow[0]: \"127.1\": not a canonical IPv4");
-        REFUSED("{\"allow\": [\"::1\"]}", "cells[0].network.allow[0]: \"::1\": an IPv6 address goes in brackets");
+        REFUSED("{\"allow\": [\"a.b:\"]}",
+                "cells[0].network.allow[0]: \"a.b:\": port is not a number");
+        REFUSED("{\"allow\": [\"127.1\"]}",
+                "cells[0].network.allow[0]: \"127.1\": not a canonical IPv4");
+        REFUSED("{\"allow\": [\"::1\"]}",
+                "cells[0].network.allow[0]: \"::1\": an IPv6 address goes in brackets");
         REFUSED("{\"allow\": [\"[::1\"]}", "cells[0].network.allow[0]: \"[::1\": '[' without ']'");
-        REFUSED("{\"allow\": [\"a.b\", \"A.B.\"]}", "cells[0].network.allow[1]: \"A.B.\" repeats allow[0]");
+        REFUSED("{\"allow\": [\"a.b\", \"A.B.\"]}",
+                "cells[0].network.allow[1]: \"A.B.\" repeats allow[0]");
         REFUSED("{\"allow\": [\"a.b\"], \"alow\": 1}", "cells[0].network.alow: unknown key");
-        REFUSED("{\"allow\": [\"a.b\"], \"methods\": []}", "cells[0].network.methods: must be a non-empty list");
-        REFUSED("{\"allow\": [\"a.b\"], \"methods\": [\"get\"]}", "cells[0].network.methods[0]: \"get\" is not an HTTP method");
-        REFUSED("{\"allow\": [\"a.b\"], \"methods\": [\"GET\", \"GET\"]}", "cells[0].network.methods[1]: \"GET\" repeats");
-        REFUSED("{\"allow\": [\"a.b\"], \"methods\": [\"CONNECT\"]}", "cells[0].network.methods[0]: CONNECT");
-        REFUSED("{\"allow\": [\"a.b\"], \"bytes\": 0}", "cells[0].network.bytes: must be an integer from 1");
-        REFUSED("{\"allow\": [\"a.b\"], \"bytes\": \"1\"}", "cells[0].network.bytes: must be an integer");
-        REFUSED("{\"allow\": [\"a.b\"], \"connections\": 1025}", "cells[0].network.connections: must be an integer from 1 to 1024");
-        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": []}", "cells[0].network.resolve: must be an object");
-        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"a.b\": \"c.d\"}}", "cells[0].network.resolve.a.b: must be an IP address");
-        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"a.b\": \"127.0.0.1:0\"}}", "cells[0].network.resolve.a.b: must be an IP address");
-        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"1.2.3.4\": \"127.0.0.1\"}}", "cells[0].network.resolve: \"1.2.3.4\" is not a host name");
-        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"a.b\": \"127.0.0.1\", \"A.B\": \"127.0.0.2\"}}", "cells[0].network.resolve: \"A.B\" is named twice");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": []}", "cells[0].network.headers: must be an object");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {}}}", "cells[0].network.headers.a.b: must be a non-empty object");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X Y\": \"1\"}}}", "cells[0].network.headers.a.b.X Y: not a header name");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"Host\": \"1\"}}}", "cells[0].network.headers.a.b.Host: the proxy sets");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"Proxy-Authorization\": \"1\"}}}", "cells[0].network.headers.a.b.Proxy-Authorization: the proxy sets");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": 1}}}", "cells[0].network.headers.a.b.X: must be a string");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"a\\r\\nEvil: 1\"}}}", "cells[0].network.headers.a.b.X: the value holds a line break");
+        REFUSED("{\"allow\": [\"a.b\"], \"methods\": []}",
+                "cells[0].network.methods: must be a non-empty list");
+        REFUSED("{\"allow\": [\"a.b\"], \"methods\": [\"get\"]}",
+                "cells[0].network.methods[0]: \"get\" is not an HTTP method");
+        REFUSED("{\"allow\": [\"a.b\"], \"methods\": [\"GET\", \"GET\"]}",
+                "cells[0].network.methods[1]: \"GET\" repeats");
+        REFUSED("{\"allow\": [\"a.b\"], \"methods\": [\"CONNECT\"]}",
+                "cells[0].network.methods[0]: CONNECT");
+        REFUSED("{\"allow\": [\"a.b\"], \"bytes\": 0}",
+                "cells[0].network.bytes: must be an integer from 1");
+        REFUSED("{\"allow\": [\"a.b\"], \"bytes\": \"1\"}",
+                "cells[0].network.bytes: must be an integer");
+        REFUSED("{\"allow\": [\"a.b\"], \"connections\": 1025}",
+                "cells[0].network.connections: must be an integer from 1 to 1024");
+        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": []}",
+                "cells[0].network.resolve: must be an object");
+        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"a.b\": \"c.d\"}}",
+                "cells[0].network.resolve.a.b: must be an IP address");
+        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"a.b\": \"127.0.0.1:0\"}}",
+                "cells[0].network.resolve.a.b: must be an IP address");
+        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"1.2.3.4\": \"127.0.0.1\"}}",
+                "cells[0].network.resolve: \"1.2.3.4\" is not a host name");
+        REFUSED("{\"allow\": [\"a.b\"], \"resolve\": {\"a.b\": \"127.0.0.1\", \"A.B\": "
+                "\"127.0.0.2\"}}",
+                "cells[0].network.resolve: \"A.B\" is named twice");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": []}",
+                "cells[0].network.headers: must be an object");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {}}}",
+                "cells[0].network.headers.a.b: must be a non-empty object");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X Y\": \"1\"}}}",
+                "cells[0].network.headers.a.b.X Y: not a header name");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"Host\": \"1\"}}}",
+                "cells[0].network.headers.a.b.Host: the proxy sets");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"Proxy-Authorization\": \"1\"}}}",
+                "cells[0].network.headers.a.b.Proxy-Authorization: the proxy sets");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": 1}}}",
+                "cells[0].network.headers.a.b.X: must be a string");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"a\\r\\nEvil: 1\"}}}",
+                "cells[0].network.headers.a.b.X: the value holds a line break");
         unsetenv("EGRESS_TEST_UNSET");
         REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${EGRESS_TEST_UNSET}\"}}}",
-                "cells[0].network.headers.a.b.X: ${EGRESS_TEST_UNSET} is not set in the engine's environment");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${1A}\"}}}", "cells[0].network.headers.a.b.X: \"${\" opens");
-        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${OPEN\"}}}", "cells[0].network.headers.a.b.X: \"${\" opens");
+                "cells[0].network.headers.a.b.X: ${EGRESS_TEST_UNSET} is not set in the engine's "
+                "environment");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${1A}\"}}}",
+                "cells[0].network.headers.a.b.X: \"${\" opens");
+        REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${OPEN\"}}}",
+                "cells[0].network.headers.a.b.X: \"${\" opens");
         setenv("EGRESS_TEST_CRLF", "x\r\nEvil: 1", 1);
         codecell_error err;
-        struct egress_policy *p = parse("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${EGRESS_TEST_CRLF}\"}}}", &err);
+        struct egress_policy *p = parse(
+                "{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${EGRESS_TEST_CRLF}\"}}}",
+                &err);
         CHECK(!p && strstr(err.message, "line break") && !strstr(err.message, "Evil"));
 
         /* A policy that loads: matching, text, JSON. */
         setenv("EGRESS_TEST_TOKEN", "s3cret-value", 1);
-        p = parse("{\"allow\": [\"API.github.com\", \"*.wikipedia.org:443\", \"10.0.0.5:8080\", \"[2001:db8::1]\"],"
+        p = parse("{\"allow\": [\"API.github.com\", \"*.wikipedia.org:443\", \"10.0.0.5:8080\", "
+                  "\"[2001:db8::1]\"],"
                   " \"methods\": [\"GET\", \"HEAD\"], \"bytes\": 1000, \"connections\": 3,"
-                  " \"resolve\": {\"api.example.test\": \"127.0.0.1:8443\", \"v6.example.test\": \"[::1]\"},"
-                  " \"headers\": {\"api.github.com\": {\"Authorization\": \"Bearer ${EGRESS_TEST_TOKEN}!\"}}}",
+                  " \"resolve\": {\"api.example.test\": \"127.0.0.1:8443\", \"v6.example.test\": "
+                  "\"[::1]\"},"
+                  " \"headers\": {\"api.github.com\": {\"Authorization\": \"Bearer "
+                  "${EGRESS_TEST_TOKEN}!\"}}}",
                   &err);
         CHECK(p != NULL);
         if (!p) {
@@ -198,16 +241,20 @@ int main(void)
         CHECK(!egress_policy_method_allowed(p, "GE", 2));
         const struct egress_host_headers *h = egress_policy_headers(p, "api.github.com");
         CHECK(h && h->n == 1 && strcmp(h->headers[0].value, "Bearer s3cret-value!") == 0);
-        CHECK(egress_policy_resolve(p, "api.example.test") && egress_policy_resolve(p, "api.example.test")->port == 8443);
+        CHECK(egress_policy_resolve(p, "api.example.test") &&
+              egress_policy_resolve(p, "api.example.test")->port == 8443);
         CHECK(!egress_policy_resolve(p, "api.github.com"));
         char *text = egress_policy_allowed_text(p);
         CHECK_STR(text, "api.github.com, *.wikipedia.org:443, 10.0.0.5:8080, [2001:db8::1]");
         free(text);
         json_t *j = egress_policy_to_json(p);
         char *dump = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-        CHECK_STR(dump, "{\"allow\":[\"api.github.com\",\"*.wikipedia.org:443\",\"10.0.0.5:8080\",\"[2001:db8::1]\"],"
-                        "\"bytes\":1000,\"connections\":3,\"headers\":{\"api.github.com\":[\"Authorization\"]},"
-                        "\"methods\":[\"GET\",\"HEAD\"],\"resolve\":{\"api.example.test\":\"127.0.0.1:8443\","
+        CHECK_STR(dump, "{\"allow\":[\"api.github.com\",\"*.wikipedia.org:443\",\"10.0.0.5:8080\","
+                        "\"[2001:db8::1]\"],"
+                        "\"bytes\":1000,\"connections\":3,\"headers\":{\"api.github.com\":["
+                        "\"Authorization\"]},"
+                        "\"methods\":[\"GET\",\"HEAD\"],\"resolve\":{\"api.example.test\":\"127.0."
+                        "0.1:8443\","
                         "\"v6.example.test\":\"[::1]\"}}");
         CHECK(!strstr(dump, "s3cret"));
         free(dump);

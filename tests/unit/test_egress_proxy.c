@@ -26,12 +26,13 @@
 
 /* A resolver that hangs, for one name: this definition comes before libc's, so the proxy's
  * lookup thread calls it. For "stuck.example.test" it sleeps 1.5 s before answering. */
-int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+                struct addrinfo **res)
 {
         static int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
         if (!real)
-                real = (int (*)(const char *, const char *, const struct addrinfo *, struct addrinfo **))dlsym(
-                        RTLD_NEXT, "getaddrinfo");
+                real = (int (*)(const char *, const char *, const struct addrinfo *,
+                                struct addrinfo **))dlsym(RTLD_NEXT, "getaddrinfo");
         if (node && strcmp(node, "stuck.example.test") == 0) {
                 usleep(1500000);
                 node = "localhost";
@@ -48,14 +49,14 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char log_text[65536];
 static int log_lines;
 
-static void log_fn(void *userdata, const char *host, unsigned port, const char *outcome, uint64_t out,
-                   uint64_t in)
+static void log_fn(void *userdata, const char *host, unsigned port, const char *outcome,
+                   uint64_t out, uint64_t in)
 {
         (void)userdata;
         pthread_mutex_lock(&log_lock);
         size_t n = strlen(log_text);
-        snprintf(log_text + n, sizeof(log_text) - n, "%s:%u %s out=%llu in=%llu\n", host, port, outcome,
-                 (unsigned long long)out, (unsigned long long)in);
+        snprintf(log_text + n, sizeof(log_text) - n, "%s:%u %s out=%llu in=%llu\n", host, port,
+                 outcome, (unsigned long long)out, (unsigned long long)in);
         log_lines++;
         pthread_mutex_unlock(&log_lock);
 }
@@ -101,7 +102,8 @@ static int listener(unsigned *ret_port)
 static int dial(unsigned port)
 {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 close(fd);
@@ -161,7 +163,8 @@ static char *ask(unsigned port, const char *request, size_t *ret_len)
 static char *client(unsigned proxy_port, const char *mode)
 {
         char cmd[1200];
-        snprintf(cmd, sizeof(cmd), "python3 %s/egress_client.py %u %s %s", dir, proxy_port, cert, mode);
+        snprintf(cmd, sizeof(cmd), "python3 %s/egress_client.py %u %s %s", dir, proxy_port, cert,
+                 mode);
         FILE *f = popen(cmd, "r");
         char *line = calloc(1, 4096);
         if (f) {
@@ -198,11 +201,11 @@ static json_t *entry(json_t *list, const char *host, const char *refused_part)
 {
         size_t i;
         json_t *o;
-        json_array_foreach(list, i, o)
-        {
+        json_array_foreach(list, i, o) {
                 const char *h = json_string_value(json_object_get(o, "host"));
                 const char *r = json_string_value(json_object_get(o, "refused"));
-                if (h && strcmp(h, host) == 0 && (!refused_part ? !r : r && strstr(r, refused_part)))
+                if (h && strcmp(h, host) == 0 &&
+                    (!refused_part ? !r : r && strstr(r, refused_part)))
                         return o;
         }
         return NULL;
@@ -240,12 +243,15 @@ int main(void)
         setenv("EGRESS_TEST_SECRET", "s3cret", 1);
         char text[2048];
         snprintf(text, sizeof(text),
-                 "{\"allow\": [\"plain.example.test\", \"tls.example.test\", \"localhost\", \"127.0.0.1:%u\","
+                 "{\"allow\": [\"plain.example.test\", \"tls.example.test\", \"localhost\", "
+                 "\"127.0.0.1:%u\","
                  " \"slow.example.test\", \"stuck.example.test\"],"
                  " \"methods\": [\"GET\", \"POST\"],"
-                 " \"resolve\": {\"plain.example.test\": \"127.0.0.1:%u\", \"tls.example.test\": \"127.0.0.1:%u\","
+                 " \"resolve\": {\"plain.example.test\": \"127.0.0.1:%u\", \"tls.example.test\": "
+                 "\"127.0.0.1:%u\","
                  "  \"slow.example.test\": \"127.0.0.1:%u\"},"
-                 " \"headers\": {\"plain.example.test\": {\"Authorization\": \"Bearer ${EGRESS_TEST_SECRET}\"}}}",
+                 " \"headers\": {\"plain.example.test\": {\"Authorization\": \"Bearer "
+                 "${EGRESS_TEST_SECRET}\"}}}",
                  http_port, http_port, https_port, http_port);
         struct egress_policy *p = policy(text);
         CHECK(p != NULL);
@@ -259,21 +265,25 @@ int main(void)
         CHECK(e != NULL);
 
         /* Between runs: refused. */
-        char *a = ask(port, "GET http://plain.example.test/hello HTTP/1.1\r\nHost: x\r\n\r\n", NULL);
+        char *a =
+                ask(port, "GET http://plain.example.test/hello HTTP/1.1\r\nHost: x\r\n\r\n", NULL);
         CHECK_HAS(a, "HTTP/1.1 403 Forbidden");
         CHECK_HAS(a, "no code is running");
         free(a);
 
         egress_run_begin(e, now_ms() + 30000);
         /* An allowed GET, and a POST whose head the proxy rewrote. */
-        a = ask(port, "GET http://plain.example.test/hello HTTP/1.1\r\nHost: plain.example.test\r\n\r\n", NULL);
+        a = ask(port,
+                "GET http://plain.example.test/hello HTTP/1.1\r\nHost: plain.example.test\r\n\r\n",
+                NULL);
         CHECK_HAS(a, "HTTP/1.1 200 OK");
         CHECK_HAS(a, "hello from http");
         free(a);
         a = ask(port,
                 "POST http://PLAIN.example.test./echo?q=1 HTTP/1.1\r\nHost: evil.test\r\n"
                 "Proxy-Authorization: Basic Zm9v\r\nAuthorization: guest-token\r\nX-Guest: 1\r\n"
-                "Connection: keep-alive\r\nX-Read-Rest: 1\r\nContent-Length: 3\r\n\r\nabcDELETE /smuggled HTTP/1.1\r\n\r\n",
+                "Connection: keep-alive\r\nX-Read-Rest: 1\r\nContent-Length: 3\r\n\r\nabcDELETE "
+                "/smuggled HTTP/1.1\r\n\r\n",
                 NULL);
         CHECK_HAS(a, "\"method\": \"POST\"");
         CHECK_HAS(a, "\"path\": \"/echo?q=1\"");
@@ -282,12 +292,14 @@ int main(void)
         CHECK_HAS(a, "[\"Authorization\", \"Bearer s3cret\"]");
         CHECK_HAS(a, "[\"X-Guest\", \"1\"]");
         CHECK_HAS(a, "[\"Connection\", \"close\"]");
-        CHECK(!strstr(a, "Proxy-Authorization") && !strstr(a, "guest-token") && !strstr(a, "evil.test"));
+        CHECK(!strstr(a, "Proxy-Authorization") && !strstr(a, "guest-token") &&
+              !strstr(a, "evil.test"));
         CHECK_HAS(a, "\"rest\": \"\"");
         free(a);
         /* The same with the body sent after the head: the relay stops at Content-Length. */
         int late = dial(port);
-        const char *head = "POST http://plain.example.test/echo HTTP/1.1\r\nX-Read-Rest: 1\r\nContent-Length: 3\r\n\r\n";
+        const char *head = "POST http://plain.example.test/echo HTTP/1.1\r\nX-Read-Rest: "
+                           "1\r\nContent-Length: 3\r\n\r\n";
         (void)write_all(late, head, strlen(head));
         usleep(100000);
         SEND(late, "xyzDELETE /smuggled HTTP/1.1\r\n\r\n");
@@ -325,8 +337,9 @@ int main(void)
         CHECK_HAS(a, "HTTP/1.1 403 Forbidden\r\n");
         CHECK_HAS(a, "Content-Type: text/plain; charset=utf-8\r\n");
         CHECK_HAS(a, "Connection: close\r\n");
-        CHECK_HAS(a, "network access to other.example.test:80 is not allowed for this cell; allowed: "
-                     "plain.example.test, tls.example.test, localhost, 127.0.0.1:");
+        CHECK_HAS(a,
+                  "network access to other.example.test:80 is not allowed for this cell; allowed: "
+                  "plain.example.test, tls.example.test, localhost, 127.0.0.1:");
         free(a);
         a = ask(port, "CONNECT 127.0.0.1:443 HTTP/1.1\r\n\r\n", NULL);
         CHECK_HAS(a, "403 Forbidden");
@@ -358,10 +371,15 @@ int main(void)
         a = ask(port, "GET http://plain.example.test/ HTTP/1.1\nHost: x\n\n", NULL);
         CHECK_HAS(a, "400 Bad Request");
         free(a);
-        a = ask(port, "GET http://plain.example.test/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", NULL);
+        a = ask(port,
+                "GET http://plain.example.test/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: "
+                "2\r\n\r\n",
+                NULL);
         CHECK_HAS(a, "two Content-Length headers");
         free(a);
-        a = ask(port, "GET http://plain.example.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", NULL);
+        a = ask(port,
+                "GET http://plain.example.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                NULL);
         CHECK_HAS(a, "400 Bad Request");
         free(a);
         a = ask(port, "CONNECT \x1b[31mevil\x01:443 HTTP/1.1\r\n\r\n", NULL);
@@ -388,7 +406,8 @@ int main(void)
         char *dump = json_dumps(list, JSON_INDENT(1));
         CHECK(entry(list, "plain.example.test", NULL) != NULL);
         CHECK(entry(list, "tls.example.test", NULL) != NULL);
-        CHECK(entry(list, "tls.example.test", "the TLS ClientHello names other.example.test, not tls.example.test") != NULL);
+        CHECK(entry(list, "tls.example.test",
+                    "the TLS ClientHello names other.example.test, not tls.example.test") != NULL);
         CHECK(entry(list, "other.example.test", "is not allowed for this cell") != NULL);
         CHECK(entry(list, "localhost", "resolves only to private addresses") != NULL);
         json_t *ok = entry(list, "tls.example.test", NULL);
@@ -399,7 +418,8 @@ int main(void)
         json_decref(list);
         pthread_mutex_lock(&log_lock);
         CHECK(!strstr(log_text, "s3cret"));
-        CHECK_HAS(log_text, "other.example.test:80 network access to other.example.test:80 is not allowed");
+        CHECK_HAS(log_text,
+                  "other.example.test:80 network access to other.example.test:80 is not allowed");
         CHECK_HAS(log_text, ":0 no code is running");
         /* Whatever the guest sent, the log holds printable ASCII only. */
         for (const char *c = log_text; *c; c++)

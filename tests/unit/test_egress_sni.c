@@ -11,7 +11,8 @@ static size_t hello(const char *name, const char *version, unsigned char *buf, s
 {
         char cmd[512];
         const char *dir = getenv("EGRESS_TEST_DIR");
-        snprintf(cmd, sizeof(cmd), "python3 %s/egress_hello.py '%s' %s", dir ? dir : ".", name, version);
+        snprintf(cmd, sizeof(cmd), "python3 %s/egress_hello.py '%s' %s", dir ? dir : ".", name,
+                 version);
         FILE *f = popen(cmd, "r");
         if (!f)
                 return 0;
@@ -28,8 +29,10 @@ static size_t openssl_hello(const char *name, unsigned char *buf, size_t size)
         snprintf(cmd, sizeof(cmd),
                  "python3 -c 'import socket,subprocess,sys\n"
                  "s=socket.socket(); s.bind((\"127.0.0.1\",0)); s.listen(1)\n"
-                 "p=subprocess.Popen([\"openssl\",\"s_client\",\"-connect\",\"127.0.0.1:%%d\"%%s.getsockname()[1],"
-                 "\"-servername\",\"%s\"],stdin=subprocess.PIPE,stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL)\n"
+                 "p=subprocess.Popen([\"openssl\",\"s_client\",\"-connect\",\"127.0.0.1:%%d\"%%s."
+                 "getsockname()[1],"
+                 "\"-servername\",\"%s\"],stdin=subprocess.PIPE,stdout=subprocess.DEVNULL,stderr="
+                 "subprocess.DEVNULL)\n"
                  "c,_=s.accept(); c.settimeout(5); d=b\"\"\n"
                  "while len(d)<5 or len(d)<5+int.from_bytes(d[3:5],\"big\"):\n"
                  "  x=c.recv(65536)\n"
@@ -99,7 +102,8 @@ int main(void)
         /* Not TLS at all. */
         CHECK_STR(sni((const unsigned char *)"GET / HTTP/1.1\r\n", 16, out),
                   "the tunnel did not start with a TLS handshake");
-        CHECK_STR(sni((const unsigned char *)"\x16\x03\x01\x40\x01", 5, out), "a TLS record of a wrong length");
+        CHECK_STR(sni((const unsigned char *)"\x16\x03\x01\x40\x01", 5, out),
+                  "a TLS record of a wrong length");
         CHECK_STR(sni((const unsigned char *)"\x16\x03\x01\x00\x10\x02", 6, out),
                   "the first handshake message is not a ClientHello");
 

@@ -128,7 +128,8 @@ static int send_all(struct egress_run *run, int fd, const void *data, size_t n)
         return 0;
 }
 
-static void set_refused(struct egress_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_refused(struct egress_conn *c, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
 static void set_refused(struct egress_conn *c, const char *fmt, ...)
 {
         if (c->refused[0])
@@ -185,7 +186,8 @@ static void linger_close(struct egress_run *run, int *fd)
         close_fd(fd);
 }
 
-static void refuse(struct egress_conn *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void refuse(struct egress_conn *c, int status, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 static void refuse(struct egress_conn *c, int status, const char *fmt, ...)
 {
         char body[REFUSED_MAX], answer[REFUSED_MAX + 256];
@@ -195,7 +197,8 @@ static void refuse(struct egress_conn *c, int status, const char *fmt, ...)
         va_end(ap);
         utf8_trim_cut(body);
         set_refused(c, "%s", body);
-        (void)send_all(c->run, c->client, answer, refusal_text(answer, sizeof(answer), status, body));
+        (void)send_all(c->run, c->client, answer,
+                       refusal_text(answer, sizeof(answer), status, body));
         linger_close(c->run, &c->client);
 }
 
@@ -207,7 +210,8 @@ static int forward(struct egress_conn *c, int to, const char *data, size_t n, bo
         uint64_t cap = run->e->policy->bytes;
         uint64_t was = atomic_fetch_add(out ? &run->bytes_out : &run->bytes_in, (uint64_t)n);
         if (was + n > cap) {
-                set_refused(c, "over %llu bytes %s this run", (unsigned long long)cap, out ? "out" : "in");
+                set_refused(c, "over %llu bytes %s this run", (unsigned long long)cap,
+                            out ? "out" : "in");
                 return -1;
         }
         int r = send_all(run, to, data, n);
@@ -234,9 +238,11 @@ static void relay(struct egress_conn *c, char *buf, uint64_t body_left, bool pla
                 if (now_ms() >= run->deadline) {
                         if (plain && c->in == 0) {
                                 char answer[512];
-                                const char *body = "the server did not answer within the run's time limit";
+                                const char *body =
+                                        "the server did not answer within the run's time limit";
                                 set_refused(c, "%s", body);
-                                (void)send(c->client, answer, refusal_text(answer, sizeof(answer), 504, body),
+                                (void)send(c->client, answer,
+                                           refusal_text(answer, sizeof(answer), 504, body),
                                            MSG_NOSIGNAL | MSG_DONTWAIT);
                         }
                         set_refused(c, "closed at the run's time limit");
@@ -283,8 +289,9 @@ struct target {
 
 static void address_text(const struct sockaddr *sa, char *buf, size_t size)
 {
-        const void *a = sa->sa_family == AF_INET ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr
-                                                 : (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+        const void *a = sa->sa_family == AF_INET
+                                ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr
+                                : (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
         if (!inet_ntop(sa->sa_family, a, buf, (socklen_t)size))
                 snprintf(buf, size, "?");
 }
@@ -318,16 +325,20 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
                 memset(&t[0], 0, sizeof(t[0]));
                 if (req->kind == EGRESS_HOST_IPV4) {
                         t[0].addr.ss_family = AF_INET;
-                        (void)inet_pton(AF_INET, req->host, &((struct sockaddr_in *)&t[0].addr)->sin_addr);
+                        (void)inet_pton(AF_INET, req->host,
+                                        &((struct sockaddr_in *)&t[0].addr)->sin_addr);
                         t[0].len = sizeof(struct sockaddr_in);
                 } else {
                         t[0].addr.ss_family = AF_INET6;
-                        (void)inet_pton(AF_INET6, req->host, &((struct sockaddr_in6 *)&t[0].addr)->sin6_addr);
+                        (void)inet_pton(AF_INET6, req->host,
+                                        &((struct sockaddr_in6 *)&t[0].addr)->sin6_addr);
                         t[0].len = sizeof(struct sockaddr_in6);
                 }
                 const char *why = egress_sockaddr_refused((struct sockaddr *)&t[0].addr);
-                if (why && !egress_policy_names_address(p, (struct sockaddr *)&t[0].addr, req->port)) {
-                        refuse(c, 403, "%s is a %s address, which this cell may not reach", req->host, why);
+                if (why &&
+                    !egress_policy_names_address(p, (struct sockaddr *)&t[0].addr, req->port)) {
+                        refuse(c, 403, "%s is a %s address, which this cell may not reach",
+                               req->host, why);
                         return -1;
                 }
                 *ret_n = 1;
@@ -358,15 +369,18 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
         char refused[256] = "";
         size_t n = 0;
         for (struct addrinfo *ai = res; ai && n < TARGETS_MAX; ai = ai->ai_next) {
-                if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof(t[n].addr))
+                if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
+                    ai->ai_addrlen > sizeof(t[n].addr))
                         continue;
                 /* A looked-up address is never excused by the allowlist's literals: only a
                  * connection to the literal itself is (above). */
                 if (egress_sockaddr_refused(ai->ai_addr)) {
                         char a[INET6_ADDRSTRLEN];
                         address_text(ai->ai_addr, a, sizeof(a));
-                        if (!strstr(refused, a) && strlen(refused) + strlen(a) + 3 < sizeof(refused))
-                                snprintf(refused + strlen(refused), sizeof(refused) - strlen(refused), "%s%s",
+                        if (!strstr(refused, a) &&
+                            strlen(refused) + strlen(a) + 3 < sizeof(refused))
+                                snprintf(refused + strlen(refused),
+                                         sizeof(refused) - strlen(refused), "%s%s",
                                          refused[0] ? ", " : "", a);
                         continue;
                 }
@@ -377,7 +391,8 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
         }
         freeaddrinfo(res);
         if (n == 0) {
-                refuse(c, 403, "%s resolves only to private addresses (%s), which this cell may not reach",
+                refuse(c, 403,
+                       "%s resolves only to private addresses (%s), which this cell may not reach",
                        req->host, refused);
                 return -1;
         }
@@ -418,7 +433,8 @@ static int connect_upstream(struct egress_conn *c, const struct egress_request *
                                 set_refused(c, "the run ended");
                                 return -1;
                         }
-                        refuse(c, 504, "connecting to %s:%u took past the run's time limit", req->host, req->port);
+                        refuse(c, 504, "connecting to %s:%u took past the run's time limit",
+                               req->host, req->port);
                         return -1;
                 }
                 int so = 0;
@@ -478,7 +494,8 @@ static int check_hello(struct egress_conn *c, const struct egress_request *req, 
                 return -1;
         }
         if (strcmp(name, req->host) != 0) {
-                tls_refuse(c, "the TLS ClientHello names %s, not %s, the host of the CONNECT", name, req->host);
+                tls_refuse(c, "the TLS ClientHello names %s, not %s, the host of the CONNECT", name,
+                           req->host);
                 return -1;
         }
         return forward(c, c->upstream, (const char *)hello, n, true);
@@ -529,16 +546,17 @@ static void serve(struct egress_conn *c, char *buf)
                         cap += strlen(p->methods[i]) + 2;
                 if ((allowed = calloc(1, cap)))
                         for (size_t i = 0; i < p->n_methods; i++)
-                                snprintf(allowed + strlen(allowed), cap - strlen(allowed), "%s%s", i ? ", " : "",
-                                         p->methods[i]);
+                                snprintf(allowed + strlen(allowed), cap - strlen(allowed), "%s%s",
+                                         i ? ", " : "", p->methods[i]);
                 refuse(c, 405, "method %s is not allowed for this cell; allowed: %s", method,
                        allowed ? allowed : "?");
                 return;
         }
         if (!egress_policy_allows(p, req->host, req->port)) {
                 bool v6 = req->kind == EGRESS_HOST_IPV6;
-                refuse(c, 403, "network access to %s%s%s:%u is not allowed for this cell; allowed: %s", v6 ? "[" : "",
-                       req->host, v6 ? "]" : "", req->port, run->e->allowed_text);
+                refuse(c, 403,
+                       "network access to %s%s%s:%u is not allowed for this cell; allowed: %s",
+                       v6 ? "[" : "", req->host, v6 ? "]" : "", req->port, run->e->allowed_text);
                 return;
         }
         if (connect_upstream(c, req) < 0)
@@ -559,7 +577,8 @@ static void serve(struct egress_conn *c, char *buf)
                 return;
         }
         size_t head_len = 0;
-        _cleanup_free_ char *head = egress_request_rewrite(req, egress_policy_headers(p, req->host), &head_len);
+        _cleanup_free_ char *head =
+                egress_request_rewrite(req, egress_policy_headers(p, req->host), &head_len);
         if (!head || forward(c, c->upstream, head, head_len, true) < 0)
                 return;
         /* Secrets stay no longer than needed in memory the proxy reuses. */
@@ -584,7 +603,8 @@ static void *conn_main(void *arg)
         close_fd(&c->upstream);
         close_fd(&c->client);
         if (e->log)
-                e->log(e->log_userdata, c->host, c->port, c->refused[0] ? c->refused : "ok", c->out, c->in);
+                e->log(e->log_userdata, c->host, c->port, c->refused[0] ? c->refused : "ok", c->out,
+                       c->in);
         return NULL;
 }
 
@@ -595,12 +615,14 @@ struct lingering {
 
 /* A refusal the acceptor answers itself (no run, over the cap): no thread, the answer sent
  * as far as the socket takes it at once, then the fd kept for LINGER_MS and read to its end. */
-static void refuse_at_once(struct egress *e, struct lingering *ling, int fd, int status, const char *body)
+static void refuse_at_once(struct egress *e, struct lingering *ling, int fd, int status,
+                           const char *body)
 {
         char answer[REFUSED_MAX + 256], sink[4096];
         while (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
                 ;
-        (void)send(fd, answer, refusal_text(answer, sizeof(answer), status, body), MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)send(fd, answer, refusal_text(answer, sizeof(answer), status, body),
+                   MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)shutdown(fd, SHUT_WR);
         if (e->log)
                 e->log(e->log_userdata, "", 0, body, 0, 0);
@@ -620,13 +642,15 @@ static void admit(struct egress *e, struct lingering *ling, int fd)
         struct egress_run *run = e->run;
         if (!run) {
                 pthread_mutex_unlock(&e->lock);
-                refuse_at_once(e, ling, fd, 403, "no code is running: network access is open only while a run lasts");
+                refuse_at_once(e, ling, fd, 403,
+                               "no code is running: network access is open only while a run lasts");
                 return;
         }
         if (run->admitted >= e->policy->connections) {
                 run->over_cap++;
                 pthread_mutex_unlock(&e->lock);
-                snprintf(body, sizeof(body), "over %u connections this run", e->policy->connections);
+                snprintf(body, sizeof(body), "over %u connections this run",
+                         e->policy->connections);
                 refuse_at_once(e, ling, fd, 429, body);
                 return;
         }
@@ -645,7 +669,8 @@ static void admit(struct egress *e, struct lingering *ling, int fd)
         if (r != 0) {
                 pthread_mutex_unlock(&e->lock);
                 free(c);
-                snprintf(body, sizeof(body), "the proxy cannot take this connection: %s", strerror(r));
+                snprintf(body, sizeof(body), "the proxy cannot take this connection: %s",
+                         strerror(r));
                 refuse_at_once(e, ling, fd, 502, body);
                 return;
         }
@@ -680,9 +705,12 @@ static void *acceptor_main(void *arg)
                         if (ling[i].fd < 0)
                                 continue;
                         char sink[4096];
-                        ssize_t n = p[2 + i].revents ? recv(ling[i].fd, sink, sizeof(sink), MSG_DONTWAIT) : -1;
-                        bool done = now_ms() >= ling[i].until || n == 0 ||
-                                    (p[2 + i].revents && n < 0 && errno != EAGAIN && errno != EINTR);
+                        ssize_t n = p[2 + i].revents
+                                            ? recv(ling[i].fd, sink, sizeof(sink), MSG_DONTWAIT)
+                                            : -1;
+                        bool done =
+                                now_ms() >= ling[i].until || n == 0 ||
+                                (p[2 + i].revents && n < 0 && errno != EAGAIN && errno != EINTR);
                         if (done)
                                 close_fd(&ling[i].fd);
                 }
@@ -690,7 +718,8 @@ static void *acceptor_main(void *arg)
                         int fd = accept4(e->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                         if (fd >= 0)
                                 admit(e, ling, fd);
-                        else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                        else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                                 errno == ENOMEM)
                                 (void)poll(NULL, 0, 50); /* out of fds: let some close first */
                 }
         }
@@ -772,8 +801,9 @@ json_t *egress_run_end(struct egress *e)
         for (struct egress_conn *c = run->first, *next; c; c = next) {
                 next = c->next;
                 pthread_join(c->thread, NULL);
-                json_t *o = json_pack("{s:s, s:i, s:I, s:I}", "host", c->host, "port", (int)c->port, "bytes_out",
-                                      (json_int_t)c->out, "bytes_in", (json_int_t)c->in);
+                json_t *o =
+                        json_pack("{s:s, s:i, s:I, s:I}", "host", c->host, "port", (int)c->port,
+                                  "bytes_out", (json_int_t)c->out, "bytes_in", (json_int_t)c->in);
                 if (o && c->refused[0])
                         json_object_set_new(o, "refused", json_string(c->refused));
                 if (o)
@@ -782,10 +812,11 @@ json_t *egress_run_end(struct egress *e)
         }
         if (run->over_cap) {
                 char why[128];
-                snprintf(why, sizeof(why), "over %u connections this run: %u refused", e->policy->connections,
-                         run->over_cap);
-                json_array_append_new(list, json_pack("{s:s, s:i, s:i, s:i, s:s}", "host", "", "port", 0, "bytes_out",
-                                                      0, "bytes_in", 0, "refused", why));
+                snprintf(why, sizeof(why), "over %u connections this run: %u refused",
+                         e->policy->connections, run->over_cap);
+                json_array_append_new(list,
+                                      json_pack("{s:s, s:i, s:i, s:i, s:s}", "host", "", "port", 0,
+                                                "bytes_out", 0, "bytes_in", 0, "refused", why));
         }
         close(run->stop_fd);
         free(run);

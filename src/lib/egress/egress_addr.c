@@ -11,7 +11,8 @@ struct v4_range {
         const char *why;
 };
 
-#define V4(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
+#define V4(a, b, c, d)                                                                             \
+        (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
 
 /* RFC 6890's special-purpose registry and the cloud metadata addresses (which fall in
  * link-local and CGNAT already; named so that a change of the table cannot drop them). */
@@ -39,7 +40,8 @@ static const struct v4_range v4_refused[] = {
 const char *egress_ipv4_refused(uint32_t a)
 {
         for (size_t i = 0; i < sizeof(v4_refused) / sizeof(v4_refused[0]); i++) {
-                uint32_t mask = v4_refused[i].bits == 0 ? 0 : ~(uint32_t)0 << (32 - v4_refused[i].bits);
+                uint32_t mask =
+                        v4_refused[i].bits == 0 ? 0 : ~(uint32_t)0 << (32 - v4_refused[i].bits);
                 if ((a & mask) == v4_refused[i].base)
                         return v4_refused[i].why;
         }
@@ -121,7 +123,8 @@ const char *egress_ipv6_refused(const struct in6_addr *addr)
 const char *egress_sockaddr_refused(const struct sockaddr *sa)
 {
         if (sa->sa_family == AF_INET)
-                return egress_ipv4_refused(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+                return egress_ipv4_refused(
+                        ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
         if (sa->sa_family == AF_INET6)
                 return egress_ipv6_refused(&((const struct sockaddr_in6 *)sa)->sin6_addr);
         return "not an IP address";

@@ -39,7 +39,8 @@ static bool canonical_ipv4(const char *s, size_t len)
         return i == len;
 }
 
-int egress_host_normalize(const char *s, size_t len, char out[EGRESS_HOST_MAX], const char **ret_why)
+int egress_host_normalize(const char *s, size_t len, char out[EGRESS_HOST_MAX],
+                          const char **ret_why)
 {
         const char *why = NULL;
         if (len == 0) {
@@ -56,7 +57,8 @@ int egress_host_normalize(const char *s, size_t len, char out[EGRESS_HOST_MAX], 
                 memcpy(tmp, s, len);
                 tmp[len] = '\0';
                 /* inet_pton takes only the RFC 4291 text forms: no zone ("%eth0"), no brackets. */
-                if (inet_pton(AF_INET6, tmp, &a6) != 1 || !inet_ntop(AF_INET6, &a6, out, EGRESS_HOST_MAX)) {
+                if (inet_pton(AF_INET6, tmp, &a6) != 1 ||
+                    !inet_ntop(AF_INET6, &a6, out, EGRESS_HOST_MAX)) {
                         *ret_why = "not an IPv6 address";
                         return 0;
                 }

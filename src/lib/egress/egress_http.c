@@ -25,7 +25,8 @@ static int bad(const char **ret_why, const char *why)
 static const char *find_crlfcrlf(const char *buf, size_t len)
 {
         for (size_t i = 3; i < len; i++)
-                if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' && buf[i - 3] == '\r')
+                if (buf[i] == '\n' && buf[i - 1] == '\r' && buf[i - 2] == '\n' &&
+                    buf[i - 3] == '\r')
                         return buf + i + 1;
         return NULL;
 }
@@ -42,8 +43,9 @@ static int parse_target(const char *t, size_t n, struct egress_request *r, const
                 return 0;
         }
         if (n > 0 && t[0] == '/')
-                return bad(ret_why, "this is a proxy: send the absolute URI (GET http://host/path) or "
-                                    "CONNECT host:443 for HTTPS");
+                return bad(ret_why,
+                           "this is a proxy: send the absolute URI (GET http://host/path) or "
+                           "CONNECT host:443 for HTTPS");
         if (n >= 8 && strncasecmp(t, "https://", 8) == 0)
                 return bad(ret_why, "an https:// URI goes through CONNECT host:443");
         if (n < 7 || strncasecmp(t, "http://", 7) != 0)
@@ -52,10 +54,12 @@ static int parse_target(const char *t, size_t n, struct egress_request *r, const
         while (p < end && *p != '/' && *p != '?')
                 p++;
         if (memchr(a, '@', (size_t)(p - a)))
-                return bad(ret_why, "the URI has userinfo (user@host), which the proxy does not pass on");
+                return bad(ret_why,
+                           "the URI has userinfo (user@host), which the proxy does not pass on");
         if (memchr(t, '#', n))
                 return bad(ret_why, "the URI has a fragment (#...)");
-        if (egress_authority_parse(a, (size_t)(p - a), false, r->host, &r->kind, &r->port, &why) < 0) {
+        if (egress_authority_parse(a, (size_t)(p - a), false, r->host, &r->kind, &r->port, &why) <
+            0) {
                 *ret_why = why;
                 return -400;
         }
@@ -68,7 +72,8 @@ static int parse_target(const char *t, size_t n, struct egress_request *r, const
         return 0;
 }
 
-int egress_request_parse(const char *buf, size_t len, struct egress_request *r, const char **ret_why)
+int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
+                         const char **ret_why)
 {
         memset(r, 0, sizeof(*r));
         size_t scan = len < EGRESS_HEAD_MAX ? len : EGRESS_HEAD_MAX;
@@ -98,8 +103,10 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r, 
                         return bad(ret_why, "the method is not a token");
         for (const char *c = sp1 + 1; c < sp2; c++)
                 if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
-                        return bad(ret_why, "the request URI holds a space, a control or a non-ASCII byte");
-        if (eol - sp2 - 1 != 8 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1'))
+                        return bad(ret_why,
+                                   "the request URI holds a space, a control or a non-ASCII byte");
+        if (eol - sp2 - 1 != 8 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
+            (sp2[8] != '0' && sp2[8] != '1'))
                 return bad(ret_why, "only HTTP/1.0 and HTTP/1.1 are spoken here");
         r->minor = sp2[8] - '0';
         r->method = line;
@@ -134,7 +141,8 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r, 
                 if (r->connect)
                         continue;
                 if (name_is(h, "transfer-encoding"))
-                        return bad(ret_why, "Transfer-Encoding on a request: send the body with Content-Length");
+                        return bad(ret_why, "Transfer-Encoding on a request: send the body with "
+                                            "Content-Length");
                 if (name_is(h, "content-length")) {
                         if (have_length)
                                 return bad(ret_why, "two Content-Length headers");
@@ -144,7 +152,8 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r, 
                         for (size_t k = 0; k < h->value_len; k++) {
                                 if (h->value[k] < '0' || h->value[k] > '9')
                                         return bad(ret_why, "Content-Length is not a number");
-                                r->content_length = r->content_length * 10 + (uint64_t)(h->value[k] - '0');
+                                r->content_length =
+                                        r->content_length * 10 + (uint64_t)(h->value[k] - '0');
                         }
                 }
         }
@@ -155,8 +164,8 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r, 
  * Host, which the URI decides. */
 static bool dropped(const struct egress_header_view *h)
 {
-        static const char *const names[] = {"host", "connection", "keep-alive", "te", "trailer",
-                                            "upgrade", "proxy-connection", NULL};
+        static const char *const names[] = {"host",    "connection", "keep-alive",       "te",
+                                            "trailer", "upgrade",    "proxy-connection", NULL};
         if (h->name_len >= 6 && strncasecmp(h->name, "proxy-", 6) == 0)
                 return true;
         for (size_t i = 0; names[i]; i++)
@@ -165,8 +174,8 @@ static bool dropped(const struct egress_header_view *h)
         return false;
 }
 
-char *egress_request_rewrite(const struct egress_request *r, const struct egress_host_headers *extra,
-                             size_t *ret_len)
+char *egress_request_rewrite(const struct egress_request *r,
+                             const struct egress_host_headers *extra, size_t *ret_len)
 {
         size_t cap = r->head_len + 512 + EGRESS_HOST_MAX;
         if (extra)
@@ -176,8 +185,9 @@ char *egress_request_rewrite(const struct egress_request *r, const struct egress
         if (!out)
                 return NULL;
         size_t n = 0;
-        n += (size_t)snprintf(out + n, cap - n, "%.*s %s%.*s HTTP/1.%d\r\nHost: %s%s%s", (int)r->method_len,
-                              r->method, r->path_slash ? "/" : "", (int)r->path_len, r->path, r->minor,
+        n += (size_t)snprintf(out + n, cap - n, "%.*s %s%.*s HTTP/1.%d\r\nHost: %s%s%s",
+                              (int)r->method_len, r->method, r->path_slash ? "/" : "",
+                              (int)r->path_len, r->path, r->minor,
                               r->kind == EGRESS_HOST_IPV6 ? "[" : "", r->host,
                               r->kind == EGRESS_HOST_IPV6 ? "]" : "");
         if (r->port_given)

@@ -43,11 +43,12 @@ struct egress_request {
 /* buf[0..len): what the guest sent so far. 1 when r holds a whole head; 0 when more is needed;
  * or an HTTP status (400, 405 is not decided here) as a negative number with *ret_why. r's
  * views point into buf. */
-int egress_request_parse(const char *buf, size_t len, struct egress_request *r, const char **ret_why);
+int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
+                         const char **ret_why);
 
 /* The head to send the server for a plain-HTTP request, malloc'd (*ret_len bytes); headers the
  * operator's for this host, or NULL. */
-char *egress_request_rewrite(const struct egress_request *r, const struct egress_host_headers *headers,
-                             size_t *ret_len);
+char *egress_request_rewrite(const struct egress_request *r,
+                             const struct egress_host_headers *headers, size_t *ret_len);
 
 #endif

@@ -13,10 +13,10 @@
 
 struct egress_lookup {
         pthread_mutex_t lock;
-        int refs;              /* guarded by lock: the waiter's and the thread's */
-        int fd;                /* eventfd, written once the answer is in */
-        int rc;                /* guarded by lock, set once with res */
-        struct addrinfo *res;  /* guarded by lock */
+        int refs;             /* guarded by lock: the waiter's and the thread's */
+        int fd;               /* eventfd, written once the answer is in */
+        int rc;               /* guarded by lock, set once with res */
+        struct addrinfo *res; /* guarded by lock */
         char host[EGRESS_HOST_MAX];
 };
 

@@ -88,7 +88,8 @@ static int parse_rule(const char *s, struct egress_rule *r, const char **ret_why
                 *ret_why = "has '*' other than a leading \"*.\"";
                 return -1;
         }
-        if (egress_authority_parse(rest, strlen(rest), false, r->host, &r->kind, &r->port, ret_why) < 0)
+        if (egress_authority_parse(rest, strlen(rest), false, r->host, &r->kind, &r->port,
+                                   ret_why) < 0)
                 return -1;
         if (r->wildcard && r->kind != EGRESS_HOST_NAME) {
                 *ret_why = "is a wildcard over an address (\"*.\" covers names only)";
@@ -102,7 +103,8 @@ static int parse_allow(struct egress_policy *p, const json_t *allow, const char 
 {
         char q[QUOTE_MAX];
         if (!allow)
-                return invalid(err, "%s.allow: required (a list of hosts, as \"api.github.com\")", path);
+                return invalid(err, "%s.allow: required (a list of hosts, as \"api.github.com\")",
+                               path);
         if (!json_is_array(allow) || json_array_size(allow) == 0)
                 return invalid(err, "%s.allow: must be a non-empty list of hosts", path);
         p->rules = calloc(json_array_size(allow), sizeof(*p->rules));
@@ -110,21 +112,22 @@ static int parse_allow(struct egress_policy *p, const json_t *allow, const char 
                 return err_sys(err, ENOMEM, "%s.allow", path);
         size_t i;
         json_t *v;
-        json_array_foreach(allow, i, v)
-        {
+        json_array_foreach(allow, i, v) {
                 if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
                         return invalid(err, "%s.allow[%zu]: must be a string", path, i);
                 const char *s = json_string_value(v), *why = NULL;
                 struct egress_rule *r = &p->rules[i];
                 if (parse_rule(s, r, &why) < 0)
                         return invalid(err, "%s.allow[%zu]: \"%s\"%s%s", path, i, quote(s, q),
-                                       strncmp(why, "is ", 3) == 0 || strncmp(why, "has ", 4) == 0 ? " " : ": ",
+                                       strncmp(why, "is ", 3) == 0 || strncmp(why, "has ", 4) == 0
+                                               ? " "
+                                               : ": ",
                                        why);
                 for (size_t k = 0; k < i; k++)
                         if (p->rules[k].wildcard == r->wildcard && p->rules[k].port == r->port &&
                             strcmp(p->rules[k].host, r->host) == 0)
-                                return invalid(err, "%s.allow[%zu]: \"%s\" repeats allow[%zu]", path, i,
-                                               quote(s, q), k);
+                                return invalid(err, "%s.allow[%zu]: \"%s\" repeats allow[%zu]",
+                                               path, i, quote(s, q), k);
                 p->n_rules = i + 1;
         }
         return 0;
@@ -141,14 +144,15 @@ static int parse_methods(struct egress_policy *p, const json_t *methods, const c
 {
         char q[QUOTE_MAX];
         if (!json_is_array(methods) || json_array_size(methods) == 0)
-                return invalid(err, "%s.methods: must be a non-empty list of HTTP methods, as [\"GET\"]", path);
+                return invalid(err,
+                               "%s.methods: must be a non-empty list of HTTP methods, as [\"GET\"]",
+                               path);
         p->methods = calloc(json_array_size(methods), sizeof(char *));
         if (!p->methods)
                 return err_sys(err, ENOMEM, "%s.methods", path);
         size_t i;
         json_t *v;
-        json_array_foreach(methods, i, v)
-        {
+        json_array_foreach(methods, i, v) {
                 if (!json_is_string(v))
                         return invalid(err, "%s.methods[%zu]: must be a string", path, i);
                 const char *m = json_string_value(v);
@@ -157,14 +161,19 @@ static int parse_methods(struct egress_policy *p, const json_t *methods, const c
                 for (size_t k = 0; ok && k < n; k++)
                         ok = m[k] >= 'A' && m[k] <= 'Z';
                 if (!ok)
-                        return invalid(err, "%s.methods[%zu]: \"%s\" is not an HTTP method (capital letters, as \"GET\")",
+                        return invalid(err,
+                                       "%s.methods[%zu]: \"%s\" is not an HTTP method (capital "
+                                       "letters, as \"GET\")",
                                        path, i, quote(m, q));
                 if (strcmp(m, "CONNECT") == 0)
-                        return invalid(err, "%s.methods[%zu]: CONNECT is how HTTPS goes; methods limits plain HTTP only",
+                        return invalid(err,
+                                       "%s.methods[%zu]: CONNECT is how HTTPS goes; methods limits "
+                                       "plain HTTP only",
                                        path, i);
                 for (size_t k = 0; k < i; k++)
                         if (strcmp(p->methods[k], m) == 0)
-                                return invalid(err, "%s.methods[%zu]: \"%s\" repeats methods[%zu]", path, i, m, k);
+                                return invalid(err, "%s.methods[%zu]: \"%s\" repeats methods[%zu]",
+                                               path, i, m, k);
                 if (!(p->methods[i] = strdup(m)))
                         return err_sys(err, ENOMEM, "%s.methods", path);
                 p->n_methods = i + 1;
@@ -175,7 +184,8 @@ static int parse_methods(struct egress_policy *p, const json_t *methods, const c
 static int parse_count(const json_t *v, const char *path, const char *key, uint64_t max,
                        uint64_t *ret, codecell_error *err)
 {
-        if (!json_is_integer(v) || json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > max)
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            (uint64_t)json_integer_value(v) > max)
                 return invalid(err, "%s.%s: must be an integer from 1 to %llu", path, key,
                                (unsigned long long)max);
         *ret = (uint64_t)json_integer_value(v);
@@ -187,29 +197,34 @@ static int parse_resolve(struct egress_policy *p, const json_t *resolve, const c
 {
         char q[QUOTE_MAX];
         if (!json_is_object(resolve))
-                return invalid(err, "%s.resolve: must be an object of names and addresses, as {\"api.example.test\": \"127.0.0.1:8443\"}",
+                return invalid(err,
+                               "%s.resolve: must be an object of names and addresses, as "
+                               "{\"api.example.test\": \"127.0.0.1:8443\"}",
                                path);
         p->resolves = calloc(json_object_size(resolve) + 1, sizeof(*p->resolves));
         if (!p->resolves)
                 return err_sys(err, ENOMEM, "%s.resolve", path);
         const char *key;
         json_t *v;
-        json_object_foreach((json_t *)resolve, key, v)
-        {
+        json_object_foreach((json_t *)resolve, key, v) {
                 struct egress_resolve *r = &p->resolves[p->n_resolves];
                 const char *why = NULL;
                 if (egress_host_normalize(key, strlen(key), r->host, &why) != EGRESS_HOST_NAME)
-                        return invalid(err, "%s.resolve: \"%s\" is not a host name%s%s", path, quote(key, q),
-                                       why ? ": " : "", why ? why : "");
+                        return invalid(err, "%s.resolve: \"%s\" is not a host name%s%s", path,
+                                       quote(key, q), why ? ": " : "", why ? why : "");
                 for (size_t k = 0; k < p->n_resolves; k++)
                         if (strcmp(p->resolves[k].host, r->host) == 0)
-                                return invalid(err, "%s.resolve: \"%s\" is named twice", path, quote(key, q));
+                                return invalid(err, "%s.resolve: \"%s\" is named twice", path,
+                                               quote(key, q));
                 const char *s = json_is_string(v) ? json_string_value(v) : NULL;
                 char addr[EGRESS_HOST_MAX];
                 int kind = 0;
-                if (!s || egress_authority_parse(s, strlen(s), false, addr, &kind, &r->port, &why) < 0 ||
+                if (!s ||
+                    egress_authority_parse(s, strlen(s), false, addr, &kind, &r->port, &why) < 0 ||
                     kind == EGRESS_HOST_NAME)
-                        return invalid(err, "%s.resolve.%s: must be an IP address with an optional port, as \"127.0.0.1:8443\" or \"[::1]:8443\"",
+                        return invalid(err,
+                                       "%s.resolve.%s: must be an IP address with an optional "
+                                       "port, as \"127.0.0.1:8443\" or \"[::1]:8443\"",
                                        path, quote(key, q));
                 if (kind == EGRESS_HOST_IPV4) {
                         struct sockaddr_in *in = (struct sockaddr_in *)&r->addr;
@@ -225,7 +240,8 @@ static int parse_resolve(struct egress_policy *p, const json_t *resolve, const c
                         snprintf(r->text, sizeof(r->text), "[%s]", addr);
                 }
                 if (r->port)
-                        snprintf(r->text + strlen(r->text), sizeof(r->text) - strlen(r->text), ":%u", r->port);
+                        snprintf(r->text + strlen(r->text), sizeof(r->text) - strlen(r->text),
+                                 ":%u", r->port);
                 p->n_resolves++;
         }
         return 0;
@@ -245,20 +261,27 @@ static int expand_value(const char *s, const char *where, char **ret, codecell_e
                 if (c[0] == '$' && c[1] == '{') {
                         const char *end = strchr(c + 2, '}');
                         size_t nl = end ? (size_t)(end - c - 2) : 0;
-                        bool ok = end && nl > 0 && nl < sizeof(name) && !(c[2] >= '0' && c[2] <= '9');
+                        bool ok =
+                                end && nl > 0 && nl < sizeof(name) && !(c[2] >= '0' && c[2] <= '9');
                         for (size_t k = 0; ok && k < nl; k++)
                                 ok = c[2 + k] == '_' || (c[2 + k] >= 'A' && c[2 + k] <= 'Z') ||
-                                     (c[2 + k] >= 'a' && c[2 + k] <= 'z') || (c[2 + k] >= '0' && c[2 + k] <= '9');
+                                     (c[2 + k] >= 'a' && c[2 + k] <= 'z') ||
+                                     (c[2 + k] >= '0' && c[2 + k] <= '9');
                         if (!ok) {
                                 free(out);
-                                return invalid(err, "%s: \"${\" opens a variable name ([A-Za-z_][A-Za-z0-9_]*) that \"}\" closes", where);
+                                return invalid(err,
+                                               "%s: \"${\" opens a variable name "
+                                               "([A-Za-z_][A-Za-z0-9_]*) that \"}\" closes",
+                                               where);
                         }
                         memcpy(name, c + 2, nl);
                         name[nl] = '\0';
                         piece = getenv(name);
                         if (!piece) {
                                 free(out);
-                                return invalid(err, "%s: ${%s} is not set in the engine's environment", where, name);
+                                return invalid(err,
+                                               "%s: ${%s} is not set in the engine's environment",
+                                               where, name);
                         }
                         n = strlen(piece);
                         c = end + 1;
@@ -281,11 +304,14 @@ static int expand_value(const char *s, const char *where, char **ret, codecell_e
         out[len] = '\0';
         for (size_t k = 0; k < len; k++) {
                 unsigned char ch = (unsigned char)out[k];
-                if (ch == '\r' || ch == '\n' || ch == '\0' || (ch < 0x20 && ch != '\t') || ch == 0x7f) {
+                if (ch == '\r' || ch == '\n' || ch == '\0' || (ch < 0x20 && ch != '\t') ||
+                    ch == 0x7f) {
                         /* The message names the header, never the value: it may be a secret. */
                         explicit_bzero(out, len);
                         free(out);
-                        return invalid(err, "%s: the value holds a line break or a control character", where);
+                        return invalid(err,
+                                       "%s: the value holds a line break or a control character",
+                                       where);
                 }
         }
         *ret = out;
@@ -293,8 +319,8 @@ static int expand_value(const char *s, const char *where, char **ret, codecell_e
 }
 
 static const char *const reserved_headers[] = {
-        "host", "content-length", "transfer-encoding", "connection", "keep-alive", "te",
-        "trailer", "upgrade", "expect", NULL,
+        "host", "content-length", "transfer-encoding", "connection", "keep-alive",
+        "te",   "trailer",        "upgrade",           "expect",     NULL,
 };
 
 static int parse_headers(struct egress_policy *p, const json_t *headers, const char *path,
@@ -302,34 +328,40 @@ static int parse_headers(struct egress_policy *p, const json_t *headers, const c
 {
         char q[QUOTE_MAX], where[400];
         if (!json_is_object(headers))
-                return invalid(err, "%s.headers: must be an object of hosts, each an object of headers, as {\"api.example.test\": {\"Authorization\": \"Bearer ${TOKEN}\"}}",
-                               path);
+                return invalid(
+                        err,
+                        "%s.headers: must be an object of hosts, each an object of headers, as "
+                        "{\"api.example.test\": {\"Authorization\": \"Bearer ${TOKEN}\"}}",
+                        path);
         p->headers = calloc(json_object_size(headers) + 1, sizeof(*p->headers));
         if (!p->headers)
                 return err_sys(err, ENOMEM, "%s.headers", path);
         const char *host;
         json_t *set;
-        json_object_foreach((json_t *)headers, host, set)
-        {
+        json_object_foreach((json_t *)headers, host, set) {
                 struct egress_host_headers *h = &p->headers[p->n_headers];
                 const char *why = NULL;
                 if (!egress_host_normalize(host, strlen(host), h->host, &why))
-                        return invalid(err, "%s.headers: \"%s\" is not a host: %s", path, quote(host, q), why);
+                        return invalid(err, "%s.headers: \"%s\" is not a host: %s", path,
+                                       quote(host, q), why);
                 for (size_t k = 0; k < p->n_headers; k++)
                         if (strcmp(p->headers[k].host, h->host) == 0)
-                                return invalid(err, "%s.headers: \"%s\" is named twice", path, quote(host, q));
+                                return invalid(err, "%s.headers: \"%s\" is named twice", path,
+                                               quote(host, q));
                 p->n_headers++;
                 if (!json_is_object(set) || json_object_size(set) == 0)
-                        return invalid(err, "%s.headers.%s: must be a non-empty object of header names and values",
+                        return invalid(err,
+                                       "%s.headers.%s: must be a non-empty object of header names "
+                                       "and values",
                                        path, quote(host, q));
                 h->headers = calloc(json_object_size(set), sizeof(*h->headers));
                 if (!h->headers)
                         return err_sys(err, ENOMEM, "%s.headers", path);
                 const char *name;
                 json_t *value;
-                json_object_foreach(set, name, value)
-                {
-                        snprintf(where, sizeof(where), "%s.headers.%s.%s", path, h->host, quote(name, q));
+                json_object_foreach(set, name, value) {
+                        snprintf(where, sizeof(where), "%s.headers.%s.%s", path, h->host,
+                                 quote(name, q));
                         utf8_trim_cut(where);
                         bool ok = *name && strlen(name) <= 64;
                         for (const char *c = name; ok && *c; c++)
@@ -337,12 +369,15 @@ static int parse_headers(struct egress_policy *p, const json_t *headers, const c
                         if (!ok)
                                 return invalid(err, "%s: not a header name", where);
                         for (size_t k = 0; reserved_headers[k]; k++)
-                                if (strcasecmp(name, reserved_headers[k]) == 0 || strncasecmp(name, "proxy-", 6) == 0)
-                                        return invalid(err, "%s: the proxy sets this header itself", where);
+                                if (strcasecmp(name, reserved_headers[k]) == 0 ||
+                                    strncasecmp(name, "proxy-", 6) == 0)
+                                        return invalid(err, "%s: the proxy sets this header itself",
+                                                       where);
                         for (size_t k = 0; k < h->n; k++)
                                 if (strcasecmp(h->headers[k].name, name) == 0)
                                         return invalid(err, "%s: named twice", where);
-                        if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
+                        if (!json_is_string(value) ||
+                            strlen(json_string_value(value)) != json_string_length(value))
                                 return invalid(err, "%s: must be a string", where);
                         struct egress_header *hd = &h->headers[h->n];
                         if (!(hd->name = strdup(name)))
@@ -355,9 +390,11 @@ static int parse_headers(struct egress_policy *p, const json_t *headers, const c
         return 0;
 }
 
-struct egress_policy *egress_policy_parse(const json_t *network, const char *path, codecell_error *err)
+struct egress_policy *egress_policy_parse(const json_t *network, const char *path,
+                                          codecell_error *err)
 {
-        static const char *const known[] = {"allow", "methods", "bytes", "connections", "resolve", "headers", NULL};
+        static const char *const known[] = {"allow",   "methods", "bytes", "connections",
+                                            "resolve", "headers", NULL};
         char problem[300];
         if (!json_is_object(network)) {
                 invalid(err, "%s: must be an object, as {\"allow\": [\"api.github.com\"]}", path);
@@ -471,7 +508,8 @@ json_t *egress_policy_to_json(const struct egress_policy *p)
         if (p->n_resolves) {
                 json_t *r = json_object();
                 for (size_t i = 0; i < p->n_resolves; i++)
-                        json_object_set_new(r, p->resolves[i].host, json_string(p->resolves[i].text));
+                        json_object_set_new(r, p->resolves[i].host,
+                                            json_string(p->resolves[i].text));
                 json_object_set_new(o, "resolve", r);
         }
         if (p->n_headers) {
@@ -479,7 +517,8 @@ json_t *egress_policy_to_json(const struct egress_policy *p)
                 for (size_t i = 0; i < p->n_headers; i++) {
                         json_t *names = json_array();
                         for (size_t k = 0; k < p->headers[i].n; k++)
-                                json_array_append_new(names, json_string(p->headers[i].headers[k].name));
+                                json_array_append_new(names,
+                                                      json_string(p->headers[i].headers[k].name));
                         json_object_set_new(h, p->headers[i].host, names);
                 }
                 json_object_set_new(o, "headers", h);
@@ -508,7 +547,8 @@ static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
         return false;
 }
 
-bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa, unsigned port)
+bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa,
+                                 unsigned port)
 {
         for (size_t i = 0; i < p->n_rules; i++) {
                 const struct egress_rule *r = &p->rules[i];
@@ -518,7 +558,8 @@ bool egress_policy_names_address(const struct egress_policy *p, const struct soc
                         (void)inet_pton(AF_INET, r->host, &((struct sockaddr_in *)&ss)->sin_addr);
                 } else if (r->kind == EGRESS_HOST_IPV6) {
                         ss.ss_family = AF_INET6;
-                        (void)inet_pton(AF_INET6, r->host, &((struct sockaddr_in6 *)&ss)->sin6_addr);
+                        (void)inet_pton(AF_INET6, r->host,
+                                        &((struct sockaddr_in6 *)&ss)->sin6_addr);
                 } else {
                         continue;
                 }
@@ -538,7 +579,8 @@ bool egress_policy_method_allowed(const struct egress_policy *p, const char *met
         return false;
 }
 
-const struct egress_host_headers *egress_policy_headers(const struct egress_policy *p, const char *host)
+const struct egress_host_headers *egress_policy_headers(const struct egress_policy *p,
+                                                        const char *host)
 {
         for (size_t i = 0; i < p->n_headers; i++)
                 if (strcmp(p->headers[i].host, host) == 0)

@@ -81,7 +81,8 @@ const struct egress_resolve *egress_policy_resolve(const struct egress_policy *p
  * reached even when it is private. Only there, at that port: a name that resolves to it is
  * still refused, or one allowed literal would open the address to every allowed name. A
  * resolve entry's address is reached through its own name only (egress_policy_resolve). */
-bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa, unsigned port);
+bool egress_policy_names_address(const struct egress_policy *p, const struct sockaddr *sa,
+                                 unsigned port);
 /* Whether plain HTTP may use method (case-sensitive, as HTTP's are). */
 bool egress_policy_method_allowed(const struct egress_policy *p, const char *method, size_t len);
 /* The headers the proxy adds to plain-HTTP requests to host, or NULL. */

@@ -36,7 +36,8 @@ static struct reader sub(struct reader *r, size_t n)
         return s;
 }
 
-int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST_MAX], const char **ret_why)
+int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST_MAX],
+                            const char **ret_why)
 {
         if (len >= 1 && buf[0] != 0x16) {
                 *ret_why = "the tunnel did not start with a TLS handshake";
@@ -67,11 +68,11 @@ int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST
                 return -1;
         }
         struct reader h = sub(&rec, hello_len);
-        (void)get(&h, 2);                    /* legacy_version */
-        (void)sub(&h, 32);                   /* random */
-        (void)sub(&h, get(&h, 1));           /* legacy_session_id */
-        (void)sub(&h, get(&h, 2));           /* cipher_suites */
-        (void)sub(&h, get(&h, 1));           /* legacy_compression_methods */
+        (void)get(&h, 2);          /* legacy_version */
+        (void)sub(&h, 32);         /* random */
+        (void)sub(&h, get(&h, 1)); /* legacy_session_id */
+        (void)sub(&h, get(&h, 2)); /* cipher_suites */
+        (void)sub(&h, get(&h, 1)); /* legacy_compression_methods */
         if (h.bad) {
                 *ret_why = "a malformed ClientHello";
                 return -1;
@@ -109,7 +110,8 @@ int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST
                         const char *why = NULL;
                         int kind = memchr(name.p, 0, name.left)
                                            ? 0
-                                           : egress_host_normalize((const char *)name.p, name.left, out, &why);
+                                           : egress_host_normalize((const char *)name.p, name.left,
+                                                                   out, &why);
                         if (kind != EGRESS_HOST_NAME) {
                                 *ret_why = "the ClientHello's server name is not a host name";
                                 return -1;
