@@ -175,6 +175,42 @@ static char *client(unsigned proxy_port, const char *mode)
         return line;
 }
 
+/* A real ClientHello (Python's ssl) for name, '-' for none, into buf: its length. */
+static size_t make_hello(const char *name, unsigned char *buf, size_t size)
+{
+        char cmd[700];
+        snprintf(cmd, sizeof(cmd), "python3 %s/egress_hello.py '%s' 1.3", dir, name);
+        FILE *f = popen(cmd, "r");
+        size_t n = f ? fread(buf, 1, size, f) : 0;
+        if (f)
+                pclose(f);
+        return n;
+}
+
+/* CONNECT tls.example.test:443, then the hello in pieces of step bytes a little apart: the
+ * first bytes that come back (the server's, or the proxy's alert). */
+static size_t tunnel_hello(unsigned port, const unsigned char *hello, size_t n, size_t step,
+                           unsigned char *out, size_t size)
+{
+        int fd = dial(port);
+        SEND(fd, "CONNECT tls.example.test:443 HTTP/1.1\r\n\r\n");
+        char c;
+        size_t seen = 0;
+        /* The 200's head, to its blank line. */
+        while (seen < 4 && recv(fd, &c, 1, 0) == 1)
+                seen = (c == (seen % 2 ? '\n' : '\r')) ? seen + 1 : 0;
+        for (size_t off = 0; off < n; off += step) {
+                (void)write_all(fd, hello + off, n - off < step ? n - off : step);
+                usleep(20000);
+        }
+        size_t got = 0;
+        char *rest = read_all(fd, 3000, &got);
+        memcpy(out, rest, got < size ? got : size);
+        free(rest);
+        close(fd);
+        return got;
+}
+
 static int count_dir(const char *path)
 {
         DIR *d = opendir(path);
@@ -245,11 +281,12 @@ int main(void)
         snprintf(text, sizeof(text),
                  "{\"allow\": [\"plain.example.test\", \"tls.example.test\", \"localhost\", "
                  "\"127.0.0.1:%u\","
-                 " \"slow.example.test\", \"stuck.example.test\"],"
+                 " \"slow.example.test\", \"stuck.example.test\", \"dead.example.test\"],"
                  " \"methods\": [\"GET\", \"POST\"],"
                  " \"resolve\": {\"plain.example.test\": \"127.0.0.1:%u\", \"tls.example.test\": "
                  "\"127.0.0.1:%u\","
-                 "  \"slow.example.test\": \"127.0.0.1:%u\"},"
+                 "  \"slow.example.test\": \"127.0.0.1:%u\", \"dead.example.test\": "
+                 "\"127.0.0.1:1\"},"
                  " \"headers\": {\"plain.example.test\": {\"Authorization\": \"Bearer "
                  "${EGRESS_TEST_SECRET}\"}}}",
                  http_port, http_port, https_port, http_port);
@@ -392,6 +429,20 @@ int main(void)
         a = client(port, "mismatch");
         CHECK_HAS(a, "ERROR");
         free(a);
+        /* The ClientHello in pieces, then SNI-less: the server's hello back, then an alert. */
+        unsigned char hello[20000], back[256];
+        size_t hn = make_hello("tls.example.test", hello, sizeof(hello));
+        CHECK(hn > 100);
+        size_t bn = tunnel_hello(port, hello, hn, 100, back, sizeof(back));
+        CHECK(bn > 5 && back[0] == 0x16 && back[5] == 0x02); /* a ServerHello */
+        hn = make_hello("-", hello, sizeof(hello));
+        bn = tunnel_hello(port, hello, hn, hn, back, sizeof(back));
+        CHECK(bn == 7 && back[0] == 0x15 && back[6] == 0x70); /* unrecognized_name */
+        /* A server that does not listen: 502 with the reason. */
+        a = ask(port, "GET http://dead.example.test/ HTTP/1.1\r\n\r\n", NULL);
+        CHECK_HAS(a, "502 Bad Gateway");
+        CHECK_HAS(a, "cannot connect to dead.example.test:80: Connection refused");
+        free(a);
         /* A head over 16 KiB. */
         char *big = malloc(20000);
         strcpy(big, "GET http://plain.example.test/ HTTP/1.1\r\nX: ");
@@ -410,6 +461,8 @@ int main(void)
                     "the TLS ClientHello names other.example.test, not tls.example.test") != NULL);
         CHECK(entry(list, "other.example.test", "is not allowed for this cell") != NULL);
         CHECK(entry(list, "localhost", "resolves only to private addresses") != NULL);
+        CHECK(entry(list, "tls.example.test",
+                    "TLS to tls.example.test refused: the ClientHello names no server") != NULL);
         json_t *ok = entry(list, "tls.example.test", NULL);
         CHECK(ok && json_integer_value(json_object_get(ok, "bytes_in")) > 500 &&
               json_integer_value(json_object_get(ok, "bytes_out")) > 200);
