@@ -345,6 +345,15 @@ int main(void)
         CHECK_HAS(a, "\"body\": \"xyz\"");
         CHECK_HAS(a, "\"rest\": \"\"");
         free(a);
+        /* A head that comes a byte at a time. */
+        int trickle = dial(port);
+        const char *slow_head = "GET http://plain.example.test/hello HTTP/1.1\r\nX-A: 1\r\n\r\n";
+        for (const char *ch = slow_head; *ch; ch++)
+                (void)write_all(trickle, ch, 1);
+        a = read_all(trickle, 10000, NULL);
+        close(trickle);
+        CHECK_HAS(a, "hello from http");
+        free(a);
         /* The operator's IP literal (private, but named). */
         char req[512];
         snprintf(req, sizeof(req), "GET http://127.0.0.1:%u/hello HTTP/1.1\r\n\r\n", http_port);
