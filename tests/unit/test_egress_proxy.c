@@ -545,6 +545,8 @@ int main(void)
         took = now_ms() - t0;
         CHECK(took < 500);
         CHECK(json_array_size(list) == 5);
+        CHECK(entry(list, "", "the run ended before the request was whole") != NULL);
+        CHECK(entry(list, "plain.example.test", NULL) != NULL); /* a tunnel the run's end closed */
         json_decref(list);
         for (int i = 0; i < 5; i++) {
                 size_t n = 0;

@@ -52,7 +52,6 @@ struct egress_conn {
         char host[EGRESS_HOST_MAX * 4 + 8]; /* normalized, or escaped */
         unsigned port;
         uint64_t out, in;
-        bool relaying;
         char refused[REFUSED_MAX]; /* "" when not refused */
 };
 
@@ -233,7 +232,6 @@ static void relay(struct egress_conn *c, char *buf, uint64_t body_left, bool pla
 {
         struct egress_run *run = c->run;
         bool from_client = body_left > 0;
-        c->relaying = true;
         for (;;) {
                 if (now_ms() >= run->deadline) {
                         if (plain && c->in == 0) {
@@ -516,8 +514,10 @@ static void serve(struct egress_conn *c, char *buf)
                         refuse(c, 504, "the request did not come within the run's time limit");
                         return;
                 }
-                if (w == WAIT_STOP)
+                if (w == WAIT_STOP) {
+                        set_refused(c, "the run ended before the request was whole");
                         return;
+                }
                 ssize_t n = recv(c->client, buf + len, EGRESS_HEAD_MAX - len, 0);
                 if (n < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
