@@ -48,6 +48,23 @@ static size_t openssl_hello(const char *name, unsigned char *buf, size_t size)
         return n;
 }
 
+/* The offset of the type of the first extension of a real hello (record 5, handshake 4,
+ * version 2, random 32, then the lengths walked), or 0. */
+static size_t first_extension(const unsigned char *b, size_t n)
+{
+        size_t i = 5 + 4 + 2 + 32;
+        if (i >= n)
+                return 0;
+        i += 1 + b[i];
+        if (i + 2 > n)
+                return 0;
+        i += 2 + (((size_t)b[i] << 8) | b[i + 1]);
+        if (i >= n)
+                return 0;
+        i += 1 + b[i];
+        return i + 2 + 4 <= n ? i + 2 : 0;
+}
+
 static const char *sni(const unsigned char *buf, size_t n, char out[EGRESS_HOST_MAX])
 {
         const char *why = NULL;
@@ -98,6 +115,21 @@ int main(void)
         split[5 + first + 4] = (unsigned char)(body - first);
         memcpy(split + 10 + first, buf + 5 + first, body - first);
         CHECK_STR(sni(split, n + 5, out), "the ClientHello is split over TLS records");
+
+        /* An Encrypted Client Hello: its extension (0xfe0d) in place of the first one. */
+        n = hello("api.example.test", "1.3", buf, sizeof(buf));
+        size_t ext = first_extension(buf, n);
+        CHECK(ext > 0);
+        if (ext) {
+                unsigned char was0 = buf[ext], was1 = buf[ext + 1];
+                buf[ext] = 0xfe;
+                buf[ext + 1] = 0x0d;
+                CHECK_STR(sni(buf, n, out),
+                          "the ClientHello is encrypted (ECH), its server name unseen");
+                buf[ext] = was0;
+                buf[ext + 1] = was1;
+                CHECK_STR(sni(buf, n, out), "api.example.test");
+        }
 
         /* Not TLS at all. */
         CHECK_STR(sni((const unsigned char *)"GET / HTTP/1.1\r\n", 16, out),

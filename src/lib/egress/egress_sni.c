@@ -88,6 +88,12 @@ int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST
                 struct reader body = sub(&ext, get(&ext, 2));
                 if (ext.bad)
                         break;
+                if (type == 0xfe0d) {
+                        /* Encrypted Client Hello: the name checked would be the outer one,
+                         * while the server answers the inner one, which nobody here sees. */
+                        *ret_why = "the ClientHello is encrypted (ECH), its server name unseen";
+                        return -1;
+                }
                 if (type != 0)
                         continue;
                 if (found++) {

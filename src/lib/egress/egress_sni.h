@@ -1,6 +1,7 @@
 /* The server name a TLS ClientHello asks for (RFC 8446 4.1.2, RFC 6066 3): a tunnel to port
  * 443 opened for one host must not carry a handshake for another, which a server shared by
- * many names (a CDN) would answer. Only the first record is read, and the hello must be whole
+ * many names (a CDN) would answer; for the same reason an Encrypted Client Hello, whose real
+ * name is hidden, is refused. Only the first record is read, and the hello must be whole
  * in it: a hello split over records, or without a host_name, is refused rather than guessed.
  * Who includes it: the egress wing only. */
 #ifndef CODECELL_EGRESS_SNI_H
