@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <errno.h>
 #include <poll.h>
@@ -204,10 +205,67 @@ static size_t tunnel_hello(unsigned port, const unsigned char *hello, size_t n, 
                 usleep(20000);
         }
         size_t got = 0;
-        char *rest = read_all(fd, 3000, &got);
+        char *rest = read_all(fd, 1000, &got);
         memcpy(out, rest, got < size ? got : size);
         free(rest);
         close(fd);
+        return got;
+}
+
+/* The server of the full-duplex case: it writes all it has before it reads a byte, as a
+ * server streaming its answer before it reads the upload would. */
+#define DUPLEX_BYTES (32u << 20) /* more than loopback's socket buffers hold */
+static size_t duplex_server_got;
+
+static void *duplex_server(void *arg)
+{
+        int lfd = *(int *)arg;
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0)
+                return NULL;
+        char *chunk = calloc(1, 65536);
+        for (size_t sent = 0; sent < DUPLEX_BYTES; sent += 65536)
+                if (write_all(fd, chunk, 65536) < 0)
+                        break;
+        (void)shutdown(fd, SHUT_WR);
+        ssize_t n;
+        while ((n = recv(fd, chunk, 65536, 0)) > 0)
+                duplex_server_got += (size_t)n;
+        free(chunk);
+        close(fd);
+        return NULL;
+}
+
+/* The guest's side: writes and reads at once, as far as each way goes. What it got back. */
+static size_t duplex_client(int fd)
+{
+        char *chunk = calloc(1, 65536);
+        size_t sent = 0, got = 0;
+        bool open_in = true;
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        double until = now_ms() + 8000;
+        while ((open_in || sent < DUPLEX_BYTES) && now_ms() < until) {
+                struct pollfd p = {
+                        fd, (short)((open_in ? POLLIN : 0) | (sent < DUPLEX_BYTES ? POLLOUT : 0)),
+                        0};
+                if (poll(&p, 1, 100) <= 0)
+                        continue;
+                if (p.revents & POLLOUT) {
+                        ssize_t n = send(fd, chunk,
+                                         DUPLEX_BYTES - sent < 65536 ? DUPLEX_BYTES - sent : 65536,
+                                         MSG_NOSIGNAL);
+                        if (n > 0 && (sent += (size_t)n) == DUPLEX_BYTES)
+                                (void)shutdown(fd, SHUT_WR);
+                }
+                if (p.revents & (POLLIN | POLLHUP)) {
+                        ssize_t n = recv(fd, chunk, 65536, 0);
+                        if (n > 0)
+                                got += (size_t)n;
+                        else if (n == 0)
+                                open_in = false;
+                }
+        }
+        free(chunk);
         return got;
 }
 
@@ -277,19 +335,22 @@ int main(void)
                 return 77;
         }
         setenv("EGRESS_TEST_SECRET", "s3cret", 1);
+        unsigned duplex_port;
+        int duplex_lfd = listener(&duplex_port);
         char text[2048];
         snprintf(text, sizeof(text),
                  "{\"allow\": [\"plain.example.test\", \"tls.example.test\", \"localhost\", "
                  "\"127.0.0.1:%u\","
-                 " \"slow.example.test\", \"stuck.example.test\", \"dead.example.test\"],"
+                 " \"slow.example.test\", \"stuck.example.test\", \"dead.example.test\", "
+                 "\"duplex.example.test\"],"
                  " \"methods\": [\"GET\", \"POST\"],"
                  " \"resolve\": {\"plain.example.test\": \"127.0.0.1:%u\", \"tls.example.test\": "
                  "\"127.0.0.1:%u\","
                  "  \"slow.example.test\": \"127.0.0.1:%u\", \"dead.example.test\": "
-                 "\"127.0.0.1:1\"},"
+                 "\"127.0.0.1:1\", \"duplex.example.test\": \"127.0.0.1:%u\"},"
                  " \"headers\": {\"plain.example.test\": {\"Authorization\": \"Bearer "
                  "${EGRESS_TEST_SECRET}\"}}}",
-                 http_port, http_port, https_port, http_port);
+                 http_port, http_port, https_port, http_port, duplex_port);
         struct egress_policy *p = policy(text);
         CHECK(p != NULL);
         if (!p)
@@ -447,6 +508,25 @@ int main(void)
         hn = make_hello("-", hello, sizeof(hello));
         bn = tunnel_hello(port, hello, hn, hn, back, sizeof(back));
         CHECK(bn == 7 && back[0] == 0x15 && back[6] == 0x70); /* unrecognized_name */
+        /* Both ways at once, with a server that reads only after it wrote all: the relay
+         * never waits on one direction while the other could move. */
+        pthread_t duplex;
+        pthread_create(&duplex, NULL, duplex_server, &duplex_lfd);
+        int dfd = dial(port);
+        SEND(dfd, "CONNECT duplex.example.test:80 HTTP/1.1\r\n\r\n");
+        /* The 200's head, to its blank line, and not a byte of the server's after it. */
+        char established[64] = "";
+        for (size_t k = 0; k + 1 < sizeof(established) && !strstr(established, "\r\n\r\n"); k++)
+                if (recv(dfd, established + k, 1, 0) != 1)
+                        break;
+        CHECK_STR(established, "HTTP/1.1 200 Connection established\r\n\r\n");
+        double dt0 = now_ms();
+        size_t dgot = duplex_client(dfd);
+        close(dfd);
+        pthread_join(duplex, NULL); /* its listener stays open until the end: the fd count */
+        CHECK(dgot == DUPLEX_BYTES);
+        CHECK(duplex_server_got == DUPLEX_BYTES);
+        fprintf(stderr, "full duplex: %u MiB each way in %.0f ms\n", DUPLEX_BYTES >> 20, now_ms() - dt0);
         /* A server that does not listen: 502 with the reason. */
         a = ask(port, "GET http://dead.example.test/ HTTP/1.1\r\n\r\n", NULL);
         CHECK_HAS(a, "502 Bad Gateway");
@@ -595,6 +675,7 @@ int main(void)
         egress_policy_free(caps);
         egress_policy_free(p);
 
+        close(duplex_lfd);
         kill(servers, SIGTERM);
         waitpid(servers, NULL, 0);
         if (check_failures)

@@ -225,16 +225,74 @@ static int forward(struct egress_conn *c, int to, const char *data, size_t n, bo
         return 0;
 }
 
-/* Relays until the server's side ends. body_left: for plain HTTP, the bytes of the request's
- * body still to pass on (after it nothing more of the guest's goes to the server); UINT64_MAX
- * for a tunnel. */
-static void relay(struct egress_conn *c, char *buf, uint64_t body_left, bool plain)
+/* One direction of the relay: bytes read from one side wait here until the other takes them.
+ * A side is read only while its buffer is empty, so a peer that does not read slows its
+ * sender down (TCP's own back pressure) and never the other direction. */
+struct leg {
+        int from, to;
+        char *buf;
+        size_t len, off; /* buf[off..len) still to send */
+        bool reading;    /* from has not ended (nor, for a request body, been read whole) */
+        bool out;        /* guest to server */
+};
+
+/* Reads what leg.from has into the buffer, counted against the cap: 1 read, 0 at its end, -1
+ * when the connection ends (the reason recorded). */
+static int leg_read(struct egress_conn *c, struct leg *l, size_t want)
+{
+        ssize_t n = recv(l->from, l->buf, want, 0);
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN ? 1 : -1;
+        if (n == 0)
+                return 0;
+        struct egress_run *run = c->run;
+        uint64_t cap = run->e->policy->bytes;
+        uint64_t was = atomic_fetch_add(l->out ? &run->bytes_out : &run->bytes_in, (uint64_t)n);
+        if (was + (uint64_t)n > cap) {
+                set_refused(c, "over %llu bytes %s this run", (unsigned long long)cap,
+                            l->out ? "out" : "in");
+                return -1;
+        }
+        l->off = 0;
+        l->len = (size_t)n;
+        return 1;
+}
+
+/* Sends what the buffer holds, as far as leg.to takes it now: 0, or -1 when the peer is gone. */
+static int leg_write(struct egress_conn *c, struct leg *l)
+{
+        ssize_t n = send(l->to, l->buf + l->off, l->len - l->off, MSG_NOSIGNAL);
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN ? 0 : -1;
+        l->off += (size_t)n;
+        if (l->out)
+                c->out += (uint64_t)n;
+        else
+                c->in += (uint64_t)n;
+        if (l->off == l->len)
+                l->off = l->len = 0;
+        return 0;
+}
+
+static short leg_events(const struct leg *read_leg, const struct leg *write_leg)
+{
+        return (short)((read_leg->reading && read_leg->len == 0 ? POLLIN : 0) |
+                       (write_leg->len ? POLLOUT : 0));
+}
+
+/* Relays both ways until each side has ended and all it sent is with the other (plain HTTP:
+ * until the server's answer has ended), or the run ends, its deadline passes, its bytes run out.
+ * body_left: for plain HTTP, the bytes of the request's body still to pass on (after them nothing
+ * more of the guest's goes to the server); UINT64_MAX for a tunnel. bufs: two RELAY_BUF buffers. */
+static void relay(struct egress_conn *c, char *bufs[2], uint64_t body_left, bool plain)
 {
         struct egress_run *run = c->run;
-        bool from_client = body_left > 0;
+        struct leg up = {c->client, c->upstream, bufs[0], 0, 0, body_left > 0, true};
+        struct leg down = {c->upstream, c->client, bufs[1], 0, 0, true, false};
+        bool shut_up = false, shut_down = false;
         for (;;) {
                 if (now_ms() >= run->deadline) {
-                        if (plain && c->in == 0) {
+                        if (plain && c->in == 0 && down.len == 0) {
                                 char answer[512];
                                 const char *body =
                                         "the server did not answer within the run's time limit";
@@ -246,37 +304,57 @@ static void relay(struct egress_conn *c, char *buf, uint64_t body_left, bool pla
                         set_refused(c, "closed at the run's time limit");
                         return;
                 }
-                struct pollfd p[3] = {{from_client ? c->client : -1, POLLIN, 0},
-                                      {c->upstream, POLLIN, 0},
+                bool down_done = !down.reading && down.len == 0;
+                bool up_done = !up.reading && up.len == 0;
+                /* Each side's end is passed on, and the relay ends when both ends have been:
+                 * a tunnel's peer may shut its side and still read (a half-close). Plain HTTP
+                 * ends with the server's answer; the guest's side is not shut there, which
+                 * some servers would take for an abort. */
+                if (down_done && (plain || up_done))
+                        return;
+                if (up_done && !shut_up && !plain) {
+                        (void)shutdown(c->upstream, SHUT_WR);
+                        shut_up = true;
+                }
+                if (down_done && !shut_down) {
+                        (void)shutdown(c->client, SHUT_WR);
+                        shut_down = true;
+                }
+                short ce = leg_events(&up, &down), ue = leg_events(&down, &up);
+                /* An fd with nothing to wait for stays out of poll: its hangup would wake
+                 * poll again and again while the other side is slow. */
+                struct pollfd p[3] = {{ce ? c->client : -1, ce, 0},
+                                      {ue ? c->upstream : -1, ue, 0},
                                       {run->stop_fd, POLLIN, 0}};
                 int r = poll(p, 3, isinf(run->deadline) ? -1 : deadline_poll_ms(run->deadline));
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0 || p[2].revents)
                         return;
-                if (p[0].revents) {
+                if ((p[0].revents & POLLOUT) && leg_write(c, &down) < 0)
+                        return;
+                if ((p[1].revents & POLLOUT) && leg_write(c, &up) < 0)
+                        return;
+                if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && up.reading && up.len == 0) {
                         size_t want = body_left < RELAY_BUF ? (size_t)body_left : RELAY_BUF;
-                        ssize_t n = recv(c->client, buf, want, 0);
-                        if (n == 0) {
-                                from_client = false;
-                                if (!plain)
-                                        (void)shutdown(c->upstream, SHUT_WR);
-                        } else if (n < 0 && errno != EINTR && errno != EAGAIN) {
+                        int got = leg_read(c, &up, want);
+                        if (got < 0)
                                 return;
-                        } else if (n > 0) {
-                                if (forward(c, c->upstream, buf, (size_t)n, true) < 0)
-                                        return;
-                                if (plain && (body_left -= (uint64_t)n) == 0)
-                                        from_client = false;
-                        }
+                        if (got == 0)
+                                up.reading = false;
+                        else if (plain && (body_left -= up.len) == 0)
+                                up.reading = false;
                 }
-                if (p[1].revents) {
-                        ssize_t n = recv(c->upstream, buf, RELAY_BUF, 0);
-                        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && down.reading &&
+                    down.len == 0) {
+                        int got = leg_read(c, &down, RELAY_BUF);
+                        if (got < 0)
                                 return;
-                        if (n > 0 && forward(c, c->client, buf, (size_t)n, false) < 0)
-                                return;
+                        if (got == 0)
+                                down.reading = false;
                 }
+                if ((p[0].revents & (POLLERR | POLLHUP)) && !(ce & POLLIN) && down.len)
+                        return; /* the guest is gone with bytes still for it */
         }
 }
 
@@ -499,8 +577,10 @@ static int check_hello(struct egress_conn *c, const struct egress_request *req, 
         return forward(c, c->upstream, (const char *)hello, n, true);
 }
 
-static void serve(struct egress_conn *c, char *buf)
+/* bufs: the head's buffer (EGRESS_HEAD_MAX + 1), then the relay's second. */
+static void serve(struct egress_conn *c, char *bufs[2])
 {
+        char *buf = bufs[0];
         struct egress_run *run = c->run;
         const struct egress_policy *p = run->e->policy;
         _cleanup_free_ struct egress_request *req = malloc(sizeof(*req));
@@ -527,7 +607,8 @@ static void serve(struct egress_conn *c, char *buf)
                 }
                 /* The head is parsed again only when a line may have ended: a guest that sends
                  * it a byte at a time costs one parse per line (100 at most), not per byte. */
-                bool line_end = memchr(buf + len, '\n', (size_t)n) || memchr(buf + len, '\0', (size_t)n);
+                bool line_end =
+                        memchr(buf + len, '\n', (size_t)n) || memchr(buf + len, '\0', (size_t)n);
                 len += (size_t)n;
                 buf[len] = '\0';
                 if (!line_end && len < EGRESS_HEAD_MAX)
@@ -578,7 +659,7 @@ static void serve(struct egress_conn *c, char *buf)
                 } else if (early_len && forward(c, c->upstream, early, early_len, true) < 0) {
                         return;
                 }
-                relay(c, buf, UINT64_MAX, false);
+                relay(c, bufs, UINT64_MAX, false);
                 return;
         }
         size_t head_len = 0;
@@ -592,19 +673,21 @@ static void serve(struct egress_conn *c, char *buf)
         size_t now = early_len < body_left ? early_len : (size_t)body_left;
         if (now && forward(c, c->upstream, early, now, true) < 0)
                 return;
-        relay(c, buf, body_left - now, true);
+        relay(c, bufs, body_left - now, true);
 }
 
 static void *conn_main(void *arg)
 {
         struct egress_conn *c = arg;
         struct egress *e = c->run->e;
-        char *buf = malloc(EGRESS_HEAD_MAX + 1 > RELAY_BUF ? EGRESS_HEAD_MAX + 1 : RELAY_BUF);
-        if (buf)
-                serve(c, buf);
+        char *bufs[2] = {malloc(EGRESS_HEAD_MAX + 1 > RELAY_BUF ? EGRESS_HEAD_MAX + 1 : RELAY_BUF),
+                         malloc(RELAY_BUF)};
+        if (bufs[0] && bufs[1])
+                serve(c, bufs);
         else
                 set_refused(c, "out of memory");
-        free(buf);
+        free(bufs[0]);
+        free(bufs[1]);
         close_fd(&c->upstream);
         close_fd(&c->client);
         if (e->log)
