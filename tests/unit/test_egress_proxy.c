@@ -526,12 +526,28 @@ int main(void)
         pthread_join(duplex, NULL); /* its listener stays open until the end: the fd count */
         CHECK(dgot == DUPLEX_BYTES);
         CHECK(duplex_server_got == DUPLEX_BYTES);
-        fprintf(stderr, "full duplex: %u MiB each way in %.0f ms\n", DUPLEX_BYTES >> 20, now_ms() - dt0);
+        fprintf(stderr, "full duplex: %u MiB each way in %.0f ms\n", DUPLEX_BYTES >> 20,
+                now_ms() - dt0);
         /* A server that does not listen: 502 with the reason. */
         a = ask(port, "GET http://dead.example.test/ HTTP/1.1\r\n\r\n", NULL);
         CHECK_HAS(a, "502 Bad Gateway");
         CHECK_HAS(a, "cannot connect to dead.example.test:80: Connection refused");
         free(a);
+        /* 100 headers pass the proxy, 101 do not. */
+        for (int count = 100; count <= 101; count++) {
+                char many[4096] = "GET http://plain.example.test/hello HTTP/1.1\r\n";
+                for (int k = 0; k < count; k++)
+                        snprintf(many + strlen(many), sizeof(many) - strlen(many), "X-%d: 1\r\n",
+                                 k);
+                strcat(many, "\r\n");
+                a = ask(port, many, NULL);
+                /* (The server itself takes no more than 100, with Host and Connection.) */
+                if (count == 100)
+                        CHECK(a && !strstr(a, "over 100 headers") && strstr(a, "HTTP/1.") == a);
+                else
+                        CHECK_HAS(a, "bad request: over 100 headers");
+                free(a);
+        }
         /* A head over 16 KiB. */
         char *big = malloc(20000);
         strcpy(big, "GET http://plain.example.test/ HTTP/1.1\r\nX: ");
