@@ -55,6 +55,10 @@ target_include_directories(engine_mcp_client PRIVATE ${CURL_INCLUDE_DIRS})
 codecell_wing(tools USES spec results mcp_client SOURCES
   tools.c tool_signatures.c tool_descriptions.c rpc.c approval.c guest_names.c
   json_schema_check.c)
+# The engine's egress proxy of a sandbox with a network policy: the policy, names and
+# addresses checked, the request heads and TLS hellos read, the relay (issue 31).
+codecell_wing(egress USES base SOURCES
+  egress_policy.c egress_host.c egress_addr.c egress_sni.c egress_http.c egress_lookup.c egress.c)
 # The walls of a sandbox and what the host gives of them: namespaces, mounts, seccomp, Landlock,
 # capabilities, the one entry every guest takes, cgroups, CPU time, the zygote's side of forked
 # sandboxes.
