@@ -37,10 +37,14 @@ endfunction()
 codecell_wing(base SOURCES
   error.c util.c deadline.c frame.c json_file.c base64.c host_spawn.c command_tool.c pipe_write.c
   dynlib.c proc_stat.c version.c)
+# The engine's egress proxy of a sandbox with a network policy: the policy, names and
+# addresses checked, the request heads and TLS hellos read, the relay (issue 31).
+codecell_wing(egress USES base SOURCES
+  egress_policy.c egress_host.c egress_addr.c egress_sni.c egress_http.c egress_lookup.c egress.c)
 # What a cell is before anything runs: its configuration and limits, the guest languages (with
 # their embedded programs, GUEST_SOURCES of CMakeLists.txt), the interpreters as probed on the
 # host, the rules of mounts.
-codecell_wing(spec USES base SOURCES
+codecell_wing(spec USES base egress SOURCES
   config.c config_network.c runtime.c interpreter.c mount_rules.c ${GUEST_SOURCES})
 # What goes into a run and what comes out: input, cancel, output, images, the result and the
 # model's view of it.
@@ -55,10 +59,6 @@ target_include_directories(engine_mcp_client PRIVATE ${CURL_INCLUDE_DIRS})
 codecell_wing(tools USES spec results mcp_client SOURCES
   tools.c tool_signatures.c tool_descriptions.c rpc.c approval.c guest_names.c
   json_schema_check.c)
-# The engine's egress proxy of a sandbox with a network policy: the policy, names and
-# addresses checked, the request heads and TLS hellos read, the relay (issue 31).
-codecell_wing(egress USES base SOURCES
-  egress_policy.c egress_host.c egress_addr.c egress_sni.c egress_http.c egress_lookup.c egress.c)
 # The walls of a sandbox and what the host gives of them: namespaces, mounts, seccomp, Landlock,
 # capabilities, the one entry every guest takes, cgroups, CPU time, the zygote's side of forked
 # sandboxes.

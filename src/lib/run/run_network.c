@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "error.h"
 #include "result.h"
 
 struct egress *run_network_begin(const codecell_config *c, int proxy_fd, double deadline_ms,

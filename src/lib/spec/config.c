@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "egress_policy.h"
 #include "error.h"
 #include "mount_rules.h"
 
@@ -134,6 +135,7 @@ void codecell_config_free(codecell_config *c)
         json_decref(c->listed_libraries);
         free(c->listed_where);
         json_decref(c->network);
+        egress_policy_free(c->network_policy);
         free(c);
 }
 
@@ -476,7 +478,11 @@ codecell_config *config_copy(const codecell_config *src)
         c->listed_libraries = NULL;
         c->listed_where = NULL;
         c->network = NULL;
-        if (src->network && !(c->network = json_deep_copy(src->network)))
+        c->network_policy = NULL;
+        codecell_error policy_err = {0};
+        if (src->network && (!(c->network = json_deep_copy(src->network)) ||
+                             !(c->network_policy = egress_policy_parse(c->network, "network",
+                                                                       &policy_err))))
                 goto fail;
         if ((src->listed_libraries &&
              !(c->listed_libraries = json_deep_copy(src->listed_libraries))) ||

@@ -5,11 +5,17 @@
 #include <string.h>
 
 #include "config.h"
+#include "egress_policy.h"
 #include "error.h"
 
 const json_t *config_network(const codecell_config *c)
 {
         return c->network;
+}
+
+const struct egress_policy *config_network_policy(const codecell_config *c)
+{
+        return c->network_policy;
 }
 
 int config_set_network_json(codecell_config *c, const json_t *policy, const char *where,
@@ -18,11 +24,19 @@ int config_set_network_json(codecell_config *c, const json_t *policy, const char
         if (policy && !json_is_object(policy))
                 return err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s: must be an object",
                                where ? where : "network");
+        struct egress_policy *parsed =
+                policy ? egress_policy_parse(policy, where ? where : "network", err) : NULL;
+        if (policy && !parsed)
+                return -1;
         json_t *copy = policy ? json_deep_copy(policy) : NULL;
-        if (policy && !copy)
+        if (policy && !copy) {
+                egress_policy_free(parsed);
                 return err_sys(err, ENOMEM, "network");
+        }
         json_decref(c->network);
+        egress_policy_free(c->network_policy);
         c->network = copy;
+        c->network_policy = parsed;
         return 0;
 }
 
