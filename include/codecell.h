@@ -526,8 +526,11 @@ typedef struct codecell_cell_info {
          * ran (unknown name, over CODECELL_LIMIT_TOOL_CALLS, arguments too large). */
         uint64_t tool_calls;
         uint64_t tool_refusals;
+        /* 1: the cell has a network policy, its code reaches the hosts it allows through the
+         * engine's proxy (docs/network.md); 0: no network. */
+        uint64_t network;
         /* Room for later fields (ABI promise). */
-        uint64_t reserved[6];
+        uint64_t reserved[5];
 } codecell_cell_info;
 
 /* A snapshot of the cell's state. Thread-safe. */

@@ -241,9 +241,10 @@ json_t *mcp_tools_build(struct mcp_server *s, bool modern)
                 char title[128];
                 snprintf(title, sizeof(title), "Run %s code (%s)", info.language,
                          codecell_cellset_name(s->cells, i));
-                /* The truth about what a call can do: never the network; the host's files
-                 * only through read-write folders; anything a host tool does. */
-                bool reaches_out = info.tools > 0;
+                /* The truth about what a call can do: the network only as the cell's policy
+                 * allows; the host's files only through read-write folders; anything a host
+                 * tool does. */
+                bool reaches_out = info.tools > 0 || info.network;
                 json_t *tool =
                         json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
                                   codecell_cellset_name(s->cells, i), "title", title, "description",
