@@ -597,6 +597,10 @@ CODECELL_API const char *codecell_result_error_class(const codecell_result *resu
  * exactly. NULL when the result has none ("ok") or when out of memory. Caller frees with
  * free(). */
 CODECELL_API char *codecell_result_error_json(const codecell_result *result);
+/* A network cell's connections through its proxy (docs/network.md) as a JSON array, malloc'd:
+ * [{"host", "port", "bytes_out", "bytes_in"}, with "refused": why when it was refused]. NULL
+ * when the run made none (or out of memory). */
+CODECELL_API char *codecell_result_network_json(const codecell_result *result);
 CODECELL_API void codecell_result_free(codecell_result *result);
 
 /* The pictures a run handed back, in the order they were made: figures a Python run drew with

@@ -14,6 +14,11 @@ void result_take_network(codecell_result *r, json_t *connections)
                 json_decref(connections);
 }
 
+char *codecell_result_network_json(const codecell_result *r)
+{
+        return r->network ? json_dumps(r->network, JSON_COMPACT) : NULL;
+}
+
 int result_set_network(json_t *obj, const codecell_result *r)
 {
         if (!r->network)
