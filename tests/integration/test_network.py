@@ -306,6 +306,51 @@ class OverMcp(unittest.TestCase):
             self.assertIn("api.example.test, plain.example.test, localhost", tool["description"])
             self.assertTrue(tool["annotations"]["openWorldHint"])
 
+    def test_a_connection_opened_between_evals_is_closed_unanswered(self):
+        # A thread of the session's first eval connects once that eval is over, and says so in
+        # a folder the test reads; the next eval must not serve it.
+        code = {
+            "ruby": ('require "socket"\n$t = Thread.new do\n  sleep 0.3 until File.exist?("/out/go")\n'
+                     '  s = TCPSocket.new("127.0.0.1", 3128)\n'
+                     '  s.write("GET http://plain.example.test/between HTTP/1.1\\r\\nHost: plain.example.test\\r\\n\\r\\n")\n'
+                     '  File.write("/out/connected", "1")\n  (s.read || "").bytesize\n'
+                     'rescue SystemCallError => e\n  e.class.name\nend\nnil', '$t.value'),
+            "python": ('import socket, threading, os, time\nbox = []\ndef later():\n'
+                       '    while not os.path.exists("/out/go"):\n        time.sleep(0.3)\n'
+                       '    s = socket.create_connection(("127.0.0.1", 3128))\n'
+                       '    s.sendall(b"GET http://plain.example.test/between HTTP/1.1\\r\\nHost: plain.example.test\\r\\n\\r\\n")\n'
+                       '    open("/out/connected", "w").write("1")\n'
+                       '    try:\n        box.append(len(s.recv(65536)))\n'
+                       '    except OSError as e:\n        box.append(type(e).__name__)\n'
+                       't = threading.Thread(target=later)\nt.start()',
+                       't.join(30)\nbox[0]'),
+        }
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                out = tempdir(self)
+                os.chmod(out, 0o777)
+                cells = [dict(SERVERS.cell(lang), name=lang,
+                              mounts=[{"source": out, "dest": "/out", "mode": "rw"}])]
+                peer = Stdio(write_config(tempdir(self), cells))
+                self.addCleanup(peer.close)
+                peer.request(INIT)
+                first, second = code[lang]
+                call = lambda i, c: peer.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                                  "params": {"name": lang, "arguments": {
+                                                      "code": c, "session": "between"}}})["result"]
+                self.assertFalse(call(2, first).get("isError"))
+                open(os.path.join(out, "go"), "w").close()
+                deadline = time.monotonic() + 60
+                while not os.path.exists(os.path.join(out, "connected")):
+                    self.assertLess(time.monotonic(), deadline, "the guest never connected")
+                    time.sleep(0.05)
+                before = len(SERVERS.http.seen)
+                r = call(3, second)
+                self.assertIn(r["structuredContent"]["value"], (0, "ConnectionResetError",
+                                                                "Errno::ECONNRESET"), r)
+                self.assertNotIn("network", r["structuredContent"])
+                self.assertEqual(len(SERVERS.http.seen), before)
+
     def test_each_eval_of_a_session_gets_the_policy_and_its_own_record(self):
         for lang in LANGUAGES:
             with self.subTest(lang=lang):
