@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -158,6 +160,14 @@ static const char *status_text(int status)
         default:
                 return "Error";
         }
+}
+
+/* A relay forwards what it read at once: Nagle's algorithm would hold a small write (the rest of
+ * a TLS flight) until the last one is acknowledged, a delayed ACK later. */
+static void no_delay(int fd)
+{
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 /* The answer to a refused request, into buf: a short text/plain body that closes. */
@@ -493,6 +503,7 @@ static int connect_upstream(struct egress_conn *c, const struct egress_request *
                         last = errno;
                         continue;
                 }
+                no_delay(fd);
                 if (connect(fd, (struct sockaddr *)&t[i].addr, t[i].len) == 0) {
                         c->upstream = fd;
                         return 0;
@@ -804,8 +815,10 @@ static void *acceptor_main(void *arg)
                 }
                 if (r > 0 && p[0].revents) {
                         int fd = accept4(e->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                        if (fd >= 0)
+                        if (fd >= 0) {
+                                no_delay(fd);
                                 admit(e, ling, fd);
+                        }
                         else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
                                  errno == ENOMEM)
                                 (void)poll(NULL, 0, 50); /* out of fds: let some close first */
