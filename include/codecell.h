@@ -209,6 +209,14 @@ CODECELL_API int codecell_config_set_start(codecell_config *config, codecell_sta
 CODECELL_API int codecell_config_set_pool(codecell_config *config, size_t size,
                                           codecell_error *err);
 
+/* The cell's network policy, a JSON object (`json`, text), e.g. {"allow": ["example.org"]};
+ * NULL clears it (the default: no network at all). A cell with one is a network cell: each of
+ * its sandboxes has a network namespace of its own with only its loopback, where the one way
+ * out is a listener on 127.0.0.1 that the engine holds (docs/security.md). Checked here only
+ * to be an object. -1 with err when it is not. */
+CODECELL_API int codecell_config_set_network(codecell_config *config, const char *json,
+                                             codecell_error *err);
+
 /* ---- interpreters and libraries -------------------------------------------------------- */
 
 /* Runs the cell's code with the interpreter at `path` (a file on the host; relative to the
@@ -518,8 +526,11 @@ typedef struct codecell_cell_info {
          * ran (unknown name, over CODECELL_LIMIT_TOOL_CALLS, arguments too large). */
         uint64_t tool_calls;
         uint64_t tool_refusals;
+        /* 1: the cell has a network policy, its code reaches the hosts it allows through the
+         * engine's proxy (docs/network.md); 0: no network. */
+        uint64_t network;
         /* Room for later fields (ABI promise). */
-        uint64_t reserved[6];
+        uint64_t reserved[5];
 } codecell_cell_info;
 
 /* A snapshot of the cell's state. Thread-safe. */
@@ -586,6 +597,10 @@ CODECELL_API const char *codecell_result_error_class(const codecell_result *resu
  * exactly. NULL when the result has none ("ok") or when out of memory. Caller frees with
  * free(). */
 CODECELL_API char *codecell_result_error_json(const codecell_result *result);
+/* A network cell's connections through its proxy (docs/network.md) as a JSON array, malloc'd:
+ * [{"host", "port", "bytes_out", "bytes_in"}, with "refused": why when it was refused]. NULL
+ * when the run made none (or out of memory). */
+CODECELL_API char *codecell_result_network_json(const codecell_result *result);
 CODECELL_API void codecell_result_free(codecell_result *result);
 
 /* The pictures a run handed back, in the order they were made: figures a Python run drew with

@@ -1,10 +1,9 @@
 /* Flags shared by the verbs that build a cell: --mount, and the language of a file. */
 #include "cell_flags.h"
-
 #include "commands.h"
 #include "units.h"
-
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +70,28 @@ const char *language_of(const char *path)
         return lang ? lang : "ruby";
 }
 
+/* The --allow-net flags as the cell's network policy, {"allow": [...]}: the library checks
+ * each pattern and names the one it refuses. */
+static int set_allow_net(const struct cell_flags *f, codecell_config *config, codecell_error *err)
+{
+        json_t *allow = json_array();
+        for (size_t i = 0; allow && i < f->n_allow_net; i++)
+                if (json_array_append_new(allow, json_string(f->allow_net[i])) < 0) {
+                        json_decref(allow);
+                        allow = NULL;
+                }
+        json_t *policy = allow ? json_pack("{s:o}", "allow", allow) : NULL;
+        char *text = policy ? json_dumps(policy, JSON_COMPACT) : NULL;
+        json_decref(policy);
+        int r = text ? codecell_config_set_network(config, text, err) : -1;
+        if (!text)
+                fprintf(stderr, "%s: --allow-net: out of memory\n", f->who);
+        else if (r < 0)
+                fprintf(stderr, "%s: --allow-net: %s\n", f->who, err->message);
+        free(text);
+        return text ? r : -1;
+}
+
 int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
 {
         *ret = NULL;
@@ -114,6 +135,8 @@ int cell_from_flags(const struct cell_flags *f, codecell_cell **ret)
         for (size_t i = 0; i < f->n_libraries; i++)
                 if (add_library_flag(f->who, config, f->libraries[i], &err) < 0)
                         goto out;
+        if (f->n_allow_net > 0 && set_allow_net(f, config, &err) < 0)
+                goto out;
         for (int l = 0; l < CODECELL_LIMIT__COUNT; l++)
                 if (f->limits[l] &&
                     codecell_config_set_limit(config, (codecell_limit)l, f->limits[l], &err) < 0) {
@@ -171,6 +194,10 @@ bool cell_flags_take(struct cell_flags *f, int opt, const char *arg)
                 return true;
         case CELL_OPT_START:
                 f->start = arg;
+                return true;
+        case CELL_OPT_ALLOW_NET:
+                if (f->n_allow_net < sizeof(f->allow_net) / sizeof(f->allow_net[0]))
+                        f->allow_net[f->n_allow_net++] = arg;
                 return true;
         case CELL_OPT_LIBRARY:
                 /* The 17th is kept, so that the library's own cap words the refusal. */

@@ -20,6 +20,10 @@ struct cell_flags {
         const char *interpreter;
         const char *libraries[17]; /* DIR[:ro|exec]; one more than the library takes */
         size_t n_libraries;
+        /* --allow-net HOST[:PORT]: the cell's network allowlist (docs/network.md); one more
+         * than the cap, so that the library's own check words the refusal. */
+        const char *allow_net[65];
+        size_t n_allow_net;
         bool subprocesses;
         const char *start;         /* "fork" or "exec"; NULL: exec (one sandbox per process) */
         const char *output_folder; /* in the sandbox, or NULL */
@@ -37,7 +41,8 @@ enum {
         CELL_OPT_SUBPROCESSES,
         CELL_OPT_INTERPRETER,
         CELL_OPT_LIBRARY,
-        CELL_OPT_START
+        CELL_OPT_START,
+        CELL_OPT_ALLOW_NET
 };
 /* clang-format off */
 #define CELL_FLAG_OPTIONS                                                                          \
@@ -47,7 +52,8 @@ enum {
         {"allow-subprocesses", no_argument, NULL, CELL_OPT_SUBPROCESSES},                          \
         {"interpreter", required_argument, NULL, CELL_OPT_INTERPRETER},                            \
         {"library", required_argument, NULL, CELL_OPT_LIBRARY},                                    \
-        {"start", required_argument, NULL, CELL_OPT_START}
+        {"start", required_argument, NULL, CELL_OPT_START},                                        \
+        {"allow-net", required_argument, NULL, CELL_OPT_ALLOW_NET}
 /* clang-format on */
 
 /* The help lines of --interpreter and --library, the same in every verb that builds a cell. */

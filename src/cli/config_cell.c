@@ -52,6 +52,7 @@ const char *cell_shaping_flag(const struct cell_flags *f)
                : f->interpreter   ? "--interpreter"
                : f->n_libraries   ? "--library"
                : f->start         ? "--start"
+               : f->n_allow_net   ? "--allow-net"
                : f->output_folder ? (f->output_flag ? f->output_flag : "--output-folder")
                                   : NULL;
 }

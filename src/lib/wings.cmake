@@ -37,15 +37,19 @@ endfunction()
 codecell_wing(base SOURCES
   error.c util.c deadline.c frame.c json_file.c base64.c host_spawn.c command_tool.c pipe_write.c
   dynlib.c proc_stat.c version.c)
+# The engine's egress proxy of a sandbox with a network policy: the policy, names and
+# addresses checked, the request heads and TLS hellos read, the relay (issue 31).
+codecell_wing(egress USES base SOURCES
+  egress_policy.c egress_host.c egress_addr.c egress_sni.c egress_http.c egress_lookup.c egress.c)
 # What a cell is before anything runs: its configuration and limits, the guest languages (with
 # their embedded programs, GUEST_SOURCES of CMakeLists.txt), the interpreters as probed on the
 # host, the rules of mounts.
-codecell_wing(spec USES base SOURCES
-  config.c runtime.c interpreter.c mount_rules.c ${GUEST_SOURCES})
+codecell_wing(spec USES base egress SOURCES
+  config.c config_network.c runtime.c interpreter.c mount_rules.c ${GUEST_SOURCES})
 # What goes into a run and what comes out: input, cancel, output, images, the result and the
 # model's view of it.
 codecell_wing(results USES base SOURCES
-  run_input.c cancel.c output.c images.c display.c out_files.c result.c result_files.c
+  run_input.c cancel.c output.c images.c display.c out_files.c result.c result_files.c result_network.c
   model_view.c error_hint.c)
 # The client of upstream MCP servers, over stdio and HTTP (libcurl loaded at run time).
 codecell_wing(mcp_client USES base SOURCES
@@ -59,7 +63,8 @@ codecell_wing(tools USES spec results mcp_client SOURCES
 # capabilities, the one entry every guest takes, cgroups, CPU time, the zygote's side of forked
 # sandboxes.
 codecell_wing(walls USES spec SOURCES
-  sandbox.c sandbox_entry.c seccomp_filter.c landlock.c capabilities.c netns.c cgroup.c cgroup_v1.c cgroup_v2.c
+  sandbox.c sandbox_entry.c seccomp_filter.c landlock.c capabilities.c netns.c proxy_listener.c
+  cgroup.c cgroup_v1.c cgroup_v2.c
   mount_plan.c mount_roots.c idmap.c cpu_time.c zygote.c zygote_walls.c check.c
   ${CMAKE_BINARY_DIR}/zygote_so.c ${CMAKE_BINARY_DIR}/init_bin.c)
 target_link_libraries(engine_walls PUBLIC PkgConfig::SECCOMP)
@@ -70,9 +75,9 @@ codecell_wing(jail USES walls SOURCES
   jail_keeper_ids.c)
 # The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
 # disposal, the description.
-codecell_wing(run USES tools walls SOURCES
-  cell_plan.c standby.c pump.c pool.c disposal.c execution.c session.c description.c library_check.c
-  cell.c)
+codecell_wing(run USES tools walls egress SOURCES
+  cell_plan.c standby.c pump.c pool.c disposal.c execution.c run_network.c session.c description.c
+  library_check.c cell.c)
 # Configuration files: the cells of a file, its tools and its MCP servers, which make cells
 # and add to them.
 codecell_wing(files USES run SOURCES

@@ -97,6 +97,11 @@ void call_log(const char *client, const char *cell, const char *session, const j
                 "bytes_out", (json_int_t)bytes_out(res), "error_class", class_name(res));
         if (line && memory_peak < 0)
                 json_object_set_new(line, "memory_peak_bytes", json_null());
+        /* Every connection through the cell's proxy and every refusal, by host: the operator's
+         * record of what left the machine (the hosts are the proxy's, checked names). */
+        _cleanup_free_ char *network = codecell_result_network_json(res);
+        if (line && network)
+                json_object_set_new(line, "network", json_loads(network, 0, NULL));
         if (line && oplog_content())
                 add_content(line, code, res);
         oplog_event(level, "call", line);

@@ -241,9 +241,10 @@ json_t *mcp_tools_build(struct mcp_server *s, bool modern)
                 char title[128];
                 snprintf(title, sizeof(title), "Run %s code (%s)", info.language,
                          codecell_cellset_name(s->cells, i));
-                /* The truth about what a call can do: never the network; the host's files
-                 * only through read-write folders; anything a host tool does. */
-                bool reaches_out = info.tools > 0;
+                /* The truth about what a call can do: the network only as the cell's policy
+                 * allows; the host's files only through read-write folders; anything a host
+                 * tool does. */
+                bool reaches_out = info.tools > 0 || info.network;
                 json_t *tool =
                         json_pack("{s:s, s:s, s:s?, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
                                   codecell_cellset_name(s->cells, i), "title", title, "description",
@@ -523,6 +524,19 @@ static char *display_contents(const codecell_result *res, const char *markdown, 
                 text[n - 1] = '\0';
         }
         return text;
+}
+
+/* Counts a network cell's connections for /metrics. */
+static void record_network(struct metrics *m, size_t cell, const codecell_result *res)
+{
+        _cleanup_free_ char *text = codecell_result_network_json(res);
+        json_t *list = text ? json_loads(text, 0, NULL) : NULL;
+        size_t n = json_array_size(list), refused = 0;
+        for (size_t k = 0; k < n; k++)
+                refused += json_object_get(json_array_get(list, k), "refused") != NULL;
+        json_decref(list);
+        if (n)
+                metrics_record_network(m, cell, n - refused, refused);
 }
 
 /* Answers a finished call with what the model acts on (codecell_result_to_model_json, within
@@ -1061,6 +1075,7 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         bool respawned = session && !created && codecell_result_state_lost(res) &&
                          (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
         metrics_record(s->metrics, (size_t)i, status, ms);
+        record_network(s->metrics, (size_t)i, res);
         call_log(c->prefix, name, session, code, res, ms);
         mcp_log(c, call, sink, status == CODECELL_STATUS_SANDBOX_ERROR ? LOG_WARNING : LOG_INFO,
                 "%s%s%s: %s", name, session ? " session " : "", session ? session : "",

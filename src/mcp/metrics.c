@@ -19,6 +19,7 @@ struct cell_metrics {
         unsigned long long bucket[N_BUCKETS]; /* cumulative when rendered, not when counted */
         unsigned long long count;
         double sum_seconds;
+        unsigned long long connections[2]; /* through the egress proxy: made, refused */
 };
 
 struct metrics {
@@ -63,6 +64,16 @@ void metrics_record(struct metrics *m, size_t cell, codecell_status status, doub
         pthread_mutex_unlock(&m->lock);
 }
 
+void metrics_record_network(struct metrics *m, size_t cell, size_t made, size_t refused)
+{
+        if (!m || cell >= m->n)
+                return;
+        pthread_mutex_lock(&m->lock);
+        m->cells[cell].connections[0] += made;
+        m->cells[cell].connections[1] += refused;
+        pthread_mutex_unlock(&m->lock);
+}
+
 char *metrics_render(struct metrics *m, codecell_cellset *cells, size_t clients, size_t runs)
 {
         char *text = NULL;
@@ -99,6 +110,17 @@ char *metrics_render(struct metrics *m, codecell_cellset *cells, size_t clients,
                 fprintf(f, "codecell_run_duration_seconds_count{cell=\"%s\"} %llu\n", name,
                         m->cells[i].count);
         }
+        fputs("# HELP codecell_network_connections_total Connections through a network cell's "
+              "egress proxy, by cell and outcome (docs/network.md).\n"
+              "# TYPE codecell_network_connections_total counter\n",
+              f);
+        for (size_t i = 0; i < m->n; i++)
+                for (int o = 0; o < 2; o++)
+                        fprintf(f,
+                                "codecell_network_connections_total{cell=\"%s\",outcome=\"%s\"} "
+                                "%llu\n",
+                                codecell_cellset_name(cells, i), o ? "refused" : "made",
+                                m->cells[i].connections[o]);
         pthread_mutex_unlock(&m->lock);
         fputs("# HELP codecell_pool_ready Sandboxes standing by, by cell.\n"
               "# TYPE codecell_pool_ready gauge\n",

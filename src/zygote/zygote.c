@@ -57,6 +57,7 @@
 
 #include "init_exit.h"
 #include "landlock.h"
+#include "proxy_listener.h"
 #include "sandbox_entry.h"
 #include "zygote_protocol.h"
 
@@ -107,6 +108,9 @@ static size_t n_idle_netns;
 static struct zygote_order order;
 static int order_fds[ZYGOTE_ORDER_FDS];
 static int next_netns = -1;
+/* A network cell's: the listener in next_netns (proxy_listener.h), for the engine alone: it
+ * goes with the reply and is closed here right after. */
+static int next_listener = -1;
 static pid_t next_init = -1;
 static int next_init_pidfd = -1;
 static int handshake[2] = {-1, -1}; /* [0] init's fd 0, [1] the interpreter's end */
@@ -265,7 +269,7 @@ static void forget_the_zygote(void)
          * held and made (closed or moved by now). */
         for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
                 order_fds[i] = -1;
-        next_netns = next_init_pidfd = handshake[0] = handshake[1] = wake_fd = -1;
+        next_netns = next_listener = next_init_pidfd = handshake[0] = handshake[1] = wake_fd = -1;
         next_init = -1;
         init_failed = NULL;
         init_errno = 0;
@@ -475,6 +479,7 @@ static int load_walls(void)
         walls.tmp_options[sizeof(walls.tmp_options) - 1] = '\0';
         walls.work_options[sizeof(walls.work_options) - 1] = '\0';
         landlock.abi = walls.landlock_abi;
+        landlock.connect_port = (uint16_t)walls.landlock_connect_port;
         for (uint32_t i = 0; i < walls.n_rules; i++) {
                 if (walls.rules[i].path >= sizeof(walls.paths))
                         return -EPROTO;
@@ -559,24 +564,27 @@ ZYGOTE_API int codecell_zygote_start(void)
  * queue) goes without them, as a refusal of this order. */
 static bool send_reply(int error, const char *what, pid_t guest, pid_t init, const int *pidfds)
 {
+        /* A network cell's listener goes third, with the pidfds. */
+        int fds[3] = {pidfds ? pidfds[0] : -1, pidfds ? pidfds[1] : -1, next_listener};
+        size_t n_fds = pidfds ? (next_listener >= 0 ? 3 : 2) : 0;
         struct zygote_reply reply = {
                 .magic = ZYGOTE_MAGIC, .error = error, .id = order.id, .pid = guest, .init = init};
         snprintf(reply.what, sizeof(reply.what), "%s", what);
         struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
         union {
-                char buf[CMSG_SPACE(sizeof(int) * 2)];
+                char buf[CMSG_SPACE(sizeof(int) * 3)];
                 struct cmsghdr align;
         } control;
         memset(&control, 0, sizeof(control));
         struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        if (pidfds) {
+        if (n_fds) {
                 msg.msg_control = control.buf;
-                msg.msg_controllen = sizeof(control.buf);
+                msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
                 struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
                 c->cmsg_level = SOL_SOCKET;
                 c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int) * 2);
-                memcpy(CMSG_DATA(c), pidfds, sizeof(int) * 2);
+                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
         }
         ssize_t n;
         while ((n = sendmsg(ORDERS_FD, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
@@ -648,12 +656,20 @@ static void close_order_fds(void)
  * capability over it: it cannot bring its loopback up, add an address or set a sysctl. */
 static int take_netns(void)
 {
-        if (n_idle_netns > 0)
+        /* A network cell's namespace is never reused: its loopback is up, and a guest may have
+         * left anything listening there; each child gets a new one with its own listener. */
+        if (n_idle_netns > 0 && !walls.network)
                 return idle_netns[--n_idle_netns];
         if (unshare(CLONE_NEWNET) < 0)
                 return -errno;
         int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
         int saved = errno;
+        if (fd >= 0 && walls.network && (next_listener = proxy_listener_make()) < 0) {
+                saved = -next_listener;
+                next_listener = -1;
+                close(fd);
+                fd = -1;
+        }
         if (setns(own_netns, CLONE_NEWNET) < 0)
                 _exit(2); /* never serve from a child's namespace */
         return fd >= 0 ? fd : -saved;
@@ -686,7 +702,7 @@ static void give_back_netns(int fd)
 {
         if (fd < 0)
                 return;
-        if (n_idle_netns < MAX_IDLE_NETNS && netns_empty(fd))
+        if (!walls.network && n_idle_netns < MAX_IDLE_NETNS && netns_empty(fd))
                 idle_netns[n_idle_netns++] = fd;
         else
                 close(fd);
@@ -762,6 +778,7 @@ static void abandon(pid_t guest)
         }
         next_init = -1;
         close_fd(&next_init_pidfd);
+        close_fd(&next_listener);
         give_back_netns(next_netns);
         next_netns = -1;
         close_order_fds();
@@ -904,7 +921,10 @@ ZYGOTE_API void codecell_zygote_parent(int guest)
         }
         (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
         const int pidfds[2] = {pidfd, next_init_pidfd};
-        if (!send_reply(0, "", guest, next_init, pidfds)) {
+        bool sent = send_reply(0, "", guest, next_init, pidfds);
+        /* Sent or not, the engine's alone: the zygote keeps no copy. */
+        close_fd(&next_listener);
+        if (!sent) {
                 close(pidfd);
                 abandon(guest);
                 return;

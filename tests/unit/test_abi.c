@@ -28,7 +28,8 @@ static void layouts(void)
         CHECK(sizeof(codecell_cell_info) == 368);
         CHECK(offsetof(codecell_cell_info, limits) == 48);
         CHECK(offsetof(codecell_cell_info, tool_calls) == 304);
-        CHECK(offsetof(codecell_cell_info, reserved) == 320);
+        CHECK(offsetof(codecell_cell_info, network) == 320);
+        CHECK(offsetof(codecell_cell_info, reserved) == 328);
         CHECK(sizeof(codecell_cellset_caps) == 320);
         CHECK(offsetof(codecell_cellset_caps, raise_unsupported) == 256);
         CHECK(offsetof(codecell_cellset_caps, reserved) == 264);

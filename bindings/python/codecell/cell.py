@@ -27,7 +27,7 @@ def _mount_mode(mount):
 
 
 def build_config(language, mounts, limits, pool=None, policy=None, image_folder=None,
-                 subprocesses=False, output_folder=None):
+                 subprocesses=False, output_folder=None, network=None):
     """A codecell_config pointer (free it with codecell_config_free), or ValueError naming the
     bad input."""
     err = n.Error()
@@ -69,6 +69,13 @@ def build_config(language, mounts, limits, pool=None, policy=None, image_folder=
                 config, n.cstr(folder, "output_folder"), ctypes.byref(err)) < 0:
             n.raise_error(err)
         n.lib.codecell_config_set_subprocesses(config, bool(subprocesses))
+        if network is not None:
+            # The engine checks the policy whole (docs/network.md) and names what it refuses.
+            if not isinstance(network, dict):
+                raise ValueError("network: %r is not a dict" % (network,))
+            if n.lib.codecell_config_set_network(
+                    config, n.cstr(json.dumps(network), "network"), ctypes.byref(err)) < 0:
+                n.raise_error(err)
     except BaseException:
         n.lib.codecell_config_free(config)
         raise
@@ -297,7 +304,8 @@ class Cell:
     """Cell(language="python", mounts=[{"source":, "dest":, "mode": "ro"|"rw"|"exec",
     "description":}], timeout_ms=, cpu_ms=, memory= (bytes), pool=, limits={name: value},
     tools={name: callable or {"call":, "description":, "input_schema":, "approval":}}, policy=,
-    output_folder= (image_folder= is its old name), subprocesses=False, approve=callable).
+    output_folder= (image_folder= is its old name), subprocesses=False, approve=callable,
+    network={"allow": [...], ...} (HTTP and HTTPS to those hosts only: docs/network.md)).
 
     approve(tool, args) is asked before each call of a tool registered with approval=True (see
     set_approval).
@@ -306,7 +314,8 @@ class Cell:
 
     def __init__(self, language="python", mounts=(), *, timeout_ms=None, cpu_ms=None,
                  memory=None, pool=None, limits=None, tools=None, policy=None,
-                 image_folder=None, subprocesses=False, output_folder=None, approve=None):
+                 image_folder=None, subprocesses=False, output_folder=None, approve=None,
+                 network=None):
         self._pointer = None
         self._lock = threading.Lock()
         self._busy = 0
@@ -316,7 +325,7 @@ class Cell:
                                         ("memory_bytes", memory)) if v is not None}
         all_limits.update(limits or {})
         config = build_config(self.language, list(mounts), all_limits, pool, policy,
-                              image_folder, subprocesses, output_folder)
+                              image_folder, subprocesses, output_folder, network)
         try:
             err = n.Error()
             pointer = n.lib.codecell_cell_new(config, ctypes.byref(err))

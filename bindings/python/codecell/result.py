@@ -63,6 +63,9 @@ class Result:
         # reached its main thread between evals and was ignored ([{"class", "message"}]).
         self.state_lost = data.get("state_lost")
         self.idle_interrupts = data.get("idle_interrupts", [])
+        # A network cell's: the connections the code made through its proxy, [{"host", "port",
+        # "bytes_out", "bytes_in"} and "refused" when it was refused] (docs/network.md).
+        self.network = data.get("network", [])
         self.value = (json.loads(self._value_json, object_hook=_floats)
                       if self._value_json is not None else None)
 

@@ -395,6 +395,21 @@ static int load_output_folder(struct loader *l, const json_t *obj, const char *w
         return 0;
 }
 
+/* A cell's "network": an object, kept for the engine's proxy, which checks what it holds. */
+static int load_network(struct loader *l, const json_t *obj, const char *where,
+                        codecell_config *config)
+{
+        const json_t *network = json_object_get(obj, "network");
+        if (!network)
+                return 0;
+        char key[48];
+        snprintf(key, sizeof(key), "%s.network", where);
+        codecell_error e = {0};
+        if (config_set_network_json(config, network, key, &e) < 0)
+                return bad(l, e.errno_value ? e.errno_value : EINVAL, "%s", e.message);
+        return 0;
+}
+
 /* A cell's name is its MCP tool name: within ^[a-zA-Z0-9_-]{1,64}$, the pattern Claude Desktop
  * checks (one name outside it withholds every tool of the server) and OpenAI's function names
  * follow, and starting with a letter. Writes what is wrong, with a name that would do, into
@@ -451,6 +466,7 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
                                            "output_folder",
                                            "start",
                                            "listed_libraries",
+                                           "network",
                                            NULL};
         char where[32];
         snprintf(where, sizeof(where), "cells[%zu]", i);
@@ -505,6 +521,7 @@ static int parse_cell(struct loader *l, const json_t *obj, size_t i, struct cell
                                      &desc->offer.sessions, &desc->offer.default_session);
         r = r ?: load_policy(l, json_object_get(obj, "on_unsupported"), where, config);
         r = r ?: load_output_folder(l, obj, where, config);
+        r = r ?: load_network(l, obj, where, config);
         r = r ?: load_interpreter(l, obj, where, config);
         r = r ?: parse_tool_names(l, json_object_get(obj, "tools"), where, desc);
         if (r < 0)

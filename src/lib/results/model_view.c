@@ -242,8 +242,10 @@ static char *model_json(const codecell_result *r, size_t max_chars, bool details
         bad |= set_display(obj, &r->display, share[DISPLAY], apart);
         /* Their content reaches the model beside this text (MCP resources), not inside it. */
         bad |= result_set_files(obj, r, false);
+        bad |= result_set_network_summary(obj, r);
         bad |= result_set_session_notes(obj, r);
         if (details) {
+                bad |= result_set_network(obj, r);
                 bad |= json_object_set_new(obj, "duration_ms",
                                            json_real((double)(long)(r->duration_ms * 100) / 100));
                 bad |= json_object_set_new(obj, "cpu_ms",

@@ -74,6 +74,7 @@ void codecell_result_free(codecell_result *r)
         display_free(&r->display);
         file_list_free(&r->files);
         json_decref(r->idle_interrupts);
+        json_decref(r->network);
         free(r->state_lost);
         free(r);
 }
@@ -401,6 +402,7 @@ char *codecell_result_to_json(const codecell_result *r, bool pretty)
         bad |= result_set_images(obj, r);
         bad |= display_set_full(obj, &r->display);
         bad |= result_set_files(obj, r, true);
+        bad |= result_set_network(obj, r);
         bad |= result_set_session_notes(obj, r);
         char *text = bad ? NULL : result_json_splice(r, codecell_result_value(r), obj, pretty);
         json_decref(obj);

@@ -36,6 +36,9 @@ struct codecell_result {
          * (NULL: it was not). */
         json_t *idle_interrupts;
         char *state_lost;
+        /* The connections it made through its cell's egress proxy, [{host, port, bytes_out,
+         * bytes_in, refused?}], or NULL: none, or a cell without a network policy. */
+        json_t *network;
 };
 
 /* What the host observed of one execution. The status comes from these facts, never from
@@ -64,6 +67,12 @@ int result_set_images(json_t *obj, const codecell_result *r);
 /* "files" ([{name, mime_type, size}], with "text" or "base64" when content) and
  * "files_omitted" ({count, files: [{name, reason}]}) when there are. */
 int result_set_files(json_t *obj, const codecell_result *r, bool content);
+/* Takes connections (the proxy's record of a run; NULL or empty: none). */
+void result_take_network(codecell_result *r, json_t *connections);
+/* "network" when the run made connections. */
+int result_set_network(json_t *obj, const codecell_result *r);
+/* "network_refused", one line naming what the proxy refused, only when it refused any. */
+int result_set_network_summary(json_t *obj, const codecell_result *r);
 /* "idle_interrupts" and "state_lost" when there are (a session's). */
 int result_set_session_notes(json_t *obj, const codecell_result *r);
 /* Takes a result frame's "idle_interrupts" as far as it is well formed: at most

@@ -212,6 +212,7 @@ void codecell_cell_info_get(codecell_cell *cell, codecell_cell_info *ret)
                 ret->writes_host |= c->mounts[i].read_write;
         memcpy(ret->limits, c->limits, sizeof(c->limits)); /* the rest stays 0 */
         ret->pool_ready = pool_ready_count(cell->pool);
+        ret->network = config_network_policy(c) != NULL;
         pthread_mutex_lock(&cell->tools.lock);
         ret->tools = cell->tools.n;
         ret->tool_calls = atomic_load(&cell->tools.calls);

@@ -21,6 +21,7 @@
 #include "error.h"
 #include "guest_user.h"
 #include "idmap.h"
+#include "proxy_listener.h"
 #include "runtime.h"
 #include "sandbox.h"
 #include "util.h"
@@ -30,6 +31,28 @@
 static const char *const guest_env[] = {
         "PATH=/usr/bin:/bin", "HOME=/work",      "TMPDIR=/tmp", "LANG=C.UTF-8",
         "USER=sandbox",       "LOGNAME=sandbox", NULL,
+};
+
+/* A network cell's guest: the same, with the standard proxy variables on the engine's
+ * listener (proxy_listener.h), which is the only way out of its namespace. NO_PROXY empty:
+ * nothing is reached directly (there is nothing to reach). */
+#define PROXY_URL "http://127.0.0.1:" CODECELL_PROXY_PORT_TEXT
+static const char *const guest_env_network[] = {
+        "PATH=/usr/bin:/bin",
+        "HOME=/work",
+        "TMPDIR=/tmp",
+        "LANG=C.UTF-8",
+        "USER=sandbox",
+        "LOGNAME=sandbox",
+        "HTTP_PROXY=" PROXY_URL,
+        "HTTPS_PROXY=" PROXY_URL,
+        "ALL_PROXY=" PROXY_URL,
+        "http_proxy=" PROXY_URL,
+        "https_proxy=" PROXY_URL,
+        "all_proxy=" PROXY_URL,
+        "NO_PROXY=",
+        "no_proxy=",
+        NULL,
 };
 
 /* The dynamic loader named in an ELF program's PT_INTERP, or NULL. */
@@ -109,6 +132,24 @@ static int grant_reading(struct cell_plan *plan)
         return r;
 }
 
+/* A network cell's connect may reach the proxy's port only, and bind nothing (ABI 4 on).
+ * Below that the namespace (only its loopback) and seccomp (TCP sockets only) still hold, but
+ * the guest may also connect to, and bind, other ports of its own loopback. */
+static int plan_landlock_network(struct cell_plan *plan, codecell_error *err)
+{
+        if (!config_network(plan->config))
+                return 0;
+        plan->landlock.connect_port = CODECELL_PROXY_PORT;
+        if (plan->landlock.abi >= 4)
+                return add_layer(plan, "landlock_network") < 0 ? err_sys(err, ENOMEM, "layers") : 0;
+        char what[160];
+        snprintf(what, sizeof(what),
+                 "landlock: ABI %d has no network rules (4 does): a network cell's sandbox may "
+                 "bind and connect to any port of its own loopback",
+                 plan->landlock.abi);
+        return missing_layer(plan, what, err);
+}
+
 static int plan_landlock(struct cell_plan *plan, codecell_error *err)
 {
         struct landlock_plan *ll = &plan->landlock;
@@ -137,7 +178,9 @@ static int plan_landlock(struct cell_plan *plan, codecell_error *err)
                 return err_set(err, CODECELL_ERR_INVALID, -r, "landlock: too many rules");
         char name[32];
         snprintf(name, sizeof(name), "landlock_abi_%d", ll->abi);
-        return add_layer(plan, name) < 0 ? err_sys(err, ENOMEM, "layers") : 0;
+        if (add_layer(plan, name) < 0)
+                return err_sys(err, ENOMEM, "layers");
+        return plan_landlock_network(plan, err);
 }
 
 static int plan_cgroup(struct cell_plan *plan, codecell_error *err)
@@ -212,7 +255,7 @@ static int plan_interpreter(struct cell_plan *plan, codecell_error *err)
         /* Its own path, not a bare name: Python derives sys.executable from argv[0], and one
          * outside /usr would otherwise be taken for the python3 found in PATH. */
         plan->argv[0] = (char *)plan->interpreter;
-        plan->envp = guest_env;
+        plan->envp = config_network(c) ? guest_env_network : guest_env;
         plan->elf_interpreter = elf_interpreter(plan->interpreter_real);
         return 0;
 }
@@ -312,6 +355,7 @@ static int plan_zygote(struct cell_plan *plan, codecell_error *err)
         size_t n_rlimits = cell_plan_rlimits(plan, false, rlimits);
         int r = zygote_walls_encode(walls, &plan->mounts, &plan->landlock, &plan->seccomp, rlimits,
                                     n_rlimits, SANDBOX_INNER_UID, SANDBOX_INNER_GID, err);
+        walls->network = config_network(plan->config) != NULL;
         if (r == 0 &&
             mount_plan_set_contents(&plan->mounts, ZYGOTE_WALLS_PATH, walls, sizeof(*walls)) < 0)
                 r = err_sys(err, ENOMEM, "cell");
@@ -343,7 +387,10 @@ int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codec
         for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
                 add_layer(plan, always[i]);
         r = mount_plan_build(&plan->mounts, config, SANDBOX_INNER_UID, err);
-        r = r ?: seccomp_program_compile(&plan->seccomp, config->subprocesses, err);
+        r = r
+                    ?: config_network(config)
+                       ? seccomp_program_compile_tcp(&plan->seccomp, config->subprocesses, err)
+                       : seccomp_program_compile(&plan->seccomp, config->subprocesses, err);
         r = r ?: plan_landlock(plan, err);
         r = r ?: plan_cgroup(plan, err);
         r = r ?: plan_rlimits(plan, err);

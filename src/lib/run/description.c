@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
+#include "egress_policy.h"
 #include "images.h"
 
 /* The libraries named at most; the rest are counted. */
@@ -62,10 +64,15 @@ static void how_to_use(FILE *f, const codecell_config *c, const struct interpret
         if (probe->version)
                 snprintf(version, sizeof(version), " %s", probe->version);
         fprintf(f, c->runtime->how_to_use, version);
-        fputs(c->subprocesses
-                      ? "- no network; threads work, and the system's programs (under `/usr`)\n"
-                        "  may be run as subprocesses;\n"
-                      : "- no network and no subprocesses; threads work;\n",
+        const char *network = c->network_policy ? "- HTTP and HTTPS only to the hosts listed under Network below"
+                                                : "- no network";
+        fputs(network, f);
+        fputs(c->subprocesses ? (c->network_policy ? ";\n  threads work, and the system's programs "
+                                                     "(under `/usr`) may be run as\n  subprocesses;\n"
+                                                   : "; threads work, and the system's programs "
+                                                     "(under `/usr`)\n  may be run as subprocesses;\n")
+                              : (c->network_policy ? ";\n  no subprocesses; threads work;\n"
+                                                   : " and no subprocesses; threads work;\n"),
               f);
         fputs(c->n_libraries ? "- the system's files under `/usr` and the libraries under "
                                "`/codecell/lib`\n"
@@ -125,6 +132,23 @@ static void libraries_section(FILE *f, const codecell_config *c,
                         c->runtime->more_libraries);
 }
 
+/* A network cell's allowlist, and how the code reaches it (docs/network.md). */
+static void network_section(FILE *f, const codecell_config *c)
+{
+        if (!c->network_policy)
+                return;
+        _cleanup_free_ char *allowed = egress_policy_allowed_text(c->network_policy);
+        fprintf(f,
+                "\n\n## Network\n\n"
+                "HTTP and HTTPS reach these hosts only (a host without a port: 80 and 443):\n"
+                "%s.\n"
+                "They go through the proxy the environment names (`HTTPS_PROXY`, `HTTP_PROXY`),\n"
+                "which the usual HTTP libraries use by themselves; names are resolved by the\n"
+                "proxy. Anything else is refused: the proxy answers 403 with the reason, and\n"
+                "a socket to any other address, UDP and DNS fail.",
+                allowed ? allowed : "(out of memory)");
+}
+
 char *description_build(const codecell_config *c, const struct interpreter_info *probe,
                         struct tool_table *tools)
 {
@@ -143,6 +167,7 @@ char *description_build(const codecell_config *c, const struct interpreter_info 
                         c->limits[CODECELL_LIMIT_IMAGES], c->limits[CODECELL_LIMIT_IMAGE_BYTES]);
         files_describe(f, c->output_folder, c->limits[CODECELL_LIMIT_FILES_OUT],
                        c->limits[CODECELL_LIMIT_FILE_OUT_BYTES]);
+        network_section(f, c);
         tools_describe(tools, &c->runtime->tools, c->limits[CODECELL_LIMIT_TOOL_CONCURRENCY], f);
         if (fclose(f) != 0) {
                 free(text);

@@ -20,6 +20,7 @@
 #include "pool.h"
 #include "result.h"
 #include "run_input.h"
+#include "run_network.h"
 #include "standby.h"
 #include "util.h"
 
@@ -445,12 +446,21 @@ static bool run_on(struct execution *x, const char *code, size_t len, struct exe
                                                .err = &x->res->err,
                                                .images = &x->res->images,
                                                .files = &x->res->files});
-        if (hand_over(x, code, len))
+        /* The cell's proxy serves this execution only: what the code opens through it closes
+         * with the execution, before its result. */
+        bool no_proxy = false;
+        codecell_error net_err = {0};
+        struct egress *net = run_network_begin(x->plan->config, x->s->sb.proxy_fd, x->deadline,
+                                               &no_proxy, &net_err);
+        if (no_proxy)
+                pump_protocol_error(p, net_err.message);
+        else if (hand_over(x, code, len))
                 pump_exec_wait(p, x->deadline);
         struct outcome o = {.init_status = -1};
         pump_exec_end(p, &o.seen);
         /* A tool still running is not this execution's any more. */
         rpc_end(&x->rpc);
+        run_network_end(net, x->res);
         take_what_was_seen(x, &o);
         end_sandbox(x, &o);
         finish(x, &o);

@@ -68,6 +68,7 @@ static void fill_spec(const struct cell_plan *plan, const struct standby *s,
                 .may_set_groups = plan->privileged,
                 .netns_fd = s->netns_fd,
                 .cgroup = s->have_cg ? &s->cg : NULL,
+                .network = config_network(plan->config) != NULL,
         };
         spec->n_rlimits = cell_plan_rlimits(plan, session, spec->rlimits);
 }
@@ -133,7 +134,10 @@ static int spawn_sandbox(struct cell_plan *plan, struct standby *s, int *tree_fd
         int r;
         if (plan->privileged && (r = prepare_idmapped_trees(plan, tree_fds, err)) < 0)
                 return r;
-        if (plan->privileged) {
+        /* A network cell's sandbox makes a namespace of its own (proxy_listener.h): one of
+         * the stock belongs to the host's user namespace, where its init could not bring the
+         * loopback up, and one a guest used is never given to another. */
+        if (plan->privileged && !config_network(plan->config)) {
                 s->netns_stock = &plan->netns;
                 if ((s->netns_fd = r = netns_stock_take(&plan->netns, err)) < 0)
                         return r;
@@ -179,6 +183,11 @@ static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
         struct zygote_starter starter = {
                 .make_spec = make_zygote_spec, .release = release_zygote_spec, .ctx = &ctx};
         int r = zygote_fork(plan->zygote, &starter, session, &s->sb, err);
+        /* A network cell's sandbox comes with its listener, and only a network cell's. */
+        if (r == 0 && (s->sb.proxy_fd >= 0) != (config_network(plan->config) != NULL))
+                r = err_set(err, CODECELL_ERR_SYSTEM, EPROTO,
+                            "sandbox: the forked sandbox came %s the proxy's listener",
+                            s->sb.proxy_fd >= 0 ? "with" : "without");
         /* The second move follows the first at once: on cgroup v1 only the first waits. */
         if (r == 0 && s->have_cg && (r = s->cg.backend->attach(&s->cg, s->sb.pid, err)) == 0)
                 r = s->cg.backend->attach(&s->cg, s->sb.guest, err);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "egress_policy.h"
 #include "error.h"
 #include "mount_rules.h"
 
@@ -133,6 +134,8 @@ void codecell_config_free(codecell_config *c)
         free(c->interpreter_where);
         json_decref(c->listed_libraries);
         free(c->listed_where);
+        json_decref(c->network);
+        egress_policy_free(c->network_policy);
         free(c);
 }
 
@@ -474,6 +477,13 @@ codecell_config *config_copy(const codecell_config *src)
         c->interpreter = c->interpreter_where = NULL;
         c->listed_libraries = NULL;
         c->listed_where = NULL;
+        c->network = NULL;
+        c->network_policy = NULL;
+        codecell_error policy_err = {0};
+        if (src->network && (!(c->network = json_deep_copy(src->network)) ||
+                             !(c->network_policy = egress_policy_parse(c->network, "network",
+                                                                       &policy_err))))
+                goto fail;
         if ((src->listed_libraries &&
              !(c->listed_libraries = json_deep_copy(src->listed_libraries))) ||
             (src->listed_where && !(c->listed_where = strdup(src->listed_where))))

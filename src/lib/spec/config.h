@@ -51,6 +51,11 @@ struct codecell_config {
          * errors, or NULL. */
         json_t *listed_libraries;
         char *listed_where;
+        /* The cell's network policy (config_network.c), an object kept as written and checked
+         * whole when it was set, and the proxy's parse of it; both NULL: no network, as every
+         * cell had before. */
+        json_t *network;
+        struct egress_policy *network_policy;
 };
 
 /* Why name cannot be in a hand-written list of libraries ("must be ..."), or NULL when it can. */
@@ -74,6 +79,14 @@ int config_add_mount(codecell_config *c, const char *source, const char *dest,
                      codecell_error *err);
 /* What is wrong with value for a (valid) limit, or NULL; buf holds the text when needed. */
 const char *config_limit_problem(codecell_limit limit, uint64_t value, char *buf, size_t size);
+
+/* The cell's network policy, or NULL: a "network cell" has one (proxy_listener.h). */
+const json_t *config_network(const codecell_config *c);
+/* The same as the proxy reads it (egress_policy.h). */
+const struct egress_policy *config_network_policy(const codecell_config *c);
+/* codecell_config_set_network() with the object parsed already (copied), or NULL. */
+int config_set_network_json(codecell_config *c, const json_t *policy, const char *where,
+                            codecell_error *err);
 
 /* A deep copy, for the cell to own. NULL when out of memory. */
 codecell_config *config_copy(const codecell_config *config);

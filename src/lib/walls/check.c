@@ -172,6 +172,18 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                          "the host path of every mounted folder%s",
                "");
 
+        /* A network cell's third wall (proxy_listener.h): under ABI 4 its namespace (only the
+         * loopback) and seccomp (TCP sockets only) keep it in, but it may bind and connect to
+         * other ports of its own loopback; the cell's on_unsupported decides. */
+        snprintf(text, sizeof(text), "%d", abi);
+        report(&all[n++], "landlock_network", abi >= 4, false,
+               abi >= 4 ? "a network cell's connect reaches only the proxy's port, and it binds "
+                          "nothing (Landlock ABI %s)"
+                        : "Landlock ABI %s has no network rules (4 does): a network cell's guest "
+                          "may also bind and connect to other ports of its own loopback; its "
+                          "on_unsupported applies",
+               text);
+
         bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
         report(&all[n++], "seccomp", seccomp, true,
                seccomp ? "available (libseccomp filter, x86_64 only%s)" : "not available%s", "");

@@ -17,6 +17,7 @@
 #define LL_FS_IOCTL_DEV (1ULL << 15)              /* ABI 5 */
 #define LL_NET_BIND_TCP (1ULL << 0)               /* ABI 4 */
 #define LL_NET_CONNECT_TCP (1ULL << 1)            /* ABI 4 */
+#define LL_RULE_NET_PORT 2                        /* ABI 4 */
 #define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL (1ULL << 1)               /* ABI 6 */
 #ifndef LANDLOCK_CREATE_RULESET_VERSION
@@ -30,6 +31,11 @@ struct ll_ruleset_attr {
         uint64_t handled_access_net;
         uint64_t scoped;
 };
+
+struct ll_net_port_attr {
+        uint64_t allowed_access;
+        uint64_t port;
+} __attribute__((packed));
 
 struct ll_path_beneath_attr {
         uint64_t allowed_access;
@@ -133,8 +139,9 @@ int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_pat
         struct ll_ruleset_attr attr = {.handled_access_fs = handled_fs(plan->abi)};
         size_t attr_size = sizeof(uint64_t);
         if (plan->abi >= 4 && !plan->network) {
-                /* No TCP rule is ever added: every bind and connect is refused (the empty
-                 * network namespace refuses them too; this holds if it were ever shared). */
+                /* Every bind and connect is refused but a network cell's connect to its
+                 * proxy's port (the namespace refuses them too: it has only its loopback,
+                 * empty or with the proxy's listener; this holds if it were ever shared). */
                 attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
                 attr_size = 2 * sizeof(uint64_t);
         }
@@ -147,6 +154,15 @@ int landlock_apply(const struct landlock_plan *plan, const char **ret_failed_pat
         if (ruleset < 0)
                 return -errno;
         int r = 0;
+        if (attr.handled_access_net && plan->connect_port) {
+                struct ll_net_port_attr np = {.allowed_access = LL_NET_CONNECT_TCP,
+                                              .port = plan->connect_port};
+                if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &np, 0) < 0) {
+                        r = -errno;
+                        *ret_failed_path = "the proxy's port";
+                        goto out;
+                }
+        }
         for (size_t i = 0; i < plan->n_rules; i++) {
                 const struct landlock_rule *rule = &plan->rules[i];
                 int fd = open(rule->path, O_PATH | O_CLOEXEC);

@@ -30,6 +30,9 @@ struct landlock_rule {
 struct landlock_plan {
         int abi;      /* 0 when the kernel has no Landlock */
         bool network; /* TCP bind and connect left to the network namespace (the jail's option) */
+        /* Otherwise (ABI 4 on) no bind, and connect to this TCP port only (a network cell's
+         * proxy, proxy_listener.h); 0: to none. */
+        uint16_t connect_port;
         struct landlock_rule rules[LANDLOCK_PLAN_MAX_RULES];
         size_t n_rules;
         char storage[LANDLOCK_PLAN_STORAGE]; /* paths copied by landlock_plan_add_copy */

@@ -23,6 +23,7 @@
 #include "init_exit.h"
 #include "netns.h"
 #include "pipe_write.h"
+#include "proxy_listener.h"
 #include "proc_stat.h"
 #include "sandbox_entry.h"
 #include "util.h"
@@ -114,7 +115,8 @@ static _Noreturn void exec_guest(const struct sandbox_spec *spec, struct child_f
         /* A cell's zygote keeps two capabilities in its own user namespace, to make its
          * sandboxes' namespaces and have their interpreters enter them, and puts up neither
          * Landlock nor a filter (zygote.h): each of its children puts up both. */
-        const uint64_t zygote_caps = 1ull << CAP_SYS_ADMIN | 1ull << CAP_SYS_CHROOT;
+        const uint64_t zygote_caps = 1ull << CAP_SYS_ADMIN | 1ull << CAP_SYS_CHROOT |
+                                     (spec->network ? 1ull << CAP_NET_ADMIN : 0);
         const struct sandbox_entry entry = {
                 .parent_watch = -1, /* init: its death is the EOF guest_prepare waits on */
                 .prepare = guest_prepare,
@@ -187,6 +189,25 @@ static void pin_proc_files(pid_t guest)
         }
 }
 
+/* A network cell's listener, made here in the sandbox's own network namespace (this init
+ * holds every capability over it until the guest's exec drops them) and queued on the control
+ * socket before the interpreter exists: the first thing the engine reads there. init keeps no
+ * copy, so no process of the sandbox holds it. */
+static void hand_over_listener(const struct child_fds *fds)
+{
+        int fd = proxy_listener_make();
+        if (fd < 0) {
+                errno = -fd;
+                child_fail_errno(fds->failure, "the proxy's listener");
+        }
+        int r = proxy_listener_send(fds->ctl, fd);
+        close(fd);
+        if (r < 0) {
+                errno = -r;
+                child_fail_errno(fds->failure, "hand the proxy's listener over");
+        }
+}
+
 /* PID 1 of the sandbox: builds the file system, starts the interpreter and waits for it. When
  * it exits, the kernel kills whatever else is left in the pid namespace. */
 static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child_fds *fds)
@@ -245,6 +266,8 @@ static _Noreturn void sandbox_init(const struct sandbox_spec *spec, struct child
                 child_fail_errno(fds->failure, "cgroup namespace");
         if (pipe2(fds->pinned, O_CLOEXEC) < 0)
                 child_fail_errno(fds->failure, "pipe");
+        if (spec->network && !spec->zygote)
+                hand_over_listener(fds);
         /* A zygote's interpreter must not have the pid its forked sandboxes' interpreters
          * have (2): runtimes tell a forked child from its parent by its pid (Ruby renews its
          * timer and wake-up descriptors only then). */
@@ -347,6 +370,11 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         /* The child is born in the calling thread's network namespace: with a recycled one,
          * this thread steps into it for the clone and straight back out. */
         int flags = NAMESPACES | SIGCHLD, home = -1;
+        if (spec->network && spec->netns_fd >= 0) {
+                r = err_set(err, CODECELL_ERR_SYSTEM, EINVAL,
+                            "sandbox: a network cell's sandbox needs a namespace of its own");
+                goto fail;
+        }
         if (spec->netns_fd >= 0) {
                 if ((r = netns_enter(spec->netns_fd, &home, err)) < 0)
                         goto fail;
@@ -399,6 +427,12 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
                 r = wait_setup(failure[0], pid, err);
         close(failure[0]);
         failure[0] = -1;
+        if (r == 0 && spec->network && !spec->zygote) {
+                int listener = proxy_listener_receive(ctl[0]);
+                if (listener < 0)
+                        r = err_sys(err, -listener, "sandbox: the proxy's listener did not arrive");
+                ret->proxy_fd = listener;
+        }
         if (r < 0)
                 goto fail;
         /* Non-blocking: after the result frame the engine takes what the pipes hold without
@@ -411,6 +445,7 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         return 0;
 fail:
         kill_and_reap(steal_pid(ret->pid));
+        close_fd(&ret->proxy_fd);
         close_pair(ctl);
         close_pair(out);
         close_pair(errp);
@@ -572,6 +607,7 @@ int sandbox_destroy(struct sandbox *sb, int grace_ms, struct rusage *ret_usage)
         close_fd(&sb->pidfd);
         close_fd(&sb->exit_fd);
         close_fd(&sb->guest_pidfd);
+        close_fd(&sb->proxy_fd);
         return status;
 }
 

@@ -36,6 +36,10 @@ struct sandbox_spec {
         /* A cell's zygote (zygote.h): its interpreter must make its children's namespaces and
          * mounts, so it gets no Landlock and no seccomp filter (each child gets both). */
         bool zygote;
+        /* A network cell's (proxy_listener.h): a sandbox gets a new network namespace
+         * (netns_fd -1) with its loopback up and the listener, which the engine takes as
+         * proxy_fd; a zygote keeps CAP_NET_ADMIN to do the same for each of its children. */
+        bool network;
 };
 
 struct sandbox {
@@ -52,6 +56,10 @@ struct sandbox {
          * pidfd: the zygote may reap it at any time). -1 otherwise. */
         pid_t guest;
         int guest_pidfd;
+        /* A network cell's: the listener on 127.0.0.1:CODECELL_PROXY_PORT inside the
+         * sandbox's network namespace (proxy_listener.h), held by the engine alone, for its
+         * proxy to accept on; closed with the sandbox. -1 otherwise. */
+        int proxy_fd;
 };
 
 /* A sandbox that is not there (pid -1, every fd -1). */
@@ -63,7 +71,8 @@ struct sandbox {
                           .pidfd = -1,                                                             \
                           .exit_fd = -1,                                                           \
                           .guest = -1,                                                             \
-                          .guest_pidfd = -1})
+                          .guest_pidfd = -1,                                                       \
+                          .proxy_fd = -1})
 
 /* Starts a sandbox and returns once the interpreter has been exec'd (or failed to be). On
  * failure nothing is left: no process, no fd. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,8 +243,45 @@ static int deny_processes(scmp_filter_ctx ctx, codecell_error *err)
         return r < 0 ? err_sys(err, -r, "seccomp rule fork") : 0;
 }
 
-static int add_rules(scmp_filter_ctx ctx, bool network, codecell_error *err)
+enum net_rules {
+        NET_UNIX, /* every cell: AF_UNIX only, no connect */
+        NET_ALL,  /* the jail's network option: every family, connect */
+        NET_TCP,  /* a network cell: TCP over IPv4 or IPv6 only, connect (allow_tcp_only) */
+};
+
+/* Refuses every socket() but AF_INET or AF_INET6, SOCK_STREAM (with SOCK_NONBLOCK and
+ * SOCK_CLOEXEC), protocol 0 or IPPROTO_TCP. libseccomp takes one comparison per argument and
+ * rule, so each refusal is a rule of its own (any one that matches refuses): the family and
+ * the protocol compared whole (a value with high bits set is refused, never let through), the
+ * type by its low four bits (the kernel refuses unknown flags above them itself). */
+static int allow_tcp_only(scmp_filter_ctx ctx, codecell_error *err)
 {
+        const int nr = SCMP_SYS(socket);
+        int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
+                                 SCMP_A0(SCMP_CMP_LT, AF_INET));
+        r = r
+                    ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
+                                        SCMP_A0(SCMP_CMP_GT, AF_INET6));
+        for (int family = AF_INET + 1; r == 0 && family < AF_INET6; family++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), nr, 1,
+                                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family));
+        for (int type = 0; r == 0 && type <= SOCK_TYPE_MASK; type++)
+                if (type != SOCK_STREAM)
+                        r = seccomp_rule_add(
+                                ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                SCMP_A1(SCMP_CMP_MASKED_EQ, SOCK_TYPE_MASK, (scmp_datum_t)type));
+        r = r
+                    ?: seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                        SCMP_A2(SCMP_CMP_GT, IPPROTO_TCP));
+        for (int proto = 1; r == 0 && proto < IPPROTO_TCP; proto++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                     SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)proto));
+        return r < 0 ? err_sys(err, -r, "seccomp rule socket (TCP only)") : 0;
+}
+
+static int add_rules(scmp_filter_ctx ctx, enum net_rules net, codecell_error *err)
+{
+        const bool network = net != NET_UNIX;
         int r;
         for (size_t i = 0; i < sizeof(denied_calls) / sizeof(denied_calls[0]); i++) {
                 int nr = seccomp_syscall_resolve_name(denied_calls[i]);
@@ -276,7 +314,8 @@ static int add_rules(scmp_filter_ctx ctx, bool network, codecell_error *err)
                 return err_sys(err, -r, "seccomp rule clone3");
         for (size_t i = 0; i < sizeof(arg_rules) / sizeof(arg_rules[0]); i++) {
                 const struct arg_rule *rule = &arg_rules[i];
-                if (network && (rule->nr == SCMP_SYS(socket) || rule->nr == SCMP_SYS(socketpair)))
+                if ((network && rule->nr == SCMP_SYS(socket)) ||
+                    (net == NET_ALL && rule->nr == SCMP_SYS(socketpair)))
                         continue;
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(rule->errno_value), rule->nr, 1,
                                      SCMP_CMP(rule->arg, rule->op, rule->a, rule->b));
@@ -288,13 +327,18 @@ static int add_rules(scmp_filter_ctx ctx, bool network, codecell_error *err)
          * may hold a host service's socket (an agent's, a database's). So the guest connects
          * nowhere, and has no datagram sockets (SOCK_RAW is a datagram socket in AF_UNIX);
          * socketpair and sockets it binds and accepts on itself still work. */
-        if (network)
+        if (net == NET_ALL)
                 return 0;
-        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(connect), 0);
+        /* A network cell makes no AF_UNIX socket at all (allow_tcp_only): its connect reaches
+         * TCP addresses only, in a namespace where the proxy's listener is the one to reach. */
+        if (net == NET_TCP && (r = allow_tcp_only(ctx, err)) < 0)
+                return r;
+        r = net == NET_TCP ? 0 : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(connect), 0);
         for (int type = SOCK_DGRAM; r >= 0 && type <= SOCK_RAW; type++) {
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
-                                     SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
-                                     SCMP_A1(SCMP_CMP_MASKED_EQ, SOCK_TYPE_MASK, type));
+                if (net == NET_UNIX)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+                                             SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+                                             SCMP_A1(SCMP_CMP_MASKED_EQ, SOCK_TYPE_MASK, type));
                 if (r >= 0)
                         r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socketpair), 2,
                                              SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
@@ -305,13 +349,27 @@ static int add_rules(scmp_filter_ctx ctx, bool network, codecell_error *err)
         return 0;
 }
 
+static int compile(struct seccomp_program *ret, bool subprocesses, enum net_rules net,
+                   codecell_error *err);
+
 int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, codecell_error *err)
 {
-        return seccomp_program_compile_network(ret, subprocesses, false, err);
+        return compile(ret, subprocesses, NET_UNIX, err);
 }
 
 int seccomp_program_compile_network(struct seccomp_program *ret, bool subprocesses, bool network,
                                     codecell_error *err)
+{
+        return compile(ret, subprocesses, network ? NET_ALL : NET_UNIX, err);
+}
+
+int seccomp_program_compile_tcp(struct seccomp_program *ret, bool subprocesses, codecell_error *err)
+{
+        return compile(ret, subprocesses, NET_TCP, err);
+}
+
+static int compile(struct seccomp_program *ret, bool subprocesses, enum net_rules net,
+                   codecell_error *err)
 {
         memset(ret, 0, sizeof(*ret));
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -326,7 +384,7 @@ int seccomp_program_compile_network(struct seccomp_program *ret, bool subprocess
                 err_sys(err, -r, "seccomp: bad-arch action");
                 goto out;
         }
-        r = add_rules(ctx, network, err);
+        r = add_rules(ctx, net, err);
         if (r == 0 && !subprocesses)
                 r = deny_processes(ctx, err);
         if (r < 0)

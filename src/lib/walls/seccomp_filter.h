@@ -18,6 +18,11 @@ int seccomp_program_compile(struct seccomp_program *ret, bool subprocesses, code
 /* The same; network also allows sockets of every family and connect (the jail's option). */
 int seccomp_program_compile_network(struct seccomp_program *ret, bool subprocesses, bool network,
                                     codecell_error *err);
+/* A network cell's (proxy_listener.h): of socket(), only AF_INET and AF_INET6 stream sockets
+ * of protocol 0 or IPPROTO_TCP, and no AF_UNIX one (socketpair stays as in every cell), so
+ * that connect, allowed, can reach a TCP address only, never a UNIX socket file. */
+int seccomp_program_compile_tcp(struct seccomp_program *ret, bool subprocesses,
+                                codecell_error *err);
 void seccomp_program_free(struct seccomp_program *p);
 
 #endif

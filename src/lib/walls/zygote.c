@@ -16,6 +16,7 @@
 #include "deadline.h"
 #include "error.h"
 #include "proc_stat.h"
+#include "proxy_listener.h"
 #include "util.h"
 #include "zygote_protocol.h"
 
@@ -203,11 +204,11 @@ static int send_order(struct zygote *z, bool session, const int *fds, uint64_t i
         return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
 }
 
-/* The pidfds an answer carried (SCM_RIGHTS), at most two, into fds (the rest -1); any
- * other descriptor is closed. */
-static void received_pidfds(struct msghdr *msg, int fds[2])
+/* The descriptors an answer carried (SCM_RIGHTS), at most three (the pidfds, then a network
+ * cell's listener), into fds (the rest -1); any other descriptor is closed. */
+static void received_fds(struct msghdr *msg, int fds[3])
 {
-        fds[0] = fds[1] = -1;
+        fds[0] = fds[1] = fds[2] = -1;
         size_t got = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
                 if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -216,7 +217,7 @@ static void received_pidfds(struct msghdr *msg, int fds[2])
                 for (size_t i = 0; i < k; i++) {
                         int fd;
                         memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                        if (got < 2)
+                        if (got < 3)
                                 fds[got++] = fd;
                         else
                                 close(fd);
@@ -225,12 +226,13 @@ static void received_pidfds(struct msghdr *msg, int fds[2])
 }
 
 /* The zygote's answer to order id: 0, the sandbox's interpreter and init by their pids in the
- * zygote's pid namespace, and their pidfds (which the caller then owns); a positive errno it
- * sent (with what); or -EPIPE when it is gone or did not answer in time. */
-static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_pidfds[2],
-                      char *what, size_t size)
+ * zygote's pid namespace, their pidfds and a network cell's listener or -1 (which the caller
+ * then owns); a positive errno it sent (with what); or -EPIPE when it is gone or did not
+ * answer in time, or sent a third descriptor that is no listener. */
+static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_fds[3], char *what,
+                      size_t size)
 {
-        ret_pidfds[0] = ret_pidfds[1] = -1;
+        ret_fds[0] = ret_fds[1] = ret_fds[2] = -1;
         struct zygote_reply reply;
         struct pollfd p = {.fd = z->sb.ctl_fd, .events = POLLIN};
         double deadline = now_ms() + REPLY_TIMEOUT_MS;
@@ -244,7 +246,7 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
         }
         struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
         union {
-                char buf[CMSG_SPACE(sizeof(int) * 2)];
+                char buf[CMSG_SPACE(sizeof(int) * 3)];
                 struct cmsghdr align;
         } control;
         struct msghdr msg = {.msg_iov = &iov,
@@ -256,10 +258,17 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
                errno == EINTR)
                 ;
         _cleanup_close_pair_ int fds[2] = {-1, -1};
-        if (n > 0)
-                received_pidfds(&msg, fds);
+        _cleanup_close_ int listener = -1;
+        int got[3];
+        if (n > 0) {
+                received_fds(&msg, got);
+                fds[0] = got[0];
+                fds[1] = got[1];
+                listener = got[2];
+        }
         if (n != (ssize_t)sizeof(reply) || reply.magic != ZYGOTE_MAGIC || reply.id != id ||
-            (reply.error == 0 && (reply.pid <= 0 || reply.init <= 0)))
+            (reply.error == 0 && (reply.pid <= 0 || reply.init <= 0)) ||
+            (listener >= 0 && !proxy_listener_check(listener)))
                 return -EPIPE;
         reply.what[sizeof(reply.what) - 1] = '\0';
         snprintf(what, size, "%s", reply.what);
@@ -267,8 +276,9 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
                 return reply.error;
         ret_pids[0] = reply.pid;
         ret_pids[1] = reply.init;
-        ret_pidfds[0] = steal_fd(fds[0]);
-        ret_pidfds[1] = steal_fd(fds[1]);
+        ret_fds[0] = steal_fd(fds[0]);
+        ret_fds[1] = steal_fd(fds[1]);
+        ret_fds[2] = steal_fd(listener);
         return 0;
 }
 
@@ -328,7 +338,7 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         close_fd(&errp[1]);
         close_fd(&ended[1]);
         pid_t ns_pid[2] = {0, 0};
-        int pidfds[2];
+        int pidfds[3];
         char what[128] = "";
         r = read_reply(z, id, ns_pid, pidfds, what, sizeof(what));
         if (r > 0)
@@ -345,7 +355,8 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
                                 .exit_fd = steal_fd(ended[0]),
                                 .forked = true,
                                 .guest = guest,
-                                .guest_pidfd = guest_pidfd};
+                                .guest_pidfd = guest_pidfd,
+                                .proxy_fd = pidfds[2]};
         if (init < 0 || guest < 0) {
                 r = err_set(err, CODECELL_ERR_SYSTEM, ESRCH, "sandbox: the zygote's new %s %s",
                             init < 0 ? "init" : "interpreter",

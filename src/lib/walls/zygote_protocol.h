@@ -10,9 +10,10 @@
  *                     that will carry its end;
  *   zygote -> engine  struct zygote_reply: the sandbox's interpreter and init, by their pids in
  *                     the zygote's pid namespace (both are its children), with their pidfds
- *                     (SCM_RIGHTS: the interpreter's, then init's), by which the engine holds
- *                     them; or what failed, without a descriptor (ETOOMANYREFS when the
- *                     pidfds could not be sent: a guest that fills its user's quota of
+ *                     (SCM_RIGHTS: the interpreter's, then init's, then a network cell's
+ *                     listener, proxy_listener.h), by which the engine holds them; or
+ *                     what failed, without a descriptor (ETOOMANYREFS when the pidfds
+ *                     could not be sent: a guest that fills its user's quota of
  *                     descriptors in flight must not stop the zygote's answers);
  *   zygote -> pipe    struct zygote_exit once both are gone: how the interpreter ended, as an
  *                     exec'd sandbox's init reports it (init_exit.h), and their rusage.
@@ -46,6 +47,11 @@ struct zygote_walls {
         uint32_t inner_uid, inner_gid;
         char tmp_options[160], work_options[160]; /* tmpfs mount data of /tmp and /work */
         int32_t landlock_abi;
+        /* A network cell (proxy_listener.h): each child a new network namespace with the
+         * proxy's listener, whose fd goes third with the reply; and the one TCP port Landlock
+         * lets its connect reach (0: none). */
+        uint32_t network;
+        uint32_t landlock_connect_port;
         uint32_t n_rules;
         struct {
                 uint32_t grant; /* enum landlock_grant */

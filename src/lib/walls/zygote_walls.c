@@ -32,6 +32,7 @@ int zygote_walls_encode(struct zygote_walls *w, const struct mount_plan *mounts,
         strcpy(w->tmp_options, tmp);
         strcpy(w->work_options, work);
         w->landlock_abi = landlock->abi;
+        w->landlock_connect_port = landlock->connect_port;
         size_t used = 0;
         for (size_t i = 0; i < landlock->n_rules; i++) {
                 size_t len = strlen(landlock->rules[i].path) + 1;

@@ -165,6 +165,10 @@ static VALUE build_config(VALUE arg)
             codecell_config_set_output_folder(a->config, StringValueCStr(output_folder), err) < 0)
                 rbcc_raise(err);
         codecell_config_set_subprocesses(a->config, RTEST(hash_get(a->options, "subprocesses")));
+        VALUE network = hash_get(a->options, "network"); /* JSON text, made by Cell.native_args */
+        if (!NIL_P(network) &&
+            codecell_config_set_network(a->config, StringValueCStr(network), err) < 0)
+                rbcc_raise(err);
         return Qnil;
 }
 

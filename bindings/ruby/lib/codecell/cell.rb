@@ -30,15 +30,17 @@ module CodeCell
     # by (0 starts every run cold). policy: :warn, :raise or :ignore for a missing optional
     # layer. tools: {name => callable}, {name => {description:, input_schema:, call:}} or
     # {name => a RubyLLM tool, class or instance} (bound as CodeCell::Tool's `tools` binds it).
+    # network: {allow: [...], ...}: HTTP and HTTPS to those hosts only (docs/network.md).
     def initialize(language: :ruby, mounts: [], timeout_ms: nil, cpu_ms: nil, memory: nil,
                    pool: nil, limits: {}, tools: {}, policy: nil, output_folder: nil,
-                   image_folder: nil, subprocesses: false, approve: nil)
+                   image_folder: nil, subprocesses: false, approve: nil, network: nil)
       @language = language.to_sym
       native_args = Cell.native_args(@language, mounts,
                                      { timeout_ms: timeout_ms, cpu_ms: cpu_ms,
                                        memory_bytes: memory }.compact.merge(limits),
                                      pool: pool, policy: policy, output_folder: output_folder,
-                                     image_folder: image_folder, subprocesses: subprocesses)
+                                     image_folder: image_folder, subprocesses: subprocesses,
+                                     network: network)
       @native = Native::Cell.new(*native_args)
       @tool_blocks = [] # the Dispatcher holds them weakly
       ObjectSpace.define_finalizer(self, Cell.releaser(@native))
@@ -272,7 +274,7 @@ module CodeCell
     # output_folder: its files come back (Result#images, Result#files); image_folder is its
     # old name.
     def self.native_args(language, mounts, limits, pool: nil, policy: nil, output_folder: nil,
-                         image_folder: nil, subprocesses: false)
+                         image_folder: nil, subprocesses: false, network: nil)
       if output_folder && image_folder
         raise ArgumentError, "output_folder and image_folder are one option (image_folder is its old name)"
       end
@@ -286,6 +288,11 @@ module CodeCell
         [number, value]
       end
       options = { pool: pool, output_folder: output_folder&.to_s, subprocesses: subprocesses }
+      if network
+        raise ArgumentError, "network: #{network.inspect} is not a Hash" unless network.is_a?(Hash)
+
+        options[:network] = JSON.generate(network) # the engine checks it whole (docs/network.md)
+      end
       if policy
         options[:policy] = Native::POLICIES[policy.to_sym] or
           raise ArgumentError, "unknown policy #{policy.inspect} (known: warn, raise, ignore)"

@@ -73,6 +73,12 @@ module CodeCell
       @native.files
     end
 
+    # A network cell's connections through its proxy: [{"host" =>, "port" =>, "bytes_out" =>,
+    # "bytes_in" =>} and "refused" => why when it was refused] (docs/network.md).
+    def network
+      @data.fetch("network", [])
+    end
+
     # [{"name" => …, "reason" => …}, …]: the output folder's entries left out, the first 16.
     def files_omitted
       @data.dig("files_omitted", "files") || []
