@@ -818,9 +818,8 @@ static void *acceptor_main(void *arg)
                         if (fd >= 0) {
                                 no_delay(fd);
                                 admit(e, ling, fd);
-                        }
-                        else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-                                 errno == ENOMEM)
+                        } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                                   errno == ENOMEM)
                                 (void)poll(NULL, 0, 50); /* out of fds: let some close first */
                 }
         }

@@ -38,8 +38,8 @@ int result_set_network_summary(json_t *obj, const codecell_result *r)
         if (refused == 0)
                 return 0;
         char text[320];
-        size_t len = (size_t)snprintf(text, sizeof(text), "%zu of %zu connection%s refused", refused,
-                                      n, n == 1 ? "" : "s");
+        size_t len = (size_t)snprintf(text, sizeof(text), "%zu of %zu connection%s refused",
+                                      refused, n, n == 1 ? "" : "s");
         size_t named = 0;
         for (size_t i = 0; i < n && named < 3 && len < sizeof(text); i++) {
                 const json_t *c = json_array_get(r->network, i);

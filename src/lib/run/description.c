@@ -64,15 +64,17 @@ static void how_to_use(FILE *f, const codecell_config *c, const struct interpret
         if (probe->version)
                 snprintf(version, sizeof(version), " %s", probe->version);
         fprintf(f, c->runtime->how_to_use, version);
-        const char *network = c->network_policy ? "- HTTP and HTTPS only to the hosts listed under Network below"
-                                                : "- no network";
+        const char *network =
+                c->network_policy ? "- HTTP and HTTPS only to the hosts listed under Network below"
+                                  : "- no network";
         fputs(network, f);
-        fputs(c->subprocesses ? (c->network_policy ? ";\n  threads work, and the system's programs "
-                                                     "(under `/usr`) may be run as\n  subprocesses;\n"
-                                                   : "; threads work, and the system's programs "
-                                                     "(under `/usr`)\n  may be run as subprocesses;\n")
-                              : (c->network_policy ? ";\n  no subprocesses; threads work;\n"
-                                                   : " and no subprocesses; threads work;\n"),
+        fputs(c->subprocesses
+                      ? (c->network_policy ? ";\n  threads work, and the system's programs "
+                                             "(under `/usr`) may be run as\n  subprocesses;\n"
+                                           : "; threads work, and the system's programs "
+                                             "(under `/usr`)\n  may be run as subprocesses;\n")
+                      : (c->network_policy ? ";\n  no subprocesses; threads work;\n"
+                                           : " and no subprocesses; threads work;\n"),
               f);
         fputs(c->n_libraries ? "- the system's files under `/usr` and the libraries under "
                                "`/codecell/lib`\n"

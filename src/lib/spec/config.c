@@ -480,9 +480,9 @@ codecell_config *config_copy(const codecell_config *src)
         c->network = NULL;
         c->network_policy = NULL;
         codecell_error policy_err = {0};
-        if (src->network && (!(c->network = json_deep_copy(src->network)) ||
-                             !(c->network_policy = egress_policy_parse(c->network, "network",
-                                                                       &policy_err))))
+        if (src->network &&
+            (!(c->network = json_deep_copy(src->network)) ||
+             !(c->network_policy = egress_policy_parse(c->network, "network", &policy_err))))
                 goto fail;
         if ((src->listed_libraries &&
              !(c->listed_libraries = json_deep_copy(src->listed_libraries))) ||
