@@ -197,6 +197,21 @@ class Cli(unittest.TestCase):
                 # The server behind those addresses saw none of it.
                 self.assertFalse([s for s in SERVERS.http.seen if s["path"] == "/"])
 
+    def test_requests_and_pip_download_go_through_the_proxy(self):
+        file_name = net_servers.add_index(SERVERS.https, "tinypkg", "1.0")
+        code = ('import requests, os\n'
+                'got = requests.get("https://api.example.test/req", verify="/ca/ca.pem", timeout=10).json()\n'
+                'from pip._internal.cli.main import main as pip\n'
+                'status = pip(["download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check",\n'
+                '              "--cert", "/ca/ca.pem", "--index-url", "https://api.example.test/simple/",\n'
+                '              "-d", "/work/dl", "tinypkg"])\n'
+                '[got["path"], status, sorted(os.listdir("/work/dl"))]')
+        for start in STARTS:
+            with self.subTest(start=start):
+                r = self.run_cell("python", code, start)
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"], ["/req", 0, [file_name]], r)
+
     def test_a_tls_hello_for_another_host_is_not_relayed(self):
         before = len(SERVERS.https.seen)
         for lang in LANGUAGES:
