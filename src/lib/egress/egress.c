@@ -566,6 +566,10 @@ static int check_hello(struct egress_conn *c, const struct egress_request *req, 
                 if (got > 0)
                         n += (size_t)got;
         }
+        /* A CONNECT to an address goes there whatever a hello could name; a client sends no
+         * name for an address, and one that does is checked as any other. */
+        if (rc < 0 && why == egress_sni_none && req->kind != EGRESS_HOST_NAME)
+                return forward(c, c->upstream, (const char *)hello, n, true);
         if (rc < 0) {
                 tls_refuse(c, "TLS to %s refused: %s", req->host, why);
                 return -1;
