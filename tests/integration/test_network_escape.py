@@ -126,6 +126,16 @@ class HeaderSecrets(unittest.TestCase):
                     self.assertIn(method, r.result["value"], r)
                     self.assertEqual(self.server.seen, before, "it reached the server")
 
+    def test_no_plain_http_to_port_443_of_a_host_with_headers(self):
+        # Port 443 is where TLS is expected: plain HTTP there would carry the secret in clear.
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                before = list(self.server.seen)
+                r = self.run_raw(lang, "GET http://api.example.test:443/ HTTP/1.1\r\n\r\n")
+                self.assertTrue(r.result["value"].startswith("HTTP/1.1 400 "), r)
+                self.assertIn("only inside TLS", r.result["value"])
+                self.assertEqual(self.server.seen, before, "it reached the server")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -677,6 +677,14 @@ static void serve(struct egress_conn *c, char *bufs[2])
                        (int)req->method_len, req->method, req->host);
                 return;
         }
+        if (!req->connect && req->port == 443 && egress_policy_headers(p, req->host)) {
+                /* Where TLS is expected, plain HTTP would carry the secret unencrypted. */
+                refuse(c, 400,
+                       "plain HTTP to %s:443 is refused: this proxy adds headers there, and on "
+                       "port 443 they go only inside TLS (use https://)",
+                       req->host);
+                return;
+        }
         if (connect_upstream(c, req) < 0)
                 return;
         const char *early = buf + req->head_len;
