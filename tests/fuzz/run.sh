@@ -27,6 +27,7 @@ embed "$out/empty" zygote_so
 embed "$out/empty" init_bin
 embedded="$(ls "$out"/guest/*.c) $out/zygote_so.c $out/init_bin.c"
 for target in frame mount_rules tools_file units config_file mcp_message mcp_header http_framing \
+        egress_request egress_hello \
         upstream_result repl_entry; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"

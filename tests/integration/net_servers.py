@@ -45,6 +45,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def answer(self):
+        if self.path in self.server.files:  # a file it serves as it is (a package index)
+            kind, data = self.server.files[self.path]
+            self.server.seen.append({"method": self.command, "path": self.path,
+                                     "headers": dict(self.headers.items()), "body": ""})
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.server.seen.append({"method": self.command, "path": self.path,
@@ -78,12 +88,50 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+def wheel(name, version):
+    """A pure-Python wheel of one module (name/__init__.py), as pip downloads it: its file
+    name and bytes."""
+    import base64
+    import hashlib
+    import io
+    import zipfile
+    dist = "%s-%s.dist-info" % (name, version)
+    members = {
+        name + "/__init__.py": b"VERSION = %r\n" % version.encode(),
+        dist + "/METADATA": ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version)).encode(),
+        dist + "/WHEEL": b"Wheel-Version: 1.0\nGenerator: codecell-tests\nRoot-Is-Purelib: true\n"
+                         b"Tag: py3-none-any\n",
+    }
+    record = "".join("%s,sha256=%s,%d\n" % (
+        path, base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode(),
+        len(data)) for path, data in members.items()) + dist + "/RECORD,,\n"
+    members[dist + "/RECORD"] = record.encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for path, data in members.items():
+            z.writestr(path, data)
+    return "%s-%s-py3-none-any.whl" % (name, version), out.getvalue()
+
+
+def add_index(server, name, version):
+    """A simple package index (PEP 503) on server holding one wheel of name."""
+    import hashlib
+    file_name, data = wheel(name, version)
+    digest = hashlib.sha256(data).hexdigest()
+    server.files["/files/" + file_name] = ("application/octet-stream", data)
+    page = '<html><body><a href="/files/%s#sha256=%s">%s</a></body></html>' % (file_name, digest,
+                                                                              file_name)
+    server.files["/simple/%s/" % name] = ("text/html", page.encode())
+    return file_name
+
+
 def serve(tls=None):
     """A server on 127.0.0.1 and a free port, in a thread; tls=(leaf, key) makes it HTTPS.
     Returns the server (.server_address[1] is its port, .seen what it received); call
     .shutdown() and .server_close() when done."""
     server = Server(("127.0.0.1", 0), Handler)
     server.seen = []
+    server.files = {}  # path: (content type, bytes), served as they are
     if tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*tls)

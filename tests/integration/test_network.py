@@ -14,7 +14,7 @@ import unittest
 import tempfile
 
 from harness import codecell, tempdir
-from mcp_peer import INIT, Stdio, write_config
+from mcp_peer import INIT, Http, Stdio, write_config
 import net_servers
 
 LANGUAGES = ("ruby", "python")
@@ -197,6 +197,21 @@ class Cli(unittest.TestCase):
                 # The server behind those addresses saw none of it.
                 self.assertFalse([s for s in SERVERS.http.seen if s["path"] == "/"])
 
+    def test_requests_and_pip_download_go_through_the_proxy(self):
+        file_name = net_servers.add_index(SERVERS.https, "tinypkg", "1.0")
+        code = ('import requests, os\n'
+                'got = requests.get("https://api.example.test/req", verify="/ca/ca.pem", timeout=10).json()\n'
+                'from pip._internal.cli.main import main as pip\n'
+                'status = pip(["download", "--no-deps", "--no-cache-dir", "--disable-pip-version-check",\n'
+                '              "--cert", "/ca/ca.pem", "--index-url", "https://api.example.test/simple/",\n'
+                '              "-d", "/work/dl", "tinypkg"])\n'
+                '[got["path"], status, sorted(os.listdir("/work/dl"))]')
+        for start in STARTS:
+            with self.subTest(start=start):
+                r = self.run_cell("python", code, start)
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"], ["/req", 0, [file_name]], r)
+
     def test_a_tls_hello_for_another_host_is_not_relayed(self):
         before = len(SERVERS.https.seen)
         for lang in LANGUAGES:
@@ -364,6 +379,40 @@ class OverMcp(unittest.TestCase):
                 self.assertIn("example.org:80", text)
                 self.assertEqual(len(refused["structuredContent"]["network"]), 1)
                 self.assertNotIn("network_refused", first["content"][0]["text"])
+
+
+class LogAndMetrics(unittest.TestCase):
+    """The operator's record: each call's connections and refusals in the log, counted in
+    /metrics."""
+
+    def test_the_log_and_metrics_count_connections_and_refusals(self):
+        folder = tempdir(self)
+        log = os.path.join(folder, "serve.log")
+        with open(os.path.join(folder, "token"), "w") as f:
+            f.write("tok\n")
+        cells = [dict(SERVERS.cell("python"), name="python")]
+        server = Http(write_config(folder, cells), "--token-file", os.path.join(folder, "token"),
+                      "--log", log)
+        self.addCleanup(lambda: server.proc.poll() is not None or server.stop())
+        auth = {"Authorization": "Bearer tok"}
+        h = dict(auth, **{"Mcp-Session-Id": server.initialize(auth)})
+        server.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
+        code = REFUSED["python"] + '[ask("http://plain.example.test/m"), ask("http://example.org/")]'
+        status, _, text = server.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                       "params": {"name": "python", "arguments": {"code": code}}}, h)
+        self.assertEqual(status, 200, text)
+        status, _, metrics = server.post("", auth, method="GET", path="/metrics")
+        self.assertEqual(status, 200, metrics)
+        self.assertIn('codecell_network_connections_total{cell="python",outcome="made"} 1', metrics)
+        self.assertIn('codecell_network_connections_total{cell="python",outcome="refused"} 1', metrics)
+        server.stop()
+        with open(log) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        calls = [line for line in lines if line.get("event") == "call"]
+        self.assertEqual(len(calls), 1, lines)
+        network = calls[0]["network"]
+        self.assertEqual([(c["host"], bool(c.get("refused"))) for c in network],
+                         [("plain.example.test", False), ("example.org", True)])
 
 
 if __name__ == "__main__":

@@ -323,6 +323,66 @@ static void wait_baseline(int want_threads, int want_fds)
                 usleep(10000);
 }
 
+/* HTTPS to an address the operator allowed: a client sends no SNI for an address (RFC 6066
+ * allows names only), and the tunnel goes to that address whatever the hello names, so a hello
+ * without one passes; one that names a host is still refused. Needs 127.0.0.2:443 free and the
+ * right to bind it (root): skipped otherwise. */
+static void https_to_an_address(void)
+{
+        int srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(443),
+                                 .sin_addr.s_addr = htonl(0x7f000002)};
+        int one = 1; /* a run a moment ago left its connections in TIME_WAIT */
+        if (srv < 0 || setsockopt(srv, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(srv, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(srv, 4) < 0) {
+                fprintf(stderr, "skipped the HTTPS-to-an-address case: 127.0.0.2:443: %s\n",
+                        strerror(errno));
+                if (srv >= 0)
+                        close(srv);
+                return;
+        }
+        struct egress_policy *ip = policy("{\"allow\": [\"127.0.0.2:443\"]}");
+        unsigned port;
+        codecell_error err;
+        struct egress *e = egress_start(ip, listener(&port), log_fn, NULL, &err);
+        egress_run_begin(e, now_ms() + 30000);
+        unsigned char hello[20000];
+        const char *names[] = {"-", "tls.example.test"};
+        for (int i = 0; i < 2; i++) {
+                size_t hn = make_hello(names[i], hello, sizeof(hello));
+                CHECK(hn > 100);
+                int fd = dial(port);
+                SEND(fd, "CONNECT 127.0.0.2:443 HTTP/1.1\r\n\r\n");
+                char *head = read_all(fd, 300, NULL);
+                CHECK_HAS(head, "HTTP/1.1 200 ");
+                free(head);
+                (void)write_all(fd, hello, hn);
+                /* What reached the server, as far as it came within a moment. */
+                int conn = -1;
+                struct pollfd pl = {srv, POLLIN, 0};
+                if (poll(&pl, 1, 1000) == 1)
+                        conn = accept4(srv, NULL, NULL, SOCK_CLOEXEC);
+                size_t got = 0;
+                char *seen = conn >= 0 ? read_all(conn, 500, &got) : strdup("");
+                if (i == 0)
+                        CHECK(got == hn && memcmp(seen, hello, hn) == 0);
+                else
+                        CHECK(got == 0);
+                free(seen);
+                if (conn >= 0)
+                        close(conn);
+                close(fd);
+        }
+        json_t *list = egress_run_end(e);
+        CHECK(entry(list, "127.0.0.2", NULL) != NULL);
+        CHECK(entry(list, "127.0.0.2", "names tls.example.test, not 127.0.0.2") != NULL);
+        json_decref(list);
+        egress_stop(e);
+        egress_policy_free(ip);
+        close(srv);
+}
+
 int main(void)
 {
         signal(SIGPIPE, SIG_IGN);
@@ -689,6 +749,7 @@ int main(void)
         json_decref(list);
         egress_stop(e);
         egress_policy_free(caps);
+        https_to_an_address();
         egress_policy_free(p);
 
         close(duplex_lfd);

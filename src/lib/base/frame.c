@@ -113,36 +113,7 @@ int frame_send(int fd, const json_t *obj, int timeout_ms, codecell_error *err)
 
 int frame_send_text(int fd, const char *body, size_t n, int timeout_ms, codecell_error *err)
 {
-        if (n > UINT32_MAX)
-                return err_sys(err, EMSGSIZE, "encode frame");
-        unsigned char header[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
-                                   (unsigned char)(n >> 8), (unsigned char)n};
-        double deadline = now_ms() + timeout_ms;
-        size_t sent = 0, len = n + 4;
-        while (sent < len) {
-                /* MSG_NOSIGNAL: a guest that died must not take the engine down with SIGPIPE.
-                 * The header and the body are sent apart (a stream: the guest reads them as
-                 * one), so that a body of megabytes is not copied. */
-                ssize_t k = sent < 4
-                                    ? send(fd, header + sent, 4 - sent, MSG_NOSIGNAL | MSG_DONTWAIT)
-                                    : send(fd, body + (sent - 4), len - sent,
-                                           MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (k >= 0) {
-                        sent += (size_t)k;
-                        continue;
-                }
-                if (errno == EINTR)
-                        continue;
-                if (errno != EAGAIN)
-                        return err_sys(err, errno, "send frame");
-                int left = deadline_poll_ms(deadline);
-                if (left == 0)
-                        return err_set(err, CODECELL_ERR_SYSTEM, ETIMEDOUT,
-                                       "the guest did not read its frame in time");
-                struct pollfd p = {.fd = fd, .events = POLLOUT};
-                (void)poll(&p, 1, left);
-        }
-        return 0;
+        return frame_send_text_reading(fd, body, n, timeout_ms, NULL, 0, err);
 }
 
 /* Reads what the peer wrote into in, at most in_cap bytes buffered. 1 when something came,
@@ -173,8 +144,11 @@ int frame_send_text_reading(int fd, const char *body, size_t n, int timeout_ms,
                                    (unsigned char)(n >> 8), (unsigned char)n};
         double deadline = now_ms() + timeout_ms;
         size_t sent = 0, len = n + 4;
-        bool eof = false;
+        bool eof = in == NULL; /* nothing to read into: wait only to write */
         while (sent < len) {
+                /* MSG_NOSIGNAL: a guest that died must not take the engine down with SIGPIPE.
+                 * The header and the body are sent apart (a stream: the guest reads them as
+                 * one), so that a body of megabytes is not copied. */
                 ssize_t k = sent < 4
                                     ? send(fd, header + sent, 4 - sent, MSG_NOSIGNAL | MSG_DONTWAIT)
                                     : send(fd, body + (sent - 4), len - sent,

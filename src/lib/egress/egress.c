@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -576,6 +577,10 @@ static int check_hello(struct egress_conn *c, const struct egress_request *req, 
                 if (got > 0)
                         n += (size_t)got;
         }
+        /* A CONNECT to an address goes there whatever a hello could name; a client sends no
+         * name for an address, and one that does is checked as any other. */
+        if (rc < 0 && why == egress_sni_none && req->kind != EGRESS_HOST_NAME)
+                return forward(c, c->upstream, (const char *)hello, n, true);
         if (rc < 0) {
                 tls_refuse(c, "TLS to %s refused: %s", req->host, why);
                 return -1;
@@ -586,6 +591,15 @@ static int check_hello(struct egress_conn *c, const struct egress_request *req, 
                 return -1;
         }
         return forward(c, c->upstream, (const char *)hello, n, true);
+}
+
+/* TRACE (and TRACK, IIS's) answers with the request the server received: to a host the proxy
+ * adds headers to, it would hand the operator's secret to the guest. Compared without case:
+ * methods are case-sensitive, but a lenient server may take "trace" for TRACE. */
+static bool echoes_request(const struct egress_request *req)
+{
+        return req->method_len == 5 && (strncasecmp(req->method, "TRACE", 5) == 0 ||
+                                        strncasecmp(req->method, "TRACK", 5) == 0);
 }
 
 /* bufs: the head's buffer (EGRESS_HEAD_MAX + 1), then the relay's second. */
@@ -654,6 +668,21 @@ static void serve(struct egress_conn *c, char *bufs[2])
                 refuse(c, 403,
                        "network access to %s%s%s:%u is not allowed for this cell; allowed: %s",
                        v6 ? "[" : "", req->host, v6 ? "]" : "", req->port, run->e->allowed_text);
+                return;
+        }
+        if (!req->connect && echoes_request(req) && egress_policy_headers(p, req->host)) {
+                refuse(c, 405,
+                       "method %.*s is not allowed to %s: its answer is the request as the server "
+                       "got it, with the headers this proxy adds there",
+                       (int)req->method_len, req->method, req->host);
+                return;
+        }
+        if (!req->connect && req->port == 443 && egress_policy_headers(p, req->host)) {
+                /* Where TLS is expected, plain HTTP would carry the secret unencrypted. */
+                refuse(c, 400,
+                       "plain HTTP to %s:443 is refused: this proxy adds headers there, and on "
+                       "port 443 they go only inside TLS (use https://)",
+                       req->host);
                 return;
         }
         if (connect_upstream(c, req) < 0)

@@ -93,7 +93,9 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
                 return 0;
         }
         r->head_len = (size_t)(end - buf);
-        const char *line = buf, *eol = strstr(buf, "\r\n"); /* no NUL before end: checked */
+        /* The head is not NUL-terminated (it is the guest's bytes as they came): searched by
+         * length, never past end, where its last CR LF is. */
+        const char *line = buf, *eol = memmem(buf, (size_t)(end - buf), "\r\n", 2);
         const char *sp1 = memchr(line, ' ', (size_t)(eol - line));
         const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
         if (!sp1 || !sp2 || sp1 == line || sp2 == sp1 + 1)
@@ -117,7 +119,7 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
                 return rc;
         bool have_length = false;
         for (line = eol + 2; line < end - 2; line = eol + 2) {
-                eol = strstr(line, "\r\n");
+                eol = memmem(line, (size_t)(end - line), "\r\n", 2);
                 if (*line == ' ' || *line == '\t')
                         return bad(ret_why, "a folded header line (obs-fold)");
                 const char *colon = memchr(line, ':', (size_t)(eol - line));

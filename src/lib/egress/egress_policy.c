@@ -56,6 +56,56 @@ void egress_policy_free(struct egress_policy *p)
         free(p);
 }
 
+/* n elements of size each, copied; NULL for none (and for no memory: *bad then). */
+static void *copy_array(const void *a, size_t n, size_t size, bool *bad)
+{
+        if (!n)
+                return NULL;
+        void *c = malloc(n * size);
+        if (!c)
+                *bad = true;
+        else
+                memcpy(c, a, n * size);
+        return c;
+}
+
+struct egress_policy *egress_policy_copy(const struct egress_policy *p)
+{
+        struct egress_policy *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        bool bad = false;
+        *c = *p;
+        c->methods = NULL;
+        c->headers = NULL;
+        c->n_methods = c->n_headers = 0;
+        c->rules = copy_array(p->rules, p->n_rules, sizeof(*p->rules), &bad);
+        c->resolves = copy_array(p->resolves, p->n_resolves, sizeof(*p->resolves), &bad);
+        if (p->n_methods && !bad && (c->methods = calloc(p->n_methods, sizeof(char *))))
+                for (; c->n_methods < p->n_methods; c->n_methods++)
+                        bad |= !(c->methods[c->n_methods] = strdup(p->methods[c->n_methods]));
+        bad |= p->n_methods && !c->methods;
+        if (p->n_headers && !bad && (c->headers = calloc(p->n_headers, sizeof(*c->headers))))
+                for (; !bad && c->n_headers < p->n_headers; c->n_headers++) {
+                        const struct egress_host_headers *from = &p->headers[c->n_headers];
+                        struct egress_host_headers *to = &c->headers[c->n_headers];
+                        memcpy(to->host, from->host, sizeof(to->host));
+                        to->headers = calloc(from->n ? from->n : 1, sizeof(*to->headers));
+                        bad |= !to->headers;
+                        for (; !bad && to->n < from->n; to->n++) {
+                                to->headers[to->n].name = strdup(from->headers[to->n].name);
+                                to->headers[to->n].value = strdup(from->headers[to->n].value);
+                                bad |= !to->headers[to->n].name || !to->headers[to->n].value;
+                        }
+                }
+        bad |= p->n_headers && !c->headers;
+        if (bad) {
+                egress_policy_free(c);
+                return NULL;
+        }
+        return c;
+}
+
 static int parse_rule(const char *s, struct egress_rule *r, const char **ret_why)
 {
         if (!*s) {

@@ -66,6 +66,9 @@ struct egress_policy {
 struct egress_policy *egress_policy_parse(const json_t *network, const char *path,
                                           codecell_error *err);
 void egress_policy_free(struct egress_policy *p);
+/* A copy of p, its secrets with it (not read from the environment again, which may have
+ * changed since); NULL when out of memory. */
+struct egress_policy *egress_policy_copy(const struct egress_policy *p);
 
 /* Whether host (normalized by egress_host_normalize) at port is in the allowlist. */
 bool egress_policy_allows(const struct egress_policy *p, const char *host, unsigned port);

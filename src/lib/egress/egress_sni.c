@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+const char egress_sni_none[] = "the ClientHello names no server (no SNI)";
+
 struct reader {
         const uint8_t *p;
         size_t left;
@@ -78,7 +80,7 @@ int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST
                 return -1;
         }
         if (h.left == 0) {
-                *ret_why = "the ClientHello names no server (no SNI)";
+                *ret_why = egress_sni_none;
                 return -1;
         }
         struct reader ext = sub(&h, get(&h, 2));
@@ -133,7 +135,7 @@ int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST
                 return -1;
         }
         if (!found) {
-                *ret_why = "the ClientHello names no server (no SNI)";
+                *ret_why = egress_sni_none;
                 return -1;
         }
         return 1;

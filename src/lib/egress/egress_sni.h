@@ -21,4 +21,8 @@
 int egress_client_hello_sni(const uint8_t *buf, size_t len, char out[EGRESS_HOST_MAX],
                             const char **ret_why);
 
+/* The *ret_why of a whole, well-formed ClientHello that names no server: what every client
+ * sends for an address (RFC 6066 allows names only), which the caller may take for one. */
+extern const char egress_sni_none[];
+
 #endif

@@ -479,10 +479,8 @@ codecell_config *config_copy(const codecell_config *src)
         c->listed_where = NULL;
         c->network = NULL;
         c->network_policy = NULL;
-        codecell_error policy_err = {0};
-        if (src->network &&
-            (!(c->network = json_deep_copy(src->network)) ||
-             !(c->network_policy = egress_policy_parse(c->network, "network", &policy_err))))
+        if (src->network && (!(c->network = json_deep_copy(src->network)) ||
+                             !(c->network_policy = egress_policy_copy(src->network_policy))))
                 goto fail;
         if ((src->listed_libraries &&
              !(c->listed_libraries = json_deep_copy(src->listed_libraries))) ||
