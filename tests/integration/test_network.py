@@ -264,6 +264,17 @@ class Cli(unittest.TestCase):
                 self.assertNotEqual(r.result["value"], 400000)
                 self.assertIn("over 100000 bytes", json.dumps(r.result["network"]))
 
+    def test_a_direct_connection_fails_with_a_hint_naming_the_proxy(self):
+        code = {"ruby": 'require "socket"\nTCPSocket.new("93.184.215.14", 80)',
+                "python": 'import socket\nsocket.create_connection(("93.184.215.14", 80), timeout=5)'}
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                r = self.run_cell(lang, code[lang])
+                self.assertEqual(r.status, "error", r)
+                hint = r.result["error"].get("hint", "")
+                self.assertIn("only through its proxy", hint, r)
+                self.assertIn("api.example.test, plain.example.test", hint)
+
     def test_a_bad_policy_is_refused_at_load_naming_its_place(self):
         for bad, words in (({"allow": ["https://x.example.test/"]}, "cells[0].network.allow[0]"),
                            ({"allow": ["*"]}, "cells[0].network.allow[0]"),

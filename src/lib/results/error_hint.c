@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 /* What the resolver and the socket calls answer without a network (the sandbox has no
  * interface but a down loopback, and seccomp refuses every socket but AF_UNIX). */
 static const char *const no_network[] = {
@@ -68,6 +70,23 @@ static bool any_frame(const json_t *frames, const char *const *needles)
                         return true;
         }
         return false;
+}
+
+/* Where a connect is made: Python's socket module, Ruby's connect(2) and its callers. */
+static const char *const connecting_frames[] = {
+        "/socket.py:", "in `connect'", "in `initialize'", "/net/http.rb:", NULL,
+};
+
+/* In a network cell, Landlock refuses a connect anywhere but the proxy's port (EACCES):
+ * Python's "[Errno 13] Permission denied" from socket.py, Ruby's "Permission denied -
+ * connect(2) for ...". */
+static bool connect_refused(const char *cls, const char *message, const json_t *frames)
+{
+        if (strstr(message, "connect(2)") && strcmp(cls, "Errno::EACCES") == 0)
+                return true;
+        return strcmp(cls, "PermissionError") == 0 &&
+               strcmp(message, "[Errno 13] Permission denied") == 0 &&
+               any_frame(frames, connecting_frames);
 }
 
 /* Refused by seccomp: fork, clone of a process, execve (EPERM). Python words it "[Errno 1]
@@ -156,8 +175,14 @@ char *error_hint(const json_t *error, const struct sandbox_shape *shape)
         const json_t *frames = json_object_get(error, "backtrace");
         if (!cls || !message)
                 return NULL;
-        if (contains_any(message, no_network))
-                return strdup("this sandbox has no network");
+        if (contains_any(message, no_network) ||
+            (shape->network_allowed && connect_refused(cls, message, frames)))
+                return shape->network_allowed
+                               ? str_printf("this sandbox reaches the network only through its "
+                                            "proxy (HTTPS_PROXY, HTTP_PROXY; names are resolved "
+                                            "there), and only to: %s",
+                                            shape->network_allowed)
+                               : strdup("this sandbox has no network");
         if (!shape->subprocesses && spawn_refused(cls, message, frames))
                 return strdup("subprocesses are off in this cell");
         char top[256];

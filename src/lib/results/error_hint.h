@@ -16,11 +16,15 @@ struct sandbox_shape {
         size_t n_mounts;
         const char *interpreter;
         bool subprocesses;
+        /* A network cell's allowed hosts ("api.github.com, *.wikipedia.org:443"), or NULL: the
+         * cell has no network. */
+        const char *network_allowed;
 };
 
 /* The hint for a run's error, {class, message, backtrace} as the prelude reported it: "this
- * sandbox has no network", "subprocesses are off in this cell", "nothing is mounted at /data;
- * mounts: /in, /out"; or NULL when none applies. Free with free(). */
+ * sandbox has no network" (in a network cell: "... only through its proxy ..."), "subprocesses are
+ * off in this cell", "nothing is mounted at /data; mounts: /in, /out"; or NULL when none applies.
+ * Free with free(). */
 char *error_hint(const json_t *error, const struct sandbox_shape *shape);
 
 #endif

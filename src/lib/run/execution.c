@@ -14,6 +14,7 @@
 
 #include "cleanup.h"
 #include "disposal.h"
+#include "egress_policy.h"
 #include "error.h"
 #include "error_hint.h"
 #include "frame.h"
@@ -102,10 +103,13 @@ static json_t *hinted_error(const codecell_config *c, const json_t *error)
         _cleanup_free_ const char **dests = calloc(c->n_mounts + 1, sizeof(*dests));
         for (size_t i = 0; dests && i < c->n_mounts; i++)
                 dests[i] = c->mounts[i].dest;
+        _cleanup_free_ char *allowed =
+                c->network_policy ? egress_policy_allowed_text(c->network_policy) : NULL;
         struct sandbox_shape shape = {.mounts = dests,
                                       .n_mounts = dests ? c->n_mounts : 0,
                                       .interpreter = c->interpreter,
-                                      .subprocesses = c->subprocesses};
+                                      .subprocesses = c->subprocesses,
+                                      .network_allowed = allowed};
         json_t *copy = json_copy((json_t *)error);
         /* A hint is the engine's word: the guest may not send one of its own. */
         if (copy)
