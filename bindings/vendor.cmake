@@ -41,7 +41,8 @@ endfunction()
 vendor_program(zygote_so -D_GNU_SOURCE -shared -fPIC -fvisibility=hidden
                -I${ROOT}/src/lib/walls ${ROOT}/src/zygote/zygote.c
                ${ROOT}/src/lib/walls/sandbox_entry.c ${ROOT}/src/lib/walls/landlock.c
-               ${ROOT}/src/lib/walls/capabilities.c ${ROOT}/src/lib/walls/proxy_listener.c)
+               ${ROOT}/src/lib/walls/capabilities.c ${ROOT}/src/lib/walls/proxy_listener.c
+               ${ROOT}/src/lib/walls/fd_passing.c)
 # The forked sandboxes' init (src/zygote/init.c), static and without libc, as CMakeLists.txt
 # builds it.
 vendor_program(init_bin -ffreestanding -fno-stack-protector -fno-pie -fno-asynchronous-unwind-tables

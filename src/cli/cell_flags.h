@@ -56,6 +56,14 @@ enum {
         {"allow-net", required_argument, NULL, CELL_OPT_ALLOW_NET}
 /* clang-format on */
 
+/* The help lines of --allow-net, the same in every verb that builds a cell. */
+#define CELL_FLAGS_HELP_ALLOW_NET                                                                  \
+        "      --allow-net HOST[:PORT]\n"                                                          \
+        "                           let the code reach HOST over HTTP and HTTPS through\n"         \
+        "                           the engine's proxy (port 80 and 443 without PORT;\n"           \
+        "                           *.DOMAIN for its subdomains); repeatable; without it,\n"       \
+        "                           no network (docs/network.md)\n"
+
 /* The help lines of --interpreter and --library, the same in every verb that builds a cell. */
 #define CELL_FLAGS_HELP_INTERPRETER                                                                \
         "      --interpreter PATH   the interpreter that runs the code (default\n"                 \

@@ -49,13 +49,9 @@ static const char usage[] =
         "      --mount SRC:DST[:ro|rw|exec]\n"
         "                           a host folder, as for codecell run; repeatable\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
-        "                           of /usr); off by default\n"
-        "      --allow-net HOST[:PORT]\n"
-        "                           let the code reach HOST over HTTP and HTTPS through\n"
-        "                           the engine's proxy (port 80 and 443 without PORT;\n"
-        "                           *.DOMAIN for its subdomains); repeatable; without it,\n"
-        "                           no network (docs/network.md)\n" CELL_FLAGS_HELP_INTERPRETER
-                CELL_FLAGS_HELP_START "      --tools FILE         host tools (docs/tools.md)\n"
+        "                           of /usr); off by default\n" CELL_FLAGS_HELP_ALLOW_NET
+                CELL_FLAGS_HELP_INTERPRETER CELL_FLAGS_HELP_START
+        "      --tools FILE         host tools (docs/tools.md)\n"
         "      --timeout DURATION   wall-clock limit of each entry (default 30s)\n"
         "      --memory SIZE        memory limit of the session (default 256M)\n"
         "  -h, --help               show this help\n"

@@ -44,13 +44,8 @@ static const char usage[] =
         "      --memory SIZE        memory limit (default 256M; units K, M, G)\n"
         "      --max-output SIZE    stdout and stderr kept, each (default 1M)\n"
         "      --allow-subprocesses let the code run the system's programs (fork, exec\n"
-        "                           of /usr); off by default\n"
-        "      --allow-net HOST[:PORT]\n"
-        "                           let the code reach HOST over HTTP and HTTPS through\n"
-        "                           the engine's proxy (port 80 and 443 without PORT;\n"
-        "                           *.DOMAIN for its subdomains); repeatable; without it,\n"
-        "                           no network (docs/network.md)\n" CELL_FLAGS_HELP_INTERPRETER
-                CELL_FLAGS_HELP_START
+        "                           of /usr); off by default\n" CELL_FLAGS_HELP_ALLOW_NET
+                CELL_FLAGS_HELP_INTERPRETER CELL_FLAGS_HELP_START
         "      --tools FILE         host tools the code may call with SB.call\n"
         "                           (docs/tools.md)\n"
         "      --on-unsupported warn|raise|ignore\n"

@@ -77,7 +77,7 @@ static size_t bytes_out(const codecell_result *r)
 }
 
 void call_log(const char *client, const char *cell, const char *session, const json_t *code,
-              const codecell_result *res, double duration_ms)
+              const codecell_result *res, const json_t *network, double duration_ms)
 {
         /* A sandbox that failed is the operator's business (a host that changed, a limit set
          * too low for the interpreter to start); the code's own errors are the model's. */
@@ -99,9 +99,8 @@ void call_log(const char *client, const char *cell, const char *session, const j
                 json_object_set_new(line, "memory_peak_bytes", json_null());
         /* Every connection through the cell's proxy and every refusal, by host: the operator's
          * record of what left the machine (the hosts are the proxy's, checked names). */
-        _cleanup_free_ char *network = codecell_result_network_json(res);
         if (line && network)
-                json_object_set_new(line, "network", json_loads(network, 0, NULL));
+                json_object_set(line, "network", (json_t *)network);
         if (line && oplog_content())
                 add_content(line, code, res);
         oplog_event(level, "call", line);

@@ -9,8 +9,9 @@
 
 /* client: the client's session prefix ("m3-", logged as "m3"); session: as the client named
  * it, or NULL;
- * code: the code as received; duration_ms: from the call to the result. */
+ * code: the code as received; network: the run's connections through its cell's proxy
+ * (codecell_result_network_json, parsed), or NULL; duration_ms: from the call to the result. */
 void call_log(const char *client, const char *cell, const char *session, const json_t *code,
-              const codecell_result *res, double duration_ms);
+              const codecell_result *res, const json_t *network, double duration_ms);
 
 #endif

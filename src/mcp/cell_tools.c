@@ -526,17 +526,17 @@ static char *display_contents(const codecell_result *res, const char *markdown, 
         return text;
 }
 
-/* Counts a network cell's connections for /metrics. */
-static void record_network(struct metrics *m, size_t cell, const codecell_result *res)
+/* A network cell's connections (NULL: none), counted for /metrics; the caller logs them too. */
+static json_t *record_network(struct metrics *m, size_t cell, const codecell_result *res)
 {
         _cleanup_free_ char *text = codecell_result_network_json(res);
         json_t *list = text ? json_loads(text, 0, NULL) : NULL;
         size_t n = json_array_size(list), refused = 0;
         for (size_t k = 0; k < n; k++)
                 refused += json_object_get(json_array_get(list, k), "refused") != NULL;
-        json_decref(list);
         if (n)
                 metrics_record_network(m, cell, n - refused, refused);
+        return list;
 }
 
 /* Answers a finished call with what the model acts on (codecell_result_to_model_json, within
@@ -1075,8 +1075,9 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
         bool respawned = session && !created && codecell_result_state_lost(res) &&
                          (status == CODECELL_STATUS_OK || status == CODECELL_STATUS_ERROR);
         metrics_record(s->metrics, (size_t)i, status, ms);
-        record_network(s->metrics, (size_t)i, res);
-        call_log(c->prefix, name, session, code, res, ms);
+        json_t *network = record_network(s->metrics, (size_t)i, res);
+        call_log(c->prefix, name, session, code, res, network, ms);
+        json_decref(network);
         mcp_log(c, call, sink, status == CODECELL_STATUS_SANDBOX_ERROR ? LOG_WARNING : LOG_INFO,
                 "%s%s%s: %s", name, session ? " session " : "", session ? session : "",
                 codecell_status_name(status));

@@ -55,6 +55,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fd_passing.h"
 #include "init_exit.h"
 #include "landlock.h"
 #include "proxy_listener.h"
@@ -570,25 +571,7 @@ static bool send_reply(int error, const char *what, pid_t guest, pid_t init, con
         struct zygote_reply reply = {
                 .magic = ZYGOTE_MAGIC, .error = error, .id = order.id, .pid = guest, .init = init};
         snprintf(reply.what, sizeof(reply.what), "%s", what);
-        struct iovec iov = {.iov_base = &reply, .iov_len = sizeof(reply)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int) * 3)];
-                struct cmsghdr align;
-        } control;
-        memset(&control, 0, sizeof(control));
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        if (n_fds) {
-                msg.msg_control = control.buf;
-                msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-                struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-        }
-        ssize_t n;
-        while ((n = sendmsg(ORDERS_FD, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-                ;
+        ssize_t n = fd_pass_send(ORDERS_FD, &reply, sizeof(reply), fds, n_fds);
         if (n < 0 && pidfds && errno == ETOOMANYREFS) {
                 (void)send_reply(ETOOMANYREFS, "its pidfds (too many descriptors in flight)", 0, 0,
                                  NULL);
@@ -614,19 +597,7 @@ static int read_order(void)
         ssize_t n;
         while ((n = recvmsg(ORDERS_FD, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
                 ;
-        size_t got = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        for (size_t i = 0; i < k; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                                if (got < ZYGOTE_ORDER_FDS)
-                                        order_fds[got++] = fd;
-                                else
-                                        close(fd);
-                        }
-                }
+        size_t got = n >= 0 ? fd_pass_take(&msg, order_fds, ZYGOTE_ORDER_FDS) : 0;
         bool whole = n == (ssize_t)sizeof(order) && order.magic == ZYGOTE_MAGIC &&
                      !(msg.msg_flags & MSG_TRUNC);
         if (whole && got == ZYGOTE_ORDER_FDS && !(msg.msg_flags & MSG_CTRUNC))

@@ -69,7 +69,6 @@ struct egress_run {
 
 struct egress {
         const struct egress_policy *policy;
-        char *allowed_text;
         int listen_fd;
         int stop_fd; /* eventfd: egress_stop */
         pthread_t acceptor;
@@ -667,7 +666,8 @@ static void serve(struct egress_conn *c, char *bufs[2])
                 bool v6 = req->kind == EGRESS_HOST_IPV6;
                 refuse(c, 403,
                        "network access to %s%s%s:%u is not allowed for this cell; allowed: %s",
-                       v6 ? "[" : "", req->host, v6 ? "]" : "", req->port, run->e->allowed_text);
+                       v6 ? "[" : "", req->host, v6 ? "]" : "", req->port,
+                       egress_policy_allowed_text(run->e->policy));
                 return;
         }
         if (!req->connect && echoes_request(req) && egress_policy_headers(p, req->host)) {
@@ -871,8 +871,8 @@ struct egress *egress_start(const struct egress_policy *policy, int listen_fd, e
         e->log = log;
         e->log_userdata = log_userdata;
         e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (e->stop_fd < 0 || !(e->allowed_text = egress_policy_allowed_text(policy))) {
-                err_sys(err, e->stop_fd < 0 ? errno : ENOMEM, "egress proxy");
+        if (e->stop_fd < 0) {
+                err_sys(err, errno, "egress proxy");
                 goto fail;
         }
         pthread_mutex_init(&e->lock, NULL);
@@ -887,7 +887,6 @@ fail:
         if (e) {
                 if (e->stop_fd > 0)
                         close(e->stop_fd);
-                free(e->allowed_text);
                 free(e);
         }
         close(listen_fd);
@@ -962,6 +961,5 @@ void egress_stop(struct egress *e)
         close(e->listen_fd);
         close(e->stop_fd);
         pthread_mutex_destroy(&e->lock);
-        free(e->allowed_text);
         free(e);
 }

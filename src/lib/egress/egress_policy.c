@@ -31,6 +31,8 @@ static int invalid(codecell_error *err, const char *fmt, ...)
         return err_set(err, CODECELL_ERR_INVALID, EINVAL, "%s", msg);
 }
 
+static char *allowed_text(const struct egress_policy *p);
+
 void egress_policy_free(struct egress_policy *p)
 {
         if (!p)
@@ -53,6 +55,7 @@ void egress_policy_free(struct egress_policy *p)
                 free(p->headers[i].headers);
         }
         free(p->headers);
+        free(p->allowed_text);
         free(p);
 }
 
@@ -78,6 +81,8 @@ struct egress_policy *egress_policy_copy(const struct egress_policy *p)
         *c = *p;
         c->methods = NULL;
         c->headers = NULL;
+        c->allowed_text = p->allowed_text ? strdup(p->allowed_text) : NULL;
+        bad |= p->allowed_text && !c->allowed_text;
         c->n_methods = c->n_headers = 0;
         c->rules = copy_array(p->rules, p->n_rules, sizeof(*p->rules), &bad);
         c->resolves = copy_array(p->resolves, p->n_resolves, sizeof(*p->resolves), &bad);
@@ -483,6 +488,10 @@ struct egress_policy *egress_policy_parse(const json_t *network, const char *pat
                 goto fail;
         if ((v = json_object_get(network, "headers")) && parse_headers(p, v, path, err) < 0)
                 goto fail;
+        if (!(p->allowed_text = allowed_text(p))) {
+                err_sys(err, ENOMEM, "%s", path);
+                goto fail;
+        }
         return p;
 fail:
         egress_policy_free(p);
@@ -523,7 +532,12 @@ static void rule_text(const struct egress_rule *r, char *buf, size_t size)
                 snprintf(buf + strlen(buf), size - strlen(buf), ":%u", r->port);
 }
 
-char *egress_policy_allowed_text(const struct egress_policy *p)
+const char *egress_policy_allowed_text(const struct egress_policy *p)
+{
+        return p->allowed_text;
+}
+
+static char *allowed_text(const struct egress_policy *p)
 {
         size_t cap = p->n_rules * (EGRESS_HOST_MAX + 16) + 1;
         char *out = malloc(cap), one[EGRESS_HOST_MAX + 16];

@@ -58,6 +58,8 @@ struct egress_policy {
         size_t n_resolves;
         struct egress_host_headers *headers;
         size_t n_headers;
+        /* The allowlist as refusals and the description show it, made once at parse. */
+        char *allowed_text;
 };
 
 /* network: the cell's "network" object; path: its JSON path for errors ("cells[0].network").
@@ -72,8 +74,8 @@ struct egress_policy *egress_policy_copy(const struct egress_policy *p);
 
 /* Whether host (normalized by egress_host_normalize) at port is in the allowlist. */
 bool egress_policy_allows(const struct egress_policy *p, const char *host, unsigned port);
-/* The allowlist as the model reads it, "api.github.com, *.wikipedia.org:443" (malloc'd). */
-char *egress_policy_allowed_text(const struct egress_policy *p);
+/* The allowlist as the model reads it, "api.github.com, *.wikipedia.org:443" (the policy's). */
+const char *egress_policy_allowed_text(const struct egress_policy *p);
 /* The policy normalized, as the description or `describe --json` may show it: header names,
  * never their values. */
 json_t *egress_policy_to_json(const struct egress_policy *p);

@@ -139,7 +139,7 @@ static void network_section(FILE *f, const codecell_config *c)
 {
         if (!c->network_policy)
                 return;
-        _cleanup_free_ char *allowed = egress_policy_allowed_text(c->network_policy);
+        const char *allowed = egress_policy_allowed_text(c->network_policy);
         fprintf(f,
                 "\n\n## Network\n\n"
                 "HTTP and HTTPS reach these hosts only (a host without a port: 80 and 443):\n"

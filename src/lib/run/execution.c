@@ -103,7 +103,7 @@ static json_t *hinted_error(const codecell_config *c, const json_t *error)
         _cleanup_free_ const char **dests = calloc(c->n_mounts + 1, sizeof(*dests));
         for (size_t i = 0; dests && i < c->n_mounts; i++)
                 dests[i] = c->mounts[i].dest;
-        _cleanup_free_ char *allowed =
+        const char *allowed =
                 c->network_policy ? egress_policy_allowed_text(c->network_policy) : NULL;
         struct sandbox_shape shape = {.mounts = dests,
                                       .n_mounts = dests ? c->n_mounts : 0,

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd_passing.h"
+
 /* No listener queue beyond this: the proxy accepts as fast as it can, and a guest that opens
  * more at once waits (its connect blocks; it is never refused on our account). */
 #define BACKLOG 128
@@ -54,24 +56,7 @@ int proxy_listener_make(void)
 int proxy_listener_send(int sock, int fd)
 {
         char byte = 'L';
-        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } control;
-        memset(&control, 0, sizeof(control));
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = control.buf,
-                             .msg_controllen = sizeof(control.buf)};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof(int));
-        ssize_t n;
-        while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-                ;
+        ssize_t n = fd_pass_send(sock, &byte, 1, &fd, 1);
         return n == 1 ? 0 : n < 0 ? -errno : -EIO;
 }
 
@@ -108,20 +93,8 @@ int proxy_listener_receive(int sock)
                 ;
         if (n < 0)
                 return -errno;
-        int fd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                        continue;
-                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < k; i++) {
-                        int got;
-                        memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                        if (fd < 0)
-                                fd = got;
-                        else
-                                close(got);
-                }
-        }
+        int fd;
+        (void)fd_pass_take(&msg, &fd, 1);
         if (n == 1 && byte == 'L' && fd >= 0 && !(msg.msg_flags & MSG_CTRUNC) &&
             proxy_listener_check(fd))
                 return fd;

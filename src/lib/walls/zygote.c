@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "deadline.h"
 #include "error.h"
+#include "fd_passing.h"
 #include "proc_stat.h"
 #include "proxy_listener.h"
 #include "util.h"
@@ -177,52 +178,16 @@ static int start(struct zygote *z, const struct zygote_starter *starter, codecel
         return r;
 }
 
+_Static_assert(ZYGOTE_ORDER_FDS <= FD_PASS_MAX, "an order's descriptors fit one message");
+
 static int send_order(struct zygote *z, bool session, const int *fds, uint64_t id)
 {
         struct zygote_order order = {
                 .magic = ZYGOTE_MAGIC, .flags = session ? ZYGOTE_ORDER_SESSION : 0, .id = id};
-        struct iovec iov = {.iov_base = &order, .iov_len = sizeof(order)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_ORDER_FDS)];
-                struct cmsghdr align;
-        } control;
-        memset(&control, 0, sizeof(control));
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = control.buf,
-                             .msg_controllen = sizeof(control.buf)};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * ZYGOTE_ORDER_FDS);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * ZYGOTE_ORDER_FDS);
-        ssize_t n;
-        while ((n = sendmsg(z->sb.ctl_fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-                ;
+        ssize_t n = fd_pass_send(z->sb.ctl_fd, &order, sizeof(order), fds, ZYGOTE_ORDER_FDS);
         if (n < 0 && errno == ETOOMANYREFS)
                 return -ETOOMANYREFS; /* this user's descriptors in flight: not the zygote's end */
         return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
-}
-
-/* The descriptors an answer carried (SCM_RIGHTS), at most three (the pidfds, then a network
- * cell's listener), into fds (the rest -1); any other descriptor is closed. */
-static void received_fds(struct msghdr *msg, int fds[3])
-{
-        fds[0] = fds[1] = fds[2] = -1;
-        size_t got = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-                if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                        continue;
-                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < k; i++) {
-                        int fd;
-                        memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-                        if (got < 3)
-                                fds[got++] = fd;
-                        else
-                                close(fd);
-                }
-        }
 }
 
 /* The zygote's answer to order id: 0, the sandbox's interpreter and init by their pids in the
@@ -261,7 +226,8 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
         _cleanup_close_ int listener = -1;
         int got[3];
         if (n > 0) {
-                received_fds(&msg, got);
+                /* The pidfds, then a network cell's listener; any other is closed. */
+                (void)fd_pass_take(&msg, got, 3);
                 fds[0] = got[0];
                 fds[1] = got[1];
                 listener = got[2];
