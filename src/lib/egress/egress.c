@@ -8,6 +8,7 @@
  * gently (shut for writing, read to its end for a moment) so the answer is not lost to a
  * reset. */
 #include "egress.h"
+#include "egress_conn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,52 +39,14 @@
 #include "error.h"
 #include "util.h"
 
-#define RELAY_BUF 16384
-#define REFUSED_MAX 768
 #define TARGETS_MAX 16
 #define LINGER_MS 500.0
 #define LINGER_FDS 64
 #define THREAD_STACK (1024 * 1024)
 
-struct egress_run;
-
-struct egress_conn {
-        struct egress_conn *next;
-        struct egress_run *run;
-        pthread_t thread;
-        /* The rest is the connection thread's alone until egress_run_end has joined it. */
-        int client, upstream;
-        char host[EGRESS_HOST_MAX * 4 + 8]; /* normalized, or escaped */
-        unsigned port;
-        uint64_t out, in;
-        char refused[REFUSED_MAX]; /* "" when not refused */
-};
-
-struct egress_run {
-        struct egress *e;
-        double deadline; /* INFINITY when none */
-        int stop_fd;     /* eventfd: written once, when the run ends */
-        _Atomic uint64_t bytes_out, bytes_in;
-        unsigned admitted, over_cap;       /* guarded by e->lock */
-        struct egress_conn *first, **tail; /* guarded by e->lock */
-};
-
-struct egress {
-        const struct egress_policy *policy;
-        int listen_fd;
-        int stop_fd; /* eventfd: egress_stop */
-        pthread_t acceptor;
-        egress_log_fn log;
-        void *log_userdata;
-        pthread_mutex_t lock;
-        struct egress_run *run; /* guarded by lock; NULL between runs */
-};
-
-enum { WAIT_READY = 1, WAIT_DEADLINE = 0, WAIT_STOP = -1 };
-
 /* Whether fd is ready for events before until (and the run's deadline): WAIT_READY,
  * WAIT_DEADLINE, or WAIT_STOP once the run ends. */
-static int wait_until(struct egress_run *run, int fd, short events, double until)
+int egress_wait_until(struct egress_run *run, int fd, short events, double until)
 {
         if (run->deadline < until)
                 until = run->deadline;
@@ -100,9 +64,9 @@ static int wait_until(struct egress_run *run, int fd, short events, double until
         }
 }
 
-static int wait_for(struct egress_run *run, int fd, short events)
+int egress_wait_for(struct egress_run *run, int fd, short events)
 {
-        return wait_until(run, fd, events, INFINITY);
+        return egress_wait_until(run, fd, events, INFINITY);
 }
 
 /* All n bytes to fd: 0, or WAIT_DEADLINE / WAIT_STOP, or -2 when the peer is gone. */
@@ -119,7 +83,7 @@ static int send_all(struct egress_run *run, int fd, const void *data, size_t n)
                 if (w < 0 && errno == EINTR)
                         continue;
                 if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                        int r = wait_for(run, fd, POLLOUT);
+                        int r = egress_wait_for(run, fd, POLLOUT);
                         if (r != WAIT_READY)
                                 return r == WAIT_DEADLINE ? -3 : -1;
                         continue;
@@ -129,9 +93,7 @@ static int send_all(struct egress_run *run, int fd, const void *data, size_t n)
         return 0;
 }
 
-static void set_refused(struct egress_conn *c, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-static void set_refused(struct egress_conn *c, const char *fmt, ...)
+void egress_set_refused(struct egress_conn *c, const char *fmt, ...)
 {
         if (c->refused[0])
                 return; /* the first reason is the one that counts */
@@ -171,7 +133,7 @@ static void no_delay(int fd)
 }
 
 /* The answer to a refused request, into buf: a short text/plain body that closes. */
-static size_t refusal_text(char *buf, size_t size, int status, const char *body)
+size_t egress_refusal_text(char *buf, size_t size, int status, const char *body)
 {
         int n = snprintf(buf, size,
                          "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -187,7 +149,7 @@ static void linger_close(struct egress_run *run, int *fd)
         char sink[4096];
         (void)shutdown(*fd, SHUT_WR);
         double until = now_ms() + LINGER_MS;
-        while (wait_until(run, *fd, POLLIN, until) == WAIT_READY) {
+        while (egress_wait_until(run, *fd, POLLIN, until) == WAIT_READY) {
                 ssize_t n = recv(*fd, sink, sizeof(sink), 0);
                 if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
                         break;
@@ -205,27 +167,33 @@ static void refuse(struct egress_conn *c, int status, const char *fmt, ...)
         vsnprintf(body, sizeof(body), fmt, ap);
         va_end(ap);
         utf8_trim_cut(body);
-        set_refused(c, "%s", body);
+        egress_set_refused(c, "%s", body);
         (void)send_all(c->run, c->client, answer,
-                       refusal_text(answer, sizeof(answer), status, body));
+                       egress_refusal_text(answer, sizeof(answer), status, body));
         linger_close(c->run, &c->client);
+}
+
+int egress_take_bytes(struct egress_conn *c, size_t n, bool out)
+{
+        struct egress_run *run = c->run;
+        uint64_t cap = run->e->policy->bytes;
+        uint64_t was = atomic_fetch_add(out ? &run->bytes_out : &run->bytes_in, (uint64_t)n);
+        if (was + n <= cap)
+                return 0;
+        egress_set_refused(c, "over %llu bytes %s this run", (unsigned long long)cap,
+                           out ? "out" : "in");
+        return -1;
 }
 
 /* n bytes on, counted against the run's cap for their direction: 0, or -1 when the
  * connection ends (the reason recorded). */
 static int forward(struct egress_conn *c, int to, const char *data, size_t n, bool out)
 {
-        struct egress_run *run = c->run;
-        uint64_t cap = run->e->policy->bytes;
-        uint64_t was = atomic_fetch_add(out ? &run->bytes_out : &run->bytes_in, (uint64_t)n);
-        if (was + n > cap) {
-                set_refused(c, "over %llu bytes %s this run", (unsigned long long)cap,
-                            out ? "out" : "in");
+        if (egress_take_bytes(c, n, out) < 0)
                 return -1;
-        }
-        int r = send_all(run, to, data, n);
+        int r = send_all(c->run, to, data, n);
         if (r == -3)
-                set_refused(c, "closed at the run's time limit");
+                egress_set_refused(c, "closed at the run's time limit");
         if (r < 0)
                 return -1;
         if (out)
@@ -255,14 +223,8 @@ static int leg_read(struct egress_conn *c, struct leg *l, size_t want)
                 return errno == EINTR || errno == EAGAIN ? 1 : -1;
         if (n == 0)
                 return 0;
-        struct egress_run *run = c->run;
-        uint64_t cap = run->e->policy->bytes;
-        uint64_t was = atomic_fetch_add(l->out ? &run->bytes_out : &run->bytes_in, (uint64_t)n);
-        if (was + (uint64_t)n > cap) {
-                set_refused(c, "over %llu bytes %s this run", (unsigned long long)cap,
-                            l->out ? "out" : "in");
+        if (egress_take_bytes(c, (size_t)n, l->out) < 0)
                 return -1;
-        }
         l->off = 0;
         l->len = (size_t)n;
         return 1;
@@ -306,12 +268,12 @@ static void relay(struct egress_conn *c, char *bufs[2], uint64_t body_left, bool
                                 char answer[512];
                                 const char *body =
                                         "the server did not answer within the run's time limit";
-                                set_refused(c, "%s", body);
+                                egress_set_refused(c, "%s", body);
                                 (void)send(c->client, answer,
-                                           refusal_text(answer, sizeof(answer), 504, body),
+                                           egress_refusal_text(answer, sizeof(answer), 504, body),
                                            MSG_NOSIGNAL | MSG_DONTWAIT);
                         }
-                        set_refused(c, "closed at the run's time limit");
+                        egress_set_refused(c, "closed at the run's time limit");
                         return;
                 }
                 bool down_done = !down.reading && down.len == 0;
@@ -435,7 +397,7 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
                 refuse(c, 502, "cannot look up %s: %s", req->host, strerror(errno));
                 return -1;
         }
-        int w = wait_for(c->run, egress_lookup_fd(l), POLLIN);
+        int w = egress_wait_for(c->run, egress_lookup_fd(l), POLLIN);
         struct addrinfo *res = NULL;
         int rc = w == WAIT_READY ? egress_lookup_take(l, &res) : 0;
         /* A lookup given up on is left to its thread, which frees it when getaddrinfo returns. */
@@ -445,7 +407,7 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
                 return -1;
         }
         if (w == WAIT_STOP) {
-                set_refused(c, "the run ended");
+                egress_set_refused(c, "the run ended");
                 return -1;
         }
         if (rc != 0) {
@@ -513,11 +475,11 @@ static int connect_upstream(struct egress_conn *c, const struct egress_request *
                         close(fd);
                         continue;
                 }
-                int w = wait_for(c->run, fd, POLLOUT);
+                int w = egress_wait_for(c->run, fd, POLLOUT);
                 if (w != WAIT_READY) {
                         close(fd);
                         if (w == WAIT_STOP) {
-                                set_refused(c, "the run ended");
+                                egress_set_refused(c, "the run ended");
                                 return -1;
                         }
                         refuse(c, 504, "connecting to %s:%u took past the run's time limit",
@@ -542,7 +504,7 @@ static int connect_upstream(struct egress_conn *c, const struct egress_request *
 static void tls_refuse(struct egress_conn *c, const char *fmt, const char *a, const char *b)
 {
         static const unsigned char alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70};
-        set_refused(c, fmt, a, b);
+        egress_set_refused(c, fmt, a, b);
         (void)send_all(c->run, c->client, alert, sizeof(alert));
         linger_close(c->run, &c->client);
 }
@@ -561,14 +523,16 @@ static int check_hello(struct egress_conn *c, const struct egress_request *req, 
         const char *why = NULL;
         int rc;
         while ((rc = egress_client_hello_sni(hello, n, name, &why)) == 0) {
-                int w = n < EGRESS_HELLO_MAX ? wait_for(c->run, c->client, POLLIN) : WAIT_STOP;
+                int w = n < EGRESS_HELLO_MAX ? egress_wait_for(c->run, c->client, POLLIN)
+                                             : WAIT_STOP;
                 if (w == WAIT_DEADLINE)
-                        set_refused(c, "closed at the run's time limit");
+                        egress_set_refused(c, "closed at the run's time limit");
                 if (w != WAIT_READY)
                         return -1;
                 ssize_t got = recv(c->client, hello + n, EGRESS_HELLO_MAX - n, 0);
                 if (got == 0) {
-                        set_refused(c, "the guest closed the tunnel before its TLS ClientHello");
+                        egress_set_refused(
+                                c, "the guest closed the tunnel before its TLS ClientHello");
                         return -1;
                 }
                 if (got < 0 && errno != EINTR && errno != EAGAIN)
@@ -601,6 +565,30 @@ static bool echoes_request(const struct egress_request *req)
                                         strncasecmp(req->method, "TRACK", 5) == 0);
 }
 
+int egress_method_refusal(const struct egress_policy *p, const struct egress_request *req,
+                          char *body, size_t size)
+{
+        if (!egress_policy_method_allowed(p, req->method, req->method_len)) {
+                char method[64];
+                egress_escape(req->method, req->method_len, method, sizeof(method));
+                int n = snprintf(body, size,
+                                 "method %s is not allowed for this cell; allowed: ", method);
+                for (size_t i = 0; n >= 0 && (size_t)n < size && i < p->n_methods; i++)
+                        n += snprintf(body + n, size - (size_t)n, "%s%s", i ? ", " : "",
+                                      p->methods[i]);
+                utf8_trim_cut(body);
+                return 405;
+        }
+        if (echoes_request(req) && egress_policy_headers(p, req->host)) {
+                snprintf(body, size,
+                         "method %.*s is not allowed to %s: its answer is the request as the "
+                         "server got it, with the headers this proxy adds there",
+                         (int)req->method_len, req->method, req->host);
+                return 405;
+        }
+        return 0;
+}
+
 /* bufs: the head's buffer (EGRESS_HEAD_MAX + 1), then the relay's second. */
 static void serve(struct egress_conn *c, char *bufs[2])
 {
@@ -613,20 +601,21 @@ static void serve(struct egress_conn *c, char *bufs[2])
         size_t len = 0;
         const char *why = NULL;
         for (;;) {
-                int w = wait_for(run, c->client, POLLIN);
+                int w = egress_wait_for(run, c->client, POLLIN);
                 if (w == WAIT_DEADLINE) {
                         refuse(c, 504, "the request did not come within the run's time limit");
                         return;
                 }
                 if (w == WAIT_STOP) {
-                        set_refused(c, "the run ended before the request was whole");
+                        egress_set_refused(c, "the run ended before the request was whole");
                         return;
                 }
                 ssize_t n = recv(c->client, buf + len, EGRESS_HEAD_MAX - len, 0);
                 if (n < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
                 if (n <= 0) {
-                        set_refused(c, "the guest closed the connection before a whole request");
+                        egress_set_refused(
+                                c, "the guest closed the connection before a whole request");
                         return;
                 }
                 /* The head is parsed again only when a line may have ended: a guest that sends
@@ -647,19 +636,10 @@ static void serve(struct egress_conn *c, char *bufs[2])
         }
         snprintf(c->host, sizeof(c->host), "%s", req->host);
         c->port = req->port;
-        if (!req->connect && !egress_policy_method_allowed(p, req->method, req->method_len)) {
-                char method[64];
-                egress_escape(req->method, req->method_len, method, sizeof(method));
-                _cleanup_free_ char *allowed = NULL;
-                size_t cap = 1;
-                for (size_t i = 0; i < p->n_methods; i++)
-                        cap += strlen(p->methods[i]) + 2;
-                if ((allowed = calloc(1, cap)))
-                        for (size_t i = 0; i < p->n_methods; i++)
-                                snprintf(allowed + strlen(allowed), cap - strlen(allowed), "%s%s",
-                                         i ? ", " : "", p->methods[i]);
-                refuse(c, 405, "method %s is not allowed for this cell; allowed: %s", method,
-                       allowed ? allowed : "?");
+        char body[REFUSED_MAX];
+        int status = req->connect ? 0 : egress_method_refusal(p, req, body, sizeof(body));
+        if (status) {
+                refuse(c, status, "%s", body);
                 return;
         }
         if (!egress_policy_allows(p, req->host, req->port)) {
@@ -668,13 +648,6 @@ static void serve(struct egress_conn *c, char *bufs[2])
                        "network access to %s%s%s:%u is not allowed for this cell; allowed: %s",
                        v6 ? "[" : "", req->host, v6 ? "]" : "", req->port,
                        egress_policy_allowed_text(run->e->policy));
-                return;
-        }
-        if (!req->connect && echoes_request(req) && egress_policy_headers(p, req->host)) {
-                refuse(c, 405,
-                       "method %.*s is not allowed to %s: its answer is the request as the server "
-                       "got it, with the headers this proxy adds there",
-                       (int)req->method_len, req->method, req->host);
                 return;
         }
         if (!req->connect && req->port == 443 && egress_policy_headers(p, req->host)) {
@@ -693,6 +666,18 @@ static void serve(struct egress_conn *c, char *bufs[2])
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
                 if (send_all(run, c->client, ok, sizeof(ok) - 1) < 0)
                         return;
+                if (egress_tls_terminates(run->e->tls, req->host)) {
+                        /* The guest's hello goes to the engine's TLS, not on: bytes it sent
+                         * before the 200 would have to be handed to OpenSSL, and no client
+                         * sends any. */
+                        if (early_len) {
+                                egress_set_refused(c, "the guest sent TLS before the proxy's "
+                                                      "answer to CONNECT");
+                                return;
+                        }
+                        egress_terminate(c, req, bufs);
+                        return;
+                }
                 if (req->port == 443) {
                         if (check_hello(c, req, early, early_len) < 0)
                                 return;
@@ -725,7 +710,7 @@ static void *conn_main(void *arg)
         if (bufs[0] && bufs[1])
                 serve(c, bufs);
         else
-                set_refused(c, "out of memory");
+                egress_set_refused(c, "out of memory");
         free(bufs[0]);
         free(bufs[1]);
         close_fd(&c->upstream);
@@ -749,7 +734,7 @@ static void refuse_at_once(struct egress *e, struct lingering *ling, int fd, int
         char answer[REFUSED_MAX + 256], sink[4096];
         while (recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
                 ;
-        (void)send(fd, answer, refusal_text(answer, sizeof(answer), status, body),
+        (void)send(fd, answer, egress_refusal_text(answer, sizeof(answer), status, body),
                    MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)shutdown(fd, SHUT_WR);
         if (e->log)
@@ -857,8 +842,9 @@ static void *acceptor_main(void *arg)
         return NULL;
 }
 
-struct egress *egress_start(const struct egress_policy *policy, int listen_fd, egress_log_fn log,
-                            void *log_userdata, codecell_error *err)
+struct egress *egress_start(const struct egress_policy *policy, const struct egress_tls *tls,
+                            int listen_fd, egress_log_fn log, void *log_userdata,
+                            codecell_error *err)
 {
         struct egress *e = calloc(1, sizeof(*e));
         int flags = fcntl(listen_fd, F_GETFL);
@@ -867,6 +853,7 @@ struct egress *egress_start(const struct egress_policy *policy, int listen_fd, e
                 goto fail;
         }
         e->policy = policy;
+        e->tls = tls;
         e->listen_fd = listen_fd;
         e->log = log;
         e->log_userdata = log_userdata;
@@ -876,7 +863,16 @@ struct egress *egress_start(const struct egress_policy *policy, int listen_fd, e
                 goto fail;
         }
         pthread_mutex_init(&e->lock, NULL);
+        /* The acceptor, and the connection threads it starts, block SIGPIPE: OpenSSL writes to
+         * a socket the peer may have closed with write(2), which has no MSG_NOSIGNAL, and the
+         * library leaves the process's own handling of the signal alone. A SIGPIPE raised
+         * in such a thread stays pending on it, and is discarded when it ends. */
+        sigset_t pipe_set, was;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &was);
         int r = pthread_create(&e->acceptor, NULL, acceptor_main, e);
+        pthread_sigmask(SIG_SETMASK, &was, NULL);
         if (r != 0) {
                 pthread_mutex_destroy(&e->lock);
                 err_sys(err, r, "egress proxy: thread");

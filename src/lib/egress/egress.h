@@ -22,6 +22,8 @@
 #include "codecell.h"
 #include "egress_policy.h"
 
+struct egress_tls;
+
 /* Called once per connection, from a proxy thread (so it must be thread-safe), when it ends:
  * host as the guest named it (normalized, or escaped to printable ASCII; "" when the request
  * never named one), port (0 likewise), outcome "ok" or the refusal's text, the bytes relayed
@@ -32,9 +34,11 @@ typedef void (*egress_log_fn)(void *userdata, const char *host, unsigned port, c
 struct egress;
 
 /* Starts the proxy on listen_fd (a listening TCP socket; taken, closed by egress_stop and on
- * failure). policy is borrowed and must outlive the proxy; log may be NULL. */
-struct egress *egress_start(const struct egress_policy *policy, int listen_fd, egress_log_fn log,
-                            void *log_userdata, codecell_error *err);
+ * failure). policy, and tls (the cell's TLS termination, or NULL for none), are borrowed and
+ * must outlive the proxy; log may be NULL. */
+struct egress *egress_start(const struct egress_policy *policy, const struct egress_tls *tls,
+                            int listen_fd, egress_log_fn log, void *log_userdata,
+                            codecell_error *err);
 /* Opens a run: connections are admitted until egress_run_end. deadline_ms on now_ms()'s clock,
  * or <= 0 for none. A run still open is ended first (its record dropped). */
 void egress_run_begin(struct egress *e, double deadline_ms);

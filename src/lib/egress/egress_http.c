@@ -31,9 +31,23 @@ static const char *find_crlfcrlf(const char *buf, size_t len)
         return NULL;
 }
 
-static int parse_target(const char *t, size_t n, struct egress_request *r, const char **ret_why)
+static int parse_target(const char *t, size_t n, struct egress_request *r, bool tunnel,
+                        const char **ret_why)
 {
         const char *why = NULL;
+        if (tunnel) {
+                /* Inside a tunnel the request names its path only (origin form); its host is
+                 * the tunnel's, which Host must repeat. */
+                if (r->connect)
+                        return bad(ret_why, "CONNECT inside a tunnel");
+                if (n == 0 || t[0] != '/')
+                        return bad(ret_why, "the request URI is not a path (/...)");
+                if (memchr(t, '#', n))
+                        return bad(ret_why, "the URI has a fragment (#...)");
+                r->path = t;
+                r->path_len = n;
+                return 0;
+        }
         if (r->connect) {
                 if (egress_authority_parse(t, n, true, r->host, &r->kind, &r->port, &why) < 0) {
                         *ret_why = why;
@@ -72,8 +86,9 @@ static int parse_target(const char *t, size_t n, struct egress_request *r, const
         return 0;
 }
 
-int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
-                         const char **ret_why)
+/* A head as egress_request_parse takes it, or as egress_tunnel_request_parse does (tunnel). */
+static int parse_head(const char *buf, size_t len, struct egress_request *r, bool tunnel,
+                      const char **ret_why)
 {
         memset(r, 0, sizeof(*r));
         size_t scan = len < EGRESS_HEAD_MAX ? len : EGRESS_HEAD_MAX;
@@ -114,7 +129,7 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
         r->method = line;
         r->method_len = (size_t)(sp1 - line);
         r->connect = r->method_len == 7 && memcmp(line, "CONNECT", 7) == 0;
-        int rc = parse_target(sp1 + 1, (size_t)(sp2 - sp1 - 1), r, ret_why);
+        int rc = parse_target(sp1 + 1, (size_t)(sp2 - sp1 - 1), r, tunnel, ret_why);
         if (rc < 0)
                 return rc;
         bool have_length = false;
@@ -159,6 +174,44 @@ int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
                         }
                 }
         }
+        return 1;
+}
+
+int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
+                         const char **ret_why)
+{
+        return parse_head(buf, len, r, false, ret_why);
+}
+
+int egress_tunnel_request_parse(const char *buf, size_t len, const char *host, int kind,
+                                unsigned port, struct egress_request *r, const char **ret_why)
+{
+        int rc = parse_head(buf, len, r, true, ret_why);
+        if (rc != 1)
+                return rc;
+        const struct egress_header_view *named = NULL;
+        for (size_t i = 0; i < r->n_headers; i++) {
+                if (!name_is(&r->headers[i], "host"))
+                        continue;
+                if (named)
+                        return bad(ret_why, "two Host headers");
+                named = &r->headers[i];
+        }
+        if (!named)
+                return bad(ret_why, "no Host header");
+        char h[EGRESS_HOST_MAX];
+        int h_kind = 0;
+        unsigned h_port = 0;
+        const char *why = NULL;
+        if (egress_authority_parse(named->value, named->value_len, false, h, &h_kind, &h_port,
+                                   &why) < 0 ||
+            strcmp(h, host) != 0 || (h_port ? h_port != port : port != 443))
+                return bad(ret_why, "the Host header does not name the host and port of the "
+                                    "tunnel (CONNECT) it came in");
+        snprintf(r->host, sizeof(r->host), "%s", host);
+        r->kind = kind;
+        r->port = port;
+        r->port_given = port != 443;
         return 1;
 }
 

@@ -46,6 +46,13 @@ struct egress_request {
 int egress_request_parse(const char *buf, size_t len, struct egress_request *r,
                          const char **ret_why);
 
+/* A request inside a terminated tunnel to host:port (normalized; kind its egress_host_kind):
+ * the same strict reading, but the URI is a path ("GET /x HTTP/1.1") and a Host header must
+ * name the tunnel's host (and its port, unless 443). r's host and port are then the tunnel's,
+ * so that egress_request_rewrite writes the same head as for plain HTTP. */
+int egress_tunnel_request_parse(const char *buf, size_t len, const char *host, int kind,
+                                unsigned port, struct egress_request *r, const char **ret_why);
+
 /* The head to send the server for a plain-HTTP request, malloc'd (*ret_len bytes); headers the
  * operator's for this host, or NULL. */
 char *egress_request_rewrite(const struct egress_request *r,

@@ -445,11 +445,39 @@ static int parse_headers(struct egress_policy *p, const json_t *headers, const c
         return 0;
 }
 
+/* terminate_tls: a boolean, true only with headers, and those for names: a certificate is
+ * made for each, and an address has no name a TLS client would check. */
+static int parse_terminate_tls(struct egress_policy *p, const json_t *v, const char *path,
+                               codecell_error *err)
+{
+        if (!json_is_boolean(v))
+                return invalid(err, "%s.terminate_tls: must be true or false", path);
+        p->terminate_tls = json_is_true(v);
+        if (!p->terminate_tls)
+                return 0;
+        if (p->n_headers == 0)
+                return invalid(err,
+                               "%s.terminate_tls: there is nothing to terminate: it adds the "
+                               "headers of \"headers\" to HTTPS requests, and there are none",
+                               path);
+        for (size_t i = 0; i < p->n_headers; i++) {
+                char host[EGRESS_HOST_MAX];
+                const char *why = NULL;
+                if (egress_host_normalize(p->headers[i].host, strlen(p->headers[i].host), host,
+                                          &why) != EGRESS_HOST_NAME)
+                        return invalid(err,
+                                       "%s.terminate_tls: headers.%s is an address, and TLS is "
+                                       "terminated only for names; its headers go on plain HTTP",
+                                       path, p->headers[i].host);
+        }
+        return 0;
+}
+
 struct egress_policy *egress_policy_parse(const json_t *network, const char *path,
                                           codecell_error *err)
 {
-        static const char *const known[] = {"allow",   "methods", "bytes", "connections",
-                                            "resolve", "headers", NULL};
+        static const char *const known[] = {"allow",   "methods", "bytes",         "connections",
+                                            "resolve", "headers", "terminate_tls", NULL};
         char problem[300];
         if (!json_is_object(network)) {
                 invalid(err, "%s: must be an object, as {\"allow\": [\"api.github.com\"]}", path);
@@ -487,6 +515,9 @@ struct egress_policy *egress_policy_parse(const json_t *network, const char *pat
         if ((v = json_object_get(network, "resolve")) && parse_resolve(p, v, path, err) < 0)
                 goto fail;
         if ((v = json_object_get(network, "headers")) && parse_headers(p, v, path, err) < 0)
+                goto fail;
+        if ((v = json_object_get(network, "terminate_tls")) &&
+            parse_terminate_tls(p, v, path, err) < 0)
                 goto fail;
         if (!(p->allowed_text = allowed_text(p))) {
                 err_sys(err, ENOMEM, "%s", path);
@@ -587,6 +618,8 @@ json_t *egress_policy_to_json(const struct egress_policy *p)
                 }
                 json_object_set_new(o, "headers", h);
         }
+        if (p->terminate_tls)
+                json_object_set_new(o, "terminate_tls", json_true());
         return o;
 }
 

@@ -58,6 +58,9 @@ struct egress_policy {
         size_t n_resolves;
         struct egress_host_headers *headers;
         size_t n_headers;
+        /* The hosts of headers are reached over HTTPS through the engine's own TLS
+         * (egress_tls.h), which adds their headers; otherwise headers go on plain HTTP only. */
+        bool terminate_tls;
         /* The allowlist as refusals and the description show it, made once at parse. */
         char *allowed_text;
 };
@@ -90,7 +93,8 @@ bool egress_policy_names_address(const struct egress_policy *p, const struct soc
                                  unsigned port);
 /* Whether plain HTTP may use method (case-sensitive, as HTTP's are). */
 bool egress_policy_method_allowed(const struct egress_policy *p, const char *method, size_t len);
-/* The headers the proxy adds to plain-HTTP requests to host, or NULL. */
+/* The headers the proxy adds to requests to host (plain HTTP, and HTTPS when terminate_tls),
+ * or NULL. */
 const struct egress_host_headers *egress_policy_headers(const struct egress_policy *p,
                                                         const char *host);
 

@@ -18,6 +18,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "egress_tls.h"
 #include "error.h"
 #include "guest_user.h"
 #include "idmap.h"
@@ -37,21 +38,20 @@ static const char *const guest_env[] = {
  * listener (proxy_listener.h), which is the only way out of its namespace. NO_PROXY empty:
  * nothing is reached directly (there is nothing to reach). */
 #define PROXY_URL "http://127.0.0.1:" CODECELL_PROXY_PORT_TEXT
-static const char *const guest_env_network[] = {
-        "PATH=/usr/bin:/bin",
-        "HOME=/work",
-        "TMPDIR=/tmp",
-        "LANG=C.UTF-8",
-        "USER=sandbox",
-        "LOGNAME=sandbox",
-        "HTTP_PROXY=" PROXY_URL,
-        "HTTPS_PROXY=" PROXY_URL,
-        "ALL_PROXY=" PROXY_URL,
-        "http_proxy=" PROXY_URL,
-        "https_proxy=" PROXY_URL,
-        "all_proxy=" PROXY_URL,
-        "NO_PROXY=",
-        "no_proxy=",
+#define GUEST_ENV_NETWORK                                                                          \
+        "PATH=/usr/bin:/bin", "HOME=/work", "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox",         \
+                "LOGNAME=sandbox", "HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL,              \
+                "ALL_PROXY=" PROXY_URL, "http_proxy=" PROXY_URL, "https_proxy=" PROXY_URL,         \
+                "all_proxy=" PROXY_URL, "NO_PROXY=", "no_proxy="
+static const char *const guest_env_network[] = {GUEST_ENV_NETWORK, NULL};
+/* With terminate_tls: every usual client told to trust the bundle with the cell's CA
+ * (OpenSSL's, so Ruby's and Python's ssl; requests; curl; pip). */
+static const char *const guest_env_network_tls[] = {
+        GUEST_ENV_NETWORK,
+        "SSL_CERT_FILE=" MOUNT_PLAN_CA_BUNDLE,
+        "REQUESTS_CA_BUNDLE=" MOUNT_PLAN_CA_BUNDLE,
+        "CURL_CA_BUNDLE=" MOUNT_PLAN_CA_BUNDLE,
+        "PIP_CERT=" MOUNT_PLAN_CA_BUNDLE,
         NULL,
 };
 
@@ -255,7 +255,10 @@ static int plan_interpreter(struct cell_plan *plan, codecell_error *err)
         /* Its own path, not a bare name: Python derives sys.executable from argv[0], and one
          * outside /usr would otherwise be taken for the python3 found in PATH. */
         plan->argv[0] = (char *)plan->interpreter;
-        plan->envp = config_network(c) ? guest_env_network : guest_env;
+        const struct egress_policy *policy = config_network_policy(c);
+        plan->envp = !policy                 ? guest_env
+                     : policy->terminate_tls ? guest_env_network_tls
+                                             : guest_env_network;
         plan->elf_interpreter = elf_interpreter(plan->interpreter_real);
         return 0;
 }
@@ -366,6 +369,22 @@ static int plan_zygote(struct cell_plan *plan, codecell_error *err)
         return r;
 }
 
+/* A cell with terminate_tls: its CA, made now, and the bundle its sandboxes trust. */
+static int plan_tls(struct cell_plan *plan, codecell_error *err)
+{
+        const struct egress_policy *policy = config_network_policy(plan->config);
+        if (!policy || !policy->terminate_tls)
+                return 0;
+        if (!(plan->egress_tls = egress_tls_new(policy, err)))
+                return -1;
+        size_t len = 0;
+        _cleanup_free_ char *bundle = egress_tls_bundle(plan->egress_tls, &len);
+        if (!bundle ||
+            mount_plan_set_contents(&plan->mounts, MOUNT_PLAN_CA_BUNDLE, bundle, len) < 0)
+                return err_sys(err, ENOMEM, "cell");
+        return 0;
+}
+
 int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codecell_error *err)
 {
         *plan = (struct cell_plan){.config = config};
@@ -396,6 +415,7 @@ int cell_plan_build(struct cell_plan *plan, const codecell_config *config, codec
         r = r ?: plan_rlimits(plan, err);
         r = r ?: plan_idmaps(plan, err);
         r = r ?: mount_roots_open(&plan->mount_roots, config, err);
+        r = r ?: plan_tls(plan, err);
         r = r ?: plan_zygote(plan, err);
         if (r < 0)
                 goto fail;
@@ -421,6 +441,7 @@ void cell_plan_free(struct cell_plan *plan)
         mount_roots_close(&plan->mount_roots);
         mount_plan_free(&plan->mounts);
         seccomp_program_free(&plan->seccomp);
+        egress_tls_free(plan->egress_tls);
         json_decref(plan->layers);
         json_decref(plan->warnings);
         free(plan->interpreter_real);

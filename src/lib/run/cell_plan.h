@@ -24,6 +24,7 @@
  * not counted in the execution's own limits, which start at `exec`. */
 #define SANDBOX_STARTUP_TIMEOUT_MS 10000
 
+struct egress_tls;
 struct zygote;
 
 struct cell_plan {
@@ -51,6 +52,7 @@ struct cell_plan {
         bool writes_host;               /* some mount is read-write */
         struct mount_roots mount_roots; /* the read-write folders' own modes */
         struct zygote *zygote;          /* forked cells': what makes their sandboxes; or NULL */
+        struct egress_tls *egress_tls;  /* terminate_tls: the cell's CA and certificates */
         json_t *layers;                 /* layers in force for every run */
         json_t *warnings;               /* layers missing, under the "warn" policy */
 };

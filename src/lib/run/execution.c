@@ -454,8 +454,8 @@ static bool run_on(struct execution *x, const char *code, size_t len, struct exe
          * with the execution, before its result. */
         bool no_proxy = false;
         codecell_error net_err = {0};
-        struct egress *net = run_network_begin(x->plan->config, x->s->sb.proxy_fd, x->deadline,
-                                               &no_proxy, &net_err);
+        struct egress *net = run_network_begin(x->plan->config, x->plan->egress_tls,
+                                               x->s->sb.proxy_fd, x->deadline, &no_proxy, &net_err);
         if (no_proxy)
                 pump_protocol_error(p, net_err.message);
         else if (hand_over(x, code, len))

@@ -27,8 +27,9 @@ static void drop_waiting(int listen_fd)
         }
 }
 
-struct egress *run_network_begin(const codecell_config *c, int proxy_fd, double deadline_ms,
-                                 bool *ret_failed, codecell_error *err)
+struct egress *run_network_begin(const codecell_config *c, const struct egress_tls *tls,
+                                 int proxy_fd, double deadline_ms, bool *ret_failed,
+                                 codecell_error *err)
 {
         *ret_failed = false;
         const struct egress_policy *policy = config_network_policy(c);
@@ -38,7 +39,7 @@ struct egress *run_network_begin(const codecell_config *c, int proxy_fd, double 
          * proxy gets a copy of its own, which it closes when the execution ends. */
         drop_waiting(proxy_fd);
         int fd = fcntl(proxy_fd, F_DUPFD_CLOEXEC, 3);
-        struct egress *e = fd < 0 ? NULL : egress_start(policy, fd, NULL, NULL, err);
+        struct egress *e = fd < 0 ? NULL : egress_start(policy, tls, fd, NULL, NULL, err);
         if (fd < 0)
                 err_sys(err, errno, "network: the proxy's listener");
         if (!e) {

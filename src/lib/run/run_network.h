@@ -10,13 +10,16 @@
 #include "config.h"
 
 struct egress;
+struct egress_tls;
 
-/* Starts serving the sandbox's listener (proxy_fd, not taken) until deadline_ms. NULL when the
+/* Starts serving the sandbox's listener (proxy_fd, not taken) until deadline_ms, with the
+ * cell's TLS termination (NULL: none). NULL when the
  * cell has no policy or the sandbox no listener; NULL with *ret_failed when it could not be
  * started (err says why: the run then ends as a sandbox_error, it never runs without its
  * proxy silently). */
-struct egress *run_network_begin(const codecell_config *c, int proxy_fd, double deadline_ms,
-                                 bool *ret_failed, codecell_error *err);
+struct egress *run_network_begin(const codecell_config *c, const struct egress_tls *tls,
+                                 int proxy_fd, double deadline_ms, bool *ret_failed,
+                                 codecell_error *err);
 /* Ends it: every connection closed, the record taken into res. Takes e (NULL: nothing). */
 void run_network_end(struct egress *e, codecell_result *res);
 

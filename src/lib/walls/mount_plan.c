@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "egress_policy.h"
 #include "error.h"
 #include "interpreter.h"
 #include "mount_rules.h"
@@ -236,6 +237,20 @@ int mount_plan_build(struct mount_plan *plan, const codecell_config *config, uid
                 r = add_host_file(plan, "/etc/ld.so.cache", false, err);
         if (r == 0)
                 r = add_host_file(plan, "/etc/localtime", false, err);
+        /* A network cell's guest checks the servers it reaches over TLS itself, against the
+         * system's roots: public certificates, read-only (never /etc/ssl/private). Debian's
+         * and Fedora's places; a host without them has none to give. With terminate_tls, the
+         * cell also writes the roots and its own CA into one bundle (cell_plan.c), which the
+         * guest's environment names. */
+        static const char *const trust_stores[] = {"/etc/ssl/certs", "/etc/pki/tls/certs",
+                                                   "/etc/pki/ca-trust/extracted"};
+        for (size_t i = 0;
+             r == 0 && config_network(config) && i < sizeof(trust_stores) / sizeof(trust_stores[0]);
+             i++)
+                r = add_host_file(plan, trust_stores[i], false, err);
+        const struct egress_policy *policy = config_network_policy(config);
+        if (r == 0 && policy && policy->terminate_tls)
+                r = add_bytes(plan, MOUNT_PLAN_CA_BUNDLE, "", 0, err);
         /* What files under /usr link to in /etc, read-only, or the links dangle: Debian's
          * alternatives (libblas.so.3, which numpy loads; a folder of symbolic links that
          * name the chosen implementations) and matplotlib's defaults (its mpl-data/matplotlibrc,

@@ -15,6 +15,10 @@
  * from the room left for the user's mounts. */
 #define MOUNT_PLAN_MAX_OPS 66
 
+/* A network cell with terminate_tls: the system's roots and the cell's CA, which the guest
+ * trusts (its SSL_CERT_FILE, REQUESTS_CA_BUNDLE ...). */
+#define MOUNT_PLAN_CA_BUNDLE "/etc/ssl/codecell/ca-bundle.pem"
+
 enum mount_op_kind {
         OP_DIR,     /* an empty directory (a mount point for nothing, or a parent) */
         OP_FILE,    /* a small file with fixed contents (/etc/hostname, the prelude) */

@@ -1,0 +1,315 @@
+/* A CONNECT whose TLS the engine terminates (egress_conn.h, egress_tls.h). Its life, in the
+ * connection's thread: the guest's handshake with the host's certificate from the cell's CA;
+ * one request read whole and checked as strictly as plain HTTP (its Host the tunnel's); TLS
+ * to the server, verified; the rewritten head with the operator's headers, the body it
+ * declared, and the answer back until the server ends it. One request per connection, as
+ * for plain HTTP ("Connection: close"): the guest's client opens another for the next. Every
+ * refusal after the guest's handshake is an HTTP answer inside its TLS, which the model
+ * reads as it reads any other. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "deadline.h"
+#include "egress_conn.h"
+#include "egress_host.h"
+#include "egress_policy.h"
+#include "util.h"
+
+static short events_of(enum egress_tls_status st)
+{
+        return st == EGRESS_TLS_WANT_WRITE ? POLLOUT : POLLIN;
+}
+
+/* Waits for what the side asked for: 0, or -1 (the reason recorded). */
+static int wait_side(struct egress_conn *c, int fd, enum egress_tls_status st)
+{
+        int w = egress_wait_for(c->run, fd, events_of(st));
+        if (w == WAIT_DEADLINE)
+                egress_set_refused(c, "closed at the run's time limit");
+        else if (w == WAIT_STOP)
+                egress_set_refused(c, "the run ended");
+        return w == WAIT_READY ? 0 : -1;
+}
+
+static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd)
+{
+        for (;;) {
+                enum egress_tls_status st = egress_tls_handshake(s);
+                if (st == EGRESS_TLS_OK)
+                        return 0;
+                if (st == EGRESS_TLS_ERROR) {
+                        egress_set_refused(c, "%s", egress_tls_why(s));
+                        return -1;
+                }
+                if (wait_side(c, fd, st) < 0)
+                        return -1;
+        }
+}
+
+/* All n bytes over s: 0, or -1 (the reason recorded). Not counted: the caller counts. */
+static int send_all_tls(struct egress_conn *c, struct egress_tls_side *s, int fd,
+                        const char *data, size_t n)
+{
+        while (n > 0) {
+                size_t put = 0;
+                enum egress_tls_status st = egress_tls_write(s, data, n, &put);
+                if (st == EGRESS_TLS_OK) {
+                        data += put;
+                        n -= put;
+                        continue;
+                }
+                if (st == EGRESS_TLS_EOF || st == EGRESS_TLS_ERROR) {
+                        egress_set_refused(c, "%s", egress_tls_why(s));
+                        return -1;
+                }
+                if (wait_side(c, fd, st) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* A refusal inside the guest's TLS. */
+static void refuse_tls(struct egress_conn *c, struct egress_tls_side *guest, int status,
+                       const char *body)
+{
+        char answer[REFUSED_MAX + 256];
+        egress_set_refused(c, "%s", body);
+        (void)send_all_tls(c, guest, c->client, answer,
+                           egress_refusal_text(answer, sizeof(answer), status, body));
+}
+
+/* The guest's request head, whole, into buf: its length and *ret_len the bytes read, or -1
+ * (refused). */
+static int read_request(struct egress_conn *c, struct egress_tls_side *guest,
+                        const struct egress_request *connect, char *buf, struct egress_request *req,
+                        size_t *ret_len)
+{
+        size_t len = 0;
+        for (;;) {
+                size_t got = 0;
+                enum egress_tls_status st =
+                        egress_tls_read(guest, buf + len, EGRESS_HEAD_MAX - len, &got);
+                if (st == EGRESS_TLS_EOF) {
+                        egress_set_refused(c, "the guest closed the connection before a whole "
+                                              "request");
+                        return -1;
+                }
+                if (st == EGRESS_TLS_ERROR) {
+                        egress_set_refused(c, "%s", egress_tls_why(guest));
+                        return -1;
+                }
+                if (st != EGRESS_TLS_OK) {
+                        if (wait_side(c, c->client, st) < 0)
+                                return -1;
+                        continue;
+                }
+                len += got;
+                buf[len] = '\0';
+                const char *why = NULL;
+                int rc = egress_tunnel_request_parse(buf, len, connect->host, connect->kind,
+                                                     connect->port, req, &why);
+                if (rc == 1) {
+                        *ret_len = len;
+                        return 0;
+                }
+                if (rc < 0) {
+                        char body[REFUSED_MAX];
+                        snprintf(body, sizeof(body), "bad request: %s", why);
+                        refuse_tls(c, guest, -rc, body);
+                        return -1;
+                }
+        }
+}
+
+/* One direction of the relay, in plaintext. */
+struct tls_leg {
+        struct egress_tls_side *from, *to;
+        int from_fd, to_fd;
+        char *buf;
+        size_t len, off;
+        bool reading;
+        bool out; /* guest to server */
+        uint64_t left; /* out: the body's bytes still to pass on */
+};
+
+/* What the leg can do now, without waiting: 1 when something moved, 0 when nothing could,
+ * -1 when the connection ends. *want_from / *want_to gather the events each socket waits
+ * for. */
+static int leg_step(struct egress_conn *c, struct tls_leg *l, short *want_from, short *want_to)
+{
+        int moved = 0;
+        if (l->reading && l->len == 0) {
+                size_t cap = RELAY_BUF;
+                if (l->out && l->left < cap)
+                        cap = (size_t)l->left;
+                size_t got = 0;
+                enum egress_tls_status st = egress_tls_read(l->from, l->buf, cap, &got);
+                if (st == EGRESS_TLS_OK) {
+                        if (egress_take_bytes(c, got, l->out) < 0)
+                                return -1;
+                        l->off = 0;
+                        l->len = got;
+                        if (l->out && (l->left -= got) == 0)
+                                l->reading = false;
+                        moved = 1;
+                } else if (st == EGRESS_TLS_EOF) {
+                        l->reading = false;
+                        moved = 1;
+                } else if (st == EGRESS_TLS_ERROR) {
+                        egress_set_refused(c, "%s", egress_tls_why(l->from));
+                        return -1;
+                } else {
+                        *want_from |= events_of(st);
+                }
+        }
+        if (l->len) {
+                size_t put = 0;
+                enum egress_tls_status st =
+                        egress_tls_write(l->to, l->buf + l->off, l->len - l->off, &put);
+                if (st == EGRESS_TLS_OK) {
+                        l->off += put;
+                        if (l->out)
+                                c->out += put;
+                        else
+                                c->in += put;
+                        if (l->off == l->len)
+                                l->off = l->len = 0;
+                        moved = 1;
+                } else if (st == EGRESS_TLS_EOF || st == EGRESS_TLS_ERROR) {
+                        egress_set_refused(c, "%s", egress_tls_why(l->to));
+                        return -1;
+                } else {
+                        *want_to |= events_of(st);
+                }
+        }
+        return moved;
+}
+
+/* The rest of the body up, the answer down, until the server has ended it. */
+static void relay_tls(struct egress_conn *c, struct egress_tls_side *guest,
+                      struct egress_tls_side *server, char *bufs[2], uint64_t body_left)
+{
+        struct egress_run *run = c->run;
+        struct tls_leg up = {guest,   server, c->client, c->upstream, bufs[0], 0, 0,
+                             body_left > 0, true, body_left};
+        struct tls_leg down = {server, guest, c->upstream, c->client, bufs[1], 0, 0,
+                               true,   false, 0};
+        for (;;) {
+                if (now_ms() >= run->deadline) {
+                        egress_set_refused(c, "closed at the run's time limit");
+                        return;
+                }
+                short want_client = 0, want_server = 0;
+                int a = leg_step(c, &up, &want_client, &want_server);
+                int b = a < 0 ? -1 : leg_step(c, &down, &want_server, &want_client);
+                if (a < 0 || b < 0)
+                        return;
+                if (!down.reading && down.len == 0)
+                        return; /* the answer is whole with the guest */
+                if (a || b)
+                        continue; /* OpenSSL may hold more than the socket shows */
+                struct pollfd p[3] = {{want_client ? c->client : -1, want_client, 0},
+                                      {want_server ? c->upstream : -1, want_server, 0},
+                                      {run->stop_fd, POLLIN, 0}};
+                int r = poll(p, 3, isinf(run->deadline) ? -1 : deadline_poll_ms(run->deadline));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0 || p[2].revents) {
+                        egress_set_refused(c, "the run ended");
+                        return;
+                }
+        }
+}
+
+/* The name the guest's hello asked for, if any, must be the CONNECT's host. */
+static int check_server_name(struct egress_conn *c, struct egress_tls_side *guest,
+                             const struct egress_request *connect)
+{
+        const char *sni = egress_tls_server_name(guest);
+        if (!sni)
+                return 0;
+        char name[EGRESS_HOST_MAX];
+        const char *why = NULL;
+        if (egress_host_normalize(sni, strlen(sni), name, &why) && strcmp(name, connect->host) == 0)
+                return 0;
+        char escaped[EGRESS_HOST_MAX];
+        egress_escape(sni, strlen(sni), escaped, sizeof(escaped));
+        char body[REFUSED_MAX];
+        snprintf(body, sizeof(body), "the TLS ClientHello names %s, not %s, the host of the CONNECT",
+                 escaped, connect->host);
+        refuse_tls(c, guest, 400, body);
+        return -1;
+}
+
+void egress_terminate(struct egress_conn *c, const struct egress_request *connect, char *bufs[2])
+{
+        const struct egress *e = c->run->e;
+        const struct egress_policy *p = e->policy;
+        struct egress_tls_side *guest = egress_tls_guest_side(e->tls, connect->host, c->client);
+        struct egress_tls_side *server = NULL;
+        _cleanup_free_ struct egress_request *req = malloc(sizeof(*req));
+        _cleanup_free_ char *head = NULL;
+        size_t len = 0, head_len = 0;
+        char body[REFUSED_MAX];
+        if (!guest || !req) {
+                egress_set_refused(c, "out of memory");
+                goto done;
+        }
+        if (handshake(c, guest, c->client) < 0) {
+                /* Most often a guest that does not trust the cell's CA: say where it is. */
+                char why[REFUSED_MAX];
+                snprintf(why, sizeof(why),
+                         "%s (the engine terminates TLS to %s: the guest must trust the cell's "
+                         "CA, which SSL_CERT_FILE names)",
+                         c->refused, connect->host);
+                c->refused[0] = '\0';
+                egress_set_refused(c, "%s", why);
+                goto done;
+        }
+        if (check_server_name(c, guest, connect) < 0 ||
+            read_request(c, guest, connect, bufs[0], req, &len) < 0)
+                goto done;
+        int status = egress_method_refusal(p, req, body, sizeof(body));
+        if (status) {
+                refuse_tls(c, guest, status, body);
+                goto done;
+        }
+        if (!(server = egress_tls_server_side(e->tls, connect->host, c->upstream))) {
+                egress_set_refused(c, "out of memory");
+                goto done;
+        }
+        if (handshake(c, server, c->upstream) < 0) {
+                snprintf(body, sizeof(body), "TLS to %s failed: %s", connect->host, c->refused);
+                c->refused[0] = '\0';
+                refuse_tls(c, guest, 502, body);
+                goto done;
+        }
+        head = egress_request_rewrite(req, egress_policy_headers(p, connect->host), &head_len);
+        if (!head || egress_take_bytes(c, head_len, true) < 0)
+                goto done;
+        int sent = send_all_tls(c, server, c->upstream, head, head_len);
+        /* Secrets stay no longer than needed in memory the proxy reuses. */
+        explicit_bzero(head, head_len);
+        if (sent < 0)
+                goto done;
+        c->out += head_len;
+        const char *early = bufs[0] + req->head_len;
+        size_t early_len = len - req->head_len;
+        uint64_t body_left = req->content_length;
+        size_t now = early_len < body_left ? early_len : (size_t)body_left;
+        if (now) {
+                if (egress_take_bytes(c, now, true) < 0 ||
+                    send_all_tls(c, server, c->upstream, early, now) < 0)
+                        goto done;
+                c->out += now;
+        }
+        relay_tls(c, guest, server, bufs, body_left - now);
+done:
+        egress_tls_side_free(server);
+        egress_tls_side_free(guest);
+}
