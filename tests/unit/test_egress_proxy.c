@@ -345,7 +345,7 @@ static void https_to_an_address(void)
         struct egress_policy *ip = policy("{\"allow\": [\"127.0.0.2:443\"]}");
         unsigned port;
         codecell_error err;
-        struct egress *e = egress_start(ip, listener(&port), log_fn, NULL, &err);
+        struct egress *e = egress_start(ip, NULL, listener(&port), log_fn, NULL, &err);
         egress_run_begin(e, now_ms() + 30000);
         unsigned char hello[20000];
         const char *names[] = {"-", "tls.example.test"};
@@ -419,7 +419,7 @@ int main(void)
         unsigned port;
         int lfd = listener(&port);
         codecell_error err;
-        struct egress *e = egress_start(p, lfd, log_fn, NULL, &err);
+        struct egress *e = egress_start(p, NULL, lfd, log_fn, NULL, &err);
         CHECK(e != NULL);
 
         /* Between runs: refused. */
@@ -726,7 +726,7 @@ int main(void)
                  http_port);
         struct egress_policy *caps = policy(text);
         lfd = listener(&port);
-        e = egress_start(caps, lfd, log_fn, NULL, &err);
+        e = egress_start(caps, NULL, lfd, log_fn, NULL, &err);
         egress_run_begin(e, now_ms() + 30000);
         size_t got = 0;
         a = ask(port, "GET http://plain.example.test/big?n=50000 HTTP/1.1\r\n\r\n", &got);
