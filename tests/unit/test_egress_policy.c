@@ -198,6 +198,31 @@ int main(void)
                 "cells[0].network.headers.a.b.X: \"${\" opens");
         REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${OPEN\"}}}",
                 "cells[0].network.headers.a.b.X: \"${\" opens");
+        /* terminate_tls: a boolean, with headers, for names only. */
+        REFUSED("{\"allow\": [\"a.b\"], \"terminate_tls\": 1}",
+                "cells[0].network.terminate_tls: must be true or false");
+        REFUSED("{\"allow\": [\"a.b\"], \"terminate_tls\": true}",
+                "cells[0].network.terminate_tls: there is nothing to terminate");
+        REFUSED("{\"allow\": [\"10.0.0.5\"], \"headers\": {\"10.0.0.5\": {\"X\": \"1\"}}, "
+                "\"terminate_tls\": true}",
+                "cells[0].network.terminate_tls: headers.10.0.0.5 is an address");
+        codecell_error terr;
+        struct egress_policy *tp = parse("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": "
+                                         "\"1\"}}, \"terminate_tls\": true}",
+                                         &terr);
+        CHECK(tp && tp->terminate_tls);
+        if (tp) {
+                json_t *j = egress_policy_to_json(tp);
+                CHECK(json_is_true(json_object_get(j, "terminate_tls")));
+                json_decref(j);
+                struct egress_policy *copy = egress_policy_copy(tp);
+                CHECK(copy && copy->terminate_tls);
+                egress_policy_free(copy);
+                egress_policy_free(tp);
+        }
+        tp = parse("{\"allow\": [\"a.b\"], \"terminate_tls\": false}", &terr);
+        CHECK(tp && !tp->terminate_tls);
+        egress_policy_free(tp);
         setenv("EGRESS_TEST_CRLF", "x\r\nEvil: 1", 1);
         codecell_error err;
         struct egress_policy *p = parse(

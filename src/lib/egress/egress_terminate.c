@@ -52,8 +52,8 @@ static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd)
 }
 
 /* All n bytes over s: 0, or -1 (the reason recorded). Not counted: the caller counts. */
-static int send_all_tls(struct egress_conn *c, struct egress_tls_side *s, int fd,
-                        const char *data, size_t n)
+static int send_all_tls(struct egress_conn *c, struct egress_tls_side *s, int fd, const char *data,
+                        size_t n)
 {
         while (n > 0) {
                 size_t put = 0;
@@ -133,7 +133,7 @@ struct tls_leg {
         char *buf;
         size_t len, off;
         bool reading;
-        bool out; /* guest to server */
+        bool out;      /* guest to server */
         uint64_t left; /* out: the body's bytes still to pass on */
 };
 
@@ -195,10 +195,10 @@ static void relay_tls(struct egress_conn *c, struct egress_tls_side *guest,
                       struct egress_tls_side *server, char *bufs[2], uint64_t body_left)
 {
         struct egress_run *run = c->run;
-        struct tls_leg up = {guest,   server, c->client, c->upstream, bufs[0], 0, 0,
-                             body_left > 0, true, body_left};
-        struct tls_leg down = {server, guest, c->upstream, c->client, bufs[1], 0, 0,
-                               true,   false, 0};
+        struct tls_leg up = {guest, server, c->client,     c->upstream, bufs[0],
+                             0,     0,      body_left > 0, true,        body_left};
+        struct tls_leg down = {server, guest, c->upstream, c->client, bufs[1],
+                               0,      0,     true,        false,     0};
         for (;;) {
                 if (now_ms() >= run->deadline) {
                         egress_set_refused(c, "closed at the run's time limit");
@@ -240,8 +240,9 @@ static int check_server_name(struct egress_conn *c, struct egress_tls_side *gues
         char escaped[EGRESS_HOST_MAX];
         egress_escape(sni, strlen(sni), escaped, sizeof(escaped));
         char body[REFUSED_MAX];
-        snprintf(body, sizeof(body), "the TLS ClientHello names %s, not %s, the host of the CONNECT",
-                 escaped, connect->host);
+        snprintf(body, sizeof(body),
+                 "the TLS ClientHello names %s, not %s, the host of the CONNECT", escaped,
+                 connect->host);
         refuse_tls(c, guest, 400, body);
         return -1;
 }

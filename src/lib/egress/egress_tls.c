@@ -94,15 +94,15 @@ static X509 *make_cert(const struct openssl_api *o, EVP_PKEY *key, const char *c
             !o->X509_gmtime_adj(o->X509_getm_notBefore(x), -24L * 3600) ||
             !o->X509_gmtime_adj(o->X509_getm_notAfter(x), VALID_DAYS * 24L * 3600) ||
             o->X509_set_pubkey(x, key) != 1 ||
-            o->X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn,
-                                          -1, -1, 0) != 1 ||
+            o->X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
+                                          -1, 0) != 1 ||
             o->X509_set_issuer_name(x, o->X509_get_subject_name(issuer ? issuer : x)) != 1)
                 goto fail;
         for (size_t i = 0; i < n_exts; i++) {
                 X509V3_CTX ctx;
                 o->X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
-                X509_EXTENSION *ext = o->X509V3_EXT_nconf_nid(NULL, &ctx, exts[i].nid,
-                                                              exts[i].value);
+                X509_EXTENSION *ext =
+                        o->X509V3_EXT_nconf_nid(NULL, &ctx, exts[i].nid, exts[i].value);
                 int added = ext ? o->X509_add_ext(x, ext, -1) : 0;
                 if (ext)
                         o->X509_EXTENSION_free(ext);
@@ -344,8 +344,8 @@ bool egress_tls_terminates(const struct egress_tls *t, const char *host)
         return find_host(t, host) != NULL;
 }
 
-static struct egress_tls_side *new_side(const struct openssl_api *o, SSL_CTX *ctx,
-                                        const char *host, int fd, bool to_server)
+static struct egress_tls_side *new_side(const struct openssl_api *o, SSL_CTX *ctx, const char *host,
+                                        int fd, bool to_server)
 {
         struct egress_tls_side *s = calloc(1, sizeof(*s));
         if (!s)
@@ -360,22 +360,20 @@ static struct egress_tls_side *new_side(const struct openssl_api *o, SSL_CTX *ct
         return s;
 }
 
-struct egress_tls_side *egress_tls_guest_side(const struct egress_tls *t, const char *host,
-                                              int fd)
+struct egress_tls_side *egress_tls_guest_side(const struct egress_tls *t, const char *host, int fd)
 {
         const struct tls_host *h = find_host(t, host);
         return h ? new_side(t->o, h->ctx, host, fd, false) : NULL;
 }
 
-struct egress_tls_side *egress_tls_server_side(const struct egress_tls *t, const char *host,
-                                               int fd)
+struct egress_tls_side *egress_tls_server_side(const struct egress_tls *t, const char *host, int fd)
 {
         const struct openssl_api *o = t->o;
         struct egress_tls_side *s = new_side(o, t->client, host, fd, true);
         if (!s)
                 return NULL;
-        if (o->SSL_ctrl(s->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                        s->host) != 1 ||
+        if (o->SSL_ctrl(s->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, s->host) !=
+                    1 ||
             o->SSL_set1_host(s->ssl, s->host) != 1) {
                 egress_tls_side_free(s);
                 return NULL;

@@ -45,8 +45,7 @@ enum egress_tls_status {
 
 /* The guest's side of a terminated CONNECT to host, on fd (a connected, non-blocking socket,
  * still the caller's), or NULL. */
-struct egress_tls_side *egress_tls_guest_side(const struct egress_tls *t, const char *host,
-                                              int fd);
+struct egress_tls_side *egress_tls_guest_side(const struct egress_tls *t, const char *host, int fd);
 /* The server's side: TLS to host on fd, its certificate verified for host. Or NULL. */
 struct egress_tls_side *egress_tls_server_side(const struct egress_tls *t, const char *host,
                                                int fd);

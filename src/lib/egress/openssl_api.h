@@ -26,8 +26,7 @@ struct openssl_api {
         void (*SSL_CTX_set_verify)(SSL_CTX *ctx, int mode, SSL_verify_cb callback);
         int (*SSL_CTX_set_default_verify_paths)(SSL_CTX *ctx);
         void (*SSL_CTX_set_alpn_select_cb)(SSL_CTX *ctx, SSL_CTX_alpn_select_cb_func cb, void *arg);
-        int (*SSL_CTX_set_alpn_protos)(SSL_CTX *ctx, const unsigned char *protos,
-                                       unsigned int len);
+        int (*SSL_CTX_set_alpn_protos)(SSL_CTX *ctx, const unsigned char *protos, unsigned int len);
         int (*SSL_CTX_use_certificate)(SSL_CTX *ctx, X509 *x);
         int (*SSL_CTX_use_PrivateKey)(SSL_CTX *ctx, EVP_PKEY *pkey);
         int (*SSL_CTX_check_private_key)(const SSL_CTX *ctx);
