@@ -40,9 +40,9 @@ for program in "$@"; do
                 as_nobody "$dir/$(basename "$program")" "$lang"
         done
 done
-echo "== test_run.py test_tools.py test_mcp.py test_config.py test_libraries.py test_answers.py test_http_guard.py test_hints.py test_network_wall.py test_network.py test_network_escape.py, security tests as nobody"
+echo "== test_run.py test_tools.py test_mcp.py test_config.py test_libraries.py test_answers.py test_http_guard.py test_hints.py test_network_wall.py test_network.py test_network_escape.py test_network_tls.py, security tests as nobody"
 as_nobody python3 -m unittest test_run test_tools test_mcp test_config test_libraries test_answers \
-        test_http_guard test_hints test_network_wall test_network test_network_escape \
+        test_http_guard test_hints test_network_wall test_network test_network_escape test_network_tls \
         test_probe test_hostile
 echo "== security tests as nobody, sandboxes forked from a zygote"
 as_nobody env CODECELL_START=fork python3 -m unittest test_probe test_hostile

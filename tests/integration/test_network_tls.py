@@ -321,6 +321,14 @@ class Cli(unittest.TestCase):
         refused = [c["refused"] for c in r.result["network"] if c.get("refused")]
         self.assertEqual(refused, ["over 20000 bytes in this run"], r.result["network"])
 
+    def test_the_description_says_which_hosts_get_credentials(self):
+        path = write_config(tempdir(self), [SERVERS.cell("python")])
+        r = codecell("describe", "--config", path)
+        self.assertEqual(r.code, 0, r)
+        self.assertIn("The proxy adds the credentials these hosts need (never visible to the "
+                      "code):\napi.example.test, over HTTP and HTTPS.", r.stdout)
+        self.assertNotIn(SECRET, r.stdout)
+
     def test_a_slow_server_ends_with_the_run(self):
         r = self.run_cell("python", answer_of("python", "https://api.example.test/slow/30000"),
                           timeout_ms=3000)

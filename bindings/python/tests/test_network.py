@@ -80,6 +80,60 @@ class NetworkTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "network"):
             codecell.Cell("python", network=["x.example.test"])
 
+    def test_terminate_tls_adds_the_secret_over_https(self):
+        """terminate_tls through the binding: the engine (in this process) verifies the server
+        against SSL_CERT_FILE, here a test CA; the guest trusts the cell's CA by itself."""
+        import os
+        import shutil
+        import ssl
+        import subprocess
+        import tempfile
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder, True)
+        ca, key, leaf = (os.path.join(folder, n) for n in ("ca.pem", "leaf.key", "leaf.pem"))
+        run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)
+        run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", os.path.join(folder, "ca.key"), "-out", ca, "-days", "2",
+            "-subj", "/CN=binding test CA")
+        run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", leaf, "-days", "2", "-subj", "/CN=secure.example.test",
+            "-addext", "subjectAltName=DNS:secure.example.test",
+            "-CA", ca, "-CAkey", os.path.join(folder, "ca.key"))
+        seen = []
+
+        class Secure(Answer):
+            def do_GET(self):
+                seen.append(self.headers.get("Authorization"))
+                Answer.do_GET(self)
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Secure)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(leaf, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        for name, value in (("SSL_CERT_FILE", ca), ("CODECELL_BINDING_SECRET", "b-secret")):
+            self.addCleanup(os.environ.__setitem__, name, os.environ[name]) \
+                if name in os.environ else self.addCleanup(os.environ.pop, name, None)
+            os.environ[name] = value
+        policy = {"allow": ["secure.example.test"],
+                  "resolve": {"secure.example.test": "127.0.0.1:%d" % server.server_address[1]},
+                  "headers": {"secure.example.test": {
+                      "Authorization": "Bearer ${CODECELL_BINDING_SECRET}"}},
+                  "terminate_tls": True}
+        code = {"python": "import urllib.request\nurllib.request.urlopen("
+                          "'https://secure.example.test/s', timeout=10).read().decode()",
+                "ruby": "require 'net/http'\nNet::HTTP.get(URI('https://secure.example.test/s'))"}
+        for lang in code:
+            with self.subTest(lang=lang):
+                cell = codecell.Cell(lang, network=policy)
+                self.addCleanup(cell.close)
+                r = cell.run(code[lang])
+                self.assertEqual(r.value, "got /s", r.to_dict())
+                self.assertEqual(seen[-1], "Bearer b-secret")
+                self.assertNotIn("b-secret", repr(r.to_dict()))
+
     def test_a_cell_without_a_policy_has_no_network(self):
         cell = codecell.Cell("python")
         self.addCleanup(cell.close)

@@ -80,4 +80,61 @@ class TestNetwork < Minitest::Test
     assert_nil r.value
     assert_empty r.network
   end
+
+  # terminate_tls through the gem: the engine (in this process) verifies the server against
+  # SSL_CERT_FILE, here a test CA; the guest trusts the cell's CA by itself.
+  def test_terminate_tls_adds_the_secret_over_https
+    require "openssl"
+    require "tmpdir"
+    dir = Dir.mktmpdir
+    ca_key, ca, key, leaf = %w[ca.key ca.pem leaf.key leaf.pem].map { |n| File.join(dir, n) }
+    ec = %w[-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2]
+    system("openssl", "req", "-x509", *ec, "-keyout", ca_key, "-out", ca,
+           "-subj", "/CN=gem test CA", exception: true, err: File::NULL)
+    system("openssl", "req", "-x509", *ec, "-keyout", key, "-out", leaf,
+           "-subj", "/CN=secure.example.test", "-addext", "subjectAltName=DNS:secure.example.test",
+           "-CA", ca, "-CAkey", ca_key, exception: true, err: File::NULL)
+    context = OpenSSL::SSL::SSLContext.new
+    context.cert = OpenSSL::X509::Certificate.new(File.read(leaf))
+    context.key = OpenSSL::PKey.read(File.read(key))
+    tcp = TCPServer.new("127.0.0.1", 0)
+    tls = OpenSSL::SSL::SSLServer.new(tcp, context)
+    seen = Queue.new
+    server = Thread.new do
+      loop do
+        client = tls.accept
+        path = client.gets.to_s.split[1]
+        while (line = client.gets) && line != "\r\n"
+          seen << line.split(": ", 2)[1].strip if line.downcase.start_with?("authorization:")
+        end
+        body = "got #{path}"
+        client.write("HTTP/1.1 200 OK\r\nContent-Length: #{body.bytesize}\r\nConnection: close\r\n\r\n#{body}")
+        client.close
+      rescue OpenSSL::SSL::SSLError, SystemCallError
+        next
+      end
+    rescue IOError
+      nil
+    end
+    saved = ENV.to_h.slice("SSL_CERT_FILE", "CODECELL_GEM_SECRET")
+    ENV["SSL_CERT_FILE"] = ca
+    ENV["CODECELL_GEM_SECRET"] = "g-secret"
+    policy = { allow: ["secure.example.test"],
+               resolve: { "secure.example.test" => "127.0.0.1:#{tcp.addr[1]}" },
+               headers: { "secure.example.test" => { "Authorization" => "Bearer ${CODECELL_GEM_SECRET}" } },
+               terminate_tls: true }
+    { ruby: "require 'net/http'\nNet::HTTP.get(URI('https://secure.example.test/s'))",
+      python: "import urllib.request\n" \
+              "urllib.request.urlopen('https://secure.example.test/s', timeout=10).read().decode()" }.each do |lang, code|
+      r = cell(lang, network: policy).run(code)
+      assert_equal "got /s", r.value, r.to_h.inspect
+      assert_equal "Bearer g-secret", (seen.pop(true) rescue nil) # pushed before the answer
+      refute_includes r.to_h.inspect, "g-secret"
+    end
+  ensure
+    %w[SSL_CERT_FILE CODECELL_GEM_SECRET].each { |k| saved&.key?(k) ? ENV[k] = saved[k] : ENV.delete(k) }
+    tls&.close
+    server&.join
+    FileUtils.rm_rf(dir) if dir
+  end
 end

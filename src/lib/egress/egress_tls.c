@@ -210,6 +210,12 @@ static char *name_constraints(const struct egress_policy *p)
         return out;
 }
 
+const char *egress_tls_library(const char **ret_why)
+{
+        const struct openssl_api *o = openssl_api_load(ret_why);
+        return o ? o->OpenSSL_version(OPENSSL_VERSION) : NULL;
+}
+
 struct egress_tls *egress_tls_new(const struct egress_policy *p, codecell_error *err)
 {
         const char *why = NULL;

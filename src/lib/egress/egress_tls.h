@@ -23,6 +23,10 @@
 struct egress_tls;
 struct egress_tls_side;
 
+/* Whether this host can terminate TLS (OpenSSL 3 loads): its version ("OpenSSL 3.0.19 ...")
+ * or NULL with *ret_why. For `codecell check`. */
+const char *egress_tls_library(const char **ret_why);
+
 /* The CA and a certificate for each host of p's headers. NULL with err when OpenSSL cannot be
  * loaded (CODECELL_ERR_UNSUPPORTED) or a step fails. p must outlive it. */
 struct egress_tls *egress_tls_new(const struct egress_policy *p, codecell_error *err);

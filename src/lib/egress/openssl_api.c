@@ -73,6 +73,7 @@ static void load(void)
                 SYMBOL(ERR_clear_error),
                 SYMBOL(ERR_error_string_n),
                 SYMBOL(X509_get_default_cert_file),
+                SYMBOL(OpenSSL_version),
 #undef SYMBOL
         };
         const char *why = NULL;

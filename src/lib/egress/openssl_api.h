@@ -82,6 +82,7 @@ struct openssl_api {
         void (*ERR_clear_error)(void);
         void (*ERR_error_string_n)(unsigned long e, char *buf, size_t len);
         const char *(*X509_get_default_cert_file)(void);
+        const char *(*OpenSSL_version)(int type);
 };
 
 /* The table, loaded once; NULL when OpenSSL 3 cannot be loaded, with why (static text, or

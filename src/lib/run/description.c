@@ -149,6 +149,18 @@ static void network_section(FILE *f, const codecell_config *c)
                 "proxy. Anything else is refused: the proxy answers 403 with the reason, and\n"
                 "a socket to any other address, UDP and DNS fail.",
                 allowed ? allowed : "(out of memory)");
+        const struct egress_policy *p = c->network_policy;
+        if (p->n_headers == 0)
+                return;
+        fputs("\nThe proxy adds the credentials these hosts need (never visible to the code):\n", f);
+        for (size_t i = 0; i < p->n_headers; i++)
+                fprintf(f, "%s%s", i ? ", " : "", p->headers[i].host);
+        fputs(p->terminate_tls
+                      ? ", over HTTP and HTTPS. Send no credentials of your own, and leave the\n"
+                        "HTTPS client's certificate checks as they are: it already trusts the\n"
+                        "proxy's certificates for these hosts (`SSL_CERT_FILE`)."
+                      : ", over plain HTTP only (http://).",
+              f);
 }
 
 char *description_build(const codecell_config *c, const struct interpreter_info *probe,

@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "config.h"
+#include "egress_tls.h"
 #include "idmap.h"
 #include "interpreter.h"
 #include "codecell.h"
@@ -183,6 +184,14 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                           "may also bind and connect to other ports of its own loopback; its "
                           "on_unsupported applies",
                text);
+
+        /* terminate_tls (egress_tls.h): OpenSSL, loaded only for a cell that asks for it. */
+        const char *tls_why = NULL, *tls = egress_tls_library(&tls_why);
+        report(&all[n++], "tls_termination", tls != NULL, false,
+               tls ? "a network cell's terminate_tls: the engine's TLS with a CA per cell (%s)"
+                   : "a network cell cannot use terminate_tls: OpenSSL 3 does not load (%s); "
+                     "install libssl3",
+               tls ? tls : tls_why);
 
         bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
         report(&all[n++], "seccomp", seccomp, true,
