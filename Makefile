@@ -74,6 +74,7 @@ bench: bootstrap build
 	CODECELL_BIN=$(BUILD)/codecell bench/codemode
 	$(BUILD)/mcp
 	CODECELL_BIN=$(BUILD)/codecell bench/proxy
+	CODECELL_BIN=$(BUILD)/codecell bench/network.py
 	bench/jail.sh
 
 # clang-format over every C file (.clang-format); format-check changes nothing and fails on

@@ -3,13 +3,17 @@
 
 1. an HTTPS GET to a local server (a new connection and TLS handshake each time), from the guest
    of a network cell through the engine's proxy, against the same code on the host going
-   straight to the server: the added latency per request;
+   straight to the server: the added latency per request; beside it, a peer: the same code on
+   the host through tinyproxy (Debian's), a plain forward proxy with no sandbox around it;
 2. the same with one tunnel kept open for every request (keep-alive inside TLS);
-3. what a network policy costs a run that makes no connection: `codecell run` of a cell with
+3. the same as 1 for a host whose TLS the engine terminates to add its headers (terminate_tls:
+   two handshakes, the guest's with the engine and the engine's with the server);
+4. what a network policy costs a run that makes no connection: `codecell run` of a cell with
    and without one; and, with CODECELL_BASELINE_BIN naming a build without this feature, what
    the feature costs a cell without a policy (the two binaries interleaved).
 
-Medians; the machine is shared and noisy, so compare the ratios of one run.
+Medians; the machine is shared and noisy, so the guest's and the host's requests are measured in
+alternating rounds, and the added latency is the median of the rounds' differences.
 Usage: CODECELL_BIN=build/codecell bench/network.py [requests]"""
 import json
 import os
@@ -79,6 +83,36 @@ def cli_runs(config, n=15, binary=BIN):
     return statistics.median(times)
 
 
+def start_tinyproxy(work):
+    """tinyproxy in the foreground on a free loopback port: (its process, its URL), or None
+    when it is not installed (scripts/bootstrap installs it)."""
+    import shutil
+    import socket
+    if not shutil.which("tinyproxy"):
+        print("(tinyproxy is not installed: no peer proxy measured)")
+        return None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    conf = os.path.join(work, "tinyproxy.conf")
+    with open(conf, "w") as f:
+        f.write("Port %d\nListen 127.0.0.1\nTimeout 60\nMaxClients 1024\nLogLevel Critical\n"
+                % free)
+    proc = subprocess.Popen(["tinyproxy", "-d", "-c", conf], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", free), timeout=1).close()
+            return proc, "http://127.0.0.1:%d" % free
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    print("(tinyproxy did not start: no peer proxy measured)")
+    return None
+
+
 def main():
     work = tempfile.mkdtemp(prefix="codecell-bench-net-")
     os.chmod(work, 0o755)
@@ -99,24 +133,54 @@ def main():
     with open(plain, "w") as f:
         json.dump({"cells": [{"name": "p", "language": "python", "pool": 0, "mounts": mounts,
                               "limits": limits}]}, f)
-    for keep in (False, True):
-        head = "CA=%r\nHOST=%r\nPORT=%d\nN=%d\nKEEP=%r\n" % ("/ca/ca.pem", "api.example.test",
-                                                             port, N, keep)
-        guest = run_guest(net, head + TIMED)
+    tls = os.path.join(work, "tls.json")
+    with open(tls, "w") as f:
+        json.dump({"cells": [{"name": "p", "language": "python", "pool": 0, "limits": limits,
+                              "network": dict(policy, headers={"api.example.test": {
+                                  "Authorization": "Bearer ${CODECELL_BENCH_TOKEN}"}},
+                                  terminate_tls=True)}]}, f)
+    os.environ["CODECELL_BENCH_TOKEN"] = "bench"
+    os.environ["SSL_CERT_FILE"] = ca  # the engine's trust store: the server's test CA
+    cases = (("a new connection each", net, "/ca/ca.pem", False),
+             ("one tunnel, kept", net, "/ca/ca.pem", True),
+             ("the engine's TLS (terminate_tls), a new connection each", tls,
+              "/etc/ssl/codecell/ca-bundle.pem", False))
+    rounds = 5
+    peer = start_tinyproxy(work)
+
+    def host_code(keep, n, through=None):
         # The host reaches the server by its address; the certificate names api.example.test.
-        host_code = ("CA=%r\nHOST=%r\nPORT=%d\nN=%d\nKEEP=%r\n" % (ca, "127.0.0.1", port, N, keep)
-                     + TIMED.replace("ctx = ssl.create_default_context(cafile=CA)",
-                                     "ctx = ssl.create_default_context(cafile=CA)\n"
-                                     "ctx.check_hostname = False")
-                     .replace('proxy = os.environ.get("HTTPS_PROXY")', "proxy = None"))
-        direct = run_host(host_code)
+        return ("CA=%r\nHOST=%r\nPORT=%d\nN=%d\nKEEP=%r\n" % (ca, "127.0.0.1", port, n, keep)
+                + TIMED.replace("ctx = ssl.create_default_context(cafile=CA)",
+                                "ctx = ssl.create_default_context(cafile=CA)\n"
+                                "ctx.check_hostname = False")
+                .replace('proxy = os.environ.get("HTTPS_PROXY")', "proxy = %r" % through))
+
+    for label, config, guest_ca, keep in cases:
+        guest, direct, diffs, peer_diffs = [], [], [], []
+        for _ in range(rounds):
+            head = "CA=%r\nHOST=%r\nPORT=%d\nN=%d\nKEEP=%r\n" % (
+                guest_ca, "api.example.test", port, max(N // rounds, 1), keep)
+            g = run_guest(config, head + TIMED)
+            d = run_host(host_code(keep, max(N // rounds, 1)))
+            guest += g
+            direct += d
+            diffs.append(statistics.median(g) - statistics.median(d))
+            if peer and config == net:
+                t = run_host(host_code(keep, max(N // rounds, 1), peer[1]))
+                peer_diffs.append(statistics.median(t) - statistics.median(d))
         g, d = statistics.median(guest), statistics.median(direct)
-        label = "one tunnel, kept" if keep else "a new connection each"
-        print("HTTPS GET to a local server, %s, median of %d" % (label, N))
+        print("HTTPS GET to a local server, %s, median of %d in %d rounds"
+              % (label, len(guest), rounds))
         print("  guest, through the engine's proxy   %7.3f ms" % g)
         print("  host, straight to the server        %7.3f ms" % d)
-        print("  added per request                   %7.3f ms  (%.2fx; aim: <= 0.3 ms)"
-              % (g - d, g / d))
+        print("  added per request                   %7.3f ms  (%.2fx; rounds: %s; aim for a "
+              "proxied request: <= 0.3 ms)" % (statistics.median(diffs), g / d,
+                                               " ".join("%.2f" % x for x in diffs)))
+        if peer_diffs:
+            print("  peer: host through tinyproxy, added %7.3f ms  (rounds: %s; it relays "
+                  "without TCP_NODELAY, so a small write waits for the peer's delayed ACK)"
+                  % (statistics.median(peer_diffs), " ".join("%.2f" % x for x in peer_diffs)))
     p, n = cli_runs(plain), cli_runs(net)
     print("codecell run -e 1+1 (exec, no pool), median of 15")
     print("  cell without a network policy       %7.1f ms" % p)
@@ -130,6 +194,9 @@ def main():
         o, t = statistics.median(ours), statistics.median(theirs)
         print("  cell without a policy, %s   %7.1f ms" % ("baseline build", t))
         print("  cell without a policy, this build   %7.1f ms  (%.2fx)" % (o, o / t))
+    if peer:
+        peer[0].terminate()
+        peer[0].wait()
     server.shutdown()
     subprocess.run(["rm", "-rf", work])
 

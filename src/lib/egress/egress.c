@@ -701,24 +701,91 @@ static void serve(struct egress_conn *c, char *bufs[2])
         relay(c, bufs, body_left - now, true);
 }
 
-static void *conn_main(void *arg)
+static void conn_serve(struct egress_conn *c, char *bufs[2])
 {
-        struct egress_conn *c = arg;
         struct egress *e = c->run->e;
-        char *bufs[2] = {malloc(EGRESS_HEAD_MAX + 1 > RELAY_BUF ? EGRESS_HEAD_MAX + 1 : RELAY_BUF),
-                         malloc(RELAY_BUF)};
-        if (bufs[0] && bufs[1])
-                serve(c, bufs);
-        else
-                egress_set_refused(c, "out of memory");
-        free(bufs[0]);
-        free(bufs[1]);
+        serve(c, bufs);
         close_fd(&c->upstream);
         close_fd(&c->client);
         if (e->log)
                 e->log(e->log_userdata, c->host, c->port, c->refused[0] ? c->refused : "ok", c->out,
                        c->in);
+}
+
+struct egress_worker {
+        struct egress *e;
+        pthread_t thread;
+        pthread_cond_t wake;
+        struct egress_conn *conn; /* guarded by e->lock: the one to serve next */
+        struct egress_worker *next, *next_idle;
+};
+
+/* Serves a connection, marks it done, waits for the next, until the proxy stops. */
+static void *worker_main(void *arg)
+{
+        struct egress_worker *w = arg;
+        struct egress *e = w->e;
+        char *bufs[2] = {malloc(EGRESS_HEAD_MAX + 1 > RELAY_BUF ? EGRESS_HEAD_MAX + 1 : RELAY_BUF),
+                         malloc(RELAY_BUF)};
+        pthread_mutex_lock(&e->lock);
+        for (;;) {
+                while (!w->conn && !e->stopping)
+                        pthread_cond_wait(&w->wake, &e->lock);
+                struct egress_conn *c = steal_ptr(w->conn);
+                if (!c)
+                        break;
+                pthread_mutex_unlock(&e->lock);
+                if (bufs[0] && bufs[1]) {
+                        conn_serve(c, bufs);
+                } else {
+                        egress_set_refused(c, "out of memory");
+                        close_fd(&c->client);
+                }
+                pthread_mutex_lock(&e->lock);
+                c->done = true;
+                pthread_cond_broadcast(&e->done);
+                w->next_idle = e->idle;
+                e->idle = w;
+        }
+        pthread_mutex_unlock(&e->lock);
+        free(bufs[0]);
+        free(bufs[1]);
         return NULL;
+}
+
+/* A worker for c (NULL: one waiting for the next connection): an idle one, or a new one.
+ * Called with e->lock held. 0, or an errno. */
+static int hand_over(struct egress *e, struct egress_conn *c)
+{
+        struct egress_worker *w = c ? e->idle : NULL;
+        if (w) {
+                e->idle = w->next_idle;
+                w->conn = c;
+                pthread_cond_signal(&w->wake);
+                return 0;
+        }
+        if (!(w = calloc(1, sizeof(*w))))
+                return ENOMEM;
+        w->e = e;
+        w->conn = c;
+        pthread_cond_init(&w->wake, NULL);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, THREAD_STACK);
+        int r = pthread_create(&w->thread, &attr, worker_main, w);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                pthread_cond_destroy(&w->wake);
+                free(w);
+                return r;
+        }
+        w->next = e->workers;
+        e->workers = w;
+        if (!c) {
+                w->next_idle = e->idle;
+                e->idle = w;
+        }
+        return 0;
 }
 
 struct lingering {
@@ -768,17 +835,13 @@ static void admit(struct egress *e, struct lingering *ling, int fd)
                 return;
         }
         struct egress_conn *c = calloc(1, sizeof(*c));
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, THREAD_STACK);
         int r = ENOMEM;
         if (c) {
                 c->run = run;
                 c->client = fd;
                 c->upstream = -1;
-                r = pthread_create(&c->thread, &attr, conn_main, c);
+                r = hand_over(e, c);
         }
-        pthread_attr_destroy(&attr);
         if (r != 0) {
                 pthread_mutex_unlock(&e->lock);
                 free(c);
@@ -842,6 +905,24 @@ static void *acceptor_main(void *arg)
         return NULL;
 }
 
+/* Every worker told to end, and joined. */
+static void stop_workers(struct egress *e)
+{
+        pthread_mutex_lock(&e->lock);
+        e->stopping = true;
+        for (struct egress_worker *w = e->workers; w; w = w->next)
+                pthread_cond_signal(&w->wake);
+        struct egress_worker *all = steal_ptr(e->workers);
+        e->idle = NULL;
+        pthread_mutex_unlock(&e->lock);
+        for (struct egress_worker *w = all, *next; w; w = next) {
+                next = w->next;
+                pthread_join(w->thread, NULL);
+                pthread_cond_destroy(&w->wake);
+                free(w);
+        }
+}
+
 struct egress *egress_start(const struct egress_policy *policy, const struct egress_tls *tls,
                             int listen_fd, egress_log_fn log, void *log_userdata,
                             codecell_error *err)
@@ -863,17 +944,25 @@ struct egress *egress_start(const struct egress_policy *policy, const struct egr
                 goto fail;
         }
         pthread_mutex_init(&e->lock, NULL);
-        /* The acceptor, and the connection threads it starts, block SIGPIPE: OpenSSL writes to
-         * a socket the peer may have closed with write(2), which has no MSG_NOSIGNAL, and the
-         * library leaves the process's own handling of the signal alone. A SIGPIPE raised
-         * in such a thread stays pending on it, and is discarded when it ends. */
+        pthread_cond_init(&e->done, NULL);
+        /* The acceptor, and the workers (it starts those beyond the first), block SIGPIPE:
+         * OpenSSL writes to a socket the peer may have closed with write(2), which has no
+         * MSG_NOSIGNAL, and the library leaves the process's own handling of the signal
+         * alone. A SIGPIPE raised in such a thread stays pending on it, and is discarded when
+         * it ends. One worker waits from the start, so that a run's first connection does not
+         * wait for a thread either. */
         sigset_t pipe_set, was;
         sigemptyset(&pipe_set);
         sigaddset(&pipe_set, SIGPIPE);
         pthread_sigmask(SIG_BLOCK, &pipe_set, &was);
+        pthread_mutex_lock(&e->lock);
+        (void)hand_over(e, NULL); /* without it, the first connection makes one */
+        pthread_mutex_unlock(&e->lock);
         int r = pthread_create(&e->acceptor, NULL, acceptor_main, e);
         pthread_sigmask(SIG_SETMASK, &was, NULL);
         if (r != 0) {
+                stop_workers(e);
+                pthread_cond_destroy(&e->done);
                 pthread_mutex_destroy(&e->lock);
                 err_sys(err, r, "egress proxy: thread");
                 goto fail;
@@ -919,12 +1008,15 @@ json_t *egress_run_end(struct egress *e)
         pthread_mutex_unlock(&e->lock);
         if (!run)
                 return list;
-        /* Every wait of the run's threads polls stop_fd: each sees it, closes its fds and
-         * ends, so the joins are short. A lookup still in getaddrinfo is not waited for. */
+        /* Every wait of the run's workers polls stop_fd: each sees it, closes its fds and is
+         * done, so the waits are short. A lookup still in getaddrinfo is not waited for. */
         (void)eventfd_write(run->stop_fd, 1);
         for (struct egress_conn *c = run->first, *next; c; c = next) {
                 next = c->next;
-                pthread_join(c->thread, NULL);
+                pthread_mutex_lock(&e->lock);
+                while (!c->done)
+                        pthread_cond_wait(&e->done, &e->lock);
+                pthread_mutex_unlock(&e->lock);
                 json_t *o =
                         json_pack("{s:s, s:i, s:I, s:I}", "host", c->host, "port", (int)c->port,
                                   "bytes_out", (json_int_t)c->out, "bytes_in", (json_int_t)c->in);
@@ -954,8 +1046,10 @@ void egress_stop(struct egress *e)
         json_decref(egress_run_end(e));
         (void)eventfd_write(e->stop_fd, 1);
         pthread_join(e->acceptor, NULL);
+        stop_workers(e);
         close(e->listen_fd);
         close(e->stop_fd);
+        pthread_cond_destroy(&e->done);
         pthread_mutex_destroy(&e->lock);
         free(e);
 }

@@ -7,8 +7,9 @@
  * checked. Connections are admitted only during a run (egress_run_begin .. egress_run_end),
  * within its deadline, its connection count and its bytes, and all of them close at its end.
  *
- * Threads: one acceptor per proxy; one thread per admitted connection, joined at the run's end;
- * a detached thread per getaddrinfo (egress_lookup.h). Every wait of a connection's thread
+ * Threads: one acceptor per proxy; workers, each serving one admitted connection at a time and
+ * then waiting for the next (one from the start, another made whenever all are busy), joined
+ * by egress_stop; a detached thread per getaddrinfo (egress_lookup.h). Every wait of a worker
  * polls the run's stop eventfd, so egress_run_end returns as soon as each has seen it. The
  * lock order: egress.lock only (a lookup's lock is never held with it).
  *

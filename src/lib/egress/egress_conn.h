@@ -18,12 +18,13 @@
 #define RELAY_BUF 16384
 
 struct egress_run;
+struct egress_worker;
 
 struct egress_conn {
         struct egress_conn *next;
         struct egress_run *run;
-        pthread_t thread;
-        /* The rest is the connection thread's alone until egress_run_end has joined it. */
+        bool done; /* guarded by e->lock: its worker is through with it */
+        /* The rest is its worker's alone until done. */
         int client, upstream;
         char host[EGRESS_HOST_MAX * 4 + 8]; /* normalized, or escaped */
         unsigned port;
@@ -50,6 +51,12 @@ struct egress {
         void *log_userdata;
         pthread_mutex_t lock;
         struct egress_run *run; /* guarded by lock; NULL between runs */
+        /* The threads that serve connections, each one at a time and then waiting for the
+         * next (a thread made per connection would cost its start on each request's path).
+         * Guarded by lock. */
+        struct egress_worker *workers, *idle;
+        bool stopping;
+        pthread_cond_t done; /* a connection is done */
 };
 
 enum { WAIT_READY = 1, WAIT_DEADLINE = 0, WAIT_STOP = -1 };

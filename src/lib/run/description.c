@@ -152,7 +152,8 @@ static void network_section(FILE *f, const codecell_config *c)
         const struct egress_policy *p = c->network_policy;
         if (p->n_headers == 0)
                 return;
-        fputs("\nThe proxy adds the credentials these hosts need (never visible to the code):\n", f);
+        fputs("\nThe proxy adds the credentials these hosts need (never visible to the code):\n",
+              f);
         for (size_t i = 0; i < p->n_headers; i++)
                 fprintf(f, "%s%s", i ? ", " : "", p->headers[i].host);
         fputs(p->terminate_tls
