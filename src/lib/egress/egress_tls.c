@@ -266,6 +266,11 @@ struct egress_tls *egress_tls_new(const struct egress_policy *p, codecell_error 
                         t->n_hosts++; /* its context, if made, is freed with the rest */
                         goto fail;
                 }
+        /* Every certificate the CA will ever sign is signed: its key goes now (OpenSSL clears
+         * a private key's numbers as it frees them), so that no later copy of the engine's
+         * memory (a sandbox's init is a fork of it) holds it. */
+        o->EVP_PKEY_free(t->ca_key);
+        t->ca_key = NULL;
         static const unsigned char http1[] = "\x08http/1.1";
         t->client = o->SSL_CTX_new(o->TLS_client_method());
         if (!t->client || o->SSL_CTX_set_default_verify_paths(t->client) != 1 ||

@@ -1,7 +1,8 @@
 /* TLS termination for the hosts of a cell that have headers (a policy with "terminate_tls"):
  * the secrets of "headers" reach an HTTPS server without ever entering the sandbox. The cell
- * has a CA of its own, made when the cell is built, whose key never leaves the engine; the
- * guest trusts its certificate (egress_tls_ca_pem, installed in the sandbox with the system's
+ * has a CA of its own, made when the cell is built, which signs a certificate for each of those
+ * hosts and whose key is then erased (it never leaves egress_tls_new); the guest trusts its
+ * certificate (egress_tls_ca_pem, installed in the sandbox with the system's
  * roots). A CONNECT to such a host is answered by the engine with a certificate for that host
  * signed by that CA; the engine then speaks TLS to the real host, verifying its certificate
  * against the system's store (OpenSSL's default paths: SSL_CERT_FILE and SSL_CERT_DIR of the
