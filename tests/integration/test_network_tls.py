@@ -255,6 +255,21 @@ class Cli(unittest.TestCase):
                               r.result["value"][1])
                 self.assertEqual(self.seen_since(SERVERS.api, before), [])
 
+    def test_the_engine_looks_roots_up_by_hash_in_a_folder(self):
+        # SSL_CERT_DIR (and the default folder, where it has its hash links): only the roots
+        # a chain needs are read.
+        folder = tempdir(self)
+        shutil.copy(SERVERS.ca, os.path.join(folder, "test-ca.pem"))
+        subprocess.run(["openssl", "rehash", folder], check=True, capture_output=True)
+        saved = os.environ.pop("SSL_CERT_FILE")
+        self.addCleanup(os.environ.__setitem__, "SSL_CERT_FILE", saved)
+        os.environ["SSL_CERT_DIR"] = folder
+        self.addCleanup(os.environ.pop, "SSL_CERT_DIR")
+        before = len(SERVERS.api.seen)
+        r = self.run_cell("python", answer_of("python", "https://api.example.test/dir"))
+        self.assertEqual(r.result["value"][0], 200, r.result["value"])
+        self.assertEqual([s["path"] for s in self.seen_since(SERVERS.api, before)], ["/dir"])
+
     def test_a_guest_that_does_not_trust_the_cell_ca_is_told_why(self):
         for lang in LANGUAGES:
             with self.subTest(lang=lang):

@@ -23,6 +23,7 @@ static void load(void)
                 SYMBOL(SSL_CTX_set_options),
                 SYMBOL(SSL_CTX_set_verify),
                 SYMBOL(SSL_CTX_set_default_verify_paths),
+                SYMBOL(SSL_CTX_load_verify_locations),
                 SYMBOL(SSL_CTX_set_alpn_select_cb),
                 SYMBOL(SSL_CTX_set_alpn_protos),
                 SYMBOL(SSL_CTX_use_certificate),
@@ -73,6 +74,9 @@ static void load(void)
                 SYMBOL(ERR_clear_error),
                 SYMBOL(ERR_error_string_n),
                 SYMBOL(X509_get_default_cert_file),
+                SYMBOL(X509_get_default_cert_dir),
+                SYMBOL(X509_get_default_cert_file_env),
+                SYMBOL(X509_get_default_cert_dir_env),
                 SYMBOL(OpenSSL_version),
 #undef SYMBOL
         };

@@ -25,6 +25,7 @@ struct openssl_api {
         uint64_t (*SSL_CTX_set_options)(SSL_CTX *ctx, uint64_t options);
         void (*SSL_CTX_set_verify)(SSL_CTX *ctx, int mode, SSL_verify_cb callback);
         int (*SSL_CTX_set_default_verify_paths)(SSL_CTX *ctx);
+        int (*SSL_CTX_load_verify_locations)(SSL_CTX *ctx, const char *file, const char *dir);
         void (*SSL_CTX_set_alpn_select_cb)(SSL_CTX *ctx, SSL_CTX_alpn_select_cb_func cb, void *arg);
         int (*SSL_CTX_set_alpn_protos)(SSL_CTX *ctx, const unsigned char *protos, unsigned int len);
         int (*SSL_CTX_use_certificate)(SSL_CTX *ctx, X509 *x);
@@ -82,6 +83,9 @@ struct openssl_api {
         void (*ERR_clear_error)(void);
         void (*ERR_error_string_n)(unsigned long e, char *buf, size_t len);
         const char *(*X509_get_default_cert_file)(void);
+        const char *(*X509_get_default_cert_dir)(void);
+        const char *(*X509_get_default_cert_file_env)(void);
+        const char *(*X509_get_default_cert_dir_env)(void);
         const char *(*OpenSSL_version)(int type);
 };
 
