@@ -59,7 +59,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         self.server.seen.append({"method": self.command, "path": self.path,
                                  "headers": dict(self.headers.items()),
-                                 "body": body.decode("utf-8", "replace")})
+                                 "body": body.decode("utf-8", "replace"),
+                                 # over TLS: whether the client resumed an earlier session
+                                 "resumed": getattr(self.connection, "session_reused", None)})
         if self.path.startswith("/slow/"):
             time.sleep(int(self.path.split("/")[2]) / 1000)
         if self.path.startswith("/redirect?to="):

@@ -178,6 +178,20 @@ class Cli(unittest.TestCase):
                                      ["api.example.test"] * 3, r.result["network"])
                     self.assertFalse([c for c in r.result["network"] if c.get("refused")])
 
+    def test_the_engine_resumes_its_tls_session_with_the_server(self):
+        # The server's ticket from the first connection is offered on the next: an
+        # abbreviated handshake, no new signature, the same headers.
+        code = ('import urllib.request\n'
+                '[urllib.request.urlopen("https://api.example.test/r%d" % i, timeout=10).read() '
+                'for i in range(3)] and None')
+        before = len(SERVERS.api.seen)
+        r = self.run_cell("python", code)
+        self.assertEqual(r.status, "ok", r)
+        seen = self.seen_since(SERVERS.api, before)
+        self.assertEqual([s["path"] for s in seen], ["/r0", "/r1", "/r2"])
+        self.assertEqual([s["resumed"] for s in seen[1:]], [True, True], seen)
+        self.assertEqual({s["headers"].get("Authorization") for s in seen}, {"Bearer " + SECRET})
+
     def test_pip_downloads_from_a_terminated_index_with_its_credentials(self):
         file_name = net_servers.add_index(SERVERS.api, "tlspkg", "1.0")
         code = ('import os\nfrom pip._internal.cli.main import main as pip\n'

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,12 @@
 struct tls_host {
         char host[EGRESS_HOST_MAX];
         SSL_CTX *ctx; /* the guest's side: this host's certificate */
+        /* The server's last session ticket, to resume with on the next connection: the
+         * server then skips its signature and the engine its check of the chain, which were
+         * most of what a terminated connection added. */
+        pthread_mutex_t lock;
+        SSL_SESSION *session; /* guarded by lock */
+        bool lock_made;
 };
 
 struct egress_tls {
@@ -167,6 +174,8 @@ static int make_host(struct egress_tls *t, struct tls_host *h, const char *host,
                      codecell_error *err)
 {
         const struct openssl_api *o = t->o;
+        pthread_mutex_init(&h->lock, NULL);
+        h->lock_made = true;
         char san[EGRESS_HOST_MAX + 8];
         snprintf(san, sizeof(san), "DNS:%s", host);
         const struct extension exts[] = {
@@ -247,6 +256,23 @@ const char *egress_tls_library(const char **ret_why)
         return o ? o->OpenSSL_version(OPENSSL_VERSION) : NULL;
 }
 
+/* A session the server gave (its ticket): kept for the host's next connection. 1: the
+ * reference is ours. */
+static int keep_ticket(SSL *ssl, SSL_SESSION *session)
+{
+        const struct openssl_api *o = openssl_api();
+        struct tls_host *h = o->SSL_get_ex_data(ssl, 0);
+        if (!h)
+                return 0;
+        pthread_mutex_lock(&h->lock);
+        SSL_SESSION *old = h->session;
+        h->session = session;
+        pthread_mutex_unlock(&h->lock);
+        if (old)
+                o->SSL_SESSION_free(old);
+        return 1;
+}
+
 struct egress_tls *egress_tls_new(const struct egress_policy *p, codecell_error *err)
 {
         const char *why = NULL;
@@ -311,6 +337,11 @@ struct egress_tls *egress_tls_new(const struct egress_policy *p, codecell_error 
         }
         ctx_common(o, t->client);
         o->SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
+        /* Tickets go to keep_ticket, not to OpenSSL's own cache (which a client does not
+         * look up by itself). */
+        (void)o->SSL_CTX_ctrl(t->client, SSL_CTRL_SET_SESS_CACHE_MODE,
+                              SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE, NULL);
+        o->SSL_CTX_sess_set_new_cb(t->client, keep_ticket);
         return t;
 fail:
         egress_tls_free(t);
@@ -323,9 +354,14 @@ void egress_tls_free(struct egress_tls *t)
                 return;
         const struct openssl_api *o = t->o;
         if (o) {
-                for (size_t i = 0; i < t->n_hosts; i++)
+                for (size_t i = 0; i < t->n_hosts; i++) {
                         if (t->hosts[i].ctx)
                                 o->SSL_CTX_free(t->hosts[i].ctx);
+                        if (t->hosts[i].session)
+                                o->SSL_SESSION_free(t->hosts[i].session);
+                        if (t->hosts[i].lock_made)
+                                pthread_mutex_destroy(&t->hosts[i].lock);
+                }
                 if (t->client)
                         o->SSL_CTX_free(t->client);
                 if (t->ca)
@@ -414,12 +450,19 @@ struct egress_tls_side *egress_tls_server_side(const struct egress_tls *t, const
         struct egress_tls_side *s = new_side(o, t->client, host, fd, true);
         if (!s)
                 return NULL;
+        struct tls_host *h = (struct tls_host *)find_host(t, host);
         if (o->SSL_ctrl(s->ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, s->host) !=
                     1 ||
-            o->SSL_set1_host(s->ssl, s->host) != 1) {
+            o->SSL_set1_host(s->ssl, s->host) != 1 || !h || o->SSL_set_ex_data(s->ssl, 0, h) != 1) {
                 egress_tls_side_free(s);
                 return NULL;
         }
+        pthread_mutex_lock(&h->lock);
+        /* SSL_set_session takes a reference of its own; a ticket that cannot be resumed (its
+         * lifetime over) is simply not offered, and the handshake is a full one. */
+        if (h->session && o->SSL_SESSION_is_resumable(h->session))
+                (void)o->SSL_set_session(s->ssl, h->session);
+        pthread_mutex_unlock(&h->lock);
         return s;
 }
 

@@ -29,7 +29,13 @@ static void load(void)
                 SYMBOL(SSL_CTX_use_certificate),
                 SYMBOL(SSL_CTX_use_PrivateKey),
                 SYMBOL(SSL_CTX_check_private_key),
+                SYMBOL(SSL_CTX_sess_set_new_cb),
                 SYMBOL(SSL_new),
+                SYMBOL(SSL_set_ex_data),
+                SYMBOL(SSL_get_ex_data),
+                SYMBOL(SSL_set_session),
+                SYMBOL(SSL_SESSION_free),
+                SYMBOL(SSL_SESSION_is_resumable),
                 SYMBOL(SSL_free),
                 SYMBOL(SSL_set_fd),
                 SYMBOL(SSL_ctrl),
@@ -98,5 +104,10 @@ const struct openssl_api *openssl_api_load(const char **ret_why)
         pthread_once(&once, load);
         if (!loaded && ret_why)
                 *ret_why = load_error;
+        return loaded;
+}
+
+const struct openssl_api *openssl_api(void)
+{
         return loaded;
 }

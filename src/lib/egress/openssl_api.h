@@ -31,7 +31,13 @@ struct openssl_api {
         int (*SSL_CTX_use_certificate)(SSL_CTX *ctx, X509 *x);
         int (*SSL_CTX_use_PrivateKey)(SSL_CTX *ctx, EVP_PKEY *pkey);
         int (*SSL_CTX_check_private_key)(const SSL_CTX *ctx);
+        void (*SSL_CTX_sess_set_new_cb)(SSL_CTX *ctx, int (*cb)(SSL *ssl, SSL_SESSION *session));
         SSL *(*SSL_new)(SSL_CTX *ctx);
+        int (*SSL_set_ex_data)(SSL *ssl, int idx, void *data);
+        void *(*SSL_get_ex_data)(const SSL *ssl, int idx);
+        int (*SSL_set_session)(SSL *ssl, SSL_SESSION *session);
+        void (*SSL_SESSION_free)(SSL_SESSION *session);
+        int (*SSL_SESSION_is_resumable)(const SSL_SESSION *session);
         void (*SSL_free)(SSL *ssl);
         int (*SSL_set_fd)(SSL *ssl, int fd);
         long (*SSL_ctrl)(SSL *ssl, int cmd, long larg, void *parg);
@@ -92,5 +98,8 @@ struct openssl_api {
 /* The table, loaded once; NULL when OpenSSL 3 cannot be loaded, with why (static text, or
  * dlerror's) in *ret_why. Thread-safe. */
 const struct openssl_api *openssl_api_load(const char **ret_why);
+/* The table once openssl_api_load has succeeded (for OpenSSL's callbacks, which carry no
+ * pointer of ours but the SSL). */
+const struct openssl_api *openssl_api(void);
 
 #endif
