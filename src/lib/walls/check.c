@@ -22,6 +22,15 @@
 #include "runtime.h"
 #include "util.h"
 
+/* The filter is built for the architecture of this build only (seccomp_filter.c). */
+#if defined(__x86_64__)
+#define SECCOMP_ARCH_NAME "x86_64; i386 and x32 calls kill"
+#elif defined(__aarch64__)
+#define SECCOMP_ARCH_NAME "aarch64; AArch32 calls kill"
+#else
+#define SECCOMP_ARCH_NAME "this architecture"
+#endif
+
 static const struct {
         const char *name;
         int flag;
@@ -186,7 +195,8 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
 
         bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
         report(&all[n++], "seccomp", seccomp, true,
-               seccomp ? "available (libseccomp filter, x86_64 only%s)" : "not available%s", "");
+               seccomp ? "available (libseccomp filter for %s)" : "not available%s",
+               seccomp ? SECCOMP_ARCH_NAME : "");
 
         struct cgroup_place place;
         codecell_error err = {0};
