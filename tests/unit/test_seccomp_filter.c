@@ -123,7 +123,8 @@ static uint32_t verdict_arch(const struct sock_fprog *prog, uint32_t arch, int n
         return run_bpf(prog, &data);
 }
 
-#define VERDICT(prog, nr, ...) verdict_arch((prog), NATIVE_ARCH, (nr), (const uint64_t[6]){__VA_ARGS__})
+#define VERDICT(prog, nr, ...)                                                                     \
+        verdict_arch((prog), NATIVE_ARCH, (nr), (const uint64_t[6]){__VA_ARGS__})
 
 #define CHECK_VERDICT(prog, want, nr, ...)                                                         \
         do {                                                                                       \
@@ -132,7 +133,7 @@ static uint32_t verdict_arch(const struct sock_fprog *prog, uint32_t arch, int n
                         fprintf(stderr, "%s:%d: %s (%d): got 0x%x, want 0x%x\n", __FILE__,         \
                                 __LINE__, #nr, (int)(nr), _got, (uint32_t)(want));                 \
                         check_failures++;                                                          \
-                }                                                                              \
+                }                                                                                  \
         } while (0)
 
 /* Refused outright in every cell, by this architecture's number. */
@@ -140,23 +141,74 @@ static const struct {
         const char *name;
         int nr;
 } refused[] = {
-#define R(name) {#name, __NR_##name}
-        R(unshare),          R(setns),          R(mount),           R(umount2),
-        R(pivot_root),       R(chroot),         R(open_tree),       R(move_mount),
-        R(mount_setattr),    R(fsopen),         R(fsconfig),        R(fsmount),
-        R(fspick),           R(ptrace),         R(process_vm_readv), R(process_vm_writev),
-        R(kcmp),             R(pidfd_getfd),    R(bpf),             R(perf_event_open),
-        R(keyctl),           R(add_key),        R(request_key),     R(io_uring_setup),
-        R(io_uring_enter),   R(io_uring_register), R(userfaultfd),  R(init_module),
-        R(finit_module),     R(delete_module),  R(kexec_load),      R(kexec_file_load),
-        R(reboot),           R(swapon),         R(swapoff),         R(acct),
-        R(quotactl),         R(quotactl_fd),    R(lookup_dcookie),  R(syslog),
-        R(vhangup),          R(nfsservctl),     R(fanotify_init),   R(inotify_init1),
-        R(inotify_add_watch), R(memfd_create),  R(setxattr),        R(lsetxattr),
-        R(fsetxattr),        R(removexattr),    R(lremovexattr),    R(fremovexattr),
-        R(open_by_handle_at), R(name_to_handle_at), R(personality), R(mbind),
-        R(migrate_pages),    R(move_pages),     R(set_mempolicy),   R(settimeofday),
-        R(clock_settime),    R(clock_adjtime),  R(adjtimex),        R(sethostname),
+#define R(name)                                                                                    \
+        {                                                                                          \
+#name, __NR_##name                                                                 \
+        }
+        R(unshare),
+        R(setns),
+        R(mount),
+        R(umount2),
+        R(pivot_root),
+        R(chroot),
+        R(open_tree),
+        R(move_mount),
+        R(mount_setattr),
+        R(fsopen),
+        R(fsconfig),
+        R(fsmount),
+        R(fspick),
+        R(ptrace),
+        R(process_vm_readv),
+        R(process_vm_writev),
+        R(kcmp),
+        R(pidfd_getfd),
+        R(bpf),
+        R(perf_event_open),
+        R(keyctl),
+        R(add_key),
+        R(request_key),
+        R(io_uring_setup),
+        R(io_uring_enter),
+        R(io_uring_register),
+        R(userfaultfd),
+        R(init_module),
+        R(finit_module),
+        R(delete_module),
+        R(kexec_load),
+        R(kexec_file_load),
+        R(reboot),
+        R(swapon),
+        R(swapoff),
+        R(acct),
+        R(quotactl),
+        R(quotactl_fd),
+        R(lookup_dcookie),
+        R(syslog),
+        R(vhangup),
+        R(nfsservctl),
+        R(fanotify_init),
+        R(inotify_init1),
+        R(inotify_add_watch),
+        R(memfd_create),
+        R(setxattr),
+        R(lsetxattr),
+        R(fsetxattr),
+        R(removexattr),
+        R(lremovexattr),
+        R(fremovexattr),
+        R(open_by_handle_at),
+        R(name_to_handle_at),
+        R(personality),
+        R(mbind),
+        R(migrate_pages),
+        R(move_pages),
+        R(set_mempolicy),
+        R(settimeofday),
+        R(clock_settime),
+        R(clock_adjtime),
+        R(adjtimex),
+        R(sethostname),
         R(setdomainname),
 /* x86's own, or only where the architecture has them */
 #ifdef __NR_umount
@@ -179,9 +231,14 @@ static const struct {
 #endif
 #undef R
         /* newer than the headers: the same number everywhere from 424 on */
-        {"statmount", 457},    {"listmount", 458},      {"setxattrat", 463},
-        {"removexattrat", 466}, {"process_madvise", 440}, {"set_mempolicy_home_node", 450},
-        {"open_tree_attr", 467}, {"file_setattr", 469},
+        {"statmount", 457},
+        {"listmount", 458},
+        {"setxattrat", 463},
+        {"removexattrat", 466},
+        {"process_madvise", 440},
+        {"set_mempolicy_home_node", 450},
+        {"open_tree_attr", 467},
+        {"file_setattr", 469},
 };
 
 /* What every cell refuses or allows, whatever its network and subprocesses. */
@@ -324,8 +381,8 @@ int main(void)
         CHECK_VERDICT(&tcp.prog, ERRNO(EPERM), __NR_socket, AF_INET, SOCK_STREAM, IPPROTO_UDP);
         CHECK_VERDICT(&tcp.prog, ERRNO(EAFNOSUPPORT), __NR_socket, AF_UNIX, SOCK_STREAM, 0);
         CHECK_VERDICT(&tcp.prog, ERRNO(EAFNOSUPPORT), __NR_socket, AF_PACKET, SOCK_STREAM, 0);
-        CHECK_VERDICT(&tcp.prog, ERRNO(EAFNOSUPPORT), __NR_socket,
-                      0x100000000ull | AF_INET, SOCK_STREAM, 0);
+        CHECK_VERDICT(&tcp.prog, ERRNO(EAFNOSUPPORT), __NR_socket, 0x100000000ull | AF_INET,
+                      SOCK_STREAM, 0);
 
         seccomp_program_free(&plain);
         seccomp_program_free(&forks);
