@@ -160,6 +160,14 @@ void cause_namespace(const char *kind, int e, char *out, size_t size)
                          kind, config);
         else if (e == EPERM && blame_filter(call, out, size))
                 return;
+        else if (e == EPERM &&
+                 sysctl_value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
+                /* Ubuntu 24.04: the user namespace is made, without capabilities in it. */
+                snprintf(out, size,
+                         "%s refused: AppArmor takes every capability in an unprivileged user "
+                         "namespace (kernel.apparmor_restrict_unprivileged_userns = 1). Fix: an "
+                         "AppArmor profile for codecell with \"userns,\" (docs/operations.md)",
+                         call);
         else
                 snprintf(out, size, "%s refused (%s). Fix: look at the LSMs' policy", call,
                          strerror(e));
@@ -192,8 +200,10 @@ void cause_landlock(int e, char *out, size_t size)
                          "landlock to lsm= on the kernel's command line",
                          listed ? lsm : "unknown");
         else if (e == ENOSYS && !kernel_at_least(5, 13))
-                snprintf(out, size, "Linux %s is older than 5.13. Fix: Linux 5.13 or later (6.7 "
-                         "for network rules)", kernel_release());
+                snprintf(out, size,
+                         "Linux %s is older than 5.13. Fix: Linux 5.13 or later (6.7 "
+                         "for network rules)",
+                         kernel_release());
         else if ((e == ENOSYS || e == EPERM) && blame_filter("landlock_create_ruleset", out, size))
                 return;
         else
