@@ -10,7 +10,9 @@ static const char usage[] =
         "\n"
         "Tries every isolation layer on this host (namespaces, Landlock, seccomp, the\n"
         "cgroup, idmapped mounts) and runs each language's interpreter, and prints what\n"
-        "it found: for an interpreter, its path and version.\n"
+        "it found: for an interpreter, its path and version; for a layer that is missing,\n"
+        "its cause on this host and the fix (a sysctl, a systemd setting, a container\n"
+        "flag, a kernel version), as \"<cause>. Fix: <fix>\".\n"
         "Exit code: 0 when every required layer is available, 4 when one is missing.\n"
         "Optional layers that are missing follow the cell's on_unsupported policy.\n";
 

@@ -37,6 +37,25 @@ static long outcome(long r)
         return r < 0 ? errno : 0;
 }
 
+/* arm64 (and every architecture of the generic table) has none of x86's legacy calls: each is
+ * the call the C library makes for it there, so the probe asks the kernel the same question.
+ * iopl and ioperm exist on x86 only: elsewhere the kernel answers ENOSYS, as it would. */
+#ifndef SYS_fork
+#define SYS_fork SYS_clone, SIGCHLD, 0, 0, 0, 0
+#endif
+#ifndef SYS_chmod
+#define SYS_chmod SYS_fchmodat, AT_FDCWD
+#endif
+#ifndef SYS_mknod
+#define SYS_mknod SYS_mknodat, AT_FDCWD
+#endif
+#ifndef SYS_iopl
+#define SYS_iopl -1
+#endif
+#ifndef SYS_ioperm
+#define SYS_ioperm -1
+#endif
+
 /* For a call that returns an fd: closes it, and 0 when it was made, else the errno. */
 static long fd_outcome(long fd)
 {
@@ -498,7 +517,11 @@ RAW(sethostname, SYS_sethostname, "x", 1)
 RAW(setuid_root, SYS_setuid, 0)
 RAW(setgid_root, SYS_setgid, 0)
 RAW(mknod_device, SYS_mknod, "/tmp/dev", 020600, 0x0801)
+#ifdef SYS_chown
 RAW(chown_root, SYS_chown, "/tmp", 0, 0)
+#else
+RAW(chown_root, SYS_fchownat, AT_FDCWD, "/tmp", 0, 0, 0)
+#endif
 RAW(clone3, SYS_clone3, NULL, 0)
 RAW(iopl, SYS_iopl, 3)
 RAW(ioperm, SYS_ioperm, 0x80, 1, 1)

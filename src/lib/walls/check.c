@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "check_causes.h"
 #include "cleanup.h"
 #include "config.h"
 #include "egress_tls.h"
@@ -21,15 +22,25 @@
 #include "codecell.h"
 #include "landlock.h"
 #include "runtime.h"
+#include "seccomp_filter.h"
 #include "util.h"
 
+/* The filter is built for the architecture of this build only (seccomp_filter.c). */
+#if defined(__x86_64__)
+#define SECCOMP_ARCH_NAME "x86_64; i386 and x32 calls kill"
+#elif defined(__aarch64__)
+#define SECCOMP_ARCH_NAME "aarch64; AArch32 calls kill"
+#else
+#define SECCOMP_ARCH_NAME "this architecture"
+#endif
+
 static const struct {
-        const char *name;
+        const char *name, *kind; /* kind: as in /proc/sys/user/max_<kind>_namespaces */
         int flag;
 } namespaces[] = {
-        {"mount_namespace", CLONE_NEWNS},    {"pid_namespace", CLONE_NEWPID},
-        {"network_namespace", CLONE_NEWNET}, {"ipc_namespace", CLONE_NEWIPC},
-        {"uts_namespace", CLONE_NEWUTS},     {"cgroup_namespace", CLONE_NEWCGROUP},
+        {"mount_namespace", "mnt", CLONE_NEWNS},    {"pid_namespace", "pid", CLONE_NEWPID},
+        {"network_namespace", "net", CLONE_NEWNET}, {"ipc_namespace", "ipc", CLONE_NEWIPC},
+        {"uts_namespace", "uts", CLONE_NEWUTS},     {"cgroup_namespace", "cgroup", CLONE_NEWCGROUP},
 };
 #define N_NS (sizeof(namespaces) / sizeof(namespaces[0]))
 
@@ -40,7 +51,8 @@ static bool probe_idmapped_mount(char *why, size_t why_size)
         codecell_error err = {0};
         _cleanup_close_ int userns = idmap_userns(0, 0, 65534, 65534, &err);
         if (userns < 0) {
-                snprintf(why, why_size, "%s", err.message);
+                /* Not the mount's fault: the user namespace the idmap is taken from. */
+                snprintf(why, why_size, "userns: %s", err.message);
                 return false;
         }
         _cleanup_close_ int tree =
@@ -54,32 +66,42 @@ static bool probe_idmapped_mount(char *why, size_t why_size)
         return true;
 }
 
-/* In a child: a new user namespace, then each other namespace inside it. The exit code has
- * bit 7 set when the user namespace failed, else one bit per namespace that failed. */
-static int probe_namespaces(void)
+/* In a child: a new user namespace, then each other namespace inside it. Fills ret_errno[0]
+ * with the user namespace's errno (0: made) and ret_errno[1 + i] with namespaces[i]'s; returns
+ * whether the child answered. */
+static bool probe_namespaces(int ret_errno[1 + N_NS])
 {
+        int fds[2];
+        for (size_t i = 0; i < 1 + N_NS; i++)
+                ret_errno[i] = EPERM;
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return false;
         pid_t pid = fork();
         if (pid == 0) {
+                int errs[1 + N_NS] = {0};
                 if (unshare(CLONE_NEWUSER) < 0)
-                        _exit(0x80);
-                int failed = 0;
-                for (size_t i = 0; i < N_NS; i++)
+                        errs[0] = errno;
+                for (size_t i = 0; i < N_NS && errs[0] == 0; i++)
                         if (unshare(namespaces[i].flag) < 0)
-                                failed |= 1 << i;
-                _exit(failed);
+                                errs[1 + i] = errno;
+                _exit(write(fds[1], errs, sizeof(errs)) == (ssize_t)sizeof(errs) ? 0 : 1);
         }
+        close(fds[1]);
+        _cleanup_close_ int from_child = fds[0];
         if (pid < 0)
-                return 0x80;
-        int st;
-        if (wait_child(pid, &st) < 0)
-                return 0x80;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 0x80;
+                return false;
+        int errs[1 + N_NS], st;
+        bool answered = read(from_child, errs, sizeof(errs)) == (ssize_t)sizeof(errs);
+        if (wait_child(pid, &st) < 0 || !answered)
+                return false;
+        memcpy(ret_errno, errs, sizeof(errs));
+        return true;
 }
 
-/* Whether a user namespace can be made inside a new one (a forked sandbox's, inside its
- * zygote's). The outer one maps the caller's ids first, as the zygote's does: without a
+/* The errno of a user namespace made inside a new one (0: made), as a forked sandbox's is
+ * inside its zygote's. The outer one maps the caller's ids first, as the zygote's does: without a
  * mapping of its ids, no process may make a user namespace. */
-static bool probe_nested_user_namespace(void)
+static int probe_nested_user_namespace(void)
 {
         uid_t uid = geteuid();
         gid_t gid = getegid();
@@ -87,21 +109,21 @@ static bool probe_nested_user_namespace(void)
         if (pid == 0) {
                 char map[64];
                 if (unshare(CLONE_NEWUSER) < 0 || write_file("/proc/self/setgroups", "deny") < 0)
-                        _exit(1);
+                        _exit(EPERM);
                 snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
                 if (write_file("/proc/self/uid_map", map) < 0)
-                        _exit(1);
+                        _exit(EPERM);
                 snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
                 if (write_file("/proc/self/gid_map", map) < 0)
-                        _exit(1);
-                _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+                        _exit(EPERM);
+                _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : errno & 0xff);
         }
         if (pid < 0)
-                return false;
+                return errno;
         int st;
         if (wait_child(pid, &st) < 0)
-                return false;
-        return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+                return ECHILD;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : ECHILD;
 }
 
 /* The fork server and the forked sandboxes' init, embedded at build time (size 0 where they
@@ -146,23 +168,33 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
         /* The layers above, then one report per language. */
         codecell_layer_report all[32];
         size_t n = 0;
-        int ns = probe_namespaces();
-        report(&all[n++], "user_namespace", !(ns & 0x80), true,
-               (ns & 0x80) ? "unshare(CLONE_NEWUSER) refused%s: enable unprivileged user namespaces"
-                           : "available%s",
-               "");
+        /* A missing layer's detail is its cause on this host and the fix (check_causes.h). */
+        char why[sizeof(all[0].detail)];
+        int ns_errno[1 + N_NS];
+        if (!probe_namespaces(ns_errno))
+                ns_errno[0] = ECHILD;
+        bool userns = ns_errno[0] == 0;
+        if (!userns)
+                cause_user_namespace(ns_errno[0], why, sizeof(why));
+        report(&all[n++], "user_namespace", userns, true, "%s", userns ? "available" : why);
         for (size_t i = 0; i < N_NS; i++) {
-                bool ok = !(ns & 0x80) && !(ns & (1 << i));
-                report(&all[n++], namespaces[i].name, ok, true, ok ? "available%s" : "refused%s",
-                       "");
+                bool ok = userns && ns_errno[1 + i] == 0;
+                if (!userns)
+                        snprintf(why, sizeof(why),
+                                 "no user namespace to make it in. Fix: as for user_namespace");
+                else if (!ok)
+                        cause_namespace(namespaces[i].kind, ns_errno[1 + i], why, sizeof(why));
+                report(&all[n++], namespaces[i].name, ok, true, "%s", ok ? "available" : why);
         }
 
+        errno = 0;
         int abi = landlock_abi();
+        int landlock_errno = errno ? errno : ENOSYS;
         char text[64];
         snprintf(text, sizeof(text), "ABI %d", abi);
-        report(&all[n++], "landlock", abi > 0, false,
-               abi > 0 ? "%s" : "not available (kernel < 5.13 or not in the lsm= list)%s",
-               abi > 0 ? text : "");
+        if (abi <= 0)
+                cause_landlock(landlock_errno, why, sizeof(why));
+        report(&all[n++], "landlock", abi > 0, false, "%s", abi > 0 ? text : why);
 
         /* Landlock is also what keeps the host paths of mounted folders out of the guest's
          * sight (/proc/<pid>/mountinfo): say so, for an operator deciding on_unsupported. */
@@ -170,35 +202,50 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                abi > 0 ? "/proc/<pid>/mountinfo and the like are unreadable in the sandbox "
                          "(Landlock)%s"
                        : "without Landlock the guest can read /proc/self/mountinfo, which shows "
-                         "the host path of every mounted folder%s",
+                         "the host path of every mounted folder. Fix: as for landlock%s",
                "");
 
         /* A network cell's third wall (proxy_listener.h): under ABI 4 its namespace (only the
          * loopback) and seccomp (TCP sockets only) keep it in, but it may bind and connect to
          * other ports of its own loopback; the cell's on_unsupported decides. */
         snprintf(text, sizeof(text), "%d", abi);
+        if (abi > 0 && abi < 4)
+                cause_landlock_network(abi, why, sizeof(why));
+        else if (abi <= 0)
+                snprintf(why, sizeof(why), "no Landlock. Fix: as for landlock");
         report(&all[n++], "landlock_network", abi >= 4, false,
                abi >= 4 ? "a network cell's connect reaches only the proxy's port, and it binds "
                           "nothing (Landlock ABI %s)"
-                        : "Landlock ABI %s has no network rules (4 does): a network cell's guest "
-                          "may also bind and connect to other ports of its own loopback; its "
-                          "on_unsupported applies",
-               text);
+                        : "%s",
+               abi >= 4 ? text : why);
 
         /* terminate_tls (egress_tls.h): OpenSSL, loaded only for a cell that asks for it. */
         const char *tls_why = NULL, *tls = egress_tls_library(&tls_why);
         report(&all[n++], "tls_termination", tls != NULL, false,
                tls ? "a network cell's terminate_tls: the engine's TLS with a CA per cell (%s)"
-                   : "a network cell cannot use terminate_tls: OpenSSL 3 does not load (%s); "
-                     "install libssl3",
+                   : "a network cell cannot use terminate_tls: OpenSSL 3 does not load (%s). "
+                     "Fix: install libssl3",
                tls ? tls : tls_why);
 
+        /* Available means the cell's filter compiles here and the kernel takes filters. */
+        codecell_error err = {0};
+        struct seccomp_program filter;
         bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+        if (!seccomp)
+                snprintf(err.message, sizeof(err.message), "prctl(PR_GET_SECCOMP): %s",
+                         strerror(errno));
+        else if (!(seccomp = seccomp_program_compile(&filter, false, &err) == 0))
+                ;
+        else
+                seccomp_program_free(&filter);
+        if (!seccomp)
+                cause_seccomp(err.message, why, sizeof(why));
         report(&all[n++], "seccomp", seccomp, true,
-               seccomp ? "available (libseccomp filter, x86_64 only%s)" : "not available%s", "");
+               seccomp ? "available (libseccomp filter for %s)" : "%s",
+               seccomp ? SECCOMP_ARCH_NAME : why);
 
         struct cgroup_place place;
-        codecell_error err = {0};
+        err = (codecell_error){0};
         bool cg = cgroup_place_find(&place, &err) == 0;
         if (cg) {
                 /* Found is not enough: make one and remove it. */
@@ -214,30 +261,42 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
         if (cg)
                 snprintf(where, sizeof(where), "%s under %s", place.backend->name,
                          place.memory_parent);
-        report(&all[n++], "cgroup", cg, false, "%s", cg ? where : err.message);
+        if (!cg)
+                cause_cgroup(err.message, why, sizeof(why));
+        report(&all[n++], "cgroup", cg, false, "%s", cg ? where : why);
 
         bool root = geteuid() == 0;
         char idmap_why[200] = "";
         bool idmap = root && probe_idmapped_mount(idmap_why, sizeof(idmap_why));
+        if (root && !idmap)
+                cause_idmapped_mount(idmap_why, why, sizeof(why));
+        else if (!root)
+                snprintf(why, sizeof(why),
+                         "needs root; unprivileged, files written to read-write mounts belong to "
+                         "the invoking user. Fix: run codecell as root (the system service)");
         report(&all[n++], "idmapped_mounts", idmap, false,
-               idmap  ? "used for a cell's read-write mounts and a root caller's jail fs_allow "
-                        "(tried on /tmp)%s"
-               : root ? "refused on /tmp (%s): a cell's read-write mounts and a jail's fs_allow "
-                        "are written as the sandbox's uid may"
-                      : "needs root; unprivileged, files written to read-write mounts belong to "
-                        "the invoking user%s",
-               root ? idmap_why : "");
+               idmap ? "used for a cell's read-write mounts and a root caller's jail fs_allow "
+                       "(tried on /tmp)%s"
+                     : "%s",
+               idmap ? "" : why);
 
         /* Forked cells' sandboxes each take a user namespace inside their zygote's. */
-        bool nested = !(ns & 0x80) && probe_nested_user_namespace();
-        bool forks = nested && codecell_zygote_so_size > 0 && codecell_init_bin_size > 0;
+        int nested_errno = userns ? probe_nested_user_namespace() : EPERM;
+        bool built = codecell_zygote_so_size > 0 && codecell_init_bin_size > 0;
+        bool forks = nested_errno == 0 && built;
+        if (!userns)
+                snprintf(why, sizeof(why), "no user namespace. Fix: as for user_namespace");
+        else if (nested_errno != 0)
+                cause_nested_user_namespace(nested_errno, why, sizeof(why));
+        else if (!built)
+                snprintf(why, sizeof(why),
+                         "the fork server or its init was not built into this library: cells "
+                         "exec a fresh interpreter for every sandbox. Fix: build with a C "
+                         "compiler that links static programs");
         report(&all[n++], "forked_sandboxes", forks, false,
-               forks    ? "cells fork their sandboxes from a booted interpreter (start \"fork\")%s"
-               : nested ? "the fork server or its init was not built into this library: cells "
-                          "exec a fresh "
-                          "interpreter for every sandbox%s"
-                        : "nested user namespaces are refused: forked cells cannot start%s",
-               "");
+               forks ? "cells fork their sandboxes from a booted interpreter (start \"fork\")%s"
+                     : "%s",
+               forks ? "" : why);
 
         const struct runtime *rt;
         for (size_t i = 0; (rt = runtime_at(i)) && n < sizeof(all) / sizeof(all[0]); i++)
