@@ -327,6 +327,40 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.status, "timeout", r)
 
 
+class Hostile(unittest.TestCase):
+    """What a hostile review of TLS termination tried: guest code that wants the secret, the
+    engine down, or the secret somewhere it does not belong."""
+
+    def run_cell(self, lang, code, timeout_ms=20000, **policy):
+        return Cli.run_cell(self, lang, code, "exec", timeout_ms, **policy)
+
+    def test_plain_http_never_carries_the_secret_of_a_terminated_host(self):
+        # The operator asked for the secret inside TLS, to a server the engine verified: a
+        # guest that asks for http:// instead must not get it sent in the clear (to whoever
+        # is on the path, or answers the engine's lookup).
+        plain = net_servers.serve()
+        self.addCleanup(plain.server_close)
+        self.addCleanup(plain.shutdown)
+        resolve = {"api.example.test": "127.0.0.1:%d" % plain.server_address[1]}
+        code = {"ruby": 'require "net/http"\n'
+                        'r = Net::HTTP.get_response(URI("http://api.example.test/plain"))\n'
+                        '[r.code.to_i, r.body]',
+                "python": 'import urllib.request, urllib.error\n'
+                          'try:\n'
+                          '    r = urllib.request.urlopen("http://api.example.test/plain", '
+                          'timeout=10)\n    out = [r.status, r.read().decode()]\n'
+                          'except urllib.error.HTTPError as e:\n'
+                          '    out = [e.code, e.read().decode()]\nout'}
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                r = self.run_cell(lang, code[lang], resolve=resolve)
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"][0], 400, r.result["value"])
+                self.assertIn("plain HTTP to api.example.test is refused", r.result["value"][1])
+                self.assertIn("https://", r.result["value"][1])
+        self.assertEqual(plain.seen, [])
+
+
 class Mcp(unittest.TestCase):
     """Over MCP, in a session: each eval's connections in its own record, the secret in no
     answer and no line of the operator's log."""

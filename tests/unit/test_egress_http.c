@@ -40,7 +40,8 @@ int main(void)
         CHECK(tunnel(ok, r, &why) == 1);
         CHECK(strcmp(r->host, "api.example.test") == 0 && r->port == 443 && !r->port_given);
         CHECK(r->content_length == 3 && r->head_len == strlen(ok) - 3);
-        CHECK(r->path_len == strlen("/v1/things?q=1") && memcmp(r->path, "/v1/things?q=1", 14) == 0);
+        CHECK(r->path_len == strlen("/v1/things?q=1") &&
+              memcmp(r->path, "/v1/things?q=1", 14) == 0);
 
         /* The rewrite: the guest's Authorization gone, the operator's in, one Host, closing. */
         struct egress_header h = {"Authorization", "Bearer the-operators-secret"};
