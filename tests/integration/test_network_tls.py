@@ -71,6 +71,26 @@ SEARCH = {
 }
 
 
+# The guest's own tunnels through the proxy, for the hostile cases: CONNECT by hand, then TLS
+# with the environment's bundle (which trusts the cell's CA).
+TUNNEL = ('import socket, ssl, struct, time\n'
+          'def tunnel():\n'
+          '    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)\n'
+          '    s.sendall(b"CONNECT api.example.test:443 HTTP/1.1\\r\\n'
+          'Host: api.example.test:443\\r\\n\\r\\n")\n'
+          '    assert s.recv(1000).startswith(b"HTTP/1.1 200")\n'
+          '    return s\n'
+          'def read_all(t):\n'
+          '    data = b""\n'
+          '    while True:\n'
+          '        try:\n            got = t.recv(65536)\n'
+          '        except (ssl.SSLError, OSError):\n            break\n'
+          '        if not got:\n            break\n'
+          '        data += got\n'
+          '    return data.decode("utf-8", "replace")\n'
+          'ctx = ssl.create_default_context()\n')
+
+
 def answer_of(lang, url, method="GET", cafile=None):
     """The guest's code for [status, body] of one HTTPS request (cafile: trust only it)."""
     if lang == "ruby":
@@ -359,6 +379,52 @@ class Hostile(unittest.TestCase):
                 self.assertIn("plain HTTP to api.example.test is refused", r.result["value"][1])
                 self.assertIn("https://", r.result["value"][1])
         self.assertEqual(plain.seen, [])
+
+    def test_a_second_request_in_the_tunnel_and_a_reset_mid_answer(self):
+        # One TLS stream: a POST whose body has a second request after it, a head over the
+        # limit, and a guest that resets the connection while the engine writes a long
+        # answer (OpenSSL writes with write(2): SIGPIPE, unless the engine blocks it).
+        code = (TUNNEL +
+                'out = []\n'
+                't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                't.sendall(b"POST /first HTTP/1.1\\r\\nHost: api.example.test\\r\\n'
+                'Content-Length: 5\\r\\n\\r\\nhelloGET /smuggled HTTP/1.1\\r\\n'
+                'Host: api.example.test\\r\\n\\r\\n")\n'
+                'out.append(read_all(t))\n'
+                't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                't.sendall(b"GET /big HTTP/1.1\\r\\nHost: api.example.test\\r\\nX: " + '
+                'b"a" * 20000 + b"\\r\\n\\r\\n")\n'
+                'out.append(read_all(t).split("\\r\\n")[0])\n'
+                't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                't.sendall(b"GET /bytes/30000000 HTTP/1.1\\r\\nHost: api.example.test\\r\\n'
+                '\\r\\n")\n'
+                't.recv(1000)\n'
+                # A FIN first: the reset then finds the engine's side in CLOSE_WAIT, and its
+                # next write fails with EPIPE (and SIGPIPE), not ECONNRESET.
+                't.shutdown(socket.SHUT_WR)\n'
+                'time.sleep(0.2)\n'
+                't.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))\n'
+                't.close()\n'
+                'time.sleep(0.5)\n'
+                'import urllib.request\n'
+                'out.append(urllib.request.urlopen("https://api.example.test/after", '
+                'timeout=10).read().decode())\n'
+                'out')
+        before = len(SERVERS.api.seen)
+        r = self.run_cell("python", code)
+        self.assertEqual(r.status, "ok", r)
+        first, big, after = r.result["value"]
+        self.assertTrue(first.startswith("HTTP/1.1 200"), first)
+        self.assertIn('"body": "hello"', first)
+        self.assertNotIn("smuggled", first)
+        self.assertEqual(big, "HTTP/1.1 400 Bad Request")
+        self.assertEqual(json.loads(after)["path"], "/after")
+        seen = [s["path"] for s in self.seen_since(before)]
+        self.assertEqual(seen, ["/first", "/bytes/30000000", "/after"])
+
+    def seen_since(self, before):
+        return SERVERS.api.seen[before:]
+
 
 
 class Mcp(unittest.TestCase):
