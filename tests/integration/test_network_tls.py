@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import codecell, tempdir
@@ -430,6 +431,60 @@ class Hostile(unittest.TestCase):
 class Mcp(unittest.TestCase):
     """Over MCP, in a session: each eval's connections in its own record, the secret in no
     answer and no line of the operator's log."""
+
+    def test_hostile_tunnels_leave_no_fd_or_thread_in_the_engine(self):
+        # Half-open tunnels (a 200 and nothing, half a ClientHello, half a head after the
+        # handshake), a reset mid-answer and a close without close_notify, each run ending
+        # with some of them still open: the serving engine's fds and threads come back.
+        cells = [SERVERS.cell("python", timeout_ms=4000)]
+        server = Stdio(write_config(tempdir(self), cells))
+        self.addCleanup(server.stop_if_running)
+        server.request(INIT)
+        # The tunnels that reach the server come first: the test server shakes hands in its
+        # accept, and the engine's idle connection of a half-open tunnel would hold it there.
+        hostile = (TUNNEL +
+                   't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                   't.sendall(b"GET /bytes/5000000 HTTP/1.1\\r\\nHost: api.example.test'
+                   '\\r\\n\\r\\n")\n'
+                   't.recv(1000)\n'
+                   't.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))\n'
+                   't.close()\n'
+                   't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                   'socket.socket.close(t)\n'
+                   'held = [tunnel() for _ in range(3)]\n'
+                   's = tunnel()\ns.sendall(b"\\x16\\x03\\x01\\x02\\x00\\x01\\x00\\x01\\xfc")\n'
+                   'held.append(s)\n'
+                   't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                   't.sendall(b"GET /half HTTP/1.1\\r\\nHo")\nheld.append(t)\n'
+                   'len(held)')
+        pid = server.proc.pid
+
+        def counts():
+            return (len(os.listdir("/proc/%d/fd" % pid)), len(os.listdir("/proc/%d/task" % pid)))
+
+        def call(i, code):
+            return server.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                   "params": {"name": "python", "arguments": {"code": code}}})
+
+        call(10, hostile)  # the first: the pool and its threads are made
+        base = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the pool refills after each run
+            base = counts()
+            time.sleep(0.5)
+            if counts() == base:
+                break
+        for i in range(3):
+            answer = call(20 + i, hostile)
+            structured = answer["result"]["structuredContent"]
+            self.assertEqual(structured.get("value"), 5, answer)
+        now = counts()
+        deadline = time.monotonic() + 60
+        while now != base and time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = counts()
+        self.assertEqual(now, base, "fds and threads of the engine, before and after")
+        server.close()
 
     def test_a_session_over_mcp_and_the_log(self):
         folder = tempdir(self)
