@@ -423,6 +423,14 @@ class Hostile(unittest.TestCase):
         seen = [s["path"] for s in self.seen_since(before)]
         self.assertEqual(seen, ["/first", "/bytes/30000000", "/after"])
 
+    def test_a_tunnel_the_run_ends_is_not_blamed_on_the_cell_ca(self):
+        # A guest that opened a tunnel and never shook hands did nothing wrong with the CA:
+        # the model must not be told to fix its trust store.
+        r = self.run_cell("python", TUNNEL + 'held = tunnel()\n1')
+        self.assertEqual(r.status, "ok", r)
+        refused = [c.get("refused") for c in r.result["network"]]
+        self.assertEqual(refused, ["the run ended"], r.result["network"])
+
     def seen_since(self, before):
         return SERVERS.api.seen[before:]
 

@@ -36,6 +36,8 @@ static int wait_side(struct egress_conn *c, int fd, enum egress_tls_status st)
         return w == WAIT_READY ? 0 : -1;
 }
 
+/* 0; -1 when TLS failed; -2 when the run ended or reached its time limit first (the reason
+ * recorded either way). */
 static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd)
 {
         for (;;) {
@@ -47,7 +49,7 @@ static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd)
                         return -1;
                 }
                 if (wait_side(c, fd, st) < 0)
-                        return -1;
+                        return -2;
         }
 }
 
@@ -261,7 +263,10 @@ void egress_terminate(struct egress_conn *c, const struct egress_request *connec
                 egress_set_refused(c, "out of memory");
                 goto done;
         }
-        if (handshake(c, guest, c->client) < 0) {
+        int shaken = handshake(c, guest, c->client);
+        if (shaken == -2)
+                goto done; /* not the guest's TLS: the run ended first */
+        if (shaken < 0) {
                 /* Most often a guest that does not trust the cell's CA: say where it is. */
                 char why[REFUSED_MAX];
                 snprintf(why, sizeof(why),
