@@ -110,8 +110,14 @@ static int read_request(struct egress_conn *c, struct egress_tls_side *guest,
                                 return -1;
                         continue;
                 }
+                /* Parsed again only when a line may have ended, as for plain HTTP: a guest
+                 * that sends its head a byte per TLS record costs one parse per line, not a
+                 * parse of the whole head so far per byte. */
+                bool line_end = memchr(buf + len, '\n', got) || memchr(buf + len, '\0', got);
                 len += got;
                 buf[len] = '\0';
+                if (!line_end && len < EGRESS_HEAD_MAX)
+                        continue;
                 const char *why = NULL;
                 int rc = egress_tunnel_request_parse(buf, len, connect->host, connect->kind,
                                                      connect->port, req, &why);
