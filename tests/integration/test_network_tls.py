@@ -486,12 +486,16 @@ class Mcp(unittest.TestCase):
             answer = call(20 + i, hostile)
             structured = answer["result"]["structuredContent"]
             self.assertEqual(structured.get("value"), 5, answer)
+        # A leak stays; a sandbox the pool is making now and then comes and goes.
+        def back(now):
+            return now[0] <= base[0] and now[1] <= base[1]
         now = counts()
         deadline = time.monotonic() + 60
-        while now != base and time.monotonic() < deadline:
+        while not back(now) and time.monotonic() < deadline:
             time.sleep(0.2)
             now = counts()
-        self.assertEqual(now, base, "fds and threads of the engine, before and after")
+        self.assertTrue(back(now), "fds and threads of the engine: %s before, %s after"
+                        % (base, now))
         server.close()
 
     def test_a_session_over_mcp_and_the_log(self):
