@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "cleanup.h"
 #include "deadline.h"
@@ -270,9 +271,18 @@ void egress_terminate(struct egress_conn *c, const struct egress_request *connec
                 goto done;
         }
         int shaken = handshake(c, guest, c->client);
-        if (shaken == -2)
-                goto done; /* not the guest's TLS: the run ended first */
-        if (shaken < 0) {
+        if (shaken == -2) {
+                /* A guest that gave up on the handshake (its alert sent) and ended its run at
+                 * once: the alert is in the socket already, and is the reason that counts.
+                 * Bytes only: a guest gone (its end of the stream) did nothing wrong. */
+                char peek;
+                if (recv(c->client, &peek, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
+                    egress_tls_handshake(guest) != EGRESS_TLS_ERROR)
+                        goto done; /* not the guest's TLS: the run ended first */
+                c->refused[0] = '\0';
+                egress_set_refused(c, "%s", egress_tls_why(guest));
+        }
+        if (shaken != 0) {
                 /* Most often a guest that does not trust the cell's CA: say where it is. */
                 char why[REFUSED_MAX];
                 snprintf(why, sizeof(why),
