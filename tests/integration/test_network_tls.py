@@ -431,6 +431,17 @@ class Hostile(unittest.TestCase):
         refused = [c.get("refused") for c in r.result["network"]]
         self.assertEqual(refused, ["the run ended"], r.result["network"])
 
+    def test_an_answer_read_whole_before_the_server_closes_is_no_refusal(self):
+        # The guest has its whole answer (Content-Length) and ends its run while the server
+        # still holds the connection: nothing was refused, and the model must not read so.
+        r = self.run_cell("python", 'import urllib.request\n'
+                          'urllib.request.urlopen("https://api.example.test/hold/3000", '
+                          'timeout=10).read().decode()')
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual(json.loads(r.result["value"])["path"], "/hold/3000")
+        self.assertEqual([c.get("refused") for c in r.result["network"]], [None],
+                         r.result["network"])
+
     def seen_since(self, before):
         return SERVERS.api.seen[before:]
 
