@@ -35,7 +35,8 @@ def make_ca(folder, names):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     """Answers with JSON saying what it received. Paths: /slow/MS waits MS ms first,
-    /redirect?to=URL answers 302, /bytes/N answers N bytes."""
+    /redirect?to=URL answers 302, /bytes/N answers N bytes, /hold/MS keeps the connection
+    MS ms after its answer."""
     protocol_version = "HTTP/1.1"
     # The head and the body are two writes: with Nagle's algorithm the second waits for the
     # client's delayed ACK (40 ms), which would be all a benchmark measured.
@@ -81,6 +82,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+        if self.path.startswith("/hold/"):  # the answer whole, the connection kept MS ms more
+            self.wfile.flush()
+            time.sleep(int(self.path.split("/")[2]) / 1000)
 
     do_GET = do_POST = do_PUT = do_DELETE = answer
 

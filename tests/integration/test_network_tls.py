@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 from harness import codecell, tempdir
@@ -69,6 +70,26 @@ SEARCH = {
               '        hits.append(f)\n'
               'hits',
 }
+
+
+# The guest's own tunnels through the proxy, for the hostile cases: CONNECT by hand, then TLS
+# with the environment's bundle (which trusts the cell's CA).
+TUNNEL = ('import socket, ssl, struct, time\n'
+          'def tunnel():\n'
+          '    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)\n'
+          '    s.sendall(b"CONNECT api.example.test:443 HTTP/1.1\\r\\n'
+          'Host: api.example.test:443\\r\\n\\r\\n")\n'
+          '    assert s.recv(1000).startswith(b"HTTP/1.1 200")\n'
+          '    return s\n'
+          'def read_all(t):\n'
+          '    data = b""\n'
+          '    while True:\n'
+          '        try:\n            got = t.recv(65536)\n'
+          '        except (ssl.SSLError, OSError):\n            break\n'
+          '        if not got:\n            break\n'
+          '        data += got\n'
+          '    return data.decode("utf-8", "replace")\n'
+          'ctx = ssl.create_default_context()\n')
 
 
 def answer_of(lang, url, method="GET", cafile=None):
@@ -364,9 +385,183 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.status, "timeout", r)
 
 
+class Hostile(unittest.TestCase):
+    """What a hostile review of TLS termination tried: guest code that wants the secret, the
+    engine down, or the secret somewhere it does not belong."""
+
+    def run_cell(self, lang, code, timeout_ms=20000, **policy):
+        return Cli.run_cell(self, lang, code, "exec", timeout_ms, **policy)
+
+    def test_plain_http_never_carries_the_secret_of_a_terminated_host(self):
+        # The operator asked for the secret inside TLS, to a server the engine verified: a
+        # guest that asks for http:// instead must not get it sent in the clear (to whoever
+        # is on the path, or answers the engine's lookup).
+        plain = net_servers.serve()
+        self.addCleanup(plain.server_close)
+        self.addCleanup(plain.shutdown)
+        resolve = {"api.example.test": "127.0.0.1:%d" % plain.server_address[1]}
+        code = {"ruby": 'require "net/http"\n'
+                        'r = Net::HTTP.get_response(URI("http://api.example.test/plain"))\n'
+                        '[r.code.to_i, r.body]',
+                "python": 'import urllib.request, urllib.error\n'
+                          'try:\n'
+                          '    r = urllib.request.urlopen("http://api.example.test/plain", '
+                          'timeout=10)\n    out = [r.status, r.read().decode()]\n'
+                          'except urllib.error.HTTPError as e:\n'
+                          '    out = [e.code, e.read().decode()]\nout'}
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                r = self.run_cell(lang, code[lang], resolve=resolve)
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"][0], 400, r.result["value"])
+                self.assertIn("plain HTTP to api.example.test is refused", r.result["value"][1])
+                self.assertIn("https://", r.result["value"][1])
+        self.assertEqual(plain.seen, [])
+
+    def test_a_second_request_in_the_tunnel_and_a_reset_mid_answer(self):
+        # One TLS stream: a POST whose body has a second request after it, a head over the
+        # limit, and a guest that resets the connection while the engine writes a long
+        # answer (OpenSSL writes with write(2): SIGPIPE, unless the engine blocks it).
+        code = (TUNNEL +
+                'out = []\n'
+                't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                't.sendall(b"POST /first HTTP/1.1\\r\\nHost: api.example.test\\r\\n'
+                'Content-Length: 5\\r\\n\\r\\nhelloGET /smuggled HTTP/1.1\\r\\n'
+                'Host: api.example.test\\r\\n\\r\\n")\n'
+                'out.append(read_all(t))\n'
+                't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                't.sendall(b"GET /big HTTP/1.1\\r\\nHost: api.example.test\\r\\nX: " + '
+                'b"a" * 20000 + b"\\r\\n\\r\\n")\n'
+                'out.append(read_all(t).split("\\r\\n")[0])\n'
+                't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                't.sendall(b"GET /bytes/30000000 HTTP/1.1\\r\\nHost: api.example.test\\r\\n'
+                '\\r\\n")\n'
+                't.recv(1000)\n'
+                # A FIN first: the reset then finds the engine's side in CLOSE_WAIT, and its
+                # next write fails with EPIPE (and SIGPIPE), not ECONNRESET.
+                't.shutdown(socket.SHUT_WR)\n'
+                'time.sleep(0.2)\n'
+                't.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))\n'
+                't.close()\n'
+                'time.sleep(0.5)\n'
+                'import urllib.request\n'
+                'out.append(urllib.request.urlopen("https://api.example.test/after", '
+                'timeout=10).read().decode())\n'
+                'out')
+        before = len(SERVERS.api.seen)
+        r = self.run_cell("python", code)
+        self.assertEqual(r.status, "ok", r)
+        first, big, after = r.result["value"]
+        self.assertTrue(first.startswith("HTTP/1.1 200"), first)
+        self.assertIn('"body": "hello"', first)
+        self.assertNotIn("smuggled", first)
+        self.assertEqual(big, "HTTP/1.1 400 Bad Request")
+        self.assertEqual(json.loads(after)["path"], "/after")
+        seen = [s["path"] for s in self.seen_since(before)]
+        self.assertEqual(seen, ["/first", "/bytes/30000000", "/after"])
+
+    def test_a_tunnel_the_run_ends_is_not_blamed_on_the_cell_ca(self):
+        # A guest that opened a tunnel and never shook hands did nothing wrong with the CA:
+        # the model must not be told to fix its trust store.
+        r = self.run_cell("python", TUNNEL + 'held = tunnel()\n1')
+        self.assertEqual(r.status, "ok", r)
+        refused = [c.get("refused") for c in r.result["network"]]
+        self.assertEqual(refused, ["the run ended"], r.result["network"])
+
+    def test_an_answer_read_whole_before_the_server_closes_is_no_refusal(self):
+        # The guest has its whole answer (Content-Length) and ends its run while the server
+        # still holds the connection: nothing was refused, and the model must not read so.
+        r = self.run_cell("python", 'import urllib.request\n'
+                          'urllib.request.urlopen("https://api.example.test/hold/3000", '
+                          'timeout=10).read().decode()')
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual(json.loads(r.result["value"])["path"], "/hold/3000")
+        self.assertEqual([c.get("refused") for c in r.result["network"]], [None],
+                         r.result["network"])
+
+    @unittest.skip("finding, not fixed: the engine closes each terminated connection after one "
+                   "answer but does not say so in the answer's head; a server that omits "
+                   "Connection: close (Python's http.server does) leaves the guest's client "
+                   "reusing a connection the engine is closing (requests.Session's second "
+                   "request: RemoteDisconnected, seen under load). Fix: the engine writes "
+                   "Connection: close into the head of the answer it relays")
+    def test_the_answer_says_the_connection_closes(self):
+        code = ('import http.client\n'
+                'c = http.client.HTTPSConnection("api.example.test", 443, timeout=10)\n'
+                'c.set_tunnel("api.example.test", 443)\n'
+                'c.request("GET", "/hold/500")\nr = c.getresponse()\nr.read()\n'
+                'r.getheader("Connection")')
+        r = self.run_cell("python", code.replace('"api.example.test", 443, timeout',
+                                                 '"127.0.0.1", 3128, timeout'))
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual(r.result["value"], "close", r)
+
+    def seen_since(self, before):
+        return SERVERS.api.seen[before:]
+
+
+
 class Mcp(unittest.TestCase):
     """Over MCP, in a session: each eval's connections in its own record, the secret in no
     answer and no line of the operator's log."""
+
+    def test_hostile_tunnels_leave_no_fd_or_thread_in_the_engine(self):
+        # Half-open tunnels (a 200 and nothing, half a ClientHello, half a head after the
+        # handshake), a reset mid-answer and a close without close_notify, each run ending
+        # with some of them still open: the serving engine's fds and threads come back.
+        cells = [SERVERS.cell("python", timeout_ms=4000)]
+        server = Stdio(write_config(tempdir(self), cells))
+        self.addCleanup(server.stop_if_running)
+        server.request(INIT)
+        # The tunnels that reach the server come first: the test server shakes hands in its
+        # accept, and the engine's idle connection of a half-open tunnel would hold it there.
+        hostile = (TUNNEL +
+                   't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                   't.sendall(b"GET /bytes/5000000 HTTP/1.1\\r\\nHost: api.example.test'
+                   '\\r\\n\\r\\n")\n'
+                   't.recv(1000)\n'
+                   't.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))\n'
+                   't.close()\n'
+                   't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                   'socket.socket.close(t)\n'
+                   'held = [tunnel() for _ in range(3)]\n'
+                   's = tunnel()\ns.sendall(b"\\x16\\x03\\x01\\x02\\x00\\x01\\x00\\x01\\xfc")\n'
+                   'held.append(s)\n'
+                   't = ctx.wrap_socket(tunnel(), server_hostname="api.example.test")\n'
+                   't.sendall(b"GET /half HTTP/1.1\\r\\nHo")\nheld.append(t)\n'
+                   'len(held)')
+        pid = server.proc.pid
+
+        def counts():
+            return (len(os.listdir("/proc/%d/fd" % pid)), len(os.listdir("/proc/%d/task" % pid)))
+
+        def call(i, code):
+            return server.request({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                   "params": {"name": "python", "arguments": {"code": code}}})
+
+        call(10, hostile)  # the first: the pool and its threads are made
+        base = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the pool refills after each run
+            base = counts()
+            time.sleep(0.5)
+            if counts() == base:
+                break
+        for i in range(3):
+            answer = call(20 + i, hostile)
+            structured = answer["result"]["structuredContent"]
+            self.assertEqual(structured.get("value"), 5, answer)
+        # A leak stays; a sandbox the pool is making now and then comes and goes.
+        def back(now):
+            return now[0] <= base[0] and now[1] <= base[1]
+        now = counts()
+        deadline = time.monotonic() + 60
+        while not back(now) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = counts()
+        self.assertTrue(back(now), "fds and threads of the engine: %s before, %s after"
+                        % (base, now))
+        server.close()
 
     def test_a_session_over_mcp_and_the_log(self):
         folder = tempdir(self)

@@ -198,6 +198,10 @@ int main(void)
                 "cells[0].network.headers.a.b.X: \"${\" opens");
         REFUSED("{\"allow\": [\"a.b\"], \"headers\": {\"a.b\": {\"X\": \"${OPEN\"}}}",
                 "cells[0].network.headers.a.b.X: \"${\" opens");
+        /* Headers for a host the allowlist does not name (a wildcard leaves out its domain). */
+        REFUSED("{\"allow\": [\"*.a.b\"], \"headers\": {\"a.b\": {\"X\": \"1\"}}}",
+                "cells[0].network.headers.a.b: a.b is not in allow, so its headers would never "
+                "be sent");
         /* terminate_tls: a boolean, with headers, for names only. */
         REFUSED("{\"allow\": [\"a.b\"], \"terminate_tls\": 1}",
                 "cells[0].network.terminate_tls: must be true or false");

@@ -650,6 +650,16 @@ static void serve(struct egress_conn *c, char *bufs[2])
                        egress_policy_allowed_text(run->e->policy));
                 return;
         }
+        if (!req->connect && p->terminate_tls && egress_policy_headers(p, req->host)) {
+                /* The operator asked for these headers inside TLS, to a server the engine
+                 * verified: plain HTTP would hand them to whoever is on the path or answers
+                 * the engine's lookup. */
+                refuse(c, 400,
+                       "plain HTTP to %s is refused: this cell adds headers there only inside "
+                       "TLS (terminate_tls): use https://",
+                       req->host);
+                return;
+        }
         if (!req->connect && req->port == 443 && egress_policy_headers(p, req->host)) {
                 /* Where TLS is expected, plain HTTP would carry the secret unencrypted. */
                 refuse(c, 400,

@@ -473,6 +473,28 @@ static int parse_terminate_tls(struct egress_policy *p, const json_t *v, const c
         return 0;
 }
 
+/* Headers for a host the allowlist does not name would never be sent: an operator's mistake
+ * (a typo, a wildcard that leaves out its own domain) that would otherwise show only as the
+ * server's 401. */
+static int check_headers_allowed(const struct egress_policy *p, const char *path,
+                                 codecell_error *err)
+{
+        for (size_t i = 0; i < p->n_headers; i++) {
+                const char *host = p->headers[i].host;
+                bool allowed = false;
+                for (size_t k = 0; k < p->n_rules && !allowed; k++)
+                        allowed = egress_policy_allows(p, host,
+                                                       p->rules[k].port ? p->rules[k].port : 443) ||
+                                  egress_policy_allows(p, host, 80);
+                if (!allowed)
+                        return invalid(err,
+                                       "%s.headers.%s: %s is not in allow, so its headers would "
+                                       "never be sent",
+                                       path, host, host);
+        }
+        return 0;
+}
+
 struct egress_policy *egress_policy_parse(const json_t *network, const char *path,
                                           codecell_error *err)
 {
@@ -518,6 +540,8 @@ struct egress_policy *egress_policy_parse(const json_t *network, const char *pat
                 goto fail;
         if ((v = json_object_get(network, "terminate_tls")) &&
             parse_terminate_tls(p, v, path, err) < 0)
+                goto fail;
+        if (check_headers_allowed(p, path, err) < 0)
                 goto fail;
         if (!(p->allowed_text = allowed_text(p))) {
                 err_sys(err, ENOMEM, "%s", path);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "cleanup.h"
 #include "deadline.h"
@@ -36,6 +37,8 @@ static int wait_side(struct egress_conn *c, int fd, enum egress_tls_status st)
         return w == WAIT_READY ? 0 : -1;
 }
 
+/* 0; -1 when TLS failed; -2 when the run ended or reached its time limit first (the reason
+ * recorded either way). */
 static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd)
 {
         for (;;) {
@@ -47,7 +50,7 @@ static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd)
                         return -1;
                 }
                 if (wait_side(c, fd, st) < 0)
-                        return -1;
+                        return -2;
         }
 }
 
@@ -108,8 +111,14 @@ static int read_request(struct egress_conn *c, struct egress_tls_side *guest,
                                 return -1;
                         continue;
                 }
+                /* Parsed again only when a line may have ended, as for plain HTTP: a guest
+                 * that sends its head a byte per TLS record costs one parse per line, not a
+                 * parse of the whole head so far per byte. */
+                bool line_end = memchr(buf + len, '\n', got) || memchr(buf + len, '\0', got);
                 len += got;
                 buf[len] = '\0';
+                if (!line_end && len < EGRESS_HEAD_MAX)
+                        continue;
                 const char *why = NULL;
                 int rc = egress_tunnel_request_parse(buf, len, connect->host, connect->kind,
                                                      connect->port, req, &why);
@@ -219,10 +228,10 @@ static void relay_tls(struct egress_conn *c, struct egress_tls_side *guest,
                 int r = poll(p, 3, isinf(run->deadline) ? -1 : deadline_poll_ms(run->deadline));
                 if (r < 0 && errno == EINTR)
                         continue;
-                if (r < 0 || p[2].revents) {
-                        egress_set_refused(c, "the run ended");
+                /* The run's end is no refusal here, as in the plain relay: most often the
+                 * guest has read its whole answer and ended before the server's close came. */
+                if (r < 0 || p[2].revents)
                         return;
-                }
         }
 }
 
@@ -261,7 +270,19 @@ void egress_terminate(struct egress_conn *c, const struct egress_request *connec
                 egress_set_refused(c, "out of memory");
                 goto done;
         }
-        if (handshake(c, guest, c->client) < 0) {
+        int shaken = handshake(c, guest, c->client);
+        if (shaken == -2) {
+                /* A guest that gave up on the handshake (its alert sent) and ended its run at
+                 * once: the alert is in the socket already, and is the reason that counts.
+                 * Bytes only: a guest gone (its end of the stream) did nothing wrong. */
+                char peek;
+                if (recv(c->client, &peek, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
+                    egress_tls_handshake(guest) != EGRESS_TLS_ERROR)
+                        goto done; /* not the guest's TLS: the run ended first */
+                c->refused[0] = '\0';
+                egress_set_refused(c, "%s", egress_tls_why(guest));
+        }
+        if (shaken != 0) {
                 /* Most often a guest that does not trust the cell's CA: say where it is. */
                 char why[REFUSED_MAX];
                 snprintf(why, sizeof(why),
