@@ -212,6 +212,20 @@ class Cli(unittest.TestCase):
                 self.assertEqual(r.status, "ok", r)
                 self.assertEqual(r.result["value"], ["/req", 0, [file_name]], r)
 
+    def test_a_plain_answer_says_the_connection_closes(self):
+        # The proxy closes a plain-HTTP connection after one answer and says so in its head,
+        # whatever the server said: a client must not send its next request there.
+        code = {"python": 'import urllib.request\n'
+                          'r = urllib.request.urlopen("http://plain.example.test/hold/300", '
+                          'timeout=10)\nr.read()\nr.headers.get("Connection")',
+                "ruby": 'require "net/http"\n'
+                        'Net::HTTP.get_response(URI("http://plain.example.test/hold/300"))["Connection"]'}
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                r = self.run_cell(lang, code[lang])
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"], "close", r)
+
     def test_a_tls_hello_for_another_host_is_not_relayed(self):
         before = len(SERVERS.https.seen)
         for lang in LANGUAGES:

@@ -33,6 +33,7 @@
 #include "cleanup.h"
 #include "deadline.h"
 #include "egress_addr.h"
+#include "egress_answer.h"
 #include "egress_http.h"
 #include "egress_lookup.h"
 #include "egress_sni.h"
@@ -212,22 +213,26 @@ struct leg {
         size_t len, off; /* buf[off..len) still to send */
         bool reading;    /* from has not ended (nor, for a request body, been read whole) */
         bool out;        /* guest to server */
+        struct egress_answer *answer; /* plain HTTP's answer: its head is rewritten; or NULL */
 };
 
 /* Reads what leg.from has into the buffer, counted against the cap: 1 read, 0 at its end, -1
  * when the connection ends (the reason recorded). */
 static int leg_read(struct egress_conn *c, struct leg *l, size_t want)
 {
-        ssize_t n = recv(l->from, l->buf, want, 0);
+        struct egress_answer *a = l->answer;
+        size_t room = a ? egress_answer_room(a) : 0;
+        ssize_t n = recv(l->from, room ? a->head + a->len : l->buf, room ? room : want, 0);
         if (n < 0)
                 return errno == EINTR || errno == EAGAIN ? 1 : -1;
-        if (n == 0)
-                return 0;
-        if (egress_take_bytes(c, (size_t)n, l->out) < 0)
+        if (n > 0 && egress_take_bytes(c, (size_t)n, l->out) < 0)
                 return -1;
         l->off = 0;
-        l->len = (size_t)n;
-        return 1;
+        if (room) /* the answer's head: what of it may go on now */
+                l->len = egress_answer_feed(a, (size_t)n, n == 0, l->buf);
+        else
+                l->len = (size_t)n;
+        return n == 0 ? 0 : 1;
 }
 
 /* Sends what the buffer holds, as far as leg.to takes it now: 0, or -1 when the peer is gone. */
@@ -259,8 +264,13 @@ static short leg_events(const struct leg *read_leg, const struct leg *write_leg)
 static void relay(struct egress_conn *c, char *bufs[2], uint64_t body_left, bool plain)
 {
         struct egress_run *run = c->run;
-        struct leg up = {c->client, c->upstream, bufs[0], 0, 0, body_left > 0, true};
-        struct leg down = {c->upstream, c->client, bufs[1], 0, 0, true, false};
+        _cleanup_free_ struct egress_answer *answer = plain ? calloc(1, sizeof(*answer)) : NULL;
+        if (plain && !answer) {
+                egress_set_refused(c, "out of memory");
+                return;
+        }
+        struct leg up = {c->client, c->upstream, bufs[0], 0, 0, body_left > 0, true, NULL};
+        struct leg down = {c->upstream, c->client, bufs[1], 0, 0, true, false, answer};
         bool shut_up = false, shut_down = false;
         for (;;) {
                 if (now_ms() >= run->deadline) {
@@ -589,7 +599,7 @@ int egress_method_refusal(const struct egress_policy *p, const struct egress_req
         return 0;
 }
 
-/* bufs: the head's buffer (EGRESS_HEAD_MAX + 1), then the relay's second. */
+/* bufs: two of RELAY_BUFS_SIZE (the head's, then the relay's second). */
 static void serve(struct egress_conn *c, char *bufs[2])
 {
         char *buf = bufs[0];
@@ -735,8 +745,7 @@ static void *worker_main(void *arg)
 {
         struct egress_worker *w = arg;
         struct egress *e = w->e;
-        char *bufs[2] = {malloc(EGRESS_HEAD_MAX + 1 > RELAY_BUF ? EGRESS_HEAD_MAX + 1 : RELAY_BUF),
-                         malloc(RELAY_BUF)};
+        char *bufs[2] = {malloc(RELAY_BUFS_SIZE), malloc(RELAY_BUFS_SIZE)};
         pthread_mutex_lock(&e->lock);
         for (;;) {
                 while (!w->conn && !e->stopping)

@@ -11,11 +11,17 @@
 #include <stdint.h>
 
 #include "egress.h"
+#include "egress_answer.h"
 #include "egress_http.h"
 #include "egress_tls.h"
 
 #define REFUSED_MAX 768
 #define RELAY_BUF 16384
+/* Each of a worker's two buffers: a request head (EGRESS_HEAD_MAX and its NUL), what a relay
+ * reads (RELAY_BUF), or an answer's rewritten head (egress_answer.h), whichever is largest. */
+#define RELAY_BUFS_SIZE (EGRESS_HEAD_MAX + EGRESS_ANSWER_GROWTH)
+_Static_assert(RELAY_BUFS_SIZE >= RELAY_BUF && RELAY_BUFS_SIZE > EGRESS_HEAD_MAX,
+               "a worker's buffer holds a head, a relay's read and a rewritten answer head");
 
 struct egress_run;
 struct egress_worker;
@@ -81,8 +87,7 @@ int egress_method_refusal(const struct egress_policy *p, const struct egress_req
 
 /* Serves a CONNECT to a host whose TLS the engine terminates, once c->upstream is connected
  * and the guest has its 200: the guest's handshake, its one request read, checked and given
- * the host's headers, TLS to the server, the answer back. bufs: the head's buffer
- * (EGRESS_HEAD_MAX + 1) and a RELAY_BUF one. */
+ * the host's headers, TLS to the server, the answer back. bufs: two of RELAY_BUFS_SIZE. */
 void egress_terminate(struct egress_conn *c, const struct egress_request *connect, char *bufs[2]);
 
 #endif

@@ -142,8 +142,9 @@ struct tls_leg {
         char *buf;
         size_t len, off;
         bool reading;
-        bool out;      /* guest to server */
-        uint64_t left; /* out: the body's bytes still to pass on */
+        bool out;                     /* guest to server */
+        uint64_t left;                /* out: the body's bytes still to pass on */
+        struct egress_answer *answer; /* down: the answer, its head rewritten */
 };
 
 /* What the leg can do now, without waiting: 1 when something moved, 0 when nothing could,
@@ -156,18 +157,23 @@ static int leg_step(struct egress_conn *c, struct tls_leg *l, short *want_from, 
                 size_t cap = RELAY_BUF;
                 if (l->out && l->left < cap)
                         cap = (size_t)l->left;
-                size_t got = 0;
-                enum egress_tls_status st = egress_tls_read(l->from, l->buf, cap, &got);
+                size_t got = 0, room = l->answer ? egress_answer_room(l->answer) : 0;
+                enum egress_tls_status st =
+                        egress_tls_read(l->from, room ? l->answer->head + l->answer->len : l->buf,
+                                        room ? room : cap, &got);
                 if (st == EGRESS_TLS_OK) {
                         if (egress_take_bytes(c, got, l->out) < 0)
                                 return -1;
                         l->off = 0;
-                        l->len = got;
+                        l->len = room ? egress_answer_feed(l->answer, got, false, l->buf) : got;
                         if (l->out && (l->left -= got) == 0)
                                 l->reading = false;
                         moved = 1;
                 } else if (st == EGRESS_TLS_EOF) {
                         l->reading = false;
+                        if (room) /* a head the server left unfinished goes as it is */
+                                l->len = egress_answer_feed(l->answer, 0, true, l->buf);
+                        l->off = 0;
                         moved = 1;
                 } else if (st == EGRESS_TLS_ERROR) {
                         egress_set_refused(c, "%s", egress_tls_why(l->from));
@@ -204,10 +210,26 @@ static void relay_tls(struct egress_conn *c, struct egress_tls_side *guest,
                       struct egress_tls_side *server, char *bufs[2], uint64_t body_left)
 {
         struct egress_run *run = c->run;
-        struct tls_leg up = {guest, server, c->client,     c->upstream, bufs[0],
-                             0,     0,      body_left > 0, true,        body_left};
-        struct tls_leg down = {server, guest, c->upstream, c->client, bufs[1],
-                               0,      0,     true,        false,     0};
+        _cleanup_free_ struct egress_answer *answer = calloc(1, sizeof(*answer));
+        if (!answer) {
+                egress_set_refused(c, "out of memory");
+                return;
+        }
+        struct tls_leg up = {.from = guest,
+                             .to = server,
+                             .from_fd = c->client,
+                             .to_fd = c->upstream,
+                             .buf = bufs[0],
+                             .reading = body_left > 0,
+                             .out = true,
+                             .left = body_left};
+        struct tls_leg down = {.from = server,
+                               .to = guest,
+                               .from_fd = c->upstream,
+                               .to_fd = c->client,
+                               .buf = bufs[1],
+                               .reading = true,
+                               .answer = answer};
         for (;;) {
                 if (now_ms() >= run->deadline) {
                         egress_set_refused(c, "closed at the run's time limit");
