@@ -102,10 +102,10 @@ class Trap:
             conn.close()
 
     def reached(self, timeout=60):
-        """The (address, port) of every connection that came in but the trap's own probes.
-        Each listener is probed first and the probe waited for: a listener accepts in order,
-        so whatever reached it before has been recorded by then (and a listener that records
-        nothing fails here, not silently)."""
+        """The (address, port) of every connection that came in since the last call, but the
+        trap's own probes. Each listener is probed first and the probe waited for: a listener
+        accepts in order, so whatever reached it before has been recorded by then (and a
+        listener that records nothing fails here, not silently)."""
         probes = set()
         for s in self.socks:
             c = socket.create_connection(s.getsockname()[:2], timeout=10)
@@ -117,7 +117,7 @@ class Trap:
                 peers = {peer for _, peer in self.seen}
                 if probes <= peers:
                     found = [local for local, peer in self.seen if peer not in probes]
-                    self.seen = [e for e in self.seen if e[1] not in probes]
+                    self.seen = []
                     return found
             if time.monotonic() > deadline:
                 raise AssertionError("the trap listeners did not record their probes")
