@@ -9,6 +9,7 @@ import struct
 import threading
 
 A, AAAA = 1, 28
+SILENT = object()  # Table.answer's word for "send nothing back"
 TYPE_NAMES = {A: "A", AAAA: "AAAA"}
 
 
@@ -20,11 +21,16 @@ class Table:
         self.lock = threading.Lock()
         self.names = {}
         self.rebind = {}   # name -> (first, after), each {"A": [...], "AAAA": [...]}
+        self.silent = set()  # names whose questions get no answer at all
         self.asked = []    # (name, "A" | "AAAA" | number, "udp" | "tcp"), in order
 
     def set(self, name, a=(), aaaa=()):
         with self.lock:
             self.names[name.lower()] = {"A": list(a), "AAAA": list(aaaa)}
+
+    def set_silent(self, name):
+        with self.lock:
+            self.silent.add(name.lower())
 
     def set_rebinding(self, name, first, after):
         with self.lock:
@@ -36,12 +42,14 @@ class Table:
             return sum(1 for n, k, _ in self.asked if n == name.lower() and kind in (None, k))
 
     def answer(self, name, qtype, transport):
-        """The addresses for (name, qtype), or None for a name it does not know."""
+        """The addresses for (name, qtype), None for a name it does not know, or SILENT."""
         name = name.lower()
         kind = TYPE_NAMES.get(qtype, qtype)
         with self.lock:
             before = sum(1 for n, k, _ in self.asked if n == name and k == kind)
             self.asked.append((name, kind, transport))
+            if name in self.silent:
+                return SILENT
             if name in self.rebind:
                 first, after = self.rebind[name]
                 return list((first if before == 0 else after).get(kind, []))
@@ -76,7 +84,8 @@ def parse_question(msg):
 
 
 def reply(msg, table, transport):
-    """The answer to one query message (bytes), or None when it cannot be read at all."""
+    """The answer to one query message (bytes), or None: send nothing (a message that cannot
+    be read at all, or a silent name)."""
     q = parse_question(msg)
     if q is None:
         if len(msg) < 2:
@@ -85,6 +94,8 @@ def reply(msg, table, transport):
     qid, flags, name, qtype, qclass, end = q
     question = msg[12:end]
     addresses = table.answer(name, qtype, transport) if qclass == 1 else None
+    if addresses is SILENT:
+        return None
     rd = flags & 0x0100
     if addresses is None:
         return struct.pack("!HHHHHH", qid, 0x8083 | rd, 1, 0, 0, 0) + question  # NXDOMAIN

@@ -27,8 +27,10 @@ PUBLIC6 = "2001:db9::10"
 PRIVATE4 = "10.20.0.10"
 METADATA4 = "169.254.169.254"
 METADATA6 = "fd00:ec2::254"  # AWS's IPv6 metadata address
+LINKLOCAL4 = "169.254.10.10"
+CGNAT4 = "100.64.0.10"
 ON_LO = (PUBLIC4 + "/32", PUBLIC6 + "/128", PRIVATE4 + "/32", METADATA4 + "/32",
-            METADATA6 + "/128")
+         METADATA6 + "/128", LINKLOCAL4 + "/32", CGNAT4 + "/32")
 
 
 def _run(*argv):
@@ -52,7 +54,9 @@ def enter():
                                 + os.strerror(ctypes.get_errno()))
     _run("mount", "--make-rprivate", "/")
     folder = tempfile.mkdtemp(prefix="codecell-resolve-")
-    files = {"resolv.conf": "nameserver 127.0.0.1\noptions timeout:5 attempts:3\n",
+    files = {# A question unanswered keeps getaddrinfo for a minute (the
+             # longest wait glibc allows, twice), far past a test's run.
+             "resolv.conf": "nameserver 127.0.0.1\noptions timeout:30 attempts:2\n",
              "hosts": "127.0.0.1 localhost\n::1 localhost\n",
              "nsswitch.conf": "hosts: files dns\n"}
     for name, text in files.items():

@@ -16,6 +16,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 import unittest
 
 from harness import BIN, LAUNCHED, Run, codecell, tempdir
@@ -39,8 +40,14 @@ REFUSED_NAMES = {
     "meta6.example.test": {"aaaa": [ns.METADATA6]},
     "mapped.example.test": {"aaaa": ["::ffff:127.0.0.1", "::ffff:" + ns.METADATA4,
                                      "64:ff9b::a9fe:a9fe"]},  # NAT64 form of the metadata
+    # IPv4-compatible, SIIT-translated and 6to4 forms of loopback.
+    "embedded.example.test": {"aaaa": ["::127.0.0.1", "::ffff:0:7f00:1", "2002:7f00:1::1"]},
+    # connect() to 0.0.0.0 reaches this host's own listeners.
+    "zero.example.test": {"a": ["0.0.0.0"], "aaaa": ["::"]},
+    "linklocal.example.test": {"a": [ns.LINKLOCAL4], "aaaa": ["fe80::1"]},
+    "cgnat.example.test": {"a": [ns.CGNAT4]},
 }
-TRAPPED = ("127.0.0.1", "::1", ns.PRIVATE4, ns.METADATA4, ns.METADATA6)
+TRAPPED = ("127.0.0.1", "::1", ns.PRIVATE4, ns.METADATA4, ns.METADATA6, ns.LINKLOCAL4, ns.CGNAT4)
 
 # ask(url): [status, body] through the proxy the sandbox's variables name; a refused CONNECT
 # gives the proxy's status and the library's message. tunnel(host): the proxy's whole answer
@@ -262,6 +269,31 @@ class Resolved(unittest.TestCase):
                 self.assertEqual(TRAP.reached(), [])
                 # The resolver did hand out loopback: a lookup for each connection after the first.
                 self.assertGreaterEqual(DNS.table.questions(name, "A"), 6)
+
+    def test_a_lookup_that_never_ends_does_not_hold_the_run(self):
+        # getaddrinfo waits a minute for this name (resolver_namespace.py's resolv.conf); the
+        # run's wall clock is 3 s: the run must end then, the lookup left to its thread.
+        for lang, start, user in EACH:
+            with self.subTest(lang=lang, start=start, user=user):
+                name = "silent-%s-%s-%s.example.test" % (lang, start, user)
+                DNS.table.set_silent(name)
+                folder = tempdir(self)
+                os.chmod(folder, 0o755)
+                path = write_config(folder, [dict(cell(lang, start),
+                                                  limits={"timeout_ms": 3000, "cpu_ms": 3000})])
+                os.chmod(path, 0o644)
+                began = time.monotonic()
+                args = ("run", "--config", path, "--json", "-e",
+                        ASK[lang] + call(lang, "ask", "http://%s/" % name))
+                r = codecell(*args, timeout=180) if user == "root" else as_nobody(*args)
+                took = time.monotonic() - began
+                self.assertIsNotNone(r.result, r)
+                self.assertEqual(r.status, "timeout", r)
+                self.assertLess(took, 45, "the run waited for the lookup")
+                self.assertGreaterEqual(DNS.table.questions(name), 1)
+                network = r.result["network"]
+                self.assertEqual([c["host"] for c in network], [name])
+                self.assertTrue(network[0].get("refused"), network)
 
     NO_ANSWER = {"Errno::EPERM", "Errno::EACCES", "Errno::ENETUNREACH", "Errno::ECONNREFUSED",
                  "Errno::ETIMEDOUT", "RuntimeError", "SocketError", "Resolv::ResolvError",
