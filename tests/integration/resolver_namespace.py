@@ -1,13 +1,17 @@
-"""A private mount and network namespace for this test process, in which names resolve as the
-test says: /etc/resolv.conf (bind-mounted) names 127.0.0.1, where a DNS server of the test's
-(dns_server.py) answers, /etc/hosts knows only localhost, and its lo carries the addresses
-the tests serve: some the engine's proxy calls public, some it must refuse. Nothing routes out of the namespace, so a "public" address here reaches only the test's own server.
-The addresses are on the namespace's lo (a dummy interface needs a kernel module that hosts
-may lack); what matters to the proxy is the address, not the interface.
+"""Private network namespaces for this test process, in which names resolve as the test says.
 
-enter() moves the whole process (it must still have one thread: namespaces are per thread, and
-the threads made after it inherit them) and every process it starts afterwards, codecell
-included. It needs root; it raises unittest.SkipTest with the reason when it cannot be made."""
+The engine's side ("this host"): a mount and network namespace that the whole process enters
+(enter()), codecell with it. /etc/resolv.conf (bind-mounted) names 127.0.0.1, where a DNS server
+of the test's (dns_server.py) answers; /etc/hosts knows only localhost; its lo carries the
+refused addresses the tests listen on (private, metadata, ...) and two public-looking addresses
+of this host's own. The rest of the world ("outside"): a second network namespace, joined to
+the first by a veth pair, holding the public addresses where the tests' servers answer, so that
+an allowed connection really goes out of the engine's host and is seen arriving on the other
+side. Nothing routes beyond the two.
+
+enter() must be called while the process has one thread (namespaces are per thread, and the
+threads made afterwards inherit them). It needs root; it raises unittest.SkipTest with the
+reason when the namespaces cannot be made (a kernel without veth, say)."""
 import ctypes
 import os
 import socket
@@ -21,16 +25,20 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
 
 # Public by src/lib/egress/egress_addr.c's tables (198.18.0.0/15 is refused, 198.20/16 is not;
-# 2001:db8::/32 is refused, 2001:db9:: is not).
+# 2001:db8::/32 is refused, 2001:db9:: is not). PUBLIC* are outside, LOCAL* this host's own.
 PUBLIC4 = "198.20.0.10"
 PUBLIC6 = "2001:db9::10"
+LINK4, LINK6 = "198.20.0.1/24", "2001:db9::1/64"  # this host's end of the veth pair
+LOCAL4 = "198.20.9.99"
+LOCAL6 = "2001:db9:9::99"
 PRIVATE4 = "10.20.0.10"
 METADATA4 = "169.254.169.254"
 METADATA6 = "fd00:ec2::254"  # AWS's IPv6 metadata address
 LINKLOCAL4 = "169.254.10.10"
 CGNAT4 = "100.64.0.10"
-ON_LO = (PUBLIC4 + "/32", PUBLIC6 + "/128", PRIVATE4 + "/32", METADATA4 + "/32",
+ON_LO = (LOCAL4 + "/32", LOCAL6 + "/128", PRIVATE4 + "/32", METADATA4 + "/32",
          METADATA6 + "/128", LINKLOCAL4 + "/32", CGNAT4 + "/32")
+LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def _run(*argv):
@@ -48,8 +56,7 @@ def enter():
                                 "needs root (unshare --mount --net)")
     if threading.active_count() != 1:
         raise unittest.SkipTest("the process already has threads: they would stay outside")
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
+    if LIBC.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
         raise unittest.SkipTest("unshare(CLONE_NEWNS|CLONE_NEWNET): "
                                 + os.strerror(ctypes.get_errno()))
     _run("mount", "--make-rprivate", "/")
@@ -68,12 +75,67 @@ def enter():
     _run("ip", "link", "set", "lo", "up")
     for address in ON_LO:
         _run("ip", "addr", "add", address, "dev", "lo")
+    _make_outside()
     return folder
 
 
+OUTSIDE = {}  # "tid": a thread living in the outside namespace, "fd": that namespace
+
+
+def _make_outside():
+    """The outside namespace, held by a thread that stays in it (its tid names it to ip and
+    nsenter), joined to this one by a veth pair."""
+    ready = threading.Event()
+
+    def hold():
+        if LIBC.unshare(CLONE_NEWNET) != 0:  # this thread only
+            OUTSIDE["error"] = os.strerror(ctypes.get_errno())
+        else:
+            OUTSIDE["tid"] = threading.get_native_id()
+            OUTSIDE["fd"] = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        ready.set()
+        threading.Event().wait()
+
+    threading.Thread(target=hold, daemon=True).start()
+    ready.wait()
+    if "error" in OUTSIDE:
+        raise unittest.SkipTest("unshare(CLONE_NEWNET) in a thread: " + OUTSIDE["error"])
+    tid = str(OUTSIDE["tid"])
+    outside = ("nsenter", "--net=/proc/%s/ns/net" % tid)
+    _run("ip", "link", "add", "cc-host", "type", "veth", "peer", "name", "cc-out", "netns", tid)
+    _run("ip", "addr", "add", LINK4, "dev", "cc-host")
+    _run("ip", "addr", "add", LINK6, "dev", "cc-host", "nodad")
+    _run("ip", "link", "set", "cc-host", "up")
+    _run(*outside, "ip", "link", "set", "lo", "up")
+    _run(*outside, "ip", "addr", "add", PUBLIC4 + "/24", "dev", "cc-out")
+    _run(*outside, "ip", "addr", "add", PUBLIC6 + "/64", "dev", "cc-out", "nodad")
+    _run(*outside, "ip", "link", "set", "cc-out", "up")
+
+
+def outside(make):
+    """make() called in a thread that joined the outside namespace: sockets it creates live
+    there (and stay there, whichever thread uses them). Returns what make() returned."""
+    box = {}
+
+    def run():
+        if LIBC.setns(OUTSIDE["fd"], CLONE_NEWNET) != 0:
+            box["error"] = OSError(ctypes.get_errno(), "setns into the outside namespace")
+            return
+        try:
+            box["value"] = make()
+        except Exception as e:  # handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def listening(host, port):
-    """A socket bound and listening on (host, port), IPv4 or IPv6 by the host's form; an
-    IPv6 address on an interface may take a moment to be usable, so binding is retried."""
+    """A socket bound and listening on (host, port), IPv4 or IPv6 by the host's form."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = socket.socket(family, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

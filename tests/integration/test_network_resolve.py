@@ -132,8 +132,8 @@ def setUpModule():
     os.chmod(os.path.join(CA_DIR, "ca.pem"), 0o644)
     PUBLIC = {}
     for host in (ns.PUBLIC4, ns.PUBLIC6):
-        PUBLIC[host, 80] = PublicServer(host, 80)
-        PUBLIC[host, 443] = PublicServer(host, 443, tls=(leaf, key))
+        PUBLIC[host, 80] = ns.outside(lambda: PublicServer(host, 80))
+        PUBLIC[host, 443] = ns.outside(lambda: PublicServer(host, 443, tls=(leaf, key)))
     for s in PUBLIC.values():
         threading.Thread(target=s.serve_forever, daemon=True).start()
     check_the_namespace()
@@ -141,13 +141,33 @@ def setUpModule():
 
 def check_the_namespace():
     """What the cases rely on, seen from the host side first: the resolver answers over UDP
-    and TCP, glibc here asks it, and every trap listener records a connection."""
+    and TCP, glibc here asks it, every trap listener records a connection, and the public
+    servers outside answer from here (IPv6 neighbours may take a moment)."""
     assert dns_server.ask("pub.example.test", dns_server.A) == [ns.PUBLIC4]
     assert dns_server.ask("loop6.example.test", dns_server.AAAA, tcp=True) == ["::1"]
     assert dns_server.ask("nothing.example.test", dns_server.A) is None
     got = {a[4][0] for a in socket.getaddrinfo("mixed.example.test", 80, type=socket.SOCK_STREAM)}
     assert ns.PUBLIC4 in got and "127.0.0.1" in got, got
     assert TRAP.reached() == []
+    for (host, port), server in PUBLIC.items():
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                c = socket.create_connection((host, port), timeout=10)
+                if port == 443:  # the TLS server counts a connection once its handshake is done
+                    tls = ssl.create_default_context(cafile=os.path.join(CA_DIR, "ca.pem"))
+                    c = tls.wrap_socket(c, server_hostname="pub.example.test")
+                c.close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "%s:%d does not answer" % (host, port)
+                time.sleep(0.1)
+    deadline = time.monotonic() + 60
+    while sum(s.accepted for s in PUBLIC.values()) < len(PUBLIC):
+        assert time.monotonic() < deadline, "the public servers did not see the probes"
+        time.sleep(0.05)
+    for s in PUBLIC.values():
+        s.accepted = 0
     DNS.table.asked.clear()
 
 
