@@ -46,8 +46,11 @@ REFUSED_NAMES = {
     "zero.example.test": {"a": ["0.0.0.0"], "aaaa": ["::"]},
     "linklocal.example.test": {"a": [ns.LINKLOCAL4], "aaaa": ["fe80::1"]},
     "cgnat.example.test": {"a": [ns.CGNAT4]},
+    # Public-looking, but this host's own: its services are behind them as behind loopback.
+    "self.example.test": {"a": [ns.LOCAL4], "aaaa": [ns.LOCAL6, "::ffff:" + ns.LOCAL4]},
 }
-TRAPPED = ("127.0.0.1", "::1", ns.PRIVATE4, ns.METADATA4, ns.METADATA6, ns.LINKLOCAL4, ns.CGNAT4)
+TRAPPED = ("127.0.0.1", "::1", ns.PRIVATE4, ns.METADATA4, ns.METADATA6, ns.LINKLOCAL4, ns.CGNAT4,
+           ns.LOCAL4, ns.LOCAL6)
 
 # ask(url): [status, body] through the proxy the sandbox's variables name; a refused CONNECT
 # gives the proxy's status and the library's message. tunnel(host): the proxy's whole answer
@@ -196,7 +199,7 @@ def cell(lang, start):
     return {"name": lang, "language": lang, "pool": 1, "start": start,
             "limits": {"timeout_ms": 30000, "cpu_ms": 10000},
             "mounts": [{"source": CA_DIR, "dest": "/ca", "mode": "ro"}],
-            "network": {"allow": ["*.example.test"]}}
+            "network": {"allow": ["*.example.test"], "connections": 64}}
 
 
 class Resolved(unittest.TestCase):
