@@ -77,8 +77,8 @@ const char *egress_address_local(const struct sockaddr *sa)
                 const struct nlmsgerr *e = NLMSG_DATA(&ans.nh);
                 /* No route at all (unreachable, prohibited): not this host's, and the connect
                  * will fail on its own. */
-                if (e->error == -ENETUNREACH || e->error == -EHOSTUNREACH ||
-                    e->error == -EACCES || e->error == -EINVAL)
+                if (e->error == -ENETUNREACH || e->error == -EHOSTUNREACH || e->error == -EACCES ||
+                    e->error == -EINVAL)
                         return NULL;
                 return "cannot ask the routing table whether it is this host's own";
         }
