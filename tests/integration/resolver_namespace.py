@@ -14,6 +14,7 @@ threads made afterwards inherit them). It needs root; it raises unittest.SkipTes
 reason when the namespaces cannot be made (a kernel without veth, say)."""
 import ctypes
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -61,6 +62,15 @@ def enter():
                                 + os.strerror(ctypes.get_errno()))
     _run("mount", "--make-rprivate", "/")
     folder = tempfile.mkdtemp(prefix="codecell-resolve-")
+    try:
+        _configure(folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
+
+
+def _configure(folder):
     files = {# A question unanswered keeps getaddrinfo for a minute (the
              # longest wait glibc allows, twice), far past a test's run.
              "resolv.conf": "nameserver 127.0.0.1\noptions timeout:30 attempts:2\n",
@@ -76,7 +86,6 @@ def enter():
     for address in ON_LO:
         _run("ip", "addr", "add", address, "dev", "lo")
     _make_outside()
-    return folder
 
 
 OUTSIDE = {}  # "tid": a thread living in the outside namespace, "fd": that namespace

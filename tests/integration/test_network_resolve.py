@@ -114,8 +114,17 @@ class PublicServer(net_servers.Server):
 
 
 def setUpModule():
-    global FOLDER, DNS, TRAP, PUBLIC, CA_DIR, NOBODY_BIN
+    global FOLDER
     FOLDER = ns.enter()
+    try:
+        start_servers()
+    except BaseException:
+        shutil.rmtree(FOLDER, ignore_errors=True)
+        raise
+
+
+def start_servers():
+    global DNS, TRAP, PUBLIC, CA_DIR, NOBODY_BIN
     os.chmod(FOLDER, 0o755)
     NOBODY_BIN = os.path.join(FOLDER, "codecell")
     shutil.copy(BIN, NOBODY_BIN)
