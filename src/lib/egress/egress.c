@@ -35,6 +35,7 @@
 #include "egress_addr.h"
 #include "egress_answer.h"
 #include "egress_http.h"
+#include "egress_local.h"
 #include "egress_lookup.h"
 #include "egress_sni.h"
 #include "error.h"
@@ -431,8 +432,8 @@ static int find_targets(struct egress_conn *c, const struct egress_request *req,
                     ai->ai_addrlen > sizeof(t[n].addr))
                         continue;
                 /* A looked-up address is never excused by the allowlist's literals: only a
-                 * connection to the literal itself is (above). */
-                if (egress_sockaddr_refused(ai->ai_addr)) {
+                 * connection to the literal itself is (above). Nor is one of this host's own. */
+                if (egress_sockaddr_refused(ai->ai_addr) || egress_address_local(ai->ai_addr)) {
                         char a[INET6_ADDRSTRLEN];
                         address_text(ai->ai_addr, a, sizeof(a));
                         if (!strstr(refused, a) &&
