@@ -212,6 +212,27 @@ class Cli(unittest.TestCase):
                 self.assertEqual(r.status, "ok", r)
                 self.assertEqual(r.result["value"], ["/req", 0, [file_name]], r)
 
+    def test_a_redirect_to_a_refused_host_is_refused_when_followed(self):
+        # The server's redirect is the guest's to follow, through the proxy again, where the
+        # new host is checked as any other.
+        code = {"python": 'import urllib.request, urllib.error\ntry:\n'
+                          '    urllib.request.urlopen("http://plain.example.test/redirect?to='
+                          'http://example.org/x", timeout=10)\n'
+                          'except urllib.error.HTTPError as e:\n    r = [e.code, e.read().decode()]\nr',
+                "ruby": 'require "open-uri"\nbegin\n'
+                        '  URI.open("http://plain.example.test/redirect?to=http://example.org/x")\n'
+                        'rescue OpenURI::HTTPError => e\n  [e.io.status[0].to_i, e.io.read]\nend'}
+        for lang in LANGUAGES:
+            with self.subTest(lang=lang):
+                r = self.run_cell(lang, code[lang])
+                self.assertEqual(r.status, "ok", r)
+                self.assertEqual(r.result["value"][0], 403, r.result["value"])
+                self.assertIn("network access to example.org:80 is not allowed",
+                              r.result["value"][1])
+                self.assertEqual([(c["host"], bool(c.get("refused")))
+                                  for c in r.result["network"]],
+                                 [("plain.example.test", False), ("example.org", True)])
+
     def test_a_plain_answer_says_the_connection_closes(self):
         # The proxy closes a plain-HTTP connection after one answer and says so in its head,
         # whatever the server said: a client must not send its next request there.
