@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 # make install PREFIX=/usr DESTDIR=/tmp/stage (docs/operations.md)
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build install run demo test test-v2 soak sanitize tsan fuzz bench format format-check clean
+.PHONY: all bootstrap build install run demo test test-v2 bench-v2 soak sanitize tsan fuzz bench format format-check clean
 
 all: build
 
@@ -41,6 +41,10 @@ test: bootstrap build
 # a unified cgroup v2 tree, under qemu's emulation (scripts/vm/lane.sh; docs/operations.md).
 test-v2: bootstrap build
 	scripts/vm/lane.sh $(BUILD)
+
+# bench/cold.sh in the same VM: codecell run against bubblewrap placed in a v2 cgroup.
+bench-v2: bootstrap build
+	CODECELL_VM_BENCH_RUNS=$${RUNS:-10} scripts/vm/lane.sh $(BUILD)
 
 # The load test at full size: 10,000 runs from 8 callers at once, in each language.
 soak: build

@@ -13,7 +13,7 @@ poweroff_now() {
         sleep 60 # the power-off is asynchronous; PID 1 must not exit meanwhile (a panic)
 }
 trap poweroff_now EXIT
-. "$repo/build/vm/job" # HOST_RUBY_MS, GUEST_DEADLINE_S (scripts/vm/lane.sh writes it)
+. "$repo/build/vm/job" # HOST_RUBY_MS, GUEST_DEADLINE_S, BENCH_RUNS (scripts/vm/lane.sh writes it)
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
@@ -67,6 +67,16 @@ run_suite() {
                 timeout -k 10 "$GUEST_DEADLINE_S" python3 "$lane/run_tests.py" "$@") >"$out/$name.log" 2>&1
         echo $? >"$out/$name.rc"
 }
+# make bench-v2: bench/cold.sh instead of the suites (BENCH_RUNS runs of each column).
+if [ "${BENCH_RUNS:-0}" -gt 0 ]; then
+        echo "codecell-vm: bench/cold.sh $BENCH_RUNS at $(cut -d' ' -f1 /proc/uptime) s"
+        CODECELL_BIN="$lane/codecell" timeout -k 10 "$GUEST_DEADLINE_S" \
+                bash "$repo/bench/cold.sh" "$BENCH_RUNS" </dev/null >"$out/bench" 2>&1
+        echo $? >"$out/bench.rc"
+        echo "codecell-vm: done at $(cut -d' ' -f1 /proc/uptime) s" | tee "$out/done"
+        rm -rf "$lane"
+        exit 0
+fi
 # scripts/vm/tests: "NAME USER START MODULE... -k PATTERN..." per line, # for comments.
 grep -v '^ *\(#\|$\)' "$repo/scripts/vm/tests" | while read -r line; do
         # shellcheck disable=SC2086

@@ -5,6 +5,7 @@
 # (scripts/vm/tests). Prints which tests ran, which were skipped and why; exits non-zero when
 # a test failed, a suite did not finish, or the VM did not come up.
 #   scripts/vm/lane.sh [BUILD_DIR]      (default build; the binary must be built)
+#   CODECELL_VM_BENCH_RUNS=N scripts/vm/lane.sh   bench/cold.sh N there instead (make bench-v2)
 # Figures of the last run: build/vm/results/ (boot, slowdown, check.*, one log per suite).
 set -eu
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -29,9 +30,12 @@ host_ms=$(for _ in 0 1 2 3 4 5; do
         ruby -e 1
         echo $((($(date +%s%N) - s) / 1000000))
 done | tail -n 5 | sort -n | sed -n 3p)
+# CODECELL_VM_BENCH_RUNS (make bench-v2): bench/cold.sh in the VM instead of the suites.
+BENCH_RUNS="${CODECELL_VM_BENCH_RUNS:-0}"
 cat >"$vm/job" <<JOB
 HOST_RUBY_MS=$host_ms
 GUEST_DEADLINE_S=$SUITE_LIMIT_S
+BENCH_RUNS=$BENCH_RUNS
 JOB
 
 # Software emulation (TCG), always: this machine's /dev/kvm opens but a guest on it never
@@ -58,6 +62,12 @@ wait "$qemu" || rc=$?
 trap - INT TERM HUP
 wall=$(($(date +%s) - start))
 echo "lane: VM ran ${wall} s (qemu exit $rc)"
-"$repo/scripts/vm/report.sh" "$vm" "$repo/scripts/vm/tests" || exit 1
+if [ "$BENCH_RUNS" -gt 0 ]; then
+        cat "$vm/results/boot" "$vm/results/slowdown" "$vm/results/bench" 2>/dev/null || true
+        [ "$(cat "$vm/results/bench.rc" 2>/dev/null)" = 0 ] ||
+                { echo "lane: FAILED: bench/cold.sh in the VM" >&2; tail -n 20 "$vm/console.log" >&2; exit 1; }
+else
+        "$repo/scripts/vm/report.sh" "$vm" "$repo/scripts/vm/tests" || exit 1
+fi
 [ "$rc" -eq 0 ] || { echo "lane: FAILED: the VM was stopped after ${VM_LIMIT_S} s, or qemu failed:" >&2
         tail -n 20 "$vm/qemu.log" "$vm/console.log" >&2; exit 1; }
