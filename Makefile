@@ -4,8 +4,8 @@ JOBS ?= $(shell nproc)
 # make install PREFIX=/usr DESTDIR=/tmp/stage (docs/operations.md)
 PREFIX ?= /usr/local
 
-.PHONY: all bootstrap build install run demo test soak sanitize tsan fuzz bench format format-check clean \
-	cross-arm64 test-arm64
+.PHONY: all bootstrap build install run demo test test-v2 bench-v2 soak sanitize tsan fuzz bench format \
+	format-check clean cross-arm64 test-arm64
 
 all: build
 
@@ -37,6 +37,15 @@ demo: build
 
 test: bootstrap build
 	cd $(BUILD) && ctest --output-on-failure -j 2
+
+# The live cgroup v2 lane: the cgroup-dependent tests in a VM booting Debian 12's own kernel on
+# a unified cgroup v2 tree, under qemu's emulation (scripts/vm/lane.sh; docs/operations.md).
+test-v2: bootstrap build
+	scripts/vm/lane.sh $(BUILD)
+
+# bench/cold.sh in the same VM: codecell run against bubblewrap placed in a v2 cgroup.
+bench-v2: bootstrap build
+	CODECELL_VM_BENCH_RUNS=$${RUNS:-10} scripts/vm/lane.sh $(BUILD)
 
 # The load test at full size: 10,000 runs from 8 callers at once, in each language.
 soak: build

@@ -29,7 +29,35 @@ class Run:
 LAUNCHED = []  # pids of the codecell processes started, to find what they left behind
 
 
+# How much slower than the host this machine runs: 1 here; measured by the cgroup v2 lane's
+# VM under emulation (scripts/vm/guest.sh: `ruby -e 1` there against the host). Wall-clock
+# limits of the tests that run there are multiplied by it, and only there.
+SLOWDOWN = max(1.0, float(os.environ.get("CODECELL_SLOWDOWN") or 1))
+
+
+def scaled(seconds):
+    """A wall-clock limit in seconds, for this machine's speed."""
+    return seconds * SLOWDOWN
+
+
+def scaled_timeouts(args):
+    """The arguments with each `--timeout DURATION` (ms or s) for this machine's speed: CPU
+    budgets (--cpu) count the CPU the run spends, which emulation makes slower as well, and
+    are left as they are."""
+    out = list(args)
+    if SLOWDOWN == 1:
+        return out
+    for i in range(len(out) - 1):
+        if out[i] == "--timeout":
+            value = out[i + 1]
+            ms = float(value[:-2]) if value.endswith("ms") else float(value.rstrip("s")) * 1000
+            out[i + 1] = f"{int(ms * SLOWDOWN)}ms"
+    return out
+
+
 def codecell(*args, stdin=None, timeout=120):
+    args = scaled_timeouts(args)
+    timeout = scaled(timeout)
     with subprocess.Popen([BIN, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as proc:
         LAUNCHED.append(proc.pid)

@@ -214,6 +214,7 @@ static int plan_idmaps(struct cell_plan *plan, codecell_error *err)
                 plan->idmap_fds[i] = -1;
         if (!plan->privileged || c->n_mounts == 0)
                 return 0;
+        size_t idmapped = 0;
         for (size_t i = 0; i < c->n_mounts; i++) {
                 struct stat st;
                 if (stat(c->mounts[i].source, &st) < 0)
@@ -223,8 +224,23 @@ static int plan_idmaps(struct cell_plan *plan, codecell_error *err)
                         err_prefix(err, "mount %s: ", c->mounts[i].dest);
                         return fd;
                 }
+                /* A file system that takes no idmap (tmpfs before Linux 6.3: Debian 12's
+                 * /tmp when it is a tmpfs) keeps a plain bind, as for an unprivileged caller:
+                 * every run would fail otherwise, when the sandbox attaches the mount. */
+                int r = idmap_probe(c->mounts[i].source, fd);
+                if (r == -EINVAL) {
+                        close(fd);
+                        continue;
+                }
+                if (r < 0) {
+                        close(fd);
+                        return err_sys(err, -r, "mount %s: idmap", c->mounts[i].dest);
+                }
                 plan->idmap_fds[i] = fd;
+                idmapped++;
         }
+        if (idmapped == 0)
+                return 0;
         return add_layer(plan, "idmapped_mounts") < 0 ? err_sys(err, ENOMEM, "layers") : 0;
 }
 

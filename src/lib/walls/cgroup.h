@@ -43,6 +43,10 @@ struct cgroup_backend {
         int (*create)(const struct cgroup_place *place, const char *name,
                       const struct cgroup_limits *limits, struct cgroup *ret, codecell_error *err);
         int (*attach)(const struct cgroup *cg, pid_t pid, codecell_error *err);
+        /* v2: the cgroup's directory, open (close-on-exec), for a child born in it with
+         * clone3(CLONE_INTO_CGROUP): no move, and every page it touches is charged there.
+         * NULL (v1): a child is moved with attach. */
+        int (*open_dir)(const struct cgroup *cg, codecell_error *err);
         void (*stats)(const struct cgroup *cg, struct cgroup_stats *ret);
         /* CPU time of every process the cgroup held, the dead ones included, in ms; -1 when
          * this cgroup does not count it. */

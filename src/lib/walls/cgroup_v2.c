@@ -1,5 +1,6 @@
 /* cgroup v2: one directory holds both controllers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,12 @@ static int v2_attach(const struct cgroup *cg, pid_t pid, codecell_error *err)
         return r < 0 ? err_sys(err, -r, "cgroup v2: %s", path) : 0;
 }
 
+static int v2_open_dir(const struct cgroup *cg, codecell_error *err)
+{
+        int fd = open(cg->memory_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? err_sys(err, errno, "cgroup v2: open %s", cg->memory_dir) : fd;
+}
+
 static void v2_stats(const struct cgroup *cg, struct cgroup_stats *ret)
 {
         char path[PATH_MAX + 32], text[64];
@@ -80,6 +87,7 @@ const struct cgroup_backend cgroup_v2_backend = {
         .name = "cgroup_v2",
         .create = v2_create,
         .attach = v2_attach,
+        .open_dir = v2_open_dir,
         .stats = v2_stats,
         .cpu_ms = v2_cpu_ms,
         .destroy = v2_destroy,

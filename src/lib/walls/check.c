@@ -55,12 +55,9 @@ static bool probe_idmapped_mount(char *why, size_t why_size)
                 snprintf(why, why_size, "userns: %s", err.message);
                 return false;
         }
-        _cleanup_close_ int tree =
-                (int)syscall(SYS_open_tree, AT_FDCWD, "/tmp", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-        struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns};
-        if (tree < 0 ||
-            syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
-                snprintf(why, why_size, "%s", strerror(errno));
+        int r = idmap_probe("/tmp", userns);
+        if (r < 0) {
+                snprintf(why, why_size, "%s", strerror(-r));
                 return false;
         }
         return true;

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,4 +49,17 @@ int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid, cod
                         r = -errno;
         }
         return r < 0 ? err_sys(err, -r, "idmap: %s", path) : fd;
+}
+
+int idmap_probe(const char *path, int userns_fd)
+{
+        _cleanup_close_ int tree = (int)syscall(SYS_open_tree, AT_FDCWD, path,
+                                                OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0)
+                return -errno;
+        struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns_fd};
+        if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                    sizeof(attr)) < 0)
+                return -errno;
+        return 0;
 }

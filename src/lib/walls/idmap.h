@@ -14,4 +14,10 @@
  * (close-on-exec), or < 0 with err. Costs a short-lived child process. */
 int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid, codecell_error *err);
 
+/* Whether the file system under `path` takes an idmap: a detached clone of the folder (and
+ * what is mounted below it) idmapped with `userns_fd` and dropped. 0 when it does, else
+ * -errno: EINVAL from a file system without idmap support (tmpfs before Linux 6.3, 9p,
+ * NFS...), where a read-write mount stays a plain bind. */
+int idmap_probe(const char *path, int userns_fd);
+
 #endif

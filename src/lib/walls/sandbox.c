@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -350,6 +351,29 @@ static int wait_setup(int fd, pid_t pid, codecell_error *err)
                        fail.what);
 }
 
+/* The sandbox's init, with new namespaces. On cgroup v2 (cgroup_fd >= 0) it is born in its
+ * cgroup with clone3(CLONE_INTO_CGROUP): nothing to move, and every page it touches from its
+ * first one is charged there. A kernel without clone3 (before 5.7) or without
+ * CLONE_INTO_CGROUP (5.7 and earlier) answers ENOSYS, E2BIG or EINVAL: *ret_born is false and
+ * the caller moves the child as on v1. */
+static pid_t clone_init(int flags, int cgroup_fd, bool *ret_born)
+{
+        *ret_born = false;
+        if (cgroup_fd >= 0) {
+                struct clone_args args = {
+                        .flags = (uint64_t)(flags & ~CSIGNAL) | CLONE_INTO_CGROUP,
+                        .exit_signal = (uint64_t)(flags & CSIGNAL),
+                        .cgroup = (uint64_t)cgroup_fd,
+                };
+                pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+                if (pid >= 0 || (errno != ENOSYS && errno != E2BIG && errno != EINVAL)) {
+                        *ret_born = pid >= 0;
+                        return pid;
+                }
+        }
+        return (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+}
+
 int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell_error *err)
 {
         int ctl[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
@@ -375,13 +399,22 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
                             "sandbox: a network cell's sandbox needs a namespace of its own");
                 goto fail;
         }
+        /* v2: the cgroup's directory, for init to be born there. */
+        int cgroup_fd = -1;
+        if (spec->cgroup && spec->cgroup->backend->open_dir &&
+            (cgroup_fd = spec->cgroup->backend->open_dir(spec->cgroup, err)) < 0) {
+                r = cgroup_fd;
+                goto fail;
+        }
         if (spec->netns_fd >= 0) {
                 if ((r = netns_enter(spec->netns_fd, &home, err)) < 0)
                         goto fail;
                 flags &= ~CLONE_NEWNET;
         }
-        pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+        bool born_in_cgroup = false;
+        pid_t pid = clone_init(flags, cgroup_fd, &born_in_cgroup);
         int clone_errno = errno;
+        close_fd(&cgroup_fd); /* the child's copy too: init keeps nothing of the host's tree */
         if (pid != 0 && home >= 0 && (r = netns_leave(home, err)) < 0) {
                 if (pid > 0)
                         ret->pid = pid;
@@ -414,10 +447,11 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         /* pipe_write: an init that died already must not take the engine down with SIGPIPE. */
         if (r == 0 && pipe_write(sync[1], "x", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the child");
-        /* Into its cgroup at once, while init builds the file system: a move into a cgroup v1
-         * hierarchy waits for an RCU grace period (10-20 ms here), mostly hidden behind the
-         * mount plan. init forks the interpreter only once told the move is done. */
-        if (r == 0 && spec->cgroup)
+        /* v1 (or a v2 kernel without CLONE_INTO_CGROUP): into its cgroup at once, while init
+         * builds the file system: a move into a cgroup v1 hierarchy waits for an RCU grace
+         * period (10-20 ms here), mostly hidden behind the mount plan. init forks the
+         * interpreter only once told the move is done (at once when born there). */
+        if (r == 0 && spec->cgroup && !born_in_cgroup)
                 r = spec->cgroup->backend->attach(spec->cgroup, pid, err);
         if (r == 0 && pipe_write(sync[1], "y", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the child");

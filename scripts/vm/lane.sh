@@ -1,0 +1,73 @@
+#!/bin/sh
+# The live cgroup v2 lane (make test-v2, .ci/run): boots Debian 12's own kernel in a VM under
+# qemu (software emulation when the host has no KVM), on a unified cgroup v2 tree, over the
+# host's / shared read-only, and runs the suite's cgroup-dependent tests there
+# (scripts/vm/tests). Prints which tests ran, which were skipped and why; exits non-zero when
+# a test failed, a suite did not finish, or the VM did not come up.
+#   scripts/vm/lane.sh [BUILD_DIR]      (default build; the binary must be built)
+#   CODECELL_VM_BENCH_RUNS=N scripts/vm/lane.sh   bench/cold.sh N there instead (make bench-v2)
+# Figures of the last run: build/vm/results/ (boot, slowdown, check.*, one log per suite).
+set -eu
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$(cd "${1:-$repo/build}" && pwd)"
+[ "$build" = "$repo/build" ] || { echo "lane.sh: the VM runs $repo/build only" >&2; exit 2; }
+[ -x "$build/codecell" ] && [ -f "$build/tests/probe.so" ] ||
+        { echo "lane.sh: build first (make build; cmake --build build --target probe)" >&2; exit 2; }
+vm="$build/vm"
+cache="$build/vm-cache"
+# The whole VM's budget, and each suite's inside it: the VM is killed at the first.
+VM_LIMIT_S="${CODECELL_VM_LIMIT_S:-1500}"
+SUITE_LIMIT_S="${CODECELL_VM_SUITE_LIMIT_S:-900}"
+
+kernel="$("$repo/scripts/vm/kernel.sh" "$cache")"
+version="$(ls "$kernel/lib/modules")"
+rm -rf "$vm"
+mkdir -p "$vm"
+"$repo/scripts/vm/initramfs.sh" "$kernel" "$vm/initramfs.cpio.gz"
+# The host's side of the slowdown factor: the same command, median of 5, after a warm-up.
+host_ms=$(for _ in 0 1 2 3 4 5; do
+        s=$(date +%s%N)
+        ruby -e 1
+        echo $((($(date +%s%N) - s) / 1000000))
+done | tail -n 5 | sort -n | sed -n 3p)
+# CODECELL_VM_BENCH_RUNS (make bench-v2): bench/cold.sh in the VM instead of the suites.
+BENCH_RUNS="${CODECELL_VM_BENCH_RUNS:-0}"
+cat >"$vm/job" <<JOB
+HOST_RUBY_MS=$host_ms
+GUEST_DEADLINE_S=$SUITE_LIMIT_S
+BENCH_RUNS=$BENCH_RUNS
+JOB
+
+# Software emulation (TCG), always: this machine's /dev/kvm opens but a guest on it never
+# boots (nested virtualisation without the CPU features qemu asks for), and the lane must run
+# the same way wherever CI runs it. The slowdown factor the guest measures covers the cost.
+accel=tcg
+echo "lane: kernel $version, accelerator $accel, ruby -e 1 on the host ${host_ms} ms"
+start=$(date +%s)
+# -no-reboot with panic=-1: any end of PID 1 (a trap that did not power off) stops qemu too.
+# multidevs=remap: the host's / spans several file systems (/proc, /sys...), whose inode
+# numbers would otherwise collide in the guest (/proc showed sysfs' files).
+timeout -k 10 "$VM_LIMIT_S" qemu-system-x86_64 -accel "$accel" -m 3072 -smp 2 \
+        -nodefaults -display none -no-reboot -serial "file:$vm/console.log" \
+        -kernel "$kernel/boot/vmlinuz-$version" -initrd "$vm/initramfs.cpio.gz" \
+        -append "console=ttyS0 quiet panic=-1 codecell.repo=$repo" \
+        -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+        -virtfs "local,path=$repo,mount_tag=repo,security_model=none,multidevs=remap" \
+        </dev/null >"$vm/qemu.log" 2>&1 &
+qemu=$!
+# A lane stopped from outside (Ctrl-C, CI's limit) stops its VM: timeout passes TERM on.
+trap 'kill "$qemu" 2>/dev/null || true; wait "$qemu" 2>/dev/null || true' INT TERM HUP
+rc=0
+wait "$qemu" || rc=$?
+trap - INT TERM HUP
+wall=$(($(date +%s) - start))
+echo "lane: VM ran ${wall} s (qemu exit $rc)"
+if [ "$BENCH_RUNS" -gt 0 ]; then
+        cat "$vm/results/boot" "$vm/results/slowdown" "$vm/results/bench" 2>/dev/null || true
+        [ "$(cat "$vm/results/bench.rc" 2>/dev/null)" = 0 ] ||
+                { echo "lane: FAILED: bench/cold.sh in the VM" >&2; tail -n 20 "$vm/console.log" >&2; exit 1; }
+else
+        "$repo/scripts/vm/report.sh" "$vm" "$repo/scripts/vm/tests" || exit 1
+fi
+[ "$rc" -eq 0 ] || { echo "lane: FAILED: the VM was stopped after ${VM_LIMIT_S} s, or qemu failed:" >&2
+        tail -n 20 "$vm/qemu.log" "$vm/console.log" >&2; exit 1; }
