@@ -47,9 +47,12 @@ int main(void)
                 const char *why = egress_address_local(i->ifa_addr);
                 if (!why || strcmp(why, "this host's own address") != 0) {
                         char a[INET6_ADDRSTRLEN] = "?";
-                        const void *p = i->ifa_addr->sa_family == AF_INET
-                                                ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-                                                : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+                        const void *p =
+                                i->ifa_addr->sa_family == AF_INET
+                                        ? (const void *)&((struct sockaddr_in *)i->ifa_addr)
+                                                  ->sin_addr
+                                        : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)
+                                                  ->sin6_addr;
                         inet_ntop(i->ifa_addr->sa_family, p, a, sizeof(a));
                         fprintf(stderr, "%s of %s: %s\n", a, i->ifa_name, why ? why : "not local");
                         check_failures++;
