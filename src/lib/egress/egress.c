@@ -258,6 +258,21 @@ static short leg_events(const struct leg *read_leg, const struct leg *write_leg)
                        (write_leg->len ? POLLOUT : 0));
 }
 
+int egress_poll_sides(struct egress_conn *c, short client_events, short upstream_events,
+                      struct pollfd p[3])
+{
+        struct egress_run *run = c->run;
+        p[0] = (struct pollfd){client_events ? c->client : -1, client_events, 0};
+        p[1] = (struct pollfd){upstream_events ? c->upstream : -1, upstream_events, 0};
+        p[2] = (struct pollfd){run->stop_fd, POLLIN, 0};
+        int r = poll(p, 3, isinf(run->deadline) ? -1 : deadline_poll_ms(run->deadline));
+        if (r < 0 && errno == EINTR)
+                return 0;
+        if (r < 0 || p[2].revents)
+                return -1;
+        return r > 0 ? 1 : 0;
+}
+
 /* Relays both ways until each side has ended and all it sent is with the other (plain HTTP:
  * until the server's answer has ended), or the run ends, its deadline passes, its bytes run out.
  * body_left: for plain HTTP, the bytes of the request's body still to pass on (after them nothing
@@ -306,13 +321,11 @@ static void relay(struct egress_conn *c, char *bufs[2], uint64_t body_left, bool
                 short ce = leg_events(&up, &down), ue = leg_events(&down, &up);
                 /* An fd with nothing to wait for stays out of poll: its hangup would wake
                  * poll again and again while the other side is slow. */
-                struct pollfd p[3] = {{ce ? c->client : -1, ce, 0},
-                                      {ue ? c->upstream : -1, ue, 0},
-                                      {run->stop_fd, POLLIN, 0}};
-                int r = poll(p, 3, isinf(run->deadline) ? -1 : deadline_poll_ms(run->deadline));
-                if (r < 0 && errno == EINTR)
+                struct pollfd p[3];
+                int r = egress_poll_sides(c, ce, ue, p);
+                if (r == 0)
                         continue;
-                if (r < 0 || p[2].revents)
+                if (r < 0)
                         return;
                 if ((p[0].revents & POLLOUT) && leg_write(c, &down) < 0)
                         return;

@@ -4,6 +4,7 @@
 #ifndef CODECELL_EGRESS_CONN_H
 #define CODECELL_EGRESS_CONN_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -72,6 +73,11 @@ enum { WAIT_READY = 1, WAIT_DEADLINE = 0, WAIT_STOP = -1 };
 int egress_wait_until(struct egress_run *run, int fd, short events, double until);
 /* The same, with the run's deadline only. */
 int egress_wait_for(struct egress_run *run, int fd, short events);
+/* Waits for the events asked of each side (0: not that side) or the run's end, until the
+ * run's deadline: 1 with p's revents (p[2] is the run's stop), 0 to look again (a signal, or
+ * the deadline: the caller checks it), -1 when the run has ended or poll failed. */
+int egress_poll_sides(struct egress_conn *c, short client_events, short upstream_events,
+                      struct pollfd p[3]);
 /* Records why the connection was refused or ended early; the first reason counts. */
 void egress_set_refused(struct egress_conn *c, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));

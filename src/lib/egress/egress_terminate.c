@@ -244,15 +244,10 @@ static void relay_tls(struct egress_conn *c, struct egress_tls_side *guest,
                         return; /* the answer is whole with the guest */
                 if (a || b)
                         continue; /* OpenSSL may hold more than the socket shows */
-                struct pollfd p[3] = {{want_client ? c->client : -1, want_client, 0},
-                                      {want_server ? c->upstream : -1, want_server, 0},
-                                      {run->stop_fd, POLLIN, 0}};
-                int r = poll(p, 3, isinf(run->deadline) ? -1 : deadline_poll_ms(run->deadline));
-                if (r < 0 && errno == EINTR)
-                        continue;
+                struct pollfd p[3];
                 /* The run's end is no refusal here, as in the plain relay: most often the
                  * guest has read its whole answer and ended before the server's close came. */
-                if (r < 0 || p[2].revents)
+                if (egress_poll_sides(c, want_client, want_server, p) < 0)
                         return;
         }
 }
