@@ -41,7 +41,8 @@ codecell_wing(base SOURCES
 # addresses checked, the request heads and TLS hellos read, the relay (issue 31).
 codecell_wing(egress USES base SOURCES
   egress_policy.c egress_host.c egress_addr.c egress_local.c egress_sni.c egress_http.c
-  egress_lookup.c egress_answer.c openssl_api.c egress_tls.c egress_terminate.c egress.c)
+  egress_lookup.c egress_answer.c openssl_api.c egress_tls.c egress_conn.c egress_terminate.c
+  egress.c)
 # What a cell is before anything runs: its configuration and limits, the guest languages (with
 # their embedded programs, GUEST_SOURCES of CMakeLists.txt), the interpreters as probed on the
 # host, the rules of mounts.

@@ -46,31 +46,6 @@
 #define LINGER_FDS 64
 #define THREAD_STACK (1024 * 1024)
 
-/* Whether fd is ready for events before until (and the run's deadline): WAIT_READY,
- * WAIT_DEADLINE, or WAIT_STOP once the run ends. */
-int egress_wait_until(struct egress_run *run, int fd, short events, double until)
-{
-        if (run->deadline < until)
-                until = run->deadline;
-        for (;;) {
-                if (now_ms() >= until)
-                        return WAIT_DEADLINE;
-                struct pollfd p[2] = {{fd, events, 0}, {run->stop_fd, POLLIN, 0}};
-                int r = poll(p, 2, isinf(until) ? -1 : deadline_poll_ms(until));
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r < 0 || p[1].revents)
-                        return WAIT_STOP;
-                if (r > 0)
-                        return WAIT_READY;
-        }
-}
-
-int egress_wait_for(struct egress_run *run, int fd, short events)
-{
-        return egress_wait_until(run, fd, events, INFINITY);
-}
-
 /* All n bytes to fd: 0, or WAIT_DEADLINE / WAIT_STOP, or -2 when the peer is gone. */
 static int send_all(struct egress_run *run, int fd, const void *data, size_t n)
 {
@@ -95,53 +70,12 @@ static int send_all(struct egress_run *run, int fd, const void *data, size_t n)
         return 0;
 }
 
-void egress_set_refused(struct egress_conn *c, const char *fmt, ...)
-{
-        if (c->refused[0])
-                return; /* the first reason is the one that counts */
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->refused, sizeof(c->refused), fmt, ap);
-        va_end(ap);
-        utf8_trim_cut(c->refused);
-}
-
-static const char *status_text(int status)
-{
-        switch (status) {
-        case 400:
-                return "Bad Request";
-        case 403:
-                return "Forbidden";
-        case 405:
-                return "Method Not Allowed";
-        case 429:
-                return "Too Many Requests";
-        case 502:
-                return "Bad Gateway";
-        case 504:
-                return "Gateway Timeout";
-        default:
-                return "Error";
-        }
-}
-
 /* A relay forwards what it read at once: Nagle's algorithm would hold a small write (the rest of
  * a TLS flight) until the last one is acknowledged, a delayed ACK later. */
 static void no_delay(int fd)
 {
         int one = 1;
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-/* The answer to a refused request, into buf: a short text/plain body that closes. */
-size_t egress_refusal_text(char *buf, size_t size, int status, const char *body)
-{
-        int n = snprintf(buf, size,
-                         "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                         "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
-                         status, status_text(status), strlen(body) + 1, body);
-        return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
 /* Closes the guest's side gently: shut for writing, read what it still sends, for a moment
@@ -173,18 +107,6 @@ static void refuse(struct egress_conn *c, int status, const char *fmt, ...)
         (void)send_all(c->run, c->client, answer,
                        egress_refusal_text(answer, sizeof(answer), status, body));
         linger_close(c->run, &c->client);
-}
-
-int egress_take_bytes(struct egress_conn *c, size_t n, bool out)
-{
-        struct egress_run *run = c->run;
-        uint64_t cap = run->e->policy->bytes;
-        uint64_t was = atomic_fetch_add(out ? &run->bytes_out : &run->bytes_in, (uint64_t)n);
-        if (was + n <= cap)
-                return 0;
-        egress_set_refused(c, "over %llu bytes %s this run", (unsigned long long)cap,
-                           out ? "out" : "in");
-        return -1;
 }
 
 /* n bytes on, counted against the run's cap for their direction: 0, or -1 when the
@@ -256,21 +178,6 @@ static short leg_events(const struct leg *read_leg, const struct leg *write_leg)
 {
         return (short)((read_leg->reading && read_leg->len == 0 ? POLLIN : 0) |
                        (write_leg->len ? POLLOUT : 0));
-}
-
-int egress_poll_sides(struct egress_conn *c, short client_events, short upstream_events,
-                      struct pollfd p[3])
-{
-        struct egress_run *run = c->run;
-        p[0] = (struct pollfd){client_events ? c->client : -1, client_events, 0};
-        p[1] = (struct pollfd){upstream_events ? c->upstream : -1, upstream_events, 0};
-        p[2] = (struct pollfd){run->stop_fd, POLLIN, 0};
-        int r = poll(p, 3, isinf(run->deadline) ? -1 : deadline_poll_ms(run->deadline));
-        if (r < 0 && errno == EINTR)
-                return 0;
-        if (r < 0 || p[2].revents)
-                return -1;
-        return r > 0 ? 1 : 0;
 }
 
 /* Relays both ways until each side has ended and all it sent is with the other (plain HTTP:
@@ -578,39 +485,6 @@ static int check_hello(struct egress_conn *c, const struct egress_request *req, 
                 return -1;
         }
         return forward(c, c->upstream, (const char *)hello, n, true);
-}
-
-/* TRACE (and TRACK, IIS's) answers with the request the server received: to a host the proxy
- * adds headers to, it would hand the operator's secret to the guest. Compared without case:
- * methods are case-sensitive, but a lenient server may take "trace" for TRACE. */
-static bool echoes_request(const struct egress_request *req)
-{
-        return req->method_len == 5 && (strncasecmp(req->method, "TRACE", 5) == 0 ||
-                                        strncasecmp(req->method, "TRACK", 5) == 0);
-}
-
-int egress_method_refusal(const struct egress_policy *p, const struct egress_request *req,
-                          char *body, size_t size)
-{
-        if (!egress_policy_method_allowed(p, req->method, req->method_len)) {
-                char method[64];
-                egress_escape(req->method, req->method_len, method, sizeof(method));
-                int n = snprintf(body, size,
-                                 "method %s is not allowed for this cell; allowed: ", method);
-                for (size_t i = 0; n >= 0 && (size_t)n < size && i < p->n_methods; i++)
-                        n += snprintf(body + n, size - (size_t)n, "%s%s", i ? ", " : "",
-                                      p->methods[i]);
-                utf8_trim_cut(body);
-                return 405;
-        }
-        if (echoes_request(req) && egress_policy_headers(p, req->host)) {
-                snprintf(body, size,
-                         "method %.*s is not allowed to %s: its answer is the request as the "
-                         "server got it, with the headers this proxy adds there",
-                         (int)req->method_len, req->method, req->host);
-                return 405;
-        }
-        return 0;
 }
 
 /* bufs: two of RELAY_BUFS_SIZE (the head's, then the relay's second). */

@@ -1,6 +1,6 @@
 /* The proxy's connection and run, shared by egress.c (which accepts, reads the request, and
  * tunnels or passes plain HTTP on) and egress_terminate.c (which serves a CONNECT whose TLS the
- * engine terminates). Who includes it: those two only. */
+ * engine terminates); egress_conn.c has what both use. Who includes it: those three only. */
 #ifndef CODECELL_EGRESS_CONN_H
 #define CODECELL_EGRESS_CONN_H
 
