@@ -42,6 +42,12 @@ int session_close(struct session_table *t, const char *name, codecell_error *err
 void session_close_all(struct session_table *t);
 int session_close_idle(struct session_table *t, const char *prefix, char **ret_name,
                        codecell_error *err);
+/* Parking (docs/sessions.md, Parked sessions): the kernel ends, the journal stays, the next
+ * eval restores it. session_park_idle parks the least recently used idle session of prefix
+ * that is running, or closes it when it cannot be restored (*ret_parked false). */
+int session_park(struct session_table *t, const char *name, codecell_error *err);
+int session_park_idle(struct session_table *t, const char *prefix, char **ret_name,
+                      bool *ret_parked, codecell_error *err);
 char **session_list(struct session_table *t);
 
 #endif
