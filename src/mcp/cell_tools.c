@@ -43,6 +43,16 @@ static int add_model_view_members(json_t *props)
                           "with a session: why what it held was lost (define again what you "
                           "need)"));
         bad |= json_object_set_new(
+                props, "restored",
+                json_pack("{s:[s,s], s:s}", "type", "object", "boolean", "description",
+                          "with a session: it had been parked while idle and was restored first "
+                          "({evals, ms}: its earlier calls ran again), or false when that "
+                          "failed (state_lost says why)"));
+        bad |= json_object_set_new(
+                props, "not_restorable",
+                json_pack("{s:s, s:s}", "type", "string", "description",
+                          "with a session: it holds too much to be restored once idle"));
+        bad |= json_object_set_new(
                 props, "idle_interrupts",
                 json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}}}", "type", "array",
                           "description",

@@ -662,6 +662,40 @@ class EvictedSessionsAreSaid(unittest.TestCase):
         self.assertIn('"session": "new"', text_of(r))
 
 
+class ParkedSessions(unittest.TestCase):
+    """Issue 33: a session idle for idle_ms is parked (its kernel ends) and its next call
+    restores it, state and /work files, within the output schema; close ends it for good."""
+
+    def test_an_idle_session_is_parked_and_restored(self):
+        peer = Stdio(small_config(tempdir(self), pool=0, start="exec",
+                                  sessions={"idle_ms": 1000}))
+        self.addCleanup(peer.close)
+        peer.request(INIT)
+
+        def kernels():  # a session's sandbox: its init and interpreter
+            return [p for p in descendants(peer.proc.pid)
+                    if comm_of(p) in ("ruby", "codecell-init")]
+        r = peer.request(call(1, 'x = 41; File.write("/work/f", "kept")', args={"session": "p"}))
+        self.assertIs(r["result"]["isError"], False, r)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and kernels():
+            time.sleep(0.1)
+        self.assertEqual(kernels(), [], "the idle session's kernel is still there")
+        r = peer.request(call(2, '[x + 1, File.read("/work/f")]', args={"session": "p"}))["result"]
+        sc = r["structuredContent"]
+        self.assertEqual(sc["value"], [42, "kept"], r)
+        self.assertEqual(sc["restored"]["evals"], 1, r)
+        self.assertIs(sc["session"]["created"], False, r)
+        self.assertIn("restored", peer.request({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})[
+            "result"]["tools"][0]["outputSchema"]["properties"])
+        # Listed while parked; closed, it is gone for good.
+        peer.request({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "sessions", "arguments": {"action": "close", "session": "p"}}})
+        r = peer.request(call(5, "defined?(x).inspect", args={"session": "p"}))["result"]
+        self.assertEqual(r["structuredContent"]["value"], "nil", r)
+        self.assertNotIn("restored", r["structuredContent"])
+
+
 class SessionsSayLostState(unittest.TestCase):
     """Whatever ends a session's kernel between calls is said in the next answer, and what
     only disturbs it keeps the state and is said too; both languages, both start modes."""

@@ -115,12 +115,14 @@ static void park_and_restore(codecell_cell *cell)
                      L("x = 41; File.write('/work/f', 'kept'); n = SB.call('count')",
                        "x = 41\nopen('/work/f', 'w').write('kept')\nn = sb.call('count')"),
                      "{\"status\":\"ok\"", NULL);
-        char *drawn = value_of(cell, "a",
-                               L("r = [rand(1_000_000), rand(1_000_000)]",
-                                 "import random\nr = [random.randrange(10**6) for _ in range(2)]\nr"));
+        char *drawn =
+                value_of(cell, "a",
+                         L("r = [rand(1_000_000), rand(1_000_000)]",
+                           "import random\nr = [random.randrange(10**6) for _ in range(2)]\nr"));
         CHECK(drawn != NULL);
         expect_parts(cell, "a",
-                     L("def later = 7\nraise 'boom'", "def later():\n    return 7\nraise ValueError('boom')"),
+                     L("def later = 7\nraise 'boom'",
+                       "def later():\n    return 7\nraise ValueError('boom')"),
                      "{\"status\":\"error\"", NULL);
         CHECK(calls == 1);
         codecell_error err = {0};
@@ -165,8 +167,10 @@ static void park_and_restore(codecell_cell *cell)
 /* The idle timeout parks a session instead of ending it. */
 static void idle_parks(codecell_cell *cell)
 {
-        expect_parts(cell, "idle", L("y = 5; File.write('/work/g', 'w')", "y = 5\nopen('/work/g', 'w').write('w')"),
-                     "{\"status\":\"ok\"", NULL);
+        expect_parts(
+                cell, "idle",
+                L("y = 5; File.write('/work/g', 'w')", "y = 5\nopen('/work/g', 'w').write('w')"),
+                "{\"status\":\"ok\"", NULL);
         CHECK(wait_no_kernels());
         expect_parts(cell, "idle", L("[y, File.read('/work/g')]", "[y, open('/work/g').read()]"),
                      "\"value\":[5,\"w\"]", "\"restored\":{\"evals\":1,", NULL);

@@ -110,8 +110,7 @@ static bool copy_files(const codecell_file *from, codecell_file **to, size_t *by
         return true;
 }
 
-bool journal_begin(struct journal *j, const char *code, size_t len,
-                   const codecell_run_options *o)
+bool journal_begin(struct journal *j, const char *code, size_t len, const codecell_run_options *o)
 {
         if (j->over)
                 return false;

@@ -24,8 +24,8 @@ bool session_seed(struct cell_plan *plan, struct tool_table *tools, struct stand
                 return false;
         }
         res->layers = json_incref(plan->layers);
-        bool alive = execution_on(plan, tools, kernel, code, strlen(code), true, NULL, NULL, res,
-                                  NULL);
+        bool alive =
+                execution_on(plan, tools, kernel, code, strlen(code), true, NULL, NULL, res, NULL);
         bool fine = alive && res->status == CODECELL_STATUS_OK;
         if (!fine)
                 snprintf(why, n, "the session's kernel did not take its seeds (%s)",
@@ -70,8 +70,8 @@ bool session_replay(struct cell_plan *plan, struct tool_table *tools, struct sta
                 e->calls.replaying = true;
                 e->calls.next = 0;
                 e->calls.diverged[0] = '\0';
-                bool alive = execution_on(plan, tools, kernel, e->code, e->len, true, &e->calls,
-                                          &o, res, NULL);
+                bool alive = execution_on(plan, tools, kernel, e->code, e->len, true, &e->calls, &o,
+                                          res, NULL);
                 e->calls.replaying = false;
                 bool ended_as_before =
                         res->status == (e->ok ? CODECELL_STATUS_OK : CODECELL_STATUS_ERROR);
@@ -89,8 +89,8 @@ bool session_replay(struct cell_plan *plan, struct tool_table *tools, struct sta
                                  budget, i + 1, j->n);
                 } else if (res->cancelled) {
                         snprintf(out->why, sizeof(out->why),
-                                 "the call was cancelled while eval %zu of %zu was replayed",
-                                 i + 1, j->n);
+                                 "the call was cancelled while eval %zu of %zu was replayed", i + 1,
+                                 j->n);
                 } else if (!ended_as_before || !alive) {
                         snprintf(out->why, sizeof(out->why),
                                  "eval %zu of %zu ended otherwise than when it first ran (%s, "

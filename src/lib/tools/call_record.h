@@ -21,7 +21,7 @@ struct call_record {
         pthread_mutex_t lock; /* the workers answer calls at once */
         struct recorded_call *calls;
         size_t n, cap;
-        size_t bytes;    /* of the names, arguments and replies kept */
+        size_t bytes;     /* of the names, arguments and replies kept */
         size_t max_bytes; /* over it, nothing more is kept and over is set */
         bool over;
         bool replaying; /* answer from calls[next…] instead of calling tools */
