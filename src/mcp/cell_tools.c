@@ -203,28 +203,33 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
         fputs(codecell_cell_description(codecell_cellset_cell(s->cells, i)), f);
         unsigned long long idle_s = info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000;
         unsigned long long max = info->limits[CODECELL_LIMIT_SESSIONS];
+        unsigned long long kept_h = info->limits[CODECELL_LIMIT_SESSION_RETENTION_MS] / 3600000;
         if (codecell_cellset_sessions(s->cells, i) && modern)
                 fprintf(f,
                         "\n\n## Sessions\n\n"
                         "Pass `session: \"new\"` to run in a persistent interpreter instead: the\n"
                         "result's `session.id` is a handle (cs_…) to pass as `session` in later\n"
                         "calls, which then use what earlier calls defined; its /work stays.\n"
-                        "`reset: true` starts it afresh. A session expires after %llu s unused,\n"
-                        "or when a call hits a limit (the result then says the state was lost);\n"
+                        "`reset: true` starts it afresh. After %llu s unused a session is\n"
+                        "parked: the next call brings it back by running its earlier calls again\n"
+                        "(the result says `restored`). It expires %llu h after its last use, or\n"
+                        "when a call hits a limit (the result then says the state was lost);\n"
                         "a call with an expired handle answers an error, and `\"new\"` starts\n"
                         "another. At most %llu are open at once, shared fairly between clients.\n"
                         "The `%s` tool lists and closes yours.",
-                        idle_s, max, s->sessions_tool);
+                        idle_s, kept_h, max, s->sessions_tool);
         else if (codecell_cellset_sessions(s->cells, i))
                 fprintf(f,
                         "\n\n## Sessions\n\n"
                         "Pass `session` (a name you choose) to run in a persistent interpreter\n"
                         "instead: what one call defines, the next call with the same name can\n"
                         "use, and its /work stays. `reset: true` starts it afresh. A session\n"
-                        "belongs to this %s only and ends with it, after\n"
-                        "%llu s unused, or when a call hits a limit (the result then says the\n"
-                        "state was lost); every result says whether the call created the\n"
-                        "session. At most %llu are open at once. They are shared\n"
+                        "belongs to this %s only and ends with it, or when a call hits a\n"
+                        "limit (the result then says the state was lost); after\n"
+                        "%llu s unused it is parked, and the next call brings it back by running\n"
+                        "its earlier calls again (the result says `restored`). Every result\n"
+                        "says whether the call created the session. At most %llu are open at once. "
+                        "They are shared\n"
                         "fairly: a client holding more than its share may see its least\n"
                         "recently used idle session closed to make room (its next call says so).\n"
                         "The `%s` tool lists and closes yours.",
@@ -886,12 +891,15 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
                          session);
         else if (mcp_session_handle_known(c, session))
                 snprintf(why, n,
-                         "Session %s has expired: sessions end after %llu s unused, when a call "
+                         "Session %s has expired: sessions end %llu h after their last use "
+                         "(parked after %llu s unused, they come back until then), when a call "
                          "hits a limit, when closed, or to make room for another client when "
                          "all are in use, and what it held is gone. Start a new "
                          "one with \"session\": \"new\" (and define again what you need), or "
                          "leave out \"session\" to run in a fresh sandbox.",
                          session,
+                         (unsigned long long)(info.limits[CODECELL_LIMIT_SESSION_RETENTION_MS] /
+                                              3600000),
                          (unsigned long long)(info.limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000));
         else if (*mine)
                 snprintf(why, n,

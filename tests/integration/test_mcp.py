@@ -1290,7 +1290,7 @@ class ModernStdio(unittest.TestCase):
         self.assertEqual([t["name"] for t in r["tools"]], ["ruby", "sessions"])
         session = r["tools"][0]["inputSchema"]["properties"]["session"]
         self.assertEqual(session["pattern"], "^(new|cs_[0-9a-f]{32})$")
-        self.assertIn("expires after 60 s unused", r["tools"][0]["description"])
+        self.assertIn("After 60 s unused a session is\nparked", r["tools"][0]["description"])
 
     def test_version_and_meta_errors(self):
         m = self.peer.request(modern(1, "tools/list",
