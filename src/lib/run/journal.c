@@ -48,7 +48,7 @@ static void drop_all(struct journal *j)
                 eval_free(&j->evals[i]);
         free(j->evals);
         j->evals = NULL;
-        j->n = 0;
+        j->n = j->cap = 0;
         j->bytes = 0;
 }
 
@@ -176,14 +176,18 @@ bool journal_end(struct journal *j, bool completed, bool ok)
                 eval_free(e);
                 return false;
         }
-        struct journal_eval *grown = realloc(j->evals, (j->n + 1) * sizeof(*grown));
-        if (!grown) {
-                eval_free(e);
-                drop_all(j);
-                j->over = true;
-                return !was_over;
+        if (j->n == j->cap) {
+                size_t cap = j->cap ? 2 * j->cap : 16;
+                struct journal_eval *grown = realloc(j->evals, cap * sizeof(*grown));
+                if (!grown) {
+                        eval_free(e);
+                        drop_all(j);
+                        j->over = true;
+                        return !was_over;
+                }
+                j->evals = grown;
+                j->cap = cap;
         }
-        j->evals = grown;
         e->ok = ok;
         j->bytes += e->calls.bytes;
         j->evals[j->n++] = *e;

@@ -28,7 +28,7 @@ struct journal_eval {
 
 struct journal {
         struct journal_eval *evals;
-        size_t n;
+        size_t n, cap;
         struct journal_eval pending; /* the eval under way, kept once it completes */
         bool has_pending;
         uint64_t seed; /* of the session's random numbers: srand, random.seed */
