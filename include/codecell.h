@@ -403,6 +403,9 @@ CODECELL_API int codecell_session_park(codecell_cell *cell, const char *name, co
  * session does not count against CODECELL_LIMIT_SESSIONS. */
 CODECELL_API int codecell_session_park_idle(codecell_cell *cell, const char *prefix,
                                             char **ret_name, bool *ret_parked, codecell_error *err);
+/* Whether the session of that name is parked (its kernel ended, its state to be restored by
+ * its next eval); false for one running or not open. */
+CODECELL_API bool codecell_session_parked(codecell_cell *cell, const char *name);
 /* codecell_session_close() for every session of the cell. */
 CODECELL_API void codecell_session_close_all(codecell_cell *cell);
 /* Names of the open sessions, as a malloc'd NULL-terminated array of malloc'd strings (free

@@ -231,7 +231,8 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
                         "says whether the call created the session. At most %llu are open at once. "
                         "They are shared\n"
                         "fairly: a client holding more than its share may see its least\n"
-                        "recently used idle session closed to make room (its next call says so).\n"
+                        "recently used idle session parked to make room (it comes back with its\n"
+                        "state once there is room).\n"
                         "The `%s` tool lists and closes yours.",
                         strcmp(s->o.transport, "http") == 0 ? "MCP session" : "MCP connection",
                         idle_s, max, s->sessions_tool);
@@ -692,13 +693,30 @@ static bool was_evicted(struct mcp_client *c, const char *scoped)
         return found;
 }
 
-/* The cell's sessions are all open. A client that holds at least two more than this one gives
- * up its least recently used idle session (the one holding the most first), so that clients
- * converge on equal shares and none can lock the others out; one at or under its share keeps
- * what it has. True when a session was closed. */
-static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell *cell)
+/* The cell's sessions that run (have a kernel): a parked one holds no room. NULL-terminated,
+ * or NULL. */
+static char **running_sessions(codecell_cell *cell)
 {
         char **names = codecell_session_list(cell);
+        size_t kept = 0;
+        for (size_t k = 0; names && names[k]; k++)
+                if (codecell_session_parked(cell, names[k]))
+                        free(names[k]);
+                else
+                        names[kept++] = names[k];
+        if (names)
+                names[kept] = NULL;
+        return names;
+}
+
+/* The cell's sessions are all in use. A client that runs at least two more than this one gives
+ * up its least recently used idle session (the one running the most first), so that clients
+ * converge on equal shares and none can lock the others out; one at or under its share keeps
+ * what it has. The session given up is parked, to come back on its next call (or closed when
+ * it cannot be restored, which its owner is told). True when room was made. */
+static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell *cell)
+{
+        char **names = running_sessions(cell);
         if (!names)
                 return false;
         size_t mine = 0;
@@ -727,8 +745,12 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
                 char owner[32];
                 snprintf(owner, sizeof(owner), "%.*s", (int)top_len, top);
                 char *victim = NULL;
-                if (codecell_session_close_idle(cell, owner, &victim, NULL) == 0) {
-                        note_evicted(s, victim);
+                bool parked = false;
+                if (codecell_session_park_idle(cell, owner, &victim, &parked, NULL) == 0) {
+                        if (parked)
+                                free(victim);
+                        else
+                                note_evicted(s, victim);
                         closed = true;
                         break;
                 }
@@ -745,14 +767,15 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
 
 /* The refusal when no session can be opened, worded for the model: what it holds, and what it
  * can do instead. */
-static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit, const char *evicted)
+static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit, const char *evicted,
+                     const char *parked)
 {
         char *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
         if (!f)
                 return NULL;
-        char **names = codecell_session_list(cell);
+        char **names = running_sessions(cell);
         size_t prefix_len = strlen(c->prefix), mine = 0;
         for (size_t k = 0; names && names[k]; k++)
                 if (strncmp(names[k], c->prefix, prefix_len) == 0)
@@ -775,6 +798,12 @@ static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit, co
                         "more sessions than your share and it was your least recently used), "
                         "so what it held was lost. ",
                         evicted);
+        /* One parked to make room (or while idle) keeps its state for a later call. */
+        if (parked)
+                fprintf(f,
+                        "Session \"%s\" is parked (it was idle): what it held is kept, and it "
+                        "comes back with it on a call once one of the sessions below is free. ",
+                        parked);
         if (mine)
                 fprintf(f,
                         "No new session can be opened: all %zu sessions of this tool are in use, "
@@ -1075,7 +1104,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
                         codecell_cell_info info;
                         codecell_cell_info_get(cell, &info);
                         text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS],
-                                       was_evicted(c, scoped) ? session : NULL);
+                                       was_evicted(c, scoped) ? session : NULL,
+                                       codecell_session_parked(cell, scoped) ? session : NULL);
                 }
                 hide_prefix(err.message, c->prefix);
                 refusal_note(err.errno_value == EMFILE ? REFUSAL_BUSY : REFUSAL_BAD_REQUEST,

@@ -571,13 +571,14 @@ class FairSessions(unittest.TestCase):
         self.assertIn('"b1"', text)
         self.assertIn('without "session"', text)
         self.assertIn("close one with the sessions tool", text)
-        # a's untouched sessions kept their state; its oldest were closed, and it is told once.
+        # a's untouched sessions kept their state; its oldest were parked (issue 33), and come
+        # back with theirs once there is room.
         self.assertEqual(self.run_in(a, "a3", "v")["structuredContent"]["value"], 3)
         self.server.post("", b, method="DELETE")
-        r = self.run_in(a, "a0", "defined?(v).inspect")
-        self.assertEqual(r["structuredContent"]["value"], "nil", r)
-        self.assertIn("closed to make room", r["content"][-1]["text"])
-        r = self.run_in(a, "a0", "v = 1")
+        r = self.run_in(a, "a0", "v")
+        self.assertEqual(r["structuredContent"]["value"], 0, r)
+        self.assertEqual(r["structuredContent"]["restored"]["evals"], 1, r)
+        self.assertIs(r["structuredContent"]["session"]["created"], False, r)
         self.assertNotIn("closed to make room", json.dumps(r["content"]))
 
     def test_a_busy_session_is_never_taken(self):
@@ -620,12 +621,42 @@ class FairSessions(unittest.TestCase):
         self.assertNotRegex(refused["content"][0]["text"], r'm\d+-')
 
 
+def rw_config(test, **cell):
+    """A cell with a read-write mount: its sessions cannot be parked (a replay would write to
+    the host twice), so room is made by closing them."""
+    out = tempdir(test)
+    os.chmod(out, 0o777)  # the sandbox's user may be another
+    return small_config(tempdir(test), mounts=[{"source": out, "dest": "/out", "mode": "rw"}],
+                        **cell)
+
+
 class EvictedSessionsAreSaid(unittest.TestCase):
-    """A session closed to make room says so on its next call, even when that call is refused
-    or comes with a handle."""
+    """A session closed to make room (one that cannot be parked) says so on its next call, even
+    when that call is refused or comes with a handle; one parked says it is kept."""
+
+    def test_a_refused_call_says_its_session_is_parked(self):
+        server = Http(small_config(tempdir(self), sessions={"max": 4}))
+        self.addCleanup(server.stop)
+        a, b = ({"Mcp-Session-Id": server.initialize()} for _ in range(2))
+
+        def run_in(h, session, code):
+            status, _, text = server.post(call(1, code, args={"session": session}), h)
+            self.assertEqual(status, 200, text)
+            return json.loads(text)["result"]
+        for k in range(4):
+            run_in(a, f"a{k}", f"v = {k}")
+        run_in(b, "b0", "1")
+        run_in(b, "b1", "1")  # a0 and a1 were parked to make room: two running each now
+        r = run_in(a, "a0", "v")
+        self.assertIs(r["isError"], True, r)
+        self.assertIn('Session "a0" is parked (it was idle): what it held is kept',
+                      r["content"][0]["text"])
+        self.assertIn('2 of them yours ("a2", "a3")', r["content"][0]["text"])
+        server.post("", b, method="DELETE")
+        self.assertEqual(run_in(a, "a0", "v")["structuredContent"]["value"], 0)
 
     def test_a_refused_call_says_its_session_was_closed_to_make_room(self):
-        server = Http(small_config(tempdir(self), sessions={"max": 4}))
+        server = Http(rw_config(self, sessions={"max": 4}))
         self.addCleanup(server.stop)
         a, b = ({"Mcp-Session-Id": server.initialize()} for _ in range(2))
 
@@ -644,7 +675,7 @@ class EvictedSessionsAreSaid(unittest.TestCase):
         self.assertNotRegex(r["content"][0]["text"], r'm\d+-')
 
     def test_a_handle_closed_to_make_room_says_so(self):
-        peer = Stdio(small_config(tempdir(self), sessions={"max": 4, "idle_ms": 60000}))
+        peer = Stdio(rw_config(self, sessions={"max": 4, "idle_ms": 60000}))
         self.addCleanup(peer.close)
         handles = []
         for k in range(4):

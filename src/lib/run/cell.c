@@ -258,6 +258,11 @@ int codecell_session_park_idle(codecell_cell *cell, const char *prefix, char **r
         return session_park_idle(&cell->sessions, prefix, ret_name, ret_parked, err);
 }
 
+bool codecell_session_parked(codecell_cell *cell, const char *name)
+{
+        return session_is_parked(&cell->sessions, name);
+}
+
 void codecell_session_close_all(codecell_cell *cell)
 {
         session_close_all(&cell->sessions);

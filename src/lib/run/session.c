@@ -636,6 +636,17 @@ int session_park_idle(struct session_table *t, const char *prefix, char **ret_na
         return 0;
 }
 
+bool session_is_parked(struct session_table *t, const char *name)
+{
+        bool parked = false;
+        pthread_mutex_lock(&t->lock);
+        for (size_t i = 0; i < t->n; i++)
+                if (strcmp(t->items[i]->name, name ? name : "") == 0)
+                        parked = t->items[i]->parked;
+        pthread_mutex_unlock(&t->lock);
+        return parked;
+}
+
 char **session_list(struct session_table *t)
 {
         pthread_mutex_lock(&t->lock);
