@@ -44,7 +44,9 @@ static int add_model_view_members(json_t *props)
                           "need)"));
         bad |= json_object_set_new(
                 props, "restored",
-                json_pack("{s:[s,s], s:s}", "type", "object", "boolean", "description",
+                json_pack("{s:[{s:s, s:{s:{s:s}, s:{s:s}}}, {s:s}], s:s}", "anyOf", "type",
+                          "object", "properties", "evals", "type", "integer", "ms", "type",
+                          "integer", "type", "boolean", "description",
                           "with a session: it had been parked while idle and was restored first "
                           "({evals, ms}: its earlier calls ran again), or false when that "
                           "failed (state_lost says why)"));

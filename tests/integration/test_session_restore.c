@@ -243,6 +243,30 @@ static void over_journal(void)
         codecell_cell_free(cell);
 }
 
+/* Python's hash seed is the interpreter's from its start (the cell runs it with -I, which
+ * ignores PYTHONHASHSEED): the kernels of a forked cell (the default) share their zygote's, so
+ * a session restored there hashes its strings as before. */
+static void hash_seed(void)
+{
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        codecell_config_set_start(config, CODECELL_START_FORK, &err);
+        codecell_cell *cell = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(cell != NULL);
+        if (!cell)
+                return;
+        char *before = value_of(cell, "h", "h = hash('abc')\nh");
+        CHECK(codecell_session_park(cell, "h", &err) == 0);
+        char *after = value_of(cell, "h", "h");
+        CHECK(before && after && strcmp(before, after) == 0);
+        free(before);
+        free(after);
+        codecell_cell_free(cell);
+}
+
 /* A cell with a read-write mount keeps no journal: a replay would write twice. */
 static void read_write_mount(const char *dir)
 {
@@ -273,6 +297,8 @@ int main(int argc, char **argv)
         over_restore_ms();
         over_journal();
         read_write_mount(rw);
+        if (is_python)
+                hash_seed();
         pid_t pids[16];
         CHECK(children(pids, 16) == 0);
         char path[600];

@@ -12,8 +12,8 @@ bool session_seed(struct cell_plan *plan, struct tool_table *tools, struct stand
                   uint64_t seed, char *why, size_t n)
 {
         char code[96];
-        /* Python's hash seed is the cell's (cell_plan.c): a kernel forked from the cell's
-         * zygote cannot take another. */
+        /* Python's hash seed is fixed as its interpreter starts (and -I ignores
+         * PYTHONHASHSEED): a kernel forked from the cell's zygote shares the zygote's. */
         if (strcmp(plan->config->runtime->name, "ruby") == 0)
                 snprintf(code, sizeof(code), "srand(%" PRIu64 "); nil", seed);
         else
