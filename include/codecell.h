@@ -403,6 +403,13 @@ CODECELL_API int codecell_session_park(codecell_cell *cell, const char *name, co
  * session does not count against CODECELL_LIMIT_SESSIONS. */
 CODECELL_API int codecell_session_park_idle(codecell_cell *cell, const char *prefix,
                                             char **ret_name, bool *ret_parked, codecell_error *err);
+/* A new session `as` made from the session `from` (docs/sessions.md, Forks): parked with a copy
+ * of from's journal and seed, so its first eval runs from's evals again and then its own; from
+ * goes on untouched (after an eval in progress). (CODECELL_ERR_INVALID, EEXIST) when `as` is
+ * open, ENOENT when `from` is not; (CODECELL_ERR_UNSUPPORTED, EPERM) when from cannot be
+ * restored. */
+CODECELL_API int codecell_session_fork(codecell_cell *cell, const char *from, const char *as,
+                                       codecell_error *err);
 /* Whether the session of that name is parked (its kernel ended, its state to be restored by
  * its next eval); false for one running or not open. */
 CODECELL_API bool codecell_session_parked(codecell_cell *cell, const char *name);

@@ -1,7 +1,7 @@
 /* Parked sessions through the public API, in the language given as argv[1] (docs/sessions.md,
  * Parked sessions): parked by hand and by the idle timeout, restored by replaying the journal
  * (state, /work, random numbers; host tools not called again); a replay that diverges, one over
- * restore_ms, a journal over session_journal_bytes, and a cell with a read-write mount. */
+ * restore_ms, a journal over session_journal_bytes, a cell with a read-write mount, and a fork. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -267,6 +267,27 @@ static void hash_seed(void)
         codecell_cell_free(cell);
 }
 
+/* A fork replays its source's journal (host tools not called again) and then goes its own
+ * way; the source is untouched. */
+static void fork_session(codecell_cell *cell)
+{
+        calls = 0;
+        codecell_error err = {0};
+        expect_parts(cell, "src",
+                     L("m = SB.call('count'); v = [m]", "m = sb.call('count')\nv = [m]"),
+                     "{\"status\":\"ok\"", NULL);
+        CHECK(codecell_session_fork(cell, "src", "what-if", &err) == 0);
+        expect_parts(cell, "what-if", L("v << 2; v", "v.append(2)\nv"), "\"value\":[1,2]",
+                     "\"restored\":{\"evals\":1,", NULL);
+        expect_parts(cell, "src", "v", "\"value\":[1]", NULL);
+        CHECK(calls == 1);
+        CHECK(codecell_session_fork(cell, "src", "what-if", &err) < 0 && err.errno_value == EEXIST);
+        CHECK(codecell_session_fork(cell, "nope", "x", &err) < 0 && err.errno_value == ENOENT);
+        CHECK(codecell_session_fork(cell, "src", "no spaces", &err) < 0 &&
+              err.errno_value == EINVAL);
+        codecell_session_close_all(cell);
+}
+
 /* A cell with a read-write mount keeps no journal: a replay would write twice. */
 static void read_write_mount(const char *dir)
 {
@@ -291,6 +312,7 @@ int main(int argc, char **argv)
         if (!cell)
                 return 1;
         park_and_restore(cell);
+        fork_session(cell);
         idle_parks(cell);
         codecell_cell_free(cell);
         divergence(ro);

@@ -258,6 +258,12 @@ int codecell_session_park_idle(codecell_cell *cell, const char *prefix, char **r
         return session_park_idle(&cell->sessions, prefix, ret_name, ret_parked, err);
 }
 
+int codecell_session_fork(codecell_cell *cell, const char *from, const char *as,
+                          codecell_error *err)
+{
+        return session_fork(&cell->sessions, from, as, err);
+}
+
 bool codecell_session_parked(codecell_cell *cell, const char *name)
 {
         return session_is_parked(&cell->sessions, name);

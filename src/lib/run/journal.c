@@ -204,3 +204,32 @@ codecell_run_options journal_eval_options(const struct journal_eval *e, codecell
                                       .stdin_len = e->stdin_len,
                                       .files = e->files};
 }
+
+int journal_copy(struct journal *to, const struct journal *from)
+{
+        journal_init(to, from->max_bytes);
+        to->seed = from->seed; /* the fork draws the numbers its source drew */
+        if (from->n && !(to->evals = calloc(from->n, sizeof(*to->evals))))
+                return -1;
+        to->cap = from->n;
+        for (size_t i = 0; i < from->n; i++) {
+                const struct journal_eval *e = &from->evals[i];
+                struct journal_eval *c = &to->evals[i];
+                size_t bytes = 0;
+                to->n = i + 1; /* freed with the rest, whatever it got */
+                c->len = e->len;
+                c->ok = e->ok;
+                c->stdin_len = e->stdin_len;
+                if (!(c->code = strndup(e->code, e->len)) ||
+                    !copy_strings((const char *const *)e->argv, &c->argv, &bytes) ||
+                    !copy_strings((const char *const *)e->env, &c->env, &bytes) ||
+                    !copy_files(e->files, &c->files, &bytes) ||
+                    (e->stdin_len && !(c->stdin_data = malloc(e->stdin_len))) ||
+                    call_record_copy(&c->calls, &e->calls) < 0)
+                        return -1;
+                if (e->stdin_len)
+                        memcpy(c->stdin_data, e->stdin_data, e->stdin_len);
+        }
+        to->bytes = from->bytes;
+        return 0;
+}

@@ -50,6 +50,9 @@ bool journal_begin(struct journal *j, const char *code, size_t len,
 /* Ends the eval begun: kept when it completed (ok: its status was "ok"), dropped otherwise.
  * True when this eval took the journal over its bound. */
 bool journal_end(struct journal *j, bool completed, bool ok);
+/* A copy of from's evals and seed (a fork of the session); -1 when out of memory (to is then to
+ * be freed). Not while an eval of from runs. */
+int journal_copy(struct journal *to, const struct journal *from);
 /* The options an eval was given, for its replay (pointing into e); cancel is the caller's. */
 codecell_run_options journal_eval_options(const struct journal_eval *e, codecell_cancel *cancel);
 

@@ -636,6 +636,57 @@ int session_park_idle(struct session_table *t, const char *prefix, char **ret_na
         return 0;
 }
 
+int session_fork(struct session_table *t, const char *from, const char *as, codecell_error *err)
+{
+        const char *problem = session_name_problem(as);
+        if (problem)
+                return err_set(err, CODECELL_ERR_INVALID, EINVAL, "session name \"%s\": %s",
+                               as ? as : "", problem);
+        struct session *s = find_used(t, from);
+        if (!s)
+                return err_set(err, CODECELL_ERR_INVALID, ENOENT, "session \"%s\": no such session",
+                               from ? from : "");
+        struct session *fork = calloc(1, sizeof(*fork));
+        int r = fork ? 0 : err_sys(err, ENOMEM, "session");
+        /* After an eval in progress: its journal is whole then. */
+        pthread_mutex_lock(&s->run_lock);
+        if (r == 0 && !restorable(t, s))
+                r = err_set(err, CODECELL_ERR_UNSUPPORTED, EPERM,
+                            "session \"%s\" cannot be forked: %s", from, unparkable(t, s));
+        if (r == 0 && journal_copy(&fork->journal, &s->journal) < 0)
+                r = err_sys(err, ENOMEM, "session");
+        pthread_mutex_unlock(&s->run_lock);
+        pthread_mutex_lock(&t->lock);
+        bool taken = false;
+        for (size_t i = 0; i < t->n && !taken; i++)
+                taken = strcmp(t->items[i]->name, as) == 0;
+        struct session **grown = NULL;
+        if (r == 0 && taken)
+                r = err_set(err, CODECELL_ERR_INVALID, EEXIST,
+                            "session \"%s\" is open already: close it first, or fork under "
+                            "another name",
+                            as);
+        if (r == 0 && !(grown = realloc(t->items, (t->n + 1) * sizeof(*grown))))
+                r = err_sys(err, ENOMEM, "session");
+        if (r == 0) {
+                /* Parked from the start: its first eval replays its source's journal. */
+                snprintf(fork->name, sizeof(fork->name), "%s", as);
+                pthread_mutex_init(&fork->run_lock, NULL);
+                fork->parked = true;
+                fork->last_used = now_ms();
+                t->items = grown;
+                t->items[t->n++] = fork;
+                pthread_cond_broadcast(&t->changed);
+        }
+        release(t, s);
+        pthread_mutex_unlock(&t->lock);
+        if (r < 0 && fork) {
+                journal_free(&fork->journal);
+                free(fork);
+        }
+        return r;
+}
+
 bool session_is_parked(struct session_table *t, const char *name)
 {
         bool parked = false;

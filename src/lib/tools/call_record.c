@@ -123,3 +123,20 @@ char *call_record_replay(struct call_record *r, const json_t *id, const char *na
         pthread_mutex_unlock(&r->lock);
         return reply;
 }
+
+int call_record_copy(struct call_record *to, const struct call_record *from)
+{
+        call_record_init(to, from->max_bytes);
+        for (size_t i = 0; i < from->n; i++) {
+                const struct recorded_call *c = &from->calls[i];
+                long k = call_record_note(to, c->name, c->args);
+                if (k < 0)
+                        return -1;
+                char *tail = c->reply_tail ? strdup(c->reply_tail) : NULL;
+                if (c->reply_tail && !tail)
+                        return -1;
+                to->calls[k].reply_tail = tail;
+        }
+        to->bytes = from->bytes;
+        return 0;
+}

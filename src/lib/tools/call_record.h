@@ -37,6 +37,9 @@ void call_record_free(struct call_record *r);
 long call_record_note(struct call_record *r, const char *name, const char *args);
 /* The reply the guest got for call index (the whole frame's text). */
 void call_record_answer(struct call_record *r, long index, const char *reply);
+/* A copy of what from holds (a fork of a session); -1 when out of memory (to is then to be
+ * freed). Not while from's eval runs. */
+int call_record_copy(struct call_record *to, const struct call_record *from);
 /* In replay: the reply frame's text (with id) for the guest's next call, or NULL when the call
  * is not the one recorded next (why in r->diverged) or out of memory. */
 char *call_record_replay(struct call_record *r, const json_t *id, const char *name,
