@@ -149,9 +149,11 @@ static void *reap(void *arg)
                                 i = 0;
                                 continue;
                         }
-                        bool due = s->parked ? now - s->last_used >= retention
-                                             : now - s->last_used >= idle || spinning(s, budget);
-                        if (s->users == 0 && due) {
+                        /* Only when nobody uses it: an eval holds its kernel. */
+                        bool due = s->users == 0 &&
+                                   (s->parked ? now - s->last_used >= retention
+                                              : now - s->last_used >= idle || spinning(s, budget));
+                        if (due) {
                                 unlink_session(t, i);
                                 /* Nobody uses it: free it here, the kernel's teardown with it. */
                                 pthread_mutex_unlock(&t->lock);
