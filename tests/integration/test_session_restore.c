@@ -164,6 +164,27 @@ static void park_and_restore(codecell_cell *cell)
         CHECK(codecell_session_park(cell, "nope", &err) < 0 && strstr(err.message, "no such"));
 }
 
+/* An eval cancelled before it started never ran: the journal does not keep it, so the restore
+ * does not run it either. */
+static void cancelled_is_not_journaled(codecell_cell *cell)
+{
+        codecell_error err = {0};
+        expect_parts(cell, "c", L("$k = 1", "k = 1"), "{\"status\":\"ok\"", NULL);
+        codecell_cancel *cancel = codecell_cancel_new(&err);
+        CHECK(cancel != NULL);
+        codecell_cancel_trigger(cancel);
+        codecell_run_options o = {.cancel = cancel};
+        codecell_result *res = NULL;
+        const char *code = L("$k = 2", "k = 2");
+        CHECK(codecell_session_eval_with(cell, "c", code, strlen(code), &o, &res, &err) == 0);
+        CHECK(res && codecell_result_status(res) == CODECELL_STATUS_SANDBOX_ERROR);
+        codecell_result_free(res);
+        codecell_cancel_free(cancel);
+        CHECK(codecell_session_park(cell, "c", &err) == 0);
+        expect_parts(cell, "c", L("$k", "k"), "\"value\":1", "\"restored\":{\"evals\":1,", NULL);
+        codecell_session_close_all(cell);
+}
+
 /* The idle timeout parks a session instead of ending it. */
 static void idle_parks(codecell_cell *cell)
 {
@@ -313,6 +334,7 @@ int main(int argc, char **argv)
                 return 1;
         park_and_restore(cell);
         fork_session(cell);
+        cancelled_is_not_journaled(cell);
         idle_parks(cell);
         codecell_cell_free(cell);
         divergence(ro);

@@ -407,7 +407,12 @@ static bool eval_on_kernel(struct session_table *t, struct session *s, const cha
         bool kept = !t->plan->writes_host && journal_begin(&s->journal, code, len, options);
         if (execution_on(t->plan, t->tools, s->kernel, code, len, true,
                          kept ? &s->journal.pending.calls : NULL, options, res, &end)) {
-                (void)journal_end(&s->journal, true, res->status == CODECELL_STATUS_OK);
+                /* Kept when its code ran to the end ("ok" or "error"): one cancelled before it
+                 * started never ran, and a replay must not run it. */
+                (void)journal_end(&s->journal,
+                                  res->status == CODECELL_STATUS_OK ||
+                                          res->status == CODECELL_STATUS_ERROR,
+                                  res->status == CODECELL_STATUS_OK);
                 if (!was_over && s->journal.over)
                         note_not_restorable(t, res);
                 if (*ended)
