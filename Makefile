@@ -64,11 +64,11 @@ sanitize: bootstrap
 tsan: bootstrap
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=Debug \
 		-DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer -O1" >/dev/null
-	cmake --build $(BUILD)-tsan -j $(JOBS) --target test_sessions test_pool test_pool_threads test_load \
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target test_sessions test_session_restore test_pool test_pool_threads test_load \
 		test_egress_proxy
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 \
 		suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_OPTIONS)" \
-		ctest --output-on-failure -j 2 -R '^((sessions|pool|load)_|unit_egress_proxy$$)'
+		ctest --output-on-failure -j 2 -R '^((sessions|session_restore|pool|load)_|unit_egress_proxy$$)'
 
 # libFuzzer targets for the parsers, FUZZ_SECONDS each (default 60), from tests/fuzz/corpus.
 fuzz:

@@ -81,7 +81,7 @@ typedef enum codecell_limit {
         CODECELL_LIMIT_TOOL_ANSWER_BYTES,  /* JSON answer of one call; default 1 MiB */
         CODECELL_LIMIT_TOOL_CALL_MS,    /* time of one call (a tool may set less); default 10000 */
         CODECELL_LIMIT_SESSIONS,        /* sessions open at once per cell; default 8 */
-        CODECELL_LIMIT_SESSION_IDLE_MS, /* a session unused this long is closed; 300000 */
+        CODECELL_LIMIT_SESSION_IDLE_MS, /* a session unused this long is parked; 300000 */
         /* Characters of a result's value, output and error shown to a model (MCP, and
          * codecell_result_to_model_json); default 20000. */
         CODECELL_LIMIT_MODEL_CHARS,
@@ -97,6 +97,13 @@ typedef enum codecell_limit {
         /* Time a person has to allow a tool call marked for approval; default 120000. It does
          * not count against CODECELL_LIMIT_TIMEOUT_MS: the run's clock stops while it waits. */
         CODECELL_LIMIT_APPROVAL_MS,
+        /* Bytes a session's journal may hold (its evals' code, files and tool calls, kept to
+         * restore a parked session); default 8 MiB. Over it the session cannot be parked. */
+        CODECELL_LIMIT_SESSION_JOURNAL_BYTES,
+        /* Time the replay that restores a parked session may take; default 30000. */
+        CODECELL_LIMIT_RESTORE_MS,
+        /* A parked session unused this long is forgotten; default 86400000 (24 h). */
+        CODECELL_LIMIT_SESSION_RETENTION_MS,
         CODECELL_LIMIT__COUNT
 } codecell_limit;
 
@@ -385,6 +392,27 @@ CODECELL_API int codecell_session_close(codecell_cell *cell, const char *name, c
  * With ret_name, its name (malloc'd: free it). -ENOENT when there is none. */
 CODECELL_API int codecell_session_close_idle(codecell_cell *cell, const char *prefix,
                                              char **ret_name, codecell_error *err);
+/* Parks the session (docs/sessions.md, Parked sessions): after an eval in progress, its kernel
+ * ends and its memory is freed; its journal stays, and the next eval under the name restores
+ * its state by running its evals again (codecell_result_restored). (CODECELL_ERR_UNSUPPORTED,
+ * EPERM) for a session that cannot be restored: a cell with read-write mounts, or a journal
+ * over CODECELL_LIMIT_SESSION_JOURNAL_BYTES. */
+CODECELL_API int codecell_session_park(codecell_cell *cell, const char *name, codecell_error *err);
+/* Like codecell_session_close_idle(), but the session is parked (*ret_parked true) unless it
+ * cannot be restored, when it is closed: room for another caller at no cost of state. A parked
+ * session does not count against CODECELL_LIMIT_SESSIONS. */
+CODECELL_API int codecell_session_park_idle(codecell_cell *cell, const char *prefix,
+                                            char **ret_name, bool *ret_parked, codecell_error *err);
+/* A new session `as` made from the session `from` (docs/sessions.md, Forks): parked with a copy
+ * of from's journal and seed, so its first eval runs from's evals again and then its own; from
+ * goes on untouched (after an eval in progress). (CODECELL_ERR_INVALID, EEXIST) when `as` is
+ * open, ENOENT when `from` is not; (CODECELL_ERR_UNSUPPORTED, EPERM) when from cannot be
+ * restored. */
+CODECELL_API int codecell_session_fork(codecell_cell *cell, const char *from, const char *as,
+                                       codecell_error *err);
+/* Whether the session of that name is parked (its kernel ended, its state to be restored by
+ * its next eval); false for one running or not open. */
+CODECELL_API bool codecell_session_parked(codecell_cell *cell, const char *name);
 /* codecell_session_close() for every session of the cell. */
 CODECELL_API void codecell_session_close_all(codecell_cell *cell);
 /* Names of the open sessions, as a malloc'd NULL-terminated array of malloc'd strings (free
@@ -584,6 +612,12 @@ CODECELL_API const char *codecell_result_value(const codecell_result *result);
  * kernel had ended since its last eval and this one ran in a fresh session — or NULL when it
  * was not. Also the result's "state_lost". Owned by the result. */
 CODECELL_API const char *codecell_result_state_lost(const codecell_result *result);
+/* A session eval's restore of its parked session (docs/sessions.md, Parked sessions): 1 when
+ * the session was restored first (*ret_evals evals replayed in *ret_ms; either may be NULL),
+ * -1 when the restore stopped (why, and the eval where, in codecell_result_state_lost()), 0
+ * when there was none. Also the result's "restored". */
+CODECELL_API int codecell_result_restored(const codecell_result *result, size_t *ret_evals,
+                                          double *ret_ms);
 /* The CPU time the code used, in milliseconds (the result's "cpu_ms"). */
 CODECELL_API double codecell_result_cpu_ms(const codecell_result *result);
 /* The most memory the sandbox used, in bytes (the result's "memory_peak_bytes"), or -1 when

@@ -59,7 +59,7 @@ codecell_wing(mcp_client USES base SOURCES
 target_include_directories(engine_mcp_client PRIVATE ${CURL_INCLUDE_DIRS})
 # A cell's host tools: the table, their signatures, the calls of SB.call, the guest's names.
 codecell_wing(tools USES spec results mcp_client SOURCES
-  tools.c tool_signatures.c tool_descriptions.c rpc.c approval.c guest_names.c
+  tools.c tool_signatures.c tool_descriptions.c rpc.c call_record.c approval.c guest_names.c
   json_schema_check.c)
 # The walls of a sandbox and what the host gives of them: namespaces, mounts, seccomp, Landlock,
 # capabilities, the one entry every guest takes, cgroups, CPU time, the zygote's side of forked
@@ -78,7 +78,8 @@ codecell_wing(jail USES walls SOURCES
 # The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
 # disposal, the description.
 codecell_wing(run USES tools walls egress SOURCES
-  cell_plan.c standby.c pump.c pool.c disposal.c execution.c run_network.c session.c description.c
+  cell_plan.c standby.c pump.c pool.c disposal.c execution.c run_network.c session.c journal.c session_restore.c
+  description.c
   library_check.c cell.c)
 # Configuration files: the cells of a file, its tools and its MCP servers, which make cells
 # and add to them.

@@ -43,6 +43,18 @@ static int add_model_view_members(json_t *props)
                           "with a session: why what it held was lost (define again what you "
                           "need)"));
         bad |= json_object_set_new(
+                props, "restored",
+                json_pack("{s:[{s:s, s:{s:{s:s}, s:{s:s}}}, {s:s}], s:s}", "anyOf", "type",
+                          "object", "properties", "evals", "type", "integer", "ms", "type",
+                          "integer", "type", "boolean", "description",
+                          "with a session: it had been parked while idle and was restored first "
+                          "({evals, ms}: its earlier calls ran again), or false when that "
+                          "failed (state_lost says why)"));
+        bad |= json_object_set_new(
+                props, "not_restorable",
+                json_pack("{s:s, s:s}", "type", "string", "description",
+                          "with a session: it holds too much to be restored once idle"));
+        bad |= json_object_set_new(
                 props, "idle_interrupts",
                 json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}}}", "type", "array",
                           "description",
@@ -193,30 +205,36 @@ static char *tool_description(struct mcp_server *s, size_t i, const codecell_cel
         fputs(codecell_cell_description(codecell_cellset_cell(s->cells, i)), f);
         unsigned long long idle_s = info->limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000;
         unsigned long long max = info->limits[CODECELL_LIMIT_SESSIONS];
+        unsigned long long kept_h = info->limits[CODECELL_LIMIT_SESSION_RETENTION_MS] / 3600000;
         if (codecell_cellset_sessions(s->cells, i) && modern)
                 fprintf(f,
                         "\n\n## Sessions\n\n"
                         "Pass `session: \"new\"` to run in a persistent interpreter instead: the\n"
                         "result's `session.id` is a handle (cs_…) to pass as `session` in later\n"
                         "calls, which then use what earlier calls defined; its /work stays.\n"
-                        "`reset: true` starts it afresh. A session expires after %llu s unused,\n"
-                        "or when a call hits a limit (the result then says the state was lost);\n"
+                        "`reset: true` starts it afresh. After %llu s unused a session is\n"
+                        "parked: the next call brings it back by running its earlier calls again\n"
+                        "(the result says `restored`). It expires %llu h after its last use, or\n"
+                        "when a call hits a limit (the result then says the state was lost);\n"
                         "a call with an expired handle answers an error, and `\"new\"` starts\n"
                         "another. At most %llu are open at once, shared fairly between clients.\n"
                         "The `%s` tool lists and closes yours.",
-                        idle_s, max, s->sessions_tool);
+                        idle_s, kept_h, max, s->sessions_tool);
         else if (codecell_cellset_sessions(s->cells, i))
                 fprintf(f,
                         "\n\n## Sessions\n\n"
                         "Pass `session` (a name you choose) to run in a persistent interpreter\n"
                         "instead: what one call defines, the next call with the same name can\n"
                         "use, and its /work stays. `reset: true` starts it afresh. A session\n"
-                        "belongs to this %s only and ends with it, after\n"
-                        "%llu s unused, or when a call hits a limit (the result then says the\n"
-                        "state was lost); every result says whether the call created the\n"
-                        "session. At most %llu are open at once. They are shared\n"
+                        "belongs to this %s only and ends with it, or when a call hits a\n"
+                        "limit (the result then says the state was lost); after\n"
+                        "%llu s unused it is parked, and the next call brings it back by running\n"
+                        "its earlier calls again (the result says `restored`). Every result\n"
+                        "says whether the call created the session. At most %llu are open at once. "
+                        "They are shared\n"
                         "fairly: a client holding more than its share may see its least\n"
-                        "recently used idle session closed to make room (its next call says so).\n"
+                        "recently used idle session parked to make room (it comes back with its\n"
+                        "state once there is room).\n"
                         "The `%s` tool lists and closes yours.",
                         strcmp(s->o.transport, "http") == 0 ? "MCP session" : "MCP connection",
                         idle_s, max, s->sessions_tool);
@@ -677,13 +695,30 @@ static bool was_evicted(struct mcp_client *c, const char *scoped)
         return found;
 }
 
-/* The cell's sessions are all open. A client that holds at least two more than this one gives
- * up its least recently used idle session (the one holding the most first), so that clients
- * converge on equal shares and none can lock the others out; one at or under its share keeps
- * what it has. True when a session was closed. */
-static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell *cell)
+/* The cell's sessions that run (have a kernel): a parked one holds no room. NULL-terminated,
+ * or NULL. */
+static char **running_sessions(codecell_cell *cell)
 {
         char **names = codecell_session_list(cell);
+        size_t kept = 0;
+        for (size_t k = 0; names && names[k]; k++)
+                if (codecell_session_parked(cell, names[k]))
+                        free(names[k]);
+                else
+                        names[kept++] = names[k];
+        if (names)
+                names[kept] = NULL;
+        return names;
+}
+
+/* The cell's sessions are all in use. A client that runs at least two more than this one gives
+ * up its least recently used idle session (the one running the most first), so that clients
+ * converge on equal shares and none can lock the others out; one at or under its share keeps
+ * what it has. The session given up is parked, to come back on its next call (or closed when
+ * it cannot be restored, which its owner is told). True when room was made. */
+static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell *cell)
+{
+        char **names = running_sessions(cell);
         if (!names)
                 return false;
         size_t mine = 0;
@@ -712,8 +747,12 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
                 char owner[32];
                 snprintf(owner, sizeof(owner), "%.*s", (int)top_len, top);
                 char *victim = NULL;
-                if (codecell_session_close_idle(cell, owner, &victim, NULL) == 0) {
-                        note_evicted(s, victim);
+                bool parked = false;
+                if (codecell_session_park_idle(cell, owner, &victim, &parked, NULL) == 0) {
+                        if (parked)
+                                free(victim);
+                        else
+                                note_evicted(s, victim);
                         closed = true;
                         break;
                 }
@@ -730,14 +769,15 @@ static bool make_room(struct mcp_server *s, struct mcp_client *c, codecell_cell 
 
 /* The refusal when no session can be opened, worded for the model: what it holds, and what it
  * can do instead. */
-static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit, const char *evicted)
+static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit, const char *evicted,
+                     const char *parked)
 {
         char *text = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&text, &size);
         if (!f)
                 return NULL;
-        char **names = codecell_session_list(cell);
+        char **names = running_sessions(cell);
         size_t prefix_len = strlen(c->prefix), mine = 0;
         for (size_t k = 0; names && names[k]; k++)
                 if (strncmp(names[k], c->prefix, prefix_len) == 0)
@@ -760,6 +800,12 @@ static char *refusal(struct mcp_client *c, codecell_cell *cell, size_t limit, co
                         "more sessions than your share and it was your least recently used), "
                         "so what it held was lost. ",
                         evicted);
+        /* One parked to make room (or while idle) keeps its state for a later call. */
+        if (parked)
+                fprintf(f,
+                        "Session \"%s\" is parked (it was idle): what it held is kept, and it "
+                        "comes back with it on a call once one of the sessions below is free. ",
+                        parked);
         if (mine)
                 fprintf(f,
                         "No new session can be opened: all %zu sessions of this tool are in use, "
@@ -876,12 +922,15 @@ static const char *resolve_session(struct mcp_server *s, struct mcp_client *c,
                          session);
         else if (mcp_session_handle_known(c, session))
                 snprintf(why, n,
-                         "Session %s has expired: sessions end after %llu s unused, when a call "
+                         "Session %s has expired: sessions end %llu h after their last use "
+                         "(parked after %llu s unused, they come back until then), when a call "
                          "hits a limit, when closed, or to make room for another client when "
                          "all are in use, and what it held is gone. Start a new "
                          "one with \"session\": \"new\" (and define again what you need), or "
                          "leave out \"session\" to run in a fresh sandbox.",
                          session,
+                         (unsigned long long)(info.limits[CODECELL_LIMIT_SESSION_RETENTION_MS] /
+                                              3600000),
                          (unsigned long long)(info.limits[CODECELL_LIMIT_SESSION_IDLE_MS] / 1000));
         else if (*mine)
                 snprintf(why, n,
@@ -1057,7 +1106,8 @@ bool mcp_tools_call(struct mcp_server *s, struct mcp_client *c, const struct mcp
                         codecell_cell_info info;
                         codecell_cell_info_get(cell, &info);
                         text = refusal(c, cell, (size_t)info.limits[CODECELL_LIMIT_SESSIONS],
-                                       was_evicted(c, scoped) ? session : NULL);
+                                       was_evicted(c, scoped) ? session : NULL,
+                                       codecell_session_parked(cell, scoped) ? session : NULL);
                 }
                 hide_prefix(err.message, c->prefix);
                 refusal_note(err.errno_value == EMFILE ? REFUSAL_BUSY : REFUSAL_BAD_REQUEST,

@@ -264,7 +264,7 @@ class GoodFiles(unittest.TestCase):
         self.assertTrue(tool["description"].startswith("Reads f.txt.\n\n"))
         self.assertIn("- `/data` — the folder", tool["description"])
         self.assertIn("### echo", tool["description"])
-        self.assertIn("after\n120 s unused", tool["description"])
+        self.assertIn("after\n120 s unused it is parked", tool["description"])
         self.assertIn("At most 3 are open at once.", tool["description"])
         self.assertEqual(tool["inputSchema"]["required"], ["code"])
         text = codecell("describe", "--config", path)

@@ -571,13 +571,14 @@ class FairSessions(unittest.TestCase):
         self.assertIn('"b1"', text)
         self.assertIn('without "session"', text)
         self.assertIn("close one with the sessions tool", text)
-        # a's untouched sessions kept their state; its oldest were closed, and it is told once.
+        # a's untouched sessions kept their state; its oldest were parked (issue 33), and come
+        # back with theirs once there is room.
         self.assertEqual(self.run_in(a, "a3", "v")["structuredContent"]["value"], 3)
         self.server.post("", b, method="DELETE")
-        r = self.run_in(a, "a0", "defined?(v).inspect")
-        self.assertEqual(r["structuredContent"]["value"], "nil", r)
-        self.assertIn("closed to make room", r["content"][-1]["text"])
-        r = self.run_in(a, "a0", "v = 1")
+        r = self.run_in(a, "a0", "v")
+        self.assertEqual(r["structuredContent"]["value"], 0, r)
+        self.assertEqual(r["structuredContent"]["restored"]["evals"], 1, r)
+        self.assertIs(r["structuredContent"]["session"]["created"], False, r)
         self.assertNotIn("closed to make room", json.dumps(r["content"]))
 
     def test_a_busy_session_is_never_taken(self):
@@ -620,12 +621,42 @@ class FairSessions(unittest.TestCase):
         self.assertNotRegex(refused["content"][0]["text"], r'm\d+-')
 
 
+def rw_config(test, **cell):
+    """A cell with a read-write mount: its sessions cannot be parked (a replay would write to
+    the host twice), so room is made by closing them."""
+    out = tempdir(test)
+    os.chmod(out, 0o777)  # the sandbox's user may be another
+    return small_config(tempdir(test), mounts=[{"source": out, "dest": "/out", "mode": "rw"}],
+                        **cell)
+
+
 class EvictedSessionsAreSaid(unittest.TestCase):
-    """A session closed to make room says so on its next call, even when that call is refused
-    or comes with a handle."""
+    """A session closed to make room (one that cannot be parked) says so on its next call, even
+    when that call is refused or comes with a handle; one parked says it is kept."""
+
+    def test_a_refused_call_says_its_session_is_parked(self):
+        server = Http(small_config(tempdir(self), sessions={"max": 4}))
+        self.addCleanup(server.stop)
+        a, b = ({"Mcp-Session-Id": server.initialize()} for _ in range(2))
+
+        def run_in(h, session, code):
+            status, _, text = server.post(call(1, code, args={"session": session}), h)
+            self.assertEqual(status, 200, text)
+            return json.loads(text)["result"]
+        for k in range(4):
+            run_in(a, f"a{k}", f"v = {k}")
+        run_in(b, "b0", "1")
+        run_in(b, "b1", "1")  # a0 and a1 were parked to make room: two running each now
+        r = run_in(a, "a0", "v")
+        self.assertIs(r["isError"], True, r)
+        self.assertIn('Session "a0" is parked (it was idle): what it held is kept',
+                      r["content"][0]["text"])
+        self.assertIn('2 of them yours ("a2", "a3")', r["content"][0]["text"])
+        server.post("", b, method="DELETE")
+        self.assertEqual(run_in(a, "a0", "v")["structuredContent"]["value"], 0)
 
     def test_a_refused_call_says_its_session_was_closed_to_make_room(self):
-        server = Http(small_config(tempdir(self), sessions={"max": 4}))
+        server = Http(rw_config(self, sessions={"max": 4}))
         self.addCleanup(server.stop)
         a, b = ({"Mcp-Session-Id": server.initialize()} for _ in range(2))
 
@@ -644,7 +675,7 @@ class EvictedSessionsAreSaid(unittest.TestCase):
         self.assertNotRegex(r["content"][0]["text"], r'm\d+-')
 
     def test_a_handle_closed_to_make_room_says_so(self):
-        peer = Stdio(small_config(tempdir(self), sessions={"max": 4, "idle_ms": 60000}))
+        peer = Stdio(rw_config(self, sessions={"max": 4, "idle_ms": 60000}))
         self.addCleanup(peer.close)
         handles = []
         for k in range(4):
@@ -660,6 +691,40 @@ class EvictedSessionsAreSaid(unittest.TestCase):
         self.assertIs(r["isError"], True, r)
         self.assertIn("was closed to make room for another client", text_of(r))
         self.assertIn('"session": "new"', text_of(r))
+
+
+class ParkedSessions(unittest.TestCase):
+    """Issue 33: a session idle for idle_ms is parked (its kernel ends) and its next call
+    restores it, state and /work files, within the output schema; close ends it for good."""
+
+    def test_an_idle_session_is_parked_and_restored(self):
+        peer = Stdio(small_config(tempdir(self), pool=0, start="exec",
+                                  sessions={"idle_ms": 1000}))
+        self.addCleanup(peer.close)
+        peer.request(INIT)
+
+        def kernels():  # a session's sandbox: its init and interpreter
+            return [p for p in descendants(peer.proc.pid)
+                    if comm_of(p) in ("ruby", "codecell-init")]
+        r = peer.request(call(1, 'x = 41; File.write("/work/f", "kept")', args={"session": "p"}))
+        self.assertIs(r["result"]["isError"], False, r)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and kernels():
+            time.sleep(0.1)
+        self.assertEqual(kernels(), [], "the idle session's kernel is still there")
+        r = peer.request(call(2, '[x + 1, File.read("/work/f")]', args={"session": "p"}))["result"]
+        sc = r["structuredContent"]
+        self.assertEqual(sc["value"], [42, "kept"], r)
+        self.assertEqual(sc["restored"]["evals"], 1, r)
+        self.assertIs(sc["session"]["created"], False, r)
+        self.assertIn("restored", peer.request({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})[
+            "result"]["tools"][0]["outputSchema"]["properties"])
+        # Listed while parked; closed, it is gone for good.
+        peer.request({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "sessions", "arguments": {"action": "close", "session": "p"}}})
+        r = peer.request(call(5, "defined?(x).inspect", args={"session": "p"}))["result"]
+        self.assertEqual(r["structuredContent"]["value"], "nil", r)
+        self.assertNotIn("restored", r["structuredContent"])
 
 
 class SessionsSayLostState(unittest.TestCase):
@@ -1256,7 +1321,7 @@ class ModernStdio(unittest.TestCase):
         self.assertEqual([t["name"] for t in r["tools"]], ["ruby", "sessions"])
         session = r["tools"][0]["inputSchema"]["properties"]["session"]
         self.assertEqual(session["pattern"], "^(new|cs_[0-9a-f]{32})$")
-        self.assertIn("expires after 60 s unused", r["tools"][0]["description"])
+        self.assertIn("After 60 s unused a session is\nparked", r["tools"][0]["description"])
 
     def test_version_and_meta_errors(self):
         m = self.peer.request(modern(1, "tools/list",

@@ -106,6 +106,8 @@ _declare("codecell_cell_run_with", ctypes.c_int, P, S, SIZE, ctypes.POINTER(RunO
 _declare("codecell_session_eval_with", ctypes.c_int, P, S, S, SIZE, ctypes.POINTER(RunOptions),
          ctypes.POINTER(P), E)
 _declare("codecell_session_close", ctypes.c_int, P, S, E)
+_declare("codecell_session_park", ctypes.c_int, P, S, E)
+_declare("codecell_session_fork", ctypes.c_int, P, S, S, E)
 _declare("codecell_session_list", ctypes.POINTER(P), P)
 _declare("codecell_cell_add_tool", ctypes.c_int, P, S, S, S, TOOL_HANDLER, P, E)
 _declare("codecell_cell_description", S, P)

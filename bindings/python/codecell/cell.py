@@ -527,6 +527,28 @@ class Cell:
         """Ends the named session's sandbox; True when one was open."""
         return self._session_close(str(name))
 
+    def park_session(self, name=DEFAULT_SESSION):
+        """Parks the named session (docs/sessions.md, Parked sessions): its sandbox ends, its
+        journal stays, and its next eval restores its state (that result's `restored`).
+        Raises for one that is not open or cannot be restored."""
+        err = n.Error()
+        with self._use() as pointer:
+            r = n.lib.codecell_session_park(pointer, n.cstr(str(name), "session name"),
+                                            ctypes.byref(err))
+        if r < 0:
+            n.raise_error(err)
+
+    def fork_session(self, source, name):
+        """A new session `name` made from `source`: its first eval runs source's evals again
+        (host tools answered from the journal), then its own; source is untouched."""
+        err = n.Error()
+        with self._use() as pointer:
+            r = n.lib.codecell_session_fork(pointer, n.cstr(str(source), "session name"),
+                                            n.cstr(str(name), "session name"),
+                                            ctypes.byref(err))
+        if r < 0:
+            n.raise_error(err)
+
     def close_all(self):
         """Ends every session of the cell (the cell stays open); how many were open."""
         return sum(1 for name in self.sessions() if self._session_close(name))

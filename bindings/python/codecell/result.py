@@ -63,6 +63,11 @@ class Result:
         # reached its main thread between evals and was ignored ([{"class", "message"}]).
         self.state_lost = data.get("state_lost")
         self.idle_interrupts = data.get("idle_interrupts", [])
+        # A parked session's restore before this eval: {"evals", "ms"}, False when it stopped
+        # (state_lost says why), None when there was none; and why the session can no longer
+        # be parked, once its journal went over its bound (None: it can).
+        self.restored = data.get("restored")
+        self.not_restorable = data.get("not_restorable")
         # A network cell's: the connections the code made through its proxy, [{"host", "port",
         # "bytes_out", "bytes_in"} and "refused" when it was refused] (docs/network.md).
         self.network = data.get("network", [])

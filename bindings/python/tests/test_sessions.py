@@ -91,6 +91,24 @@ class Sessions(unittest.TestCase):
             with self.assertRaises(ValueError):
                 cell.eval("1", session="bad name!")
 
+    def test_a_parked_session_is_restored_and_a_fork_goes_its_own_way(self):
+        for language in ("python", "ruby"):
+            with self.subTest(language=language):
+                with codecell.Cell(language=language, pool=0) as cell:
+                    code = "x = [41]" if language == "ruby" else "x = [41]\nx"
+                    self.assertEqual(cell.eval(code).value, [41])
+                    self.assertIsNone(cell.eval("1").restored)
+                    cell.park_session()
+                    r = cell.eval("x")
+                    self.assertEqual(r.value, [41])
+                    self.assertEqual(r.restored["evals"], 2, r.restored)
+                    cell.fork_session("default", "what-if")
+                    grow = "x << 1; x" if language == "ruby" else "x.append(1)\nx"
+                    self.assertEqual(cell.eval(grow, session="what-if").value, [41, 1])
+                    self.assertEqual(cell.eval("x").value, [41])
+                    with self.assertRaises(ValueError):  # no such session
+                        cell.park_session("nope")
+
     def test_sessions_are_listed_and_closed_process_wide(self):
         a = codecell.Cell(language="python", pool=0)
         b = codecell.Cell(language="ruby", pool=0)

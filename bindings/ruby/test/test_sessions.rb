@@ -26,6 +26,24 @@ class TestSessions < Minitest::Test
     end
   end
 
+  def test_a_parked_session_is_restored_and_a_fork_goes_its_own_way
+    %i[ruby python].each do |language|
+      CodeCell::Cell.open(language: language, pool: 0) do |cell|
+        assert_equal [41], cell.eval(language == :ruby ? "x = [41]" : "x = [41]\nx").value
+        assert_nil cell.eval("1").restored
+        cell.park_session
+        r = cell.eval("x")
+        assert_equal [41], r.value, r.to_json
+        assert_equal 2, r.restored["evals"], r.to_json
+        cell.fork_session("default", "what-if")
+        grow = language == :ruby ? "x << 1; x" : "x.append(1)\nx"
+        assert_equal [41, 1], cell.eval(grow, session: "what-if").value
+        assert_equal [41], cell.eval("x").value
+        assert_raises(ArgumentError) { cell.park_session("nope") }
+      end
+    end
+  end
+
   def test_sessions_are_listed_and_closed_process_wide
     a = CodeCell::Cell.new(language: :ruby, pool: 0)
     b = CodeCell::Cell.new(language: :python, pool: 0)

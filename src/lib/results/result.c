@@ -76,6 +76,7 @@ void codecell_result_free(codecell_result *r)
         json_decref(r->idle_interrupts);
         json_decref(r->network);
         free(r->state_lost);
+        free(r->not_restorable);
         free(r);
 }
 
@@ -502,6 +503,15 @@ const char *codecell_result_state_lost(const codecell_result *r)
         return r->state_lost;
 }
 
+int codecell_result_restored(const codecell_result *r, size_t *ret_evals, double *ret_ms)
+{
+        if (ret_evals)
+                *ret_evals = r->restored > 0 ? r->restored_evals : 0;
+        if (ret_ms)
+                *ret_ms = r->restored > 0 ? r->restored_ms : 0;
+        return r->restored;
+}
+
 double codecell_result_cpu_ms(const codecell_result *r)
 {
         return r->cpu_ms;
@@ -532,6 +542,15 @@ int result_set_session_notes(json_t *obj, const codecell_result *r)
                 bad |= json_object_set(obj, "idle_interrupts", r->idle_interrupts);
         if (r->state_lost)
                 bad |= json_object_set_new(obj, "state_lost", json_string(r->state_lost));
+        if (r->restored > 0)
+                bad |= json_object_set_new(obj, "restored",
+                                           json_pack("{s:I, s:I}", "evals",
+                                                     (json_int_t)r->restored_evals, "ms",
+                                                     (json_int_t)(r->restored_ms + 0.5)));
+        else if (r->restored < 0)
+                bad |= json_object_set_new(obj, "restored", json_false());
+        if (r->not_restorable)
+                bad |= json_object_set_new(obj, "not_restorable", json_string(r->not_restorable));
         return bad ? -ENOMEM : 0;
 }
 

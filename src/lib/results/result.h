@@ -36,6 +36,14 @@ struct codecell_result {
          * (NULL: it was not). */
         json_t *idle_interrupts;
         char *state_lost;
+        /* A parked session's restore before this eval: 1 restored (restored_evals replayed in
+         * restored_ms), -1 it stopped (why in state_lost), 0 none. */
+        int restored;
+        size_t restored_evals;
+        double restored_ms;
+        /* Why the session can no longer be restored once parked (its journal went over its
+         * bound with this eval), or NULL. */
+        char *not_restorable;
         /* The connections it made through its cell's egress proxy, [{host, port, bytes_out,
          * bytes_in, refused?}], or NULL: none, or a cell without a network policy. */
         json_t *network;

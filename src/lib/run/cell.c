@@ -247,6 +247,28 @@ int codecell_session_close_idle(codecell_cell *cell, const char *prefix, char **
         return session_close_idle(&cell->sessions, prefix, ret_name, err);
 }
 
+int codecell_session_park(codecell_cell *cell, const char *name, codecell_error *err)
+{
+        return session_park(&cell->sessions, name, err);
+}
+
+int codecell_session_park_idle(codecell_cell *cell, const char *prefix, char **ret_name,
+                               bool *ret_parked, codecell_error *err)
+{
+        return session_park_idle(&cell->sessions, prefix, ret_name, ret_parked, err);
+}
+
+int codecell_session_fork(codecell_cell *cell, const char *from, const char *as,
+                          codecell_error *err)
+{
+        return session_fork(&cell->sessions, from, as, err);
+}
+
+bool codecell_session_parked(codecell_cell *cell, const char *name)
+{
+        return session_is_parked(&cell->sessions, name);
+}
+
 void codecell_session_close_all(codecell_cell *cell)
 {
         session_close_all(&cell->sessions);

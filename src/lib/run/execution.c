@@ -55,11 +55,12 @@ struct execution {
         struct standby *s;
         const codecell_run_options *options; /* NULL: none */
         codecell_result *res;
-        bool keep;              /* a session's: its sandbox goes on after "ok" and "error" */
-        int64_t id;             /* of the exec, which the guest's frames must carry */
-        uint64_t timeout_ms;    /* the cell's wall-clock limit, or the run's when narrower */
-        double start, deadline; /* now_ms() clock */
-        struct rpc rpc;         /* its host calls */
+        bool keep;                  /* a session's: its sandbox goes on after "ok" and "error" */
+        int64_t id;                 /* of the exec, which the guest's frames must carry */
+        uint64_t timeout_ms;        /* the cell's wall-clock limit, or the run's when narrower */
+        double start, deadline;     /* now_ms() clock */
+        struct rpc rpc;             /* its host calls */
+        struct call_record *record; /* a session eval's journal of them, or NULL */
 };
 
 /* What an execution came to: the facts its status is decided from, and what it used. */
@@ -342,6 +343,7 @@ static bool hand_over(struct execution *x, const char *code, size_t len)
         rpc_init(&x->rpc, x->tools, &rl, x->deadline, x->s->sb.ctl_fd);
         x->rpc.syntax = &x->plan->config->runtime->tools;
         x->rpc.run_userdata = x->options ? x->options->userdata : NULL;
+        x->rpc.record = x->record;
         pump_exec_sent(p, &x->rpc, x->options, x->start);
         return true;
 }
@@ -507,8 +509,9 @@ static uint64_t run_timeout_ms(const struct cell_plan *plan, const codecell_run_
 }
 
 bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
-                  const char *code, size_t len, bool keep, const codecell_run_options *options,
-                  codecell_result *res, struct execution_end *ret_end)
+                  const char *code, size_t len, bool keep, struct call_record *record,
+                  const codecell_run_options *options, codecell_result *res,
+                  struct execution_end *ret_end)
 {
         struct execution x = {.plan = plan,
                               .tools = tools,
@@ -516,6 +519,7 @@ bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct stand
                               .options = options,
                               .res = res,
                               .keep = keep,
+                              .record = record,
                               .timeout_ms = run_timeout_ms(plan, options)};
         struct execution_end end = {.init_status = -1};
         bool alive = run_on(&x, code, len, &end);
@@ -542,7 +546,7 @@ void execution_run(struct cell_plan *plan, struct tool_table *tools, struct pool
                         return;
                 }
         }
-        (void)execution_on(plan, tools, s, code, len, false, options, res, NULL);
+        (void)execution_on(plan, tools, s, code, len, false, NULL, options, res, NULL);
         if (s->sb.pid > 0)
                 disposal_add(disposal, s); /* killed, not yet collected */
         else

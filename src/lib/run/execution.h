@@ -11,6 +11,7 @@
 #include "disposal.h"
 #include "pool.h"
 #include "standby.h"
+#include "call_record.h"
 #include "tools.h"
 
 /* A new result for code the plan's cell accepts with options, carrying what every result
@@ -27,13 +28,15 @@ struct execution_end {
         int init_status; /* init's exit code as sandbox_destroy gives it, or -1 */
 };
 
-/* Runs one `exec` on a sandbox standing by, calling tools' host tools. With keep, a sandbox
- * that returned "ok" or "error" is left running for the next exec (a session) and true is
+/* Runs one `exec` on a sandbox standing by, calling tools' host tools (record: a session
+ * eval's journal of its calls, which in replay answers them instead; NULL: none). With keep, a
+ * sandbox that returned "ok" or "error" is left running for the next exec (a session) and true is
  * returned; otherwise it is torn down (not freed), false is returned, and ret_end (NULL: not
  * wanted) says how it ended. */
 bool execution_on(struct cell_plan *plan, struct tool_table *tools, struct standby *s,
-                  const char *code, size_t len, bool keep, const codecell_run_options *options,
-                  codecell_result *res, struct execution_end *ret_end);
+                  const char *code, size_t len, bool keep, struct call_record *record,
+                  const codecell_run_options *options, codecell_result *res,
+                  struct execution_end *ret_end);
 /* Runs one execution on a sandbox from pool, or a cold one, into res; its sandbox goes to
  * disposal when it is still to be collected. */
 void execution_run(struct cell_plan *plan, struct tool_table *tools, struct pool *pool,

@@ -42,6 +42,15 @@ int session_close(struct session_table *t, const char *name, codecell_error *err
 void session_close_all(struct session_table *t);
 int session_close_idle(struct session_table *t, const char *prefix, char **ret_name,
                        codecell_error *err);
+/* Parking (docs/sessions.md, Parked sessions): the kernel ends, the journal stays, the next
+ * eval restores it. session_park_idle parks the least recently used idle session of prefix
+ * that is running, or closes it when it cannot be restored (*ret_parked false). */
+int session_park(struct session_table *t, const char *name, codecell_error *err);
+int session_park_idle(struct session_table *t, const char *prefix, char **ret_name,
+                      bool *ret_parked, codecell_error *err);
+/* A new session as, parked with a copy of from's journal: its first eval replays it. */
+int session_fork(struct session_table *t, const char *from, const char *as, codecell_error *err);
+bool session_is_parked(struct session_table *t, const char *name);
 char **session_list(struct session_table *t);
 
 #endif

@@ -42,6 +42,9 @@ static const uint64_t default_limits[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_FILES_OUT] = 16,
         [CODECELL_LIMIT_FILE_OUT_BYTES] = 8 * MIB,
         [CODECELL_LIMIT_APPROVAL_MS] = 120000,
+        [CODECELL_LIMIT_SESSION_JOURNAL_BYTES] = 8 * MIB,
+        [CODECELL_LIMIT_RESTORE_MS] = 30000,
+        [CODECELL_LIMIT_SESSION_RETENTION_MS] = 24ULL * 3600 * 1000,
 };
 
 /* Below these the interpreter cannot even start, so a smaller value is a configuration
@@ -86,6 +89,9 @@ static const char *const limit_names[CODECELL_LIMIT__COUNT] = {
         [CODECELL_LIMIT_FILES_OUT] = "files_out",
         [CODECELL_LIMIT_FILE_OUT_BYTES] = "file_out_bytes",
         [CODECELL_LIMIT_APPROVAL_MS] = "approval_ms",
+        [CODECELL_LIMIT_SESSION_JOURNAL_BYTES] = "session_journal_bytes",
+        [CODECELL_LIMIT_RESTORE_MS] = "restore_ms",
+        [CODECELL_LIMIT_SESSION_RETENTION_MS] = "session_retention_ms",
 };
 
 codecell_config *codecell_config_new(const char *language, codecell_error *err)

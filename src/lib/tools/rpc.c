@@ -31,6 +31,11 @@ struct request {
         double deadline;
         struct rpc_limits limits;
         void *run_userdata;
+        /* The eval's journal and this call's place in it (-1: not kept); or the reply the
+         * journal gave in replay (then no tool runs). */
+        struct call_record *record;
+        long record_index;
+        char *canned;
 };
 
 /* Calls taken beyond those running wait here, in the order the guest made them. The guest may
@@ -101,6 +106,7 @@ static void drop_queued(struct runner *r)
                 r->head = (r->head + 1) % RPC_WAITING_MAX;
                 tool_table_release(q->table);
                 free(q->args);
+                free(q->canned);
                 json_decref(q->id);
                 atomic_fetch_sub(&r->pending, 1);
         }
@@ -265,6 +271,12 @@ static char *run_request(struct worker *w, struct request *q)
         json_t *id = q->id;
         double deadline = q->deadline;
         struct rpc_limits limits = q->limits;
+        if (q->canned) { /* answered from the journal: the tool is not called again */
+                tool_table_release(table);
+                free(q->args);
+                json_decref(q->id);
+                return q->canned;
+        }
 
         /* The tool belongs to the cell, which may be freed while a handler hangs: take
          * what is needed, then let go of it (see tool_table.holds). */
@@ -314,8 +326,9 @@ static char *run_request(struct worker *w, struct request *q)
         return reply;
 }
 
-/* Sends a call's reply, unless the execution is over; returns whether it is. Takes reply. */
-static bool deliver(struct runner *r, char *reply)
+/* Sends a call's reply, unless the execution is over; returns whether it is. Takes reply. The
+ * journal keeps only replies that reached the guest while its eval ran. */
+static bool deliver(struct runner *r, const struct request *q, char *reply)
 {
         pthread_mutex_lock(&r->send_lock);
         pthread_mutex_lock(&r->lock);
@@ -325,6 +338,8 @@ static bool deliver(struct runner *r, char *reply)
         pthread_mutex_unlock(&r->lock);
         if (!abandoned) {
                 codecell_error e;
+                if (q->record && !q->canned)
+                        call_record_answer(q->record, q->record_index, reply);
                 /* A guest that stops reading fills the socket: after the timeout the channel
                  * is shut, the guest sees it close, and no worker blocks for longer. */
                 if (!reply || frame_send_text(r->ctl_fd, reply, strlen(reply), 1000, &e) < 0)
@@ -362,7 +377,7 @@ static void *worker_main(void *arg)
         struct runner *r = w->r;
         struct request q;
         while (next_request(r, &q))
-                if (deliver(r, run_request(w, &q)))
+                if (deliver(r, &q, run_request(w, &q)))
                         break;
         pthread_mutex_lock(&r->lock);
         bool last = --r->alive == 0 && r->orphaned;
@@ -558,6 +573,19 @@ static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, ch
                                                "limit is %d): await some before making more",
                                                name, (unsigned)r->queued, RPC_WAITING_MAX));
         }
+        char *canned = NULL;
+        long record_index = -1;
+        if (rpc->record && rpc->record->replaying) {
+                if (!(canned = call_record_replay(rpc->record, id, name, *text))) {
+                        pthread_mutex_unlock(&r->lock);
+                        return tool_error(id,
+                                          "tool \"%s\": the session's replay stopped here: this "
+                                          "call is not the one its journal holds",
+                                          name);
+                }
+        } else if (rpc->record) {
+                record_index = call_record_note(rpc->record, name, *text);
+        }
         tool_table_hold(rpc->tools); /* released by the worker once done with the tool */
         r->queue[(r->head + r->queued) % RPC_WAITING_MAX] = (struct request){
                 .tool = tool,
@@ -567,6 +595,9 @@ static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, ch
                 .deadline = rpc->deadline,
                 .limits = rpc->limits,
                 .run_userdata = rpc->run_userdata,
+                .record = rpc->record,
+                .record_index = record_index,
+                .canned = canned,
         };
         *text = NULL;
         r->queued_bytes += size;
@@ -580,6 +611,7 @@ static json_t *send_call(struct rpc *rpc, const json_t *id, const char *name, ch
                 struct request *q = &r->queue[(r->head + r->queued) % RPC_WAITING_MAX];
                 tool_table_release(q->table);
                 free(q->args);
+                free(q->canned);
                 json_decref(q->id);
         }
         pthread_cond_signal(&r->wake);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "call_record.h"
 #include "tools.h"
 
 struct rpc_limits {
@@ -27,6 +28,9 @@ struct rpc {
         struct runner *runner;            /* started at the first call */
         const struct tool_syntax *syntax; /* the guest's language, for SB.describe */
         void *run_userdata;               /* the run's options.userdata, for approvals */
+        /* A session eval's journal of its calls, or NULL (a one-shot run): each call that
+         * reaches a tool is noted with its reply; in replay the record answers instead. */
+        struct call_record *record;
 };
 
 void rpc_init(struct rpc *rpc, struct tool_table *tools, const struct rpc_limits *limits,

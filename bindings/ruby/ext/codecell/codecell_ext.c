@@ -448,6 +448,52 @@ static VALUE native_cell_session_close(VALUE self, VALUE name)
         return Qtrue;
 }
 
+struct park_args {
+        codecell_cell *cell;
+        const char *name, *as; /* as: a fork's name, or NULL to park name */
+        codecell_error err;
+        int r;
+};
+
+static void *session_park_nogvl(void *p)
+{
+        struct park_args *a = p;
+        a->r = a->as ? codecell_session_fork(a->cell, a->name, a->as, &a->err)
+                     : codecell_session_park(a->cell, a->name, &a->err);
+        return NULL;
+}
+
+/* session_park(name) and session_fork(name, as) (docs/sessions.md, Parked sessions): nil, or
+ * raise. Both wait for an eval of name in progress, so without the GVL. */
+static VALUE park_or_fork(VALUE self, VALUE name, VALUE as)
+{
+        struct native_cell *nc = open_cell(self);
+        VALUE copy = rb_str_new_frozen(name);
+        VALUE as_copy = NIL_P(as) ? Qnil : rb_str_new_frozen(as);
+        struct park_args a = {nc->cell,
+                              StringValueCStr(copy),
+                              NIL_P(as_copy) ? NULL : StringValueCStr(as_copy),
+                              {0},
+                              0};
+        call_busy(nc, session_park_nogvl, &a);
+        RB_GC_GUARD(copy);
+        RB_GC_GUARD(as_copy);
+        if (a.r < 0)
+                rbcc_raise(&a.err);
+        return Qnil;
+}
+
+static VALUE native_cell_session_park(VALUE self, VALUE name)
+{
+        return park_or_fork(self, name, Qnil);
+}
+
+static VALUE native_cell_session_fork(VALUE self, VALUE name, VALUE as)
+{
+        StringValue(as);
+        return park_or_fork(self, name, as);
+}
+
 static VALUE native_cell_sessions(VALUE self)
 {
         char **names = codecell_session_list(open_cell(self)->cell);
@@ -569,6 +615,8 @@ RUBY_FUNC_EXPORTED void Init_codecell_ext(void)
         rb_define_method(cNativeCell, "run", native_cell_run, 2);
         rb_define_method(cNativeCell, "session_eval", native_cell_session_eval, 3);
         rb_define_method(cNativeCell, "session_close", native_cell_session_close, 1);
+        rb_define_method(cNativeCell, "session_park", native_cell_session_park, 1);
+        rb_define_method(cNativeCell, "session_fork", native_cell_session_fork, 2);
         rb_define_method(cNativeCell, "sessions", native_cell_sessions, 0);
         rb_define_method(cNativeCell, "warmup", native_cell_warmup, 0);
         rb_define_method(cNativeCell, "description", native_cell_description, 0);

@@ -229,6 +229,21 @@ module CodeCell
       session_close(name.to_s)
     end
 
+    # Parks the named session (docs/sessions.md, Parked sessions): its sandbox ends, its journal
+    # stays, and its next eval restores its state (that result's #restored). Raises for one that
+    # is not open or cannot be restored.
+    def park_session(name = DEFAULT_SESSION)
+      @native.session_park(name.to_s)
+      nil
+    end
+
+    # A new session +name+ made from +source+: its first eval runs source's evals again (host
+    # tools answered from the journal), then its own; source is untouched.
+    def fork_session(source, name)
+      @native.session_fork(source.to_s, name.to_s)
+      nil
+    end
+
     # Ends every session of the cell (the cell stays open). Returns how many were open.
     def close_all
       sessions.count { |name| session_close(name) }

@@ -56,6 +56,17 @@ module CodeCell
       @data["state_lost"]
     end
 
+    # A parked session's restore before this eval: {"evals" => n, "ms" => m}, false when it
+    # stopped (#state_lost says why), nil when there was none.
+    def restored
+      @data["restored"]
+    end
+
+    # Why the session can no longer be parked (its journal went over its bound), or nil.
+    def not_restorable
+      @data["not_restorable"]
+    end
+
     # A session eval's: what its threads raised into the main thread or signalled between
     # evals, ignored (the state was kept): [{"class" => …, "message" => …}].
     def idle_interrupts
