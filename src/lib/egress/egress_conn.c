@@ -140,4 +140,3 @@ int egress_method_refusal(const struct egress_policy *p, const struct egress_req
         }
         return 0;
 }
-
