@@ -323,6 +323,28 @@ static void read_write_mount(const char *dir)
         codecell_cell_free(cell);
 }
 
+/* A network cell keeps no journal either: a replay would send its requests again. */
+static void network_cell(void)
+{
+        codecell_error err = {0};
+        codecell_config *config = codecell_config_new(language, &err);
+        CHECK(config != NULL);
+        if (!config)
+                return;
+        codecell_config_set_policy(config, CODECELL_POLICY_IGNORE);
+        codecell_config_set_pool(config, 0, &err);
+        CHECK(codecell_config_set_network(config, "{\"allow\": [\"example.test\"]}", &err) == 0);
+        codecell_cell *cell = codecell_cell_new(config, &err);
+        codecell_config_free(config);
+        CHECK(cell != NULL);
+        if (!cell)
+                return;
+        expect_parts(cell, "net", "1", "{\"status\":\"ok\"", NULL);
+        CHECK(codecell_session_park(cell, "net", &err) < 0 && err.errno_value == EPERM &&
+              strstr(err.message, "reaches the network"));
+        codecell_cell_free(cell);
+}
+
 int main(int argc, char **argv)
 {
         pick_language(argc, argv);
@@ -341,6 +363,7 @@ int main(int argc, char **argv)
         over_restore_ms();
         over_journal();
         read_write_mount(rw);
+        network_cell();
         if (is_python)
                 hash_seed();
         pid_t pids[16];

@@ -106,12 +106,27 @@ static bool spinning(const struct session *s, double budget_ms)
         return cpu >= 0 && cpu - s->cpu_at_rest > budget_ms;
 }
 
-/* Whether a session can be parked: its journal holds all it did, and nothing it did wrote to
- * the host (a replay would write to a read-write folder a second time). Guarded by run_lock,
- * or by the table's lock when users is 0. */
+/* Why a cell's sessions keep no journal, or NULL: what their code did outside the sandbox, a
+ * replay would do a second time. A read-write folder would be written again; a network cell's
+ * requests would reach their servers again (a POST, a payment), and the answers, which the
+ * engine does not keep, could differ. */
+static const char *never_replayed(const struct cell_plan *plan)
+{
+        if (plan->writes_host)
+                return "its cell has read-write mounts, which a replay would write to a second "
+                       "time";
+        if (config_network(plan->config))
+                return "its cell reaches the network, and a replay would send its requests a "
+                       "second time";
+        return NULL;
+}
+
+/* Whether a session can be parked: its journal holds all it did, and nothing it did reached
+ * outside the sandbox (never_replayed). Guarded by run_lock, or by the table's lock when users
+ * is 0. */
 static bool restorable(const struct session_table *t, const struct session *s)
 {
-        return !s->journal.over && !t->plan->writes_host &&
+        return !s->journal.over && !never_replayed(t->plan) &&
                t->plan->config->limits[CODECELL_LIMIT_SESSION_RETENTION_MS] > 0;
 }
 
@@ -402,9 +417,10 @@ static bool eval_on_kernel(struct session_table *t, struct session *s, const cha
                 return true;
         }
         struct execution_end end = {.init_status = -1};
-        /* A cell that writes to the host keeps no journal: it could not be replayed. */
+        /* A cell whose code reaches outside the sandbox keeps no journal: it could not be
+         * replayed. */
         bool was_over = s->journal.over;
-        bool kept = !t->plan->writes_host && journal_begin(&s->journal, code, len, options);
+        bool kept = !never_replayed(t->plan) && journal_begin(&s->journal, code, len, options);
         if (execution_on(t->plan, t->tools, s->kernel, code, len, true,
                          kept ? &s->journal.pending.calls : NULL, options, res, &end)) {
                 /* Kept when its code ran to the end ("ok" or "error"): one cancelled before it
@@ -567,9 +583,9 @@ static struct session *find_used(struct session_table *t, const char *name)
 /* Why a session cannot be parked, for an error. */
 static const char *unparkable(const struct session_table *t, const struct session *s)
 {
-        if (t->plan->writes_host)
-                return "its cell has read-write mounts, which a replay would write to a second "
-                       "time";
+        const char *why = never_replayed(t->plan);
+        if (why)
+                return why;
         if (s->journal.over)
                 return "its journal went over the cell's session_journal_bytes";
         return "the cell's session_retention_ms is 0";
