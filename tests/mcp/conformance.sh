@@ -13,6 +13,9 @@ if [ ! -x "$node" ]; then
 fi
 work="$(mktemp -d /tmp/codecell-conformance-XXXXXX)"
 log="$work/serve.log"
+# Made here, not by the server's redirection: the loop below may read it before the
+# background shell has opened it (a loaded machine), and sed fails on a missing file.
+: >"$log"
 "$bin" serve --config "$here/cells.json" --http 127.0.0.1:0 2>"$log" &
 server=$!
 cleanup() {
