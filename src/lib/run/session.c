@@ -535,23 +535,31 @@ int session_close(struct session_table *t, const char *name, codecell_error *err
         return 0;
 }
 
-int session_close_idle(struct session_table *t, const char *prefix, char **ret_name,
-                       codecell_error *err)
+/* The least recently used session of prefix that runs and nobody uses, and its place in the
+ * table (*ret_at); or NULL. The table locked. */
+static struct session *oldest_idle(struct session_table *t, const char *prefix, size_t *ret_at)
 {
         size_t prefix_len = strlen(prefix);
-        if (ret_name)
-                *ret_name = NULL;
-        pthread_mutex_lock(&t->lock);
         struct session *s = NULL;
-        size_t at = 0;
         for (size_t i = 0; i < t->n; i++) {
                 struct session *x = t->items[i];
                 if (x->users == 0 && !x->parked && strncmp(x->name, prefix, prefix_len) == 0 &&
                     (!s || x->last_used < s->last_used)) {
                         s = x;
-                        at = i;
+                        *ret_at = i;
                 }
         }
+        return s;
+}
+
+int session_close_idle(struct session_table *t, const char *prefix, char **ret_name,
+                       codecell_error *err)
+{
+        if (ret_name)
+                *ret_name = NULL;
+        pthread_mutex_lock(&t->lock);
+        size_t at = 0;
+        struct session *s = oldest_idle(t, prefix, &at);
         char *name = s && ret_name ? strdup(s->name) : NULL;
         if (s && ret_name && !name)
                 s = NULL;
@@ -621,21 +629,12 @@ int session_park(struct session_table *t, const char *name, codecell_error *err)
 int session_park_idle(struct session_table *t, const char *prefix, char **ret_name,
                       bool *ret_parked, codecell_error *err)
 {
-        size_t prefix_len = strlen(prefix);
         if (ret_name)
                 *ret_name = NULL;
         *ret_parked = false;
         pthread_mutex_lock(&t->lock);
-        struct session *s = NULL;
         size_t at = 0;
-        for (size_t i = 0; i < t->n; i++) {
-                struct session *x = t->items[i];
-                if (x->users == 0 && !x->parked && strncmp(x->name, prefix, prefix_len) == 0 &&
-                    (!s || x->last_used < s->last_used)) {
-                        s = x;
-                        at = i;
-                }
-        }
+        struct session *s = oldest_idle(t, prefix, &at);
         char *name = s && ret_name ? strdup(s->name) : NULL;
         if (s && ret_name && !name)
                 s = NULL;
