@@ -26,30 +26,40 @@ static short events_of(enum egress_tls_status st)
         return st == EGRESS_TLS_WANT_WRITE ? POLLOUT : POLLIN;
 }
 
+/* Why a wait ended before its socket was ready (WAIT_DEADLINE or WAIT_STOP). */
+static const char *wait_end_text(int w)
+{
+        return w == WAIT_DEADLINE ? "closed at the run's time limit" : "the run ended";
+}
+
+/* Records it. */
+static void wait_ended(struct egress_conn *c, int w)
+{
+        if (w != WAIT_READY)
+                egress_set_refused(c, "%s", wait_end_text(w));
+}
+
 /* Waits for what the side asked for: 0, or -1 (the reason recorded). */
 static int wait_side(struct egress_conn *c, int fd, enum egress_tls_status st)
 {
         int w = egress_wait_for(c->run, fd, events_of(st));
-        if (w == WAIT_DEADLINE)
-                egress_set_refused(c, "closed at the run's time limit");
-        else if (w == WAIT_STOP)
-                egress_set_refused(c, "the run ended");
+        wait_ended(c, w);
         return w == WAIT_READY ? 0 : -1;
 }
 
-/* 0; -1 when TLS failed; -2 when the run ended or reached its time limit first (the reason
- * recorded either way). */
-static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd)
+/* 0; -1 when TLS failed (egress_tls_why(s) says why); or -2 when the run ended or reached its
+ * time limit first, *ret_wait then saying which. Nothing is recorded: the caller puts the
+ * reason in its words. */
+static int handshake(struct egress_conn *c, struct egress_tls_side *s, int fd, int *ret_wait)
 {
         for (;;) {
                 enum egress_tls_status st = egress_tls_handshake(s);
                 if (st == EGRESS_TLS_OK)
                         return 0;
-                if (st == EGRESS_TLS_ERROR) {
-                        egress_set_refused(c, "%s", egress_tls_why(s));
+                if (st == EGRESS_TLS_ERROR)
                         return -1;
-                }
-                if (wait_side(c, fd, st) < 0)
+                *ret_wait = egress_wait_for(c->run, fd, events_of(st));
+                if (*ret_wait != WAIT_READY)
                         return -2;
         }
 }
@@ -287,27 +297,24 @@ void egress_terminate(struct egress_conn *c, const struct egress_request *connec
                 egress_set_refused(c, "out of memory");
                 goto done;
         }
-        int shaken = handshake(c, guest, c->client);
+        int w = WAIT_READY, shaken = handshake(c, guest, c->client, &w);
+        /* A guest that gave up on the handshake (its alert sent) and ended its run at once:
+         * the alert is in the socket already, and is the reason that counts. Bytes only: a
+         * guest gone (its end of the stream) did nothing wrong. */
+        char peek;
+        if (shaken == -2 && recv(c->client, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 1 &&
+            egress_tls_handshake(guest) == EGRESS_TLS_ERROR)
+                shaken = -1;
         if (shaken == -2) {
-                /* A guest that gave up on the handshake (its alert sent) and ended its run at
-                 * once: the alert is in the socket already, and is the reason that counts.
-                 * Bytes only: a guest gone (its end of the stream) did nothing wrong. */
-                char peek;
-                if (recv(c->client, &peek, 1, MSG_PEEK | MSG_DONTWAIT) != 1 ||
-                    egress_tls_handshake(guest) != EGRESS_TLS_ERROR)
-                        goto done; /* not the guest's TLS: the run ended first */
-                c->refused[0] = '\0';
-                egress_set_refused(c, "%s", egress_tls_why(guest));
+                wait_ended(c, w); /* not the guest's TLS: the run ended first */
+                goto done;
         }
-        if (shaken != 0) {
+        if (shaken == -1) {
                 /* Most often a guest that does not trust the cell's CA: say where it is. */
-                char why[REFUSED_MAX];
-                snprintf(why, sizeof(why),
-                         "%s (the engine terminates TLS to %s: the guest must trust the cell's "
-                         "CA, which SSL_CERT_FILE names)",
-                         c->refused, connect->host);
-                c->refused[0] = '\0';
-                egress_set_refused(c, "%s", why);
+                egress_set_refused(c,
+                                   "%s (the engine terminates TLS to %s: the guest must trust "
+                                   "the cell's CA, which SSL_CERT_FILE names)",
+                                   egress_tls_why(guest), connect->host);
                 goto done;
         }
         if (check_server_name(c, guest, connect) < 0 ||
@@ -322,9 +329,10 @@ void egress_terminate(struct egress_conn *c, const struct egress_request *connec
                 egress_set_refused(c, "out of memory");
                 goto done;
         }
-        if (handshake(c, server, c->upstream) < 0) {
-                snprintf(body, sizeof(body), "TLS to %s failed: %s", connect->host, c->refused);
-                c->refused[0] = '\0';
+        shaken = handshake(c, server, c->upstream, &w);
+        if (shaken != 0) {
+                snprintf(body, sizeof(body), "TLS to %s failed: %s", connect->host,
+                         shaken == -1 ? egress_tls_why(server) : wait_end_text(w));
                 refuse_tls(c, guest, 502, body);
                 goto done;
         }

@@ -5,14 +5,12 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cleanup.h"
 #include "error.h"
@@ -318,11 +316,11 @@ struct egress_tls *egress_tls_new(const struct egress_policy *p, codecell_error 
                 fail(o, err, "the CA's certificate");
                 goto fail;
         }
-        for (size_t i = 0; i < p->n_headers; i++, t->n_hosts++)
-                if (make_host(t, &t->hosts[i], p->headers[i].host, err) < 0) {
-                        t->n_hosts++; /* its context, if made, is freed with the rest */
+        for (size_t i = 0; i < p->n_headers; i++) {
+                t->n_hosts = i + 1; /* what make_host made, even when it fails, is freed */
+                if (make_host(t, &t->hosts[i], p->headers[i].host, err) < 0)
                         goto fail;
-                }
+        }
         /* Every certificate the CA will ever sign is signed: its key goes now (OpenSSL clears
          * a private key's numbers as it frees them), so that no later copy of the engine's
          * memory (a sandbox's init is a fork of it) holds it. */
@@ -384,24 +382,18 @@ const char *egress_tls_ca_pem(const struct egress_tls *t)
 char *egress_tls_bundle(const struct egress_tls *t, size_t *ret_len)
 {
         const char *system = t->o->X509_get_default_cert_file();
-        size_t pem_len = strlen(t->ca_pem), have = 0;
+        size_t pem_len = strlen(t->ca_pem);
         struct stat st;
-        _cleanup_close_ int fd = system ? open(system, O_RDONLY | O_CLOEXEC) : -1;
-        size_t size = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        size_t size = system && stat(system, &st) == 0 && S_ISREG(st.st_mode) &&
                                       (uint64_t)st.st_size <= BUNDLE_MAX
                               ? (size_t)st.st_size
                               : 0;
-        char *out = malloc(size + pem_len + 2);
+        /* The roots, read_file's NUL (or the newline put after them), then the CA. */
+        char *out = malloc(size + 1 + pem_len + 1);
         if (!out)
                 return NULL;
-        while (have < size) {
-                ssize_t n = read(fd, out + have, size - have);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                have += (size_t)n;
-        }
+        ssize_t got = size ? read_file(system, out, size + 1) : 0;
+        size_t have = got > 0 ? (size_t)got : 0;
         if (have && out[have - 1] != '\n')
                 out[have++] = '\n';
         memcpy(out + have, t->ca_pem, pem_len);

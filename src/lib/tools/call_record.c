@@ -120,6 +120,8 @@ char *call_record_replay(struct call_record *r, const json_t *id, const char *na
                 reply = str_printf("{\"t\":\"reply\",\"id\":%" JSON_INTEGER_FORMAT "%s",
                                    json_integer_value(id), c->reply_tail);
         }
+        /* The reason is a fixed buffer, which snprintf may have cut inside a character. */
+        utf8_trim_cut(r->diverged);
         pthread_mutex_unlock(&r->lock);
         return reply;
 }
