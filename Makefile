@@ -39,9 +39,12 @@ test: bootstrap build
 	cd $(BUILD) && ctest --output-on-failure -j 2
 
 # The live cgroup v2 lane: the cgroup-dependent tests in a VM booting Debian 12's own kernel on
-# a unified cgroup v2 tree, under qemu's emulation (scripts/vm/lane.sh; docs/operations.md).
+# a unified cgroup v2 tree, under qemu's emulation (scripts/vm/lane.sh; docs/operations.md);
+# then the systemd lane, the same VM booting the host's systemd as PID 1 with the shipped units.
 test-v2: bootstrap build
+	cmake --build $(BUILD) --target probe >/dev/null
 	scripts/vm/lane.sh $(BUILD)
+	CODECELL_VM_MODE=systemd scripts/vm/lane.sh $(BUILD)
 
 # bench/cold.sh in the same VM: codecell run against bubblewrap placed in a v2 cgroup.
 bench-v2: bootstrap build

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The lane's initramfs: busybox, the modules that mount the host's folders over 9p (virtio,
-# netfs, fscache, 9p, in the load order `modprobe --show-depends` gives) and scripts/vm/init.
+# netfs, fscache, 9p, in the load order `modprobe --show-depends` gives), overlay (the systemd
+# lane's root) and scripts/vm/init.
 #   scripts/vm/initramfs.sh KERNEL_DIR OUT.cpio.gz
 set -eu
 kernel="$1"
@@ -19,7 +20,7 @@ mkdir -p "$root/bin" "$root/modules"
 cp "$busybox" "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 : >"$root/modules/order"
-for module in virtio_pci 9pnet_virtio 9p; do
+for module in virtio_pci 9pnet_virtio 9p overlay; do
         modprobe -d "$kernel" -S "$version" --show-depends "$module" | while read -r verb path _; do
                 [ "$verb" = insmod ] || continue
                 name="$(basename "$path")"

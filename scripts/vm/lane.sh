@@ -6,14 +6,23 @@
 # a test failed, a suite did not finish, or the VM did not come up.
 #   scripts/vm/lane.sh [BUILD_DIR]      (default build; the binary must be built)
 #   CODECELL_VM_BENCH_RUNS=N scripts/vm/lane.sh   bench/cold.sh N there instead (make bench-v2)
-# Figures of the last run: build/vm/results/ (boot, slowdown, check.*, one log per suite).
+#   CODECELL_VM_MODE=systemd scripts/vm/lane.sh   the systemd lane: the host's systemd as PID 1
+#                                   (scripts/vm/systemd-guest.sh, scripts/vm/tests.systemd)
+# Figures of the last run: build/vm/results/ (build/vm-systemd/results/ for the systemd lane:
+# boot, slowdown, check.*, one log per suite).
 set -eu
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:-$repo/build}" && pwd)"
 [ "$build" = "$repo/build" ] || { echo "lane.sh: the VM runs $repo/build only" >&2; exit 2; }
 [ -x "$build/codecell" ] && [ -f "$build/tests/probe.so" ] ||
         { echo "lane.sh: build first (make build; cmake --build build --target probe)" >&2; exit 2; }
-vm="$build/vm"
+MODE="${CODECELL_VM_MODE:-plain}"
+case "$MODE" in
+plain) vm="$build/vm" tests="$repo/scripts/vm/tests" append="" ;;
+systemd) vm="$build/vm-systemd" tests="$repo/scripts/vm/tests.systemd"
+        append="codecell.mode=systemd systemd.unit=codecell-vm.target systemd.unified_cgroup_hierarchy=1" ;;
+*) echo "lane.sh: CODECELL_VM_MODE is plain or systemd" >&2; exit 2 ;;
+esac
 cache="$build/vm-cache"
 # The whole VM's budget, and each suite's inside it: the VM is killed at the first.
 VM_LIMIT_S="${CODECELL_VM_LIMIT_S:-1500}"
@@ -42,7 +51,7 @@ JOB
 # boots (nested virtualisation without the CPU features qemu asks for), and the lane must run
 # the same way wherever CI runs it. The slowdown factor the guest measures covers the cost.
 accel=tcg
-echo "lane: kernel $version, accelerator $accel, ruby -e 1 on the host ${host_ms} ms"
+echo "lane: $MODE, kernel $version, accelerator $accel, ruby -e 1 on the host ${host_ms} ms"
 start=$(date +%s)
 # -no-reboot with panic=-1: any end of PID 1 (a trap that did not power off) stops qemu too.
 # multidevs=remap: the host's / spans several file systems (/proc, /sys...), whose inode
@@ -50,7 +59,7 @@ start=$(date +%s)
 timeout -k 10 "$VM_LIMIT_S" qemu-system-x86_64 -accel "$accel" -m 3072 -smp 2 \
         -nodefaults -display none -no-reboot -serial "file:$vm/console.log" \
         -kernel "$kernel/boot/vmlinuz-$version" -initrd "$vm/initramfs.cpio.gz" \
-        -append "console=ttyS0 quiet panic=-1 codecell.repo=$repo" \
+        -append "console=ttyS0 quiet panic=-1 codecell.repo=$repo $append" \
         -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
         -virtfs "local,path=$repo,mount_tag=repo,security_model=none,multidevs=remap" \
         </dev/null >"$vm/qemu.log" 2>&1 &
@@ -67,7 +76,7 @@ if [ "$BENCH_RUNS" -gt 0 ]; then
         [ "$(cat "$vm/results/bench.rc" 2>/dev/null)" = 0 ] ||
                 { echo "lane: FAILED: bench/cold.sh in the VM" >&2; tail -n 20 "$vm/console.log" >&2; exit 1; }
 else
-        "$repo/scripts/vm/report.sh" "$vm" "$repo/scripts/vm/tests" || exit 1
+        "$repo/scripts/vm/report.sh" "$vm" "$tests" || exit 1
 fi
 [ "$rc" -eq 0 ] || { echo "lane: FAILED: the VM was stopped after ${VM_LIMIT_S} s, or qemu failed:" >&2
         tail -n 20 "$vm/qemu.log" "$vm/console.log" >&2; exit 1; }

@@ -66,7 +66,7 @@ codecell_wing(tools USES spec results mcp_client SOURCES
 # sandboxes.
 codecell_wing(walls USES spec SOURCES
   sandbox.c sandbox_entry.c seccomp_filter.c landlock.c capabilities.c netns.c proxy_listener.c fd_passing.c
-  cgroup.c cgroup_v1.c cgroup_v2.c
+  cgroup.c cgroup_v1.c cgroup_v2.c cgroup_delegate.c
   mount_plan.c mount_roots.c idmap.c cpu_time.c zygote.c zygote_walls.c check.c check_causes.c
   ${CMAKE_BINARY_DIR}/zygote_so.c ${CMAKE_BINARY_DIR}/init_bin.c)
 target_link_libraries(engine_walls PUBLIC PkgConfig::SECCOMP)

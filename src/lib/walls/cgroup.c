@@ -80,7 +80,7 @@ static int hierarchy_mount(const char *controller, char *buf, size_t size)
         return r;
 }
 
-static bool has_word(const char *text, const char *word)
+bool cgroup_has_word(const char *text, const char *word)
 {
         size_t n = strlen(word);
         for (const char *p = text; (p = strstr(p, word)); p += n)
@@ -90,21 +90,32 @@ static bool has_word(const char *text, const char *word)
         return false;
 }
 
-/* v2: usable when our own cgroup already delegates memory and pids to its children and we
- * may create a child there. We do not move the caller's processes around to make it so. */
+/* v2: usable when our own cgroup delegates memory and pids to its children (the root cgroup,
+ * or an engine back in its leaf of a delegated subtree) and we may create a child there; or
+ * when it was delegated to us but holds us, and we move into a leaf of our own
+ * (cgroup_delegate.c). We never move the engine out of a cgroup that is not ours to manage. */
 static int find_v2(struct cgroup_place *ret, char *why, size_t why_size)
 {
-        char mnt[PATH_MAX / 2], own[PATH_MAX / 2], text[512];
+        char mnt[PATH_MAX / 2], own[PATH_MAX / 2];
         if (hierarchy_mount("", mnt, sizeof(mnt)) < 0 ||
             own_cgroup_path("", own, sizeof(own)) < 0) {
                 snprintf(why, why_size, "no cgroup v2 hierarchy");
                 return -ENOENT;
         }
         snprintf(ret->memory_parent, sizeof(ret->memory_parent), "%s%s", mnt, own);
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/cgroup.subtree_control", ret->memory_parent);
-        if (read_file(path, text, sizeof(text)) < 0 || !has_word(text, "memory") ||
-            !has_word(text, "pids")) {
+        snprintf(ret->engine_dir, sizeof(ret->engine_dir), "%s", ret->memory_parent);
+        const char *leaf = strrchr(own, '/');
+        if (leaf && strcmp(leaf + 1, CGROUP_ENGINE_LEAF) == 0) {
+                /* Already in its leaf (an earlier cell of this engine moved it): beside it. */
+                ret->memory_parent[strlen(ret->memory_parent) - strlen(leaf)] = '\0';
+        } else if (!cgroup_v2_delegates(ret->memory_parent)) {
+                int r = cgroup_v2_take_delegated(ret->memory_parent, why, why_size);
+                if (r < 0)
+                        return r;
+                snprintf(ret->engine_dir, sizeof(ret->engine_dir), "%s/%s", ret->memory_parent,
+                         CGROUP_ENGINE_LEAF);
+        }
+        if (!cgroup_v2_delegates(ret->memory_parent)) {
                 snprintf(why, why_size, "cgroup v2 at %s does not delegate memory and pids",
                          ret->memory_parent);
                 return -ENOTSUP;
@@ -205,7 +216,8 @@ void cgroup_unique_name(char *buf, size_t size)
 void cgroup_place_warm(const struct cgroup_place *place)
 {
         char path[PATH_MAX + 32], value[16];
-        snprintf(path, sizeof(path), "%s/cgroup.procs", place->memory_parent);
+        snprintf(path, sizeof(path), "%s/cgroup.procs",
+                 place->engine_dir[0] ? place->engine_dir : place->memory_parent);
         snprintf(value, sizeof(value), "%d", (int)getpid());
         (void)write_file(path, value);
 }

@@ -28,6 +28,9 @@ struct cgroup_place {
         char memory_parent[PATH_MAX];
         char pids_parent[PATH_MAX];
         char cpu_parent[PATH_MAX]; /* v1 cpuacct, or "" (v2 counts CPU in every cgroup) */
+        /* v2: the cgroup this process is in, memory_parent itself or its leaf beside the
+         * sandboxes' (CGROUP_ENGINE_LEAF); "" on v1. */
+        char engine_dir[PATH_MAX];
 };
 
 /* One sandbox's cgroup. */
@@ -68,6 +71,18 @@ int cgroup_place_find(struct cgroup_place *ret, codecell_error *err);
  * host), and the ones that follow within a grace period do not. Rewrites this process into the
  * cgroup it is in (a move to nowhere new); blocks for that wait; errors are ignored. */
 void cgroup_place_warm(const struct cgroup_place *place);
+
+/* The leaf of a delegated cgroup v2 subtree the engine moves into (cgroup_delegate.c). */
+#define CGROUP_ENGINE_LEAF "engine"
+
+/* Whether the v2 cgroup dir hands memory and pids to its children (cgroup.subtree_control). */
+bool cgroup_v2_delegates(const char *dir);
+/* For a v2 cgroup top that holds this process and was delegated to it (systemd's delegate
+ * xattr, or a non-root owner): moves the process into top/CGROUP_ENGINE_LEAF and enables memory
+ * and pids (and cpu) for top's children. -errno with the reason in why otherwise. */
+int cgroup_v2_take_delegated(const char *top, char *why, size_t why_size);
+/* Whether word is one of the space- or line-separated words of text. */
+bool cgroup_has_word(const char *text, const char *word);
 
 /* Removes the empty cgroups of engines that died without cleaning up. */
 void cgroup_sweep_stale(const struct cgroup_place *place);
