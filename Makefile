@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 
 .PHONY: all bootstrap build install run demo test test-v2 bench-v2 soak sanitize tsan fuzz bench format \
-	format-check clean cross-arm64 test-arm64
+	format-check clean cross-arm64 test-arm64 test-containers
 
 all: build
 
@@ -45,6 +45,12 @@ test-v2: bootstrap build
 	cmake --build $(BUILD) --target probe >/dev/null
 	scripts/vm/lane.sh $(BUILD)
 	CODECELL_VM_MODE=systemd scripts/vm/lane.sh $(BUILD)
+
+# codecell in Docker and Podman (rootful, and rootless as a user of the test's own), on an image
+# imported from a Debian root made with debootstrap (tests/containers; docs/operations.md).
+test-containers: build
+	scripts/bootstrap --containers
+	CODECELL_BUILD=$(CURDIR)/$(BUILD) python3 tests/containers/test_containers.py
 
 # bench/cold.sh in the same VM: codecell run against bubblewrap placed in a v2 cgroup.
 bench-v2: bootstrap build

@@ -120,7 +120,8 @@ int main(void)
                       chown(sub, 65534, 65534) == 0);
                 pid_t child = fork();
                 if (child == 0) {
-                        if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        if (setresgid(65534, 65534, 65534) < 0 ||
+                            setresuid(65534, 65534, 65534) < 0)
                                 _exit(2);
                         _exit(cgroup_v2_take_delegated(top, why, sizeof(why)) == 0 ? 0 : 1);
                 }
@@ -134,7 +135,8 @@ int main(void)
                 put(top, "cgroup.subtree_control", "");
                 child = fork();
                 if (child == 0) {
-                        if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        if (setresgid(65534, 65534, 65534) < 0 ||
+                            setresuid(65534, 65534, 65534) < 0)
                                 _exit(2);
                         _exit(cgroup_v2_take_delegated(top, why, sizeof(why)) == -ENOTSUP &&
                                               strstr(why, "was not delegated") != NULL

@@ -95,6 +95,37 @@ static bool probe_namespaces(int ret_errno[1 + N_NS])
         return true;
 }
 
+/* The errno of a fresh /proc mounted in new user, mount and pid namespaces (0: mounted), as
+ * every sandbox's init mounts one. The kernel refuses it (EPERM) where the /proc it would
+ * shadow is not wholly visible: a container engine's default masks parts of it. */
+static int probe_fresh_proc(void)
+{
+        pid_t pid = fork();
+        if (pid == 0) {
+                if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) < 0)
+                        _exit(errno & 0xff);
+                pid_t init = fork(); /* PID 1 of the new pid namespace, whose /proc it is */
+                if (init == 0) {
+                        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                                _exit(errno & 0xff);
+                        _exit(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                    NULL) == 0
+                                      ? 0
+                                      : errno & 0xff);
+                }
+                int st;
+                if (init < 0 || wait_child(init, &st) < 0 || !WIFEXITED(st))
+                        _exit(ECHILD);
+                _exit(WEXITSTATUS(st));
+        }
+        if (pid < 0)
+                return errno;
+        int st;
+        if (wait_child(pid, &st) < 0)
+                return ECHILD;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : ECHILD;
+}
+
 /* The errno of a user namespace made inside a new one (0: made), as a forked sandbox's is
  * inside its zygote's. The outer one maps the caller's ids first, as the zygote's does: without a
  * mapping of its ids, no process may make a user namespace. */
@@ -183,6 +214,16 @@ int codecell_host_check(codecell_layer_report *out, size_t max)
                         cause_namespace(namespaces[i].kind, ns_errno[1 + i], why, sizeof(why));
                 report(&all[n++], namespaces[i].name, ok, true, "%s", ok ? "available" : why);
         }
+
+        /* Every sandbox mounts a /proc of its own: without it no run can start. */
+        int proc_errno = userns ? probe_fresh_proc() : EPERM;
+        if (!userns)
+                snprintf(why, sizeof(why),
+                         "no user namespace to make it in. Fix: as for user_namespace");
+        else if (proc_errno)
+                cause_fresh_proc(proc_errno, why, sizeof(why));
+        report(&all[n++], "fresh_proc", proc_errno == 0, true, "%s",
+               proc_errno == 0 ? "a sandbox mounts a /proc of its own" : why);
 
         errno = 0;
         int abi = landlock_abi();

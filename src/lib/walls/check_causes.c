@@ -236,6 +236,21 @@ void cause_seccomp(const char *why, char *out, size_t size)
                          why);
 }
 
+void cause_fresh_proc(int e, char *out, size_t size)
+{
+        if (e == EPERM)
+                snprintf(out, size,
+                         "a fresh /proc is refused: parts of this /proc are masked (a "
+                         "container's default). Fix: --security-opt systempaths=unconfined "
+                         "(Docker), --security-opt unmask=ALL (Podman), procMount: Unmasked "
+                         "(Kubernetes)");
+        else
+                snprintf(out, size,
+                         "mount of a fresh /proc failed: %s. Fix: a kernel with "
+                         "CONFIG_PROC_FS=y and unprivileged user namespaces",
+                         strerror(e));
+}
+
 void cause_cgroup(const char *why, char *out, size_t size)
 {
         bool v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;

@@ -21,6 +21,8 @@ void cause_landlock(int e, char *out, size_t size);
 void cause_landlock_network(int abi, char *out, size_t size);
 /* The seccomp filter could not be used: why is the error of the step that failed. */
 void cause_seccomp(const char *why, char *out, size_t size);
+/* A fresh /proc could not be mounted in new namespaces: e its errno. */
+void cause_fresh_proc(int e, char *out, size_t size);
 /* No cgroup could be made: why is cgroup_place_find's or the backend's message. */
 void cause_cgroup(const char *why, char *out, size_t size);
 /* An idmapped mount of /tmp was refused (as root) with why. */
