@@ -147,7 +147,7 @@ struct in {
         const unsigned char *p;
         size_t len, at;
         size_t bytes, max_bytes; /* of what the journal would keep, as journal.c counts */
-        const char *why;          /* NULL while fine */
+        const char *why;         /* NULL while fine */
 };
 
 static bool fail(struct in *in, const char *why)
@@ -306,8 +306,8 @@ int journal_decode(const void *buf, size_t len, struct journal *j, char **cell, 
                 in.len = len - 8;
                 in.at = MAGIC_LEN;
                 const unsigned char *v = in.p + in.at;
-                uint32_t version = v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 |
-                                   (uint32_t)v[3] << 24;
+                uint32_t version =
+                        v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
                 in.at += 4;
                 if (version != JOURNAL_CODEC_VERSION)
                         in.why = "its format version is not one this codecell reads";
