@@ -21,7 +21,6 @@ static size_t entries(const char *path)
         return n;
 }
 
-
 /* The cases run by the current user in folder base (made by them). */
 static void store_cases(const char *base)
 {

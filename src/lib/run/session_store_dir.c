@@ -17,8 +17,7 @@ static int say(char *why, size_t why_len, const char *what, const char *detail)
         return -1;
 }
 
-int session_store_dir_open(struct session_store_dir *s, const char *path, char *why,
-                           size_t why_len)
+int session_store_dir_open(struct session_store_dir *s, const char *path, char *why, size_t why_len)
 {
         s->fd = -1;
         if (mkdir(path, 0700) != 0 && errno != EEXIST)
@@ -75,8 +74,8 @@ static int write_all(int fd, const char *p, size_t n)
         return 0;
 }
 
-int session_store_dir_put(struct session_store_dir *s, const char *key, const void *buf,
-                          size_t len, char *why, size_t why_len)
+int session_store_dir_put(struct session_store_dir *s, const char *key, const void *buf, size_t len,
+                          char *why, size_t why_len)
 {
         char name[256], tmp[300];
         if (file_name(key, name, sizeof name, why, why_len) != 0)

@@ -17,8 +17,8 @@ int session_store_dir_open(struct session_store_dir *s, const char *path, char *
                            size_t why_len);
 void session_store_dir_close(struct session_store_dir *s);
 /* Stores buf under key, durably once it returns 0; -1 with why (nothing changed then). */
-int session_store_dir_put(struct session_store_dir *s, const char *key, const void *buf,
-                          size_t len, char *why, size_t why_len);
+int session_store_dir_put(struct session_store_dir *s, const char *key, const void *buf, size_t len,
+                          char *why, size_t why_len);
 /* 1 with a malloc'd *buf, 0 when none is stored, -1 with why. */
 int session_store_dir_get(struct session_store_dir *s, const char *key, char **buf, size_t *len,
                           char *why, size_t why_len);
