@@ -78,7 +78,7 @@ codecell_wing(jail USES walls SOURCES
 # The cell and its runs: the plan, standbys and their pool, the pump, executions, sessions,
 # disposal, the description.
 codecell_wing(run USES tools walls egress SOURCES
-  cell_plan.c standby.c pump.c pool.c disposal.c execution.c run_network.c session.c journal.c session_restore.c
+  cell_plan.c standby.c pump.c pool.c disposal.c execution.c run_network.c session.c journal.c journal_codec.c session_store_dir.c session_restore.c
   description.c
   library_check.c cell.c)
 # Configuration files: the cells of a file, its tools and its MCP servers, which make cells

@@ -28,7 +28,7 @@ embed "$out/empty" init_bin
 embedded="$(ls "$out"/guest/*.c) $out/zygote_so.c $out/init_bin.c"
 for target in frame mount_rules tools_file units config_file mcp_message mcp_header http_framing \
         egress_request egress_hello \
-        upstream_result repl_entry; do
+        upstream_result repl_entry journal_codec; do
         extra=""
         [ "$target" = units ] && extra="$root/src/cli/units.c"
         [ "$target" = repl_entry ] && extra="$root/src/cli/repl_entry.c"
