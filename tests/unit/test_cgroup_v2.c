@@ -9,22 +9,8 @@
 
 #include "cgroup.h"
 #include "check.h"
+#include "fake_cgroupfs.h"
 #include "util.h"
-
-static void put(const char *dir, const char *file, const char *text)
-{
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s/%s", dir, file);
-        CHECK(write_file(path, text) == 0);
-}
-
-static void expect(const char *dir, const char *file, const char *text)
-{
-        char path[PATH_MAX], buf[256];
-        snprintf(path, sizeof(path), "%s/%s", dir, file);
-        CHECK(read_file(path, buf, sizeof(buf)) >= 0);
-        CHECK_STR(buf, text);
-}
 
 int main(void)
 {

@@ -95,6 +95,18 @@ static bool probe_namespaces(int ret_errno[1 + N_NS])
         return true;
 }
 
+/* The errno a probe's child ended with (0: what it tried worked): fork's own when pid is -1,
+ * ECHILD when it did not exit. */
+static int child_errno(pid_t pid)
+{
+        if (pid < 0)
+                return errno;
+        int st;
+        if (wait_child(pid, &st) < 0)
+                return ECHILD;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : ECHILD;
+}
+
 /* The errno of a fresh /proc mounted in new user, mount and pid namespaces (0: mounted), as
  * every sandbox's init mounts one. The kernel refuses it (EPERM) where the /proc it would
  * shadow is not wholly visible: a container engine's default masks parts of it. */
@@ -113,17 +125,9 @@ static int probe_fresh_proc(void)
                                       ? 0
                                       : errno & 0xff);
                 }
-                int st;
-                if (init < 0 || wait_child(init, &st) < 0 || !WIFEXITED(st))
-                        _exit(ECHILD);
-                _exit(WEXITSTATUS(st));
+                _exit(child_errno(init));
         }
-        if (pid < 0)
-                return errno;
-        int st;
-        if (wait_child(pid, &st) < 0)
-                return ECHILD;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : ECHILD;
+        return child_errno(pid);
 }
 
 /* The errno of a user namespace made inside a new one (0: made), as a forked sandbox's is
@@ -146,12 +150,7 @@ static int probe_nested_user_namespace(void)
                         _exit(EPERM);
                 _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : errno & 0xff);
         }
-        if (pid < 0)
-                return errno;
-        int st;
-        if (wait_child(pid, &st) < 0)
-                return ECHILD;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : ECHILD;
+        return child_errno(pid);
 }
 
 /* The fork server and the forked sandboxes' init, embedded at build time (size 0 where they
