@@ -35,18 +35,49 @@ make_lane() {
         chmod -R a+rX "$lane"
 }
 
+# A cgroup v2 subtree delegated to nobody, as systemd's Delegate=yes gives one to a service's
+# user: /sys/fs/cgroup/delegated with memory, pids and cpu for its children, its files nobody's;
+# the suite runs in its leaf runner/, and each test starts its engines in cgroups of their own
+# beside it.
+delegated=/sys/fs/cgroup/delegated
+delegate_subtree() {
+        [ -d "$delegated/runner" ] && return 0
+        mkdir -p "$delegated/runner"
+        echo "+memory +pids +cpu" >"$delegated/cgroup.subtree_control"
+        for dir in "$delegated" "$delegated/runner"; do
+                chown 65534:65534 "$dir" "$dir/cgroup.procs" "$dir/cgroup.subtree_control" \
+                        "$dir/cgroup.threads"
+        done
+}
+
+# COMMAND... as USER: root, nobody, or delegated (nobody, in the delegated subtree's runner/).
+as_user() {
+        user="$1"
+        shift
+        case "$user" in
+        root) "$@" ;;
+        nobody) setpriv --reuid=65534 --regid=65534 --clear-groups "$@" ;;
+        delegated)
+                delegate_subtree
+                # shellcheck disable=SC2016 # $$ and $0 are the inner shell's
+                sh -c 'echo $$ >"$0/cgroup.procs" &&
+                        exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"' \
+                        "$delegated/runner" "$@"
+                ;;
+        *) echo "codecell-vm: no such user kind: $user" >&2 && return 2 ;;
+        esac
+}
+
 # One suite: NAME USER START MODULES... with the -k patterns of a tests file
 # (run_tests.py: unittest -v, and each test's wall time).
 run_suite() {
         name="$1" user="$2" start="$3"
         shift 3
-        as=""
-        [ "$user" = nobody ] && as="setpriv --reuid=65534 --regid=65534 --clear-groups"
         echo "codecell-vm: suite $name ($user, $start) at $(cut -d' ' -f1 /proc/uptime) s"
-        (cd "$lane" && $as env -i PATH="$PATH" HOME="$lane" PYTHONDONTWRITEBYTECODE=1 \
+        (cd "$lane" && as_user "$user" env -i PATH="$PATH" HOME="$lane" PYTHONDONTWRITEBYTECODE=1 \
                 CODECELL_BIN="$lane/codecell" CODECELL_PROBE="$lane/probe.so" \
                 CODECELL_EXAMPLES="$lane/examples" CODECELL_GUEST="$lane/guest" \
-                CODECELL_REPO="$repo" CODECELL_START="$start" CODECELL_SLOWDOWN="$CODECELL_SLOWDOWN" \
+                CODECELL_REPO="$repo" CODECELL_START="$start" CODECELL_LANE_USER="$user" CODECELL_SLOWDOWN="$CODECELL_SLOWDOWN" \
                 timeout -k 10 "$GUEST_DEADLINE_S" python3 "$lane/run_tests.py" "$@") >"$out/$name.log" 2>&1
         echo $? >"$out/$name.rc"
 }

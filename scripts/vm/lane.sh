@@ -6,6 +6,8 @@
 # a test failed, a suite did not finish, or the VM did not come up.
 #   scripts/vm/lane.sh [BUILD_DIR]      (default build; the binary must be built)
 #   CODECELL_VM_BENCH_RUNS=N scripts/vm/lane.sh   bench/cold.sh N there instead (make bench-v2)
+#   CODECELL_VM_SCRIPT=FILE scripts/vm/lane.sh    a shell script of your own there instead, as
+#                                   root, with $repo, $lane and $out set (a case to look into by hand)
 #   CODECELL_VM_MODE=systemd scripts/vm/lane.sh   the systemd lane: the host's systemd as PID 1
 #                                   (scripts/vm/systemd-guest.sh, scripts/vm/tests.systemd)
 # Figures of the last run: build/vm/results/ (build/vm-systemd/results/ for the systemd lane:
@@ -41,10 +43,16 @@ host_ms=$(for _ in 0 1 2 3 4 5; do
 done | tail -n 5 | sort -n | sed -n 3p)
 # CODECELL_VM_BENCH_RUNS (make bench-v2): bench/cold.sh in the VM instead of the suites.
 BENCH_RUNS="${CODECELL_VM_BENCH_RUNS:-0}"
+SCRIPT=""
+if [ -n "${CODECELL_VM_SCRIPT:-}" ]; then
+        SCRIPT="$vm/script.sh"
+        cp "$CODECELL_VM_SCRIPT" "$SCRIPT"
+fi
 cat >"$vm/job" <<JOB
 HOST_RUBY_MS=$host_ms
 GUEST_DEADLINE_S=$SUITE_LIMIT_S
 BENCH_RUNS=$BENCH_RUNS
+SCRIPT=$SCRIPT
 JOB
 
 # Software emulation (TCG), always: this machine's /dev/kvm opens but a guest on it never
@@ -71,7 +79,9 @@ wait "$qemu" || rc=$?
 trap - INT TERM HUP
 wall=$(($(date +%s) - start))
 echo "lane: VM ran ${wall} s (qemu exit $rc)"
-if [ "$BENCH_RUNS" -gt 0 ]; then
+if [ -n "$SCRIPT" ]; then
+        cat "$vm/results/script.log" 2>/dev/null || echo "lane: the script left no output" >&2
+elif [ "$BENCH_RUNS" -gt 0 ]; then
         cat "$vm/results/boot" "$vm/results/slowdown" "$vm/results/bench" 2>/dev/null || true
         [ "$(cat "$vm/results/bench.rc" 2>/dev/null)" = 0 ] ||
                 { echo "lane: FAILED: bench/cold.sh in the VM" >&2; tail -n 20 "$vm/console.log" >&2; exit 1; }

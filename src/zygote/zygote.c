@@ -40,6 +40,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@
 
 #include "fd_passing.h"
 #include "init_exit.h"
+#include "into_cgroup.h"
 #include "landlock.h"
 #include "proxy_listener.h"
 #include "sandbox_entry.h"
@@ -108,6 +110,12 @@ static size_t n_idle_netns;
 /* The sandbox being made: in the zygote until the fork, then in the interpreter. */
 static struct zygote_order order;
 static int order_fds[ZYGOTE_ORDER_FDS];
+/* cgroup v2 (ZYGOTE_ORDER_CGROUP): the sandbox's cgroup, where init and the interpreter are
+ * born (into_cgroup.h); -1 otherwise. Which of them were born there goes with the reply. */
+static int order_cgroup = -1;
+static uint32_t born;
+/* clone3 refused CLONE_INTO_CGROUP here once for good (no kernel support, no permission). */
+static bool into_cgroup_refused;
 static int next_netns = -1;
 /* A network cell's: the listener in next_netns (proxy_listener.h), for the engine alone: it
  * goes with the reply and is closed here right after. */
@@ -270,6 +278,8 @@ static void forget_the_zygote(void)
          * held and made (closed or moved by now). */
         for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
                 order_fds[i] = -1;
+        order_cgroup = -1;
+        born = 0;
         next_netns = next_listener = next_init_pidfd = handshake[0] = handshake[1] = wake_fd = -1;
         next_init = -1;
         init_failed = NULL;
@@ -341,9 +351,30 @@ static void await_cgroup(void)
         if (!forking_guest)
                 return;
         forking_guest = false; /* the guest's own forks are none of this */
+        /* Born there (into_cgroup.h): nothing to wait for, and the engine sends no word. */
+        if (into_cgroup_born())
+                return;
         char byte;
         if (read(order_fds[ZYGOTE_FD_CTL], &byte, 1) != 1)
                 _exit(255);
+}
+
+/* Just before glibc makes the interpreter's clone (the last of the fork's prepare handlers to
+ * run, registered first): on cgroup v2 its clone is made into the sandbox's cgroup. */
+static void arm_the_fork(void)
+{
+        /* Only where init was born there: the same cgroup, the same user. A clone3 refused
+         * now would be worse than a move: it takes the pid init waits for (2 in its
+         * namespace), and the fork made after it gets the next one. */
+        if (forking_guest && (born & ZYGOTE_BORN_INIT))
+                (void)into_cgroup_arm(order_cgroup);
+}
+
+/* In the zygote, once the fork returned: which way the interpreter was made. */
+static void disarm_the_fork(void)
+{
+        if (forking_guest && into_cgroup_disarm())
+                born |= ZYGOTE_BORN_GUEST;
 }
 
 /* The interpreter's own part of its entry (sandbox_entry.h), once it dies with the zygote:
@@ -385,6 +416,7 @@ static int guest_prepare(void *ctx, struct sandbox_entry_failure *ret_failure)
          * error), as in an exec'd interpreter; SIGCHLD is the runtime's again, not the fork
          * server's. */
         sigaction(SIGCHLD, &runtime_sigchld, NULL);
+        into_cgroup_forget();
         return 0;
 }
 
@@ -513,7 +545,9 @@ ZYGOTE_API int codecell_zygote_start(void)
         if (r == 0 && (own_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
                 r = -errno;
         if (r == 0)
-                r = -pthread_atfork(NULL, NULL, await_cgroup);
+                r = -pthread_atfork(arm_the_fork, disarm_the_fork, await_cgroup);
+        /* Where the kernel cannot trap the fork's clone, every interpreter is moved. */
+        (void)into_cgroup_setup();
         /* Refuse a sandbox while the descriptors for it and an order in flight are there:
          * running out mid-order would read as the engine's end, and end every sandbox. */
         struct rlimit files;
@@ -568,8 +602,12 @@ static bool send_reply(int error, const char *what, pid_t guest, pid_t init, con
         /* A network cell's listener goes third, with the pidfds. */
         int fds[3] = {pidfds ? pidfds[0] : -1, pidfds ? pidfds[1] : -1, next_listener};
         size_t n_fds = pidfds ? (next_listener >= 0 ? 3 : 2) : 0;
-        struct zygote_reply reply = {
-                .magic = ZYGOTE_MAGIC, .error = error, .id = order.id, .pid = guest, .init = init};
+        struct zygote_reply reply = {.magic = ZYGOTE_MAGIC,
+                                     .error = error,
+                                     .id = order.id,
+                                     .pid = guest,
+                                     .init = init,
+                                     .born = pidfds ? born : 0};
         snprintf(reply.what, sizeof(reply.what), "%s", what);
         ssize_t n = fd_pass_send(ORDERS_FD, &reply, sizeof(reply), fds, n_fds);
         if (n < 0 && pidfds && errno == ETOOMANYREFS) {
@@ -587,7 +625,7 @@ static int read_order(void)
 {
         struct iovec iov = {.iov_base = &order, .iov_len = sizeof(order)};
         union {
-                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_ORDER_FDS)];
+                char buf[CMSG_SPACE(sizeof(int) * (ZYGOTE_ORDER_FDS + 1))];
                 struct cmsghdr align;
         } control;
         struct msghdr msg = {.msg_iov = &iov,
@@ -597,15 +635,23 @@ static int read_order(void)
         ssize_t n;
         while ((n = recvmsg(ORDERS_FD, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
                 ;
-        size_t got = n >= 0 ? fd_pass_take(&msg, order_fds, ZYGOTE_ORDER_FDS) : 0;
+        int fds[ZYGOTE_ORDER_FDS + 1];
+        size_t got = n >= 0 ? fd_pass_take(&msg, fds, ZYGOTE_ORDER_FDS + 1) : 0;
         bool whole = n == (ssize_t)sizeof(order) && order.magic == ZYGOTE_MAGIC &&
                      !(msg.msg_flags & MSG_TRUNC);
-        if (whole && got == ZYGOTE_ORDER_FDS && !(msg.msg_flags & MSG_CTRUNC))
+        /* The sandbox's cgroup comes last, with a cgroup v2 order only. */
+        size_t want = ZYGOTE_ORDER_FDS + ((order.flags & ZYGOTE_ORDER_CGROUP) ? 1 : 0);
+        born = 0;
+        if (whole && got == want && !(msg.msg_flags & MSG_CTRUNC)) {
+                memcpy(order_fds, fds, sizeof(order_fds));
+                order_cgroup = got > ZYGOTE_ORDER_FDS ? fds[ZYGOTE_ORDER_FDS] : -1;
                 return 0;
+        }
         for (size_t i = 0; i < got; i++)
-                close(order_fds[i]);
+                close(fds[i]);
         for (int i = 0; i < ZYGOTE_ORDER_FDS; i++)
                 order_fds[i] = -1;
+        order_cgroup = -1;
         /* An order whose descriptors could not all be received (the zygote's are used up) is
          * answered; anything else means the engine is gone, or spoke nonsense. */
         return whole ? -EMFILE : -EPROTO;
@@ -618,6 +664,10 @@ static void close_order_fds(void)
                         close(order_fds[i]);
                         order_fds[i] = -1;
                 }
+        if (order_cgroup >= 0) {
+                close(order_cgroup);
+                order_cgroup = -1;
+        }
 }
 
 /* An empty network namespace for the next child, owned by the zygote's user namespace: one an
@@ -778,8 +828,27 @@ static int make_init(const char **what)
                 close_fd(&handshake[0]);
                 return -errno;
         }
-        pid_t pid = clone(init_setup, stack + INIT_STACK,
-                          CLONE_VM | CLONE_VFORK | CLONE_NEWPID | SIGCHLD, NULL);
+        const int flags = CLONE_VM | CLONE_VFORK | CLONE_NEWPID;
+        pid_t pid = -1;
+        /* cgroup v2: born in the sandbox's cgroup; where clone3 refuses it (an older kernel,
+         * a cgroup this user may not enter: root's zygote runs as the guests' unprivileged
+         * user, which may not write a cgroup root made), made as before and moved by the
+         * engine, and not tried again by this zygote. */
+        if (order_cgroup >= 0 && !into_cgroup_refused) {
+                struct clone_args args = {.flags = flags | CLONE_INTO_CGROUP,
+                                          .exit_signal = SIGCHLD,
+                                          .stack = (uint64_t)(uintptr_t)stack,
+                                          .stack_size = INIT_STACK,
+                                          .cgroup = (uint64_t)order_cgroup};
+                pid = clone3_on_stack(&args, init_setup, NULL);
+                if (pid > 0)
+                        born |= ZYGOTE_BORN_INIT;
+                else if (pid == -EACCES || pid == -EPERM || pid == -ENOSYS || pid == -EINVAL ||
+                         pid == -E2BIG || pid == -ENOENT)
+                        into_cgroup_refused = true;
+        }
+        if (pid <= 0)
+                pid = clone(init_setup, stack + INIT_STACK, flags | SIGCHLD, NULL);
         int clone_errno = errno;
         munmap(stack, INIT_STACK);
         close_fd(&handshake[0]);

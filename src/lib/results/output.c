@@ -39,7 +39,27 @@ void output_free(struct output_buffer *b)
         free(b->data);
         free(b->ring);
         b->data = b->ring = NULL;
-        b->len = b->ring_len = 0;
+        b->len = b->ring_len = b->allocated = 0;
+}
+
+/* Room for want bytes of head: doubled, so that output written a line at a time costs a few
+ * reallocations and copies, not one per write (quadratic where realloc cannot grow in place,
+ * as under a sanitizer's allocator); never more than the cap. -ENOMEM. */
+static int head_reserve(struct output_buffer *b, size_t want)
+{
+        if (want <= b->allocated)
+                return 0;
+        size_t size = b->allocated ? b->allocated : 4096;
+        while (size < want)
+                size = size > SIZE_MAX / 2 ? want : size * 2;
+        if (size > b->cap)
+                size = want > b->cap ? want : b->cap;
+        char *grown = realloc(b->data, size);
+        if (!grown)
+                return -ENOMEM;
+        b->data = grown;
+        b->allocated = size;
+        return 0;
 }
 
 static size_t ring_cap(const struct output_buffer *b)
@@ -79,11 +99,9 @@ int output_append(struct output_buffer *b, const char *data, size_t n)
         b->total += n;
         b->lines += count_newlines(data, n);
         if (!b->truncated && n <= b->cap - b->len) {
-                char *grown = realloc(b->data, b->len + n);
-                if (!grown)
+                if (head_reserve(b, b->len + n) < 0)
                         return -ENOMEM;
-                memcpy(grown + b->len, data, n);
-                b->data = grown;
+                memcpy(b->data + b->len, data, n);
                 b->len += n;
                 return 0;
         }
@@ -100,11 +118,9 @@ int output_append(struct output_buffer *b, const char *data, size_t n)
                 } else if (b->len < half) {
                         /* The head is filled first from what came now. */
                         size_t take = half - b->len;
-                        char *grown = realloc(b->data, half);
-                        if (!grown)
+                        if (head_reserve(b, half) < 0)
                                 return -ENOMEM;
-                        memcpy(grown + b->len, data, take);
-                        b->data = grown;
+                        memcpy(b->data + b->len, data, take);
                         b->len = half;
                         data += take;
                         n -= take;
@@ -141,6 +157,7 @@ int output_finish(struct output_buffer *b)
         b->ring = NULL;
         b->data = kept;
         b->len = len;
+        b->allocated = len;
         return 0;
 }
 

@@ -14,8 +14,9 @@ struct output_buffer {
          * head, a marker and the tail. */
         char *data;
         size_t len;
-        size_t cap; /* bytes kept at most, the marker aside */
-        char *ring; /* once the head is full: the last bytes, circular */
+        size_t allocated; /* data's size while writing: grown by doubling, never past cap */
+        size_t cap;       /* bytes kept at most, the marker aside */
+        char *ring;       /* once the head is full: the last bytes, circular */
         size_t ring_len, ring_pos;
         uint64_t total; /* bytes written */
         uint64_t lines; /* newlines written */

@@ -21,6 +21,7 @@
 #include "pipe_write.h"
 #include "util.h"
 #include "zygote.h"
+#include "zygote_protocol.h"
 
 #define STARTUP_TIMEOUT_MS SANDBOX_STARTUP_TIMEOUT_MS
 /* Output written while booting is not any execution's; a little is kept for diagnostics. */
@@ -170,10 +171,12 @@ static void release_zygote_spec(void *ctx)
         close_trees(((struct zygote_start *)ctx)->tree_fds);
 }
 
-/* A copy of the cell's zygote, moved into its cgroup with its init before it runs anything
- * of the guest's (it waits for the word inside fork(), before the runtime's after-fork work):
- * what it touches from then on counts in its own limit and peak. (The pages it shares with the
- * zygote stay charged where the zygote's are.) */
+/* A copy of the cell's zygote, in its cgroup with its init before it runs anything of the
+ * guest's: on cgroup v2 both are born there (the zygote gets the cgroup's directory); on v1,
+ * or where the zygote could not, they are moved, and the interpreter waits for the word
+ * inside fork(), before the runtime's after-fork work. What it touches from then on counts in
+ * its own limit and peak. (The pages it shares with the zygote stay charged where the zygote's
+ * are.) */
 static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
                         codecell_error *err)
 {
@@ -182,18 +185,27 @@ static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
                 ctx.tree_fds[i] = -1;
         struct zygote_starter starter = {
                 .make_spec = make_zygote_spec, .release = release_zygote_spec, .ctx = &ctx};
-        int r = zygote_fork(plan->zygote, &starter, session, &s->sb, err);
+        _cleanup_close_ int cgroup_dir = -1;
+        if (s->have_cg && s->cg.backend->open_dir &&
+            (cgroup_dir = s->cg.backend->open_dir(&s->cg, err)) < 0)
+                return cgroup_dir;
+        uint32_t born = 0;
+        int r = zygote_fork(plan->zygote, &starter, session, cgroup_dir, &s->sb, &born, err);
         /* A network cell's sandbox comes with its listener, and only a network cell's. */
         if (r == 0 && (s->sb.proxy_fd >= 0) != (config_network(plan->config) != NULL))
                 r = err_set(err, CODECELL_ERR_SYSTEM, EPROTO,
                             "sandbox: the forked sandbox came %s the proxy's listener",
                             s->sb.proxy_fd >= 0 ? "with" : "without");
+        bool move_init = s->have_cg && !(born & ZYGOTE_BORN_INIT);
+        bool move_guest = s->have_cg && !(born & ZYGOTE_BORN_GUEST);
         /* The second move follows the first at once: on cgroup v1 only the first waits. */
-        if (r == 0 && s->have_cg && (r = s->cg.backend->attach(&s->cg, s->sb.pid, err)) == 0)
+        if (r == 0 && move_init)
+                r = s->cg.backend->attach(&s->cg, s->sb.pid, err);
+        if (r == 0 && move_guest)
                 r = s->cg.backend->attach(&s->cg, s->sb.guest, err);
         /* Moved by pid: both must still be the processes their pidfds name (the zygote reaps
          * them, and a pid can be reused, the moment they end). */
-        const char *gone = r == 0 && s->have_cg ? sandbox_forked_gone(&s->sb) : NULL;
+        const char *gone = r == 0 && (move_init || move_guest) ? sandbox_forked_gone(&s->sb) : NULL;
         if (gone) {
                 /* How it ended, from the zygote, for whoever has to find out why. */
                 int status = sandbox_destroy(&s->sb, 0, NULL);
@@ -202,8 +214,8 @@ static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
                             "(its end as the zygote reported it: %d)",
                             gone, status);
         }
-        /* The interpreter puts up its walls once told it is in its cgroup. */
-        if (r == 0 && pipe_write(s->sb.ctl_fd, "g", 1) != 1)
+        /* An interpreter not born in its cgroup puts up its walls once told it is there. */
+        if (r == 0 && !(born & ZYGOTE_BORN_GUEST) && pipe_write(s->sb.ctl_fd, "g", 1) != 1)
                 r = err_sys(err, errno, "sandbox: release the forked child");
         return r;
 }

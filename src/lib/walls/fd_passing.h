@@ -8,8 +8,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-/* The most descriptors one message carries here (a zygote order's). */
-#define FD_PASS_MAX 4
+/* The most descriptors one message carries here (a zygote order's, with its cgroup). */
+#define FD_PASS_MAX 5
 
 /* sendmsg of payload[0..len) with fds[0..n) (n may be 0, at most FD_PASS_MAX), MSG_NOSIGNAL,
  * retried on EINTR: sendmsg's result (the bytes sent, or -1 with errno). */

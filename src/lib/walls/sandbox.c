@@ -394,6 +394,8 @@ int sandbox_spawn(const struct sandbox_spec *spec, struct sandbox *ret, codecell
         /* The child is born in the calling thread's network namespace: with a recycled one,
          * this thread steps into it for the clone and straight back out. */
         int flags = NAMESPACES | SIGCHLD, home = -1;
+        if (spec->host_cgroup_namespace)
+                flags &= ~CLONE_NEWCGROUP;
         if (spec->network && spec->netns_fd >= 0) {
                 r = err_set(err, CODECELL_ERR_SYSTEM, EINVAL,
                             "sandbox: a network cell's sandbox needs a namespace of its own");

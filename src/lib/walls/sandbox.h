@@ -36,6 +36,11 @@ struct sandbox_spec {
         /* A cell's zygote (zygote.h): its interpreter must make its children's namespaces and
          * mounts, so it gets no Landlock and no seccomp filter (each child gets both). */
         bool zygote;
+        /* A zygote whose children are born in their cgroups (cgroup v2): it stays in the
+         * engine's cgroup namespace, which must see the sandboxes' cgroups for clone3 to place
+         * a child there (a cgroup2 tree mounted with nsdelegate, as systemd mounts it, refuses
+         * a cgroup outside the caller's namespace). Its children each get their own. */
+        bool host_cgroup_namespace;
         /* A network cell's (proxy_listener.h): a sandbox gets a new network namespace
          * (netns_fd -1) with its loopback up and the listener, which the engine takes as
          * proxy_fd; a zygote keeps CAP_NET_ADMIN to do the same for each of its children. */

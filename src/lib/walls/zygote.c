@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cleanup.h"
 #include "deadline.h"
 #include "error.h"
@@ -146,6 +147,7 @@ static int start_from(struct zygote *z, const struct sandbox_spec *cell_spec, co
         envp[n_env] = ZYGOTE_ENV "=1";
         spec.envp = envp;
         spec.zygote = true;
+        spec.host_cgroup_namespace = cell_spec->cgroup && cell_spec->cgroup->backend->open_dir;
         spec.cgroup = NULL;
         /* The engine's own limits (an unprivileged engine cannot raise them); for files, room
          * for 4096 or the cell's own limit, whichever is more, which each child lowers. */
@@ -178,13 +180,17 @@ static int start(struct zygote *z, const struct zygote_starter *starter, codecel
         return r;
 }
 
-_Static_assert(ZYGOTE_ORDER_FDS <= FD_PASS_MAX, "an order's descriptors fit one message");
+_Static_assert(ZYGOTE_ORDER_FDS + 1 <= FD_PASS_MAX, "an order's descriptors fit one message");
 
-static int send_order(struct zygote *z, bool session, const int *fds, uint64_t id)
+/* fds: ZYGOTE_ORDER_FDS of them, then the cgroup's directory when cgroup_dir says so. */
+static int send_order(struct zygote *z, bool session, const int *fds, bool cgroup_dir, uint64_t id)
 {
-        struct zygote_order order = {
-                .magic = ZYGOTE_MAGIC, .flags = session ? ZYGOTE_ORDER_SESSION : 0, .id = id};
-        ssize_t n = fd_pass_send(z->sb.ctl_fd, &order, sizeof(order), fds, ZYGOTE_ORDER_FDS);
+        struct zygote_order order = {.magic = ZYGOTE_MAGIC,
+                                     .flags = (session ? ZYGOTE_ORDER_SESSION : 0) |
+                                              (cgroup_dir ? ZYGOTE_ORDER_CGROUP : 0),
+                                     .id = id};
+        ssize_t n = fd_pass_send(z->sb.ctl_fd, &order, sizeof(order), fds,
+                                 ZYGOTE_ORDER_FDS + (cgroup_dir ? 1 : 0));
         if (n < 0 && errno == ETOOMANYREFS)
                 return -ETOOMANYREFS; /* this user's descriptors in flight: not the zygote's end */
         return n == (ssize_t)sizeof(order) ? 0 : -EPIPE;
@@ -192,10 +198,11 @@ static int send_order(struct zygote *z, bool session, const int *fds, uint64_t i
 
 /* The zygote's answer to order id: 0, the sandbox's interpreter and init by their pids in the
  * zygote's pid namespace, their pidfds and a network cell's listener or -1 (which the caller
- * then owns); a positive errno it sent (with what); or -EPIPE when it is gone or did not
- * answer in time, or sent a third descriptor that is no listener. */
-static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_fds[3], char *what,
-                      size_t size)
+ * then owns), and which were born in their cgroup (ZYGOTE_BORN_*); a positive errno it sent
+ * (with what); or -EPIPE when it is gone or did not answer in time, or sent a third descriptor
+ * that is no listener. */
+static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_fds[3],
+                      uint32_t *ret_born, char *what, size_t size)
 {
         ret_fds[0] = ret_fds[1] = ret_fds[2] = -1;
         struct zygote_reply reply;
@@ -242,6 +249,7 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
                 return reply.error;
         ret_pids[0] = reply.pid;
         ret_pids[1] = reply.init;
+        *ret_born = reply.born & (ZYGOTE_BORN_INIT | ZYGOTE_BORN_GUEST);
         ret_fds[0] = steal_fd(fds[0]);
         ret_fds[1] = steal_fd(fds[1]);
         ret_fds[2] = steal_fd(listener);
@@ -277,7 +285,8 @@ static pid_t host_pid(int pidfd, pid_t ns_pid)
 }
 
 /* One fork. -EPIPE when the zygote is gone (the caller starts another). */
-static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_error *err)
+static int order(struct zygote *z, bool session, int cgroup_dir, struct sandbox *ret,
+                 uint32_t *ret_born, codecell_error *err)
 {
         _cleanup_close_pair_ int ctl[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1},
                                  ended[2] = {-1, -1};
@@ -285,13 +294,14 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
             pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(ended, O_CLOEXEC) < 0)
                 return err_sys(err, errno, "sandbox: pipes");
-        int theirs[ZYGOTE_ORDER_FDS];
+        int theirs[ZYGOTE_ORDER_FDS + 1];
+        theirs[ZYGOTE_ORDER_FDS] = cgroup_dir;
         theirs[ZYGOTE_FD_CTL] = ctl[1];
         theirs[ZYGOTE_FD_OUT] = out[1];
         theirs[ZYGOTE_FD_ERR] = errp[1];
         theirs[ZYGOTE_FD_EXIT] = ended[1];
         uint64_t id = ++z->next_id;
-        if ((r = send_order(z, session, theirs, id)) == -ETOOMANYREFS)
+        if ((r = send_order(z, session, theirs, cgroup_dir >= 0, id)) == -ETOOMANYREFS)
                 return err_sys(err, ETOOMANYREFS,
                                "sandbox: too many descriptors in flight for this user (a sandbox "
                                "is holding them in a socket's queue)");
@@ -306,7 +316,7 @@ static int order(struct zygote *z, bool session, struct sandbox *ret, codecell_e
         pid_t ns_pid[2] = {0, 0};
         int pidfds[3];
         char what[128] = "";
-        r = read_reply(z, id, ns_pid, pidfds, what, sizeof(what));
+        r = read_reply(z, id, ns_pid, pidfds, ret_born, what, sizeof(what));
         if (r > 0)
                 return err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
         if (r < 0)
@@ -358,8 +368,9 @@ static void last_words(struct zygote *z, char *buf, size_t size)
 }
 
 int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool session,
-                struct sandbox *ret, codecell_error *err)
+                int cgroup_dir, struct sandbox *ret, uint32_t *ret_born, codecell_error *err)
 {
+        *ret_born = 0;
         pthread_mutex_lock(&z->lock);
         int r = -EPIPE;
         char said[400] = "";
@@ -367,7 +378,7 @@ int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool ses
         for (int attempt = 0; attempt < 2 && r == -EPIPE; attempt++) {
                 if (z->sb.pid <= 0 && (r = start_on_keeper(z, starter, err)) < 0)
                         break;
-                r = order(z, session, ret, err);
+                r = order(z, session, cgroup_dir, ret, ret_born, err);
                 if (r == -EPIPE) {
                         last_words(z, said, sizeof(said));
                         stop(z);

@@ -6,6 +6,7 @@
 #define CODECELL_ZYGOTE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "codecell.h"
 #include "sandbox.h"
@@ -26,11 +27,13 @@ struct zygote_starter {
 };
 
 /* A new sandbox, forked: ret's pid is its init (PID 1 of its pid namespace) and ret's guest
- * the interpreter (PID 2), by host pids, each with its pidfd. The interpreter waits for one
- * byte on ret's control socket (the word that both are in the run's cgroup) before anything
- * else. < 0 with err. */
+ * the interpreter (PID 2), by host pids, each with its pidfd. With cgroup_dir (a cgroup v2
+ * directory, or -1) both are born in that cgroup where the zygote can (*ret_born:
+ * ZYGOTE_BORN_INIT, ZYGOTE_BORN_GUEST); the caller moves the others. An interpreter not born
+ * there waits for one byte on ret's control socket (the word that both are in the run's cgroup)
+ * before anything else. < 0 with err. */
 int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool session,
-                struct sandbox *ret, codecell_error *err);
+                int cgroup_dir, struct sandbox *ret, uint32_t *ret_born, codecell_error *err);
 /* Ends the zygote; its children die with it. Accepts NULL. */
 void zygote_free(struct zygote *z);
 

@@ -7,7 +7,7 @@
  * ZYGOTE_WALLS_PATH, which the mount plan writes. Then, on its control socket (fd 3):
  *   engine -> zygote  struct zygote_order, with ZYGOTE_ORDER_FDS descriptors (SCM_RIGHTS): the
  *                     child's control socket, stdout and stderr, and the write end of a pipe
- *                     that will carry its end;
+ *                     that will carry its end; on cgroup v2 also its cgroup's directory;
  *   zygote -> engine  struct zygote_reply: the sandbox's interpreter and init, by their pids in
  *                     the zygote's pid namespace (both are its children), with their pidfds
  *                     (SCM_RIGHTS: the interpreter's, then init's, then a network cell's
@@ -71,6 +71,13 @@ enum { ZYGOTE_FD_CTL, ZYGOTE_FD_OUT, ZYGOTE_FD_ERR, ZYGOTE_FD_EXIT, ZYGOTE_ORDER
 
 /* A session's kernel serves many evals, each with its own budget: no RLIMIT_CPU backstop. */
 #define ZYGOTE_ORDER_SESSION 1u
+/* cgroup v2: the sandbox's cgroup comes as a fifth descriptor (its directory), for init and
+ * the interpreter to be born there (src/zygote/into_cgroup.h). */
+#define ZYGOTE_ORDER_CGROUP 2u
+
+/* Which of the sandbox's processes were born in its cgroup (the rest the engine moves). */
+#define ZYGOTE_BORN_INIT 1u
+#define ZYGOTE_BORN_GUEST 2u
 
 struct zygote_order {
         uint32_t magic;
@@ -84,7 +91,8 @@ struct zygote_reply {
         uint64_t id;
         int32_t pid;    /* the interpreter, as the zygote sees it */
         int32_t init;   /* the sandbox's init, as the zygote sees it */
-        char what[112]; /* which step failed */
+        uint32_t born;  /* ZYGOTE_BORN_*: those the engine must not move */
+        char what[108]; /* which step failed */
 };
 
 struct zygote_exit {
