@@ -246,17 +246,6 @@ bool into_cgroup_setup(void)
         return false;
 }
 
-static void reblock_sigsys(void)
-{
-        if (!sigsys_unblocked)
-                return;
-        sigset_t sigsys;
-        sigemptyset(&sigsys);
-        sigaddset(&sigsys, SIGSYS);
-        (void)pthread_sigmask(SIG_BLOCK, &sigsys, NULL);
-        sigsys_unblocked = false;
-}
-
 bool into_cgroup_arm(int cgroup_dir)
 {
         (void)cgroup_dir;
