@@ -38,11 +38,10 @@ function(vendor_program name)
   file(REMOVE ${out})
 endfunction()
 # A forked cell's fork server (src/zygote/zygote.c), loaded into the guest's interpreter.
-vendor_program(zygote_so -D_GNU_SOURCE -shared -fPIC -fvisibility=hidden
-               -I${ROOT}/src/lib/walls ${ROOT}/src/zygote/zygote.c
-               ${ROOT}/src/lib/walls/sandbox_entry.c ${ROOT}/src/lib/walls/landlock.c
-               ${ROOT}/src/lib/walls/capabilities.c ${ROOT}/src/lib/walls/proxy_listener.c
-               ${ROOT}/src/lib/walls/fd_passing.c)
+include(${ROOT}/cmake/zygote_sources.cmake)
+list(TRANSFORM CODECELL_ZYGOTE_SOURCES PREPEND ${ROOT}/)
+vendor_program(zygote_so -D_GNU_SOURCE -shared -fPIC -fvisibility=hidden -Wl,-z,defs
+               -I${ROOT}/src/lib/walls ${CODECELL_ZYGOTE_SOURCES})
 # The forked sandboxes' init (src/zygote/init.c), static and without libc, as CMakeLists.txt
 # builds it.
 vendor_program(init_bin -ffreestanding -fno-stack-protector -fno-pie -fno-asynchronous-unwind-tables

@@ -876,6 +876,19 @@ class BornInItsCgroup(unittest.TestCase):
             result = json.loads(proc.stdout)
             self.assertEqual(result["status"], "memory_limit", proc)
             self.assertIn("cgroup_v2", result["sandbox"], proc)
+            # The cgroup's directory, which the zygote had for the clone, never reaches the
+            # guest: a delegated user's guest could write its own limits through it.
+            fds = {"ruby": 'Dir.children("/proc/self/fd").map { |f| File.readlink("/proc/self/fd/#{f}") rescue "?" }',
+                   "python": 'def link(f):\n    try:\n        return os.readlink(f"/proc/self/fd/{f}")\n'
+                             '    except OSError:\n        return "?"\n'
+                             '[link(f) for f in os.listdir("/proc/self/fd")]'}[lang]
+            proc = subprocess.run(["sh", "-c", enter, self.fresh_delegated_cgroup(),
+                                   BIN, "run", "--json", "--lang", lang, "--start", "fork",
+                                   "-e", ("import os\n" if lang == "python" else "") + fds],
+                                  capture_output=True, text=True, timeout=scaled(240))
+            result = json.loads(proc.stdout)
+            self.assertEqual(result["status"], "ok", proc)
+            self.assertFalse([f for f in result["value"] if "cgroup" in f], result["value"])
 
 
 class Cleanup(unittest.TestCase):
