@@ -70,6 +70,15 @@ static bool born_parent, born_child;
 /* SIGSYS was blocked when armed (Ruby's fork blocks every signal first): unblocked for the
  * trap, blocked again on both sides of the fork. */
 static bool sigsys_unblocked;
+static bool armed; /* between into_cgroup_arm and into_cgroup_disarm */
+
+static sigset_t only_sigsys(void)
+{
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGSYS);
+        return set;
+}
 static struct sigaction runtime_sigsys;
 
 /* The clone of glibc's fork (flags, no stack, the thread-id pointers), and nothing else: a
@@ -178,9 +187,7 @@ static void reblock_sigsys(void)
 {
         if (!sigsys_unblocked)
                 return;
-        sigset_t sigsys;
-        sigemptyset(&sigsys);
-        sigaddset(&sigsys, SIGSYS);
+        sigset_t sigsys = only_sigsys();
         (void)pthread_sigmask(SIG_BLOCK, &sigsys, NULL);
         sigsys_unblocked = false;
 }
@@ -192,9 +199,7 @@ bool into_cgroup_arm(int cgroup_dir)
                 return false;
         /* A trap while SIGSYS is blocked would kill the zygote (the kernel forces the default
          * action): unblocked until the fork has returned, or not armed. */
-        sigset_t now, sigsys;
-        sigemptyset(&sigsys);
-        sigaddset(&sigsys, SIGSYS);
+        sigset_t now, sigsys = only_sigsys();
         if (pthread_sigmask(SIG_SETMASK, NULL, &now) != 0)
                 return false;
         if (sigismember(&now, SIGSYS)) {
@@ -211,13 +216,17 @@ bool into_cgroup_arm(int cgroup_dir)
                 return false;
         }
         selector = SYSCALL_DISPATCH_FILTER_BLOCK;
+        armed = true;
         return true;
 }
 
 bool into_cgroup_disarm(void)
 {
-        if (!ready)
+        /* Not armed (cgroup v1, or init not born): nothing to undo, and no system call spent
+         * on a fork of the hot path. */
+        if (!armed)
                 return false;
+        armed = false;
         selector = SYSCALL_DISPATCH_FILTER_ALLOW;
         (void)prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
         target = -1;

@@ -846,20 +846,24 @@ class BornInItsCgroup(unittest.TestCase):
             self.skipTest("as root a forked sandbox is moved into its cgroup (docs/operations.md)")
         if not shutil.which("strace"):
             self.skipTest("strace is not installed")
-        # Each engine alone in a cgroup of its own, which it makes its subtree (moving itself
-        # into its leaf); strace stays where it was.
-        enter = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
-        for lang in LANGUAGES:
-            trace = os.path.join(tempdir(self), "trace-" + lang)
-            # -z: the calls that succeeded, and only those.
-            proc = subprocess.run(["strace", "-f", "-qq", "-z", "-o", trace, "-e", "trace=openat,clone3",
-                                   "sh", "-c", enter, self.fresh_delegated_cgroup(),
-                                   BIN, "run", "--json", "--lang", lang, "--start", "fork",
-                                   "-e", "1+1"],
+
+        def run_forked(lang, *args, trace=None):
+            """codecell run --start fork, its engine alone in a fresh cgroup of this user's,
+            which it makes its subtree (moving itself into its leaf); strace, if any, stays
+            where it was (-z: the calls that succeeded, and only those)."""
+            traced = ["strace", "-f", "-qq", "-z", "-o", trace, "-e", "trace=openat,clone3"] if trace else []
+            proc = subprocess.run(traced + ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"',
+                                            self.fresh_delegated_cgroup(), BIN, "run", "--json",
+                                            "--lang", lang, "--start", "fork", *args],
                                   capture_output=True, text=True, timeout=scaled(240))
             result = json.loads(proc.stdout)
-            self.assertEqual(result["status"], "ok", proc)
             self.assertIn("cgroup_v2", result["sandbox"], proc)
+            return result, proc
+
+        for lang in LANGUAGES:
+            trace = os.path.join(tempdir(self), "trace-" + lang)
+            result, proc = run_forked(lang, "-e", "1+1", trace=trace)
+            self.assertEqual(result["status"], "ok", proc)
             with open(trace) as f:
                 text = f.read()
             self.assertEqual(re.findall(r"openat\([^)]*/codecell-\d+-\d+/cgroup\.procs\"[^)]*O_WRONLY",
@@ -869,24 +873,15 @@ class BornInItsCgroup(unittest.TestCase):
             self.assertRegex(text, r"clone3\(\{flags=CLONE_CHILD_CLEARTID\|CLONE_CHILD_SETTID\|CLONE_INTO_CGROUP",
                              lang)
             big = {"ruby": '"x" * 200_000_000', "python": "b'x' * 200_000_000"}[lang]
-            proc = subprocess.run(["sh", "-c", enter, self.fresh_delegated_cgroup(),
-                                   BIN, "run", "--json", "--lang", lang, "--start", "fork",
-                                   "--memory", "64M", "-e", big],
-                                  capture_output=True, text=True, timeout=scaled(240))
-            result = json.loads(proc.stdout)
+            result, proc = run_forked(lang, "--memory", "64M", "-e", big)
             self.assertEqual(result["status"], "memory_limit", proc)
-            self.assertIn("cgroup_v2", result["sandbox"], proc)
             # The cgroup's directory, which the zygote had for the clone, never reaches the
             # guest: a delegated user's guest could write its own limits through it.
             fds = {"ruby": 'Dir.children("/proc/self/fd").map { |f| File.readlink("/proc/self/fd/#{f}") rescue "?" }',
-                   "python": 'def link(f):\n    try:\n        return os.readlink(f"/proc/self/fd/{f}")\n'
+                   "python": 'import os\ndef link(f):\n    try:\n        return os.readlink(f"/proc/self/fd/{f}")\n'
                              '    except OSError:\n        return "?"\n'
                              '[link(f) for f in os.listdir("/proc/self/fd")]'}[lang]
-            proc = subprocess.run(["sh", "-c", enter, self.fresh_delegated_cgroup(),
-                                   BIN, "run", "--json", "--lang", lang, "--start", "fork",
-                                   "-e", ("import os\n" if lang == "python" else "") + fds],
-                                  capture_output=True, text=True, timeout=scaled(240))
-            result = json.loads(proc.stdout)
+            result, proc = run_forked(lang, "-e", fds)
             self.assertEqual(result["status"], "ok", proc)
             self.assertFalse([f for f in result["value"] if "cgroup" in f], result["value"])
 
