@@ -12,9 +12,13 @@
  *                thread just before glibc makes the fork's clone; the kernel turns that clone
  *                into SIGSYS, and the handler here makes it clone3(CLONE_INTO_CGROUP) with the
  *                same arguments. glibc and the runtime see a fork that returned as usual.
- * Dispatch is off in every child (the kernel clears it at fork), one-shot in the zygote (the
- * first trapped system call disarms it), and where anything is missing (the kernel, the
- * architecture, a refused clone3) the child is made as before and the engine moves it. */
+ * Dispatch is off in every child (the kernel clears it at fork) and one-shot in the zygote:
+ * the fork's clone spends it, and so does any other system call but rt_sigprocmask (a fork's
+ * own, glibc 2.41's _Fork blocks every signal first), which is answered in the handler with
+ * the trap left armed; any other is made again by the kernel as it was asked, and that fork
+ * is made as before, for the engine to move. Where the kernel or the architecture lacks it,
+ * the same. A clone3 the kernel refuses is the fork's failure, not a plain fork (the refusal
+ * took a pid: into_cgroup.c). */
 #ifndef CODECELL_INTO_CGROUP_H
 #define CODECELL_INTO_CGROUP_H
 
@@ -28,15 +32,15 @@ struct clone_args;
 bool into_cgroup_setup(void);
 
 /* Arms the calling thread: its next system call from outside this file, when it is a fork's
- * clone, is made clone3(CLONE_INTO_CGROUP) into cgroup_dir. Any other system call is made as
- * it was, and disarms. false when not armed (no setup, or the kernel refused). */
+ * clone, is made clone3(CLONE_INTO_CGROUP) into cgroup_dir; sigprocmask calls before it are
+ * answered and leave it armed; any other system call is made as it was, and disarms. false
+ * when not armed (no setup, or the kernel refused). */
 bool into_cgroup_arm(int cgroup_dir);
 
 /* In the parent after the fork: disarms; whether the child was born in the cgroup. */
 bool into_cgroup_disarm(void);
 
-/* In the child, first in its after-fork work: whether it was born in the cgroup (and its
- * signal mask as the runtime left it before the fork). */
+/* In the child, first in its after-fork work: whether it was born in the cgroup. */
 bool into_cgroup_born(void);
 
 /* In a guest: the runtime's SIGSYS disposition back. */

@@ -30,6 +30,14 @@ int main(void)
         expect(cg.memory_dir, "pids.max", "32");
         CHECK(cgroup_v2_backend.attach(&cg, 4242, &err) == 0);
         expect(cg.memory_dir, "cgroup.procs", "4242");
+        /* Who is in it, from cgroup.procs (one pid a line): what a zygote said was born there
+         * is checked this way. */
+        put(cg.memory_dir, "cgroup.procs", "17\n4242\n1234\n");
+        CHECK(cgroup_v2_backend.holds(&cg, 4242));
+        CHECK(cgroup_v2_backend.holds(&cg, 1234));
+        CHECK(!cgroup_v2_backend.holds(&cg, 424));
+        CHECK(!cgroup_v2_backend.holds(&cg, 99));
+        CHECK(cgroup_v1_backend.holds == NULL);
 
         /* The kernel's counters after an OOM kill. */
         put(cg.memory_dir, "memory.events",

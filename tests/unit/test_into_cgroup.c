@@ -137,6 +137,67 @@ static void *spin(void *stop)
         return NULL;
 }
 
+static volatile sig_atomic_t foreign_sigsys;
+
+static void on_foreign_sigsys(int sig)
+{
+        (void)sig;
+        foreign_sigsys++;
+}
+
+/* A vfork (the child runs on the caller's stack, in its memory, until it exits), which the
+ * handler could not make: the child would return through the handler's frame and leave it
+ * spent for the parent. 0 when the child exited 7 and the parent came back. */
+static int vfork_exits_7(void)
+{
+        pid_t pid = vfork();
+        if (pid == 0)
+                _exit(7);
+        int status;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+                return -1;
+        return WEXITSTATUS(status) == 7 ? 0 : -1;
+}
+
+static int vforked;
+
+static void call_vfork(void)
+{
+        vforked = vfork_exits_7() == 0 ? 1 : -1;
+}
+
+/* As glibc 2.41's _Fork makes a fork: every signal blocked first (a trapped sigprocmask), the
+ * clone, the mask put back on both sides. The child is born there, and both sides end with
+ * the mask they had. 0 when all holds. */
+static int fork_like_glibc_2_41(int dir)
+{
+        sigset_t all, old, during;
+        sigfillset(&all);
+        if (!into_cgroup_arm(dir))
+                return -1;
+        sigprocmask(SIG_BLOCK, &all, &old);
+        pid_t pid = fork();
+        if (pid == 0) {
+                sigprocmask(SIG_SETMASK, NULL, &during);
+                int bad = sigismember(&during, SIGSYS) == 1 && sigismember(&during, SIGUSR1) == 1
+                                  ? 0
+                                  : 64;
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                sigsys_blocked_before = false;
+                _exit(bad | child_checks(cgroup_name, true));
+        }
+        bool born = into_cgroup_disarm();
+        sigprocmask(SIG_SETMASK, NULL, &during);
+        bool blocked_as_asked = sigismember(&during, SIGSYS) == 1;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        int status;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+                return -1;
+        if (WEXITSTATUS(status) != 0)
+                return WEXITSTATUS(status);
+        return born && blocked_as_asked && !sigsys_blocked() ? 0 : -2;
+}
+
 /* init's way: a clone sharing this memory (the parent waits, as for vfork) on a stack of its
  * own, which writes its cgroup into the shared memory. */
 static char init_saw[4096];
@@ -204,6 +265,7 @@ int main(void)
         }
         munmap(stack, 64 * 1024);
 
+        signal(SIGSYS, on_foreign_sigsys); /* the runtime's, which setup keeps */
         if (!into_cgroup_setup()) {
                 printf("into_cgroup_setup: this kernel or architecture has no syscall user "
                        "dispatch (the interpreter is moved)\n");
@@ -220,21 +282,39 @@ int main(void)
                 /* Unarmed: a plain fork, in the parent's cgroup. */
                 CHECK(fork_and_check(-1, mine, false, &born, NULL) == 0);
                 CHECK(!born);
-                /* Another system call first: made as asked (getppid answers), and one shot,
-                 * so the fork that follows is a plain one. */
+                /* Another system call first: made by the kernel as asked (getppid answers),
+                 * and the trap spent, so the fork that follows is a plain one. */
                 CHECK(fork_and_check(dir, mine, false, &born, call_getppid) == 0);
                 CHECK(!born);
-                /* A trapped sigprocmask lands on the mask the handler's return restores. */
-                CHECK(fork_and_check(dir, mine, false, &born, block_usr2) == 0);
+                /* A vfork first (a call that depends on the stack): made by the kernel as
+                 * the program made it, the trap spent, the fork plain. */
+                CHECK(fork_and_check(dir, mine, false, &born, call_vfork) == 0);
+                CHECK(!born);
+                CHECK(vforked == 1);
+                /* A trapped sigprocmask lands on the mask the handler's return restores, and
+                 * leaves the trap armed for the fork. */
+                CHECK(fork_and_check(dir, cgroup_name, true, &born, block_usr2) == 0);
+                CHECK(born);
                 sigset_t now;
                 sigprocmask(SIG_SETMASK, NULL, &now);
                 CHECK(sigismember(&now, SIGUSR2));
                 sigemptyset(&now);
                 sigprocmask(SIG_SETMASK, &now, NULL);
-                /* A cgroup clone3 refuses (not a cgroup directory): a plain fork instead. */
+                /* glibc 2.41's _Fork: every signal blocked (SIGSYS too) before the clone, the
+                 * mask put back after it, on both sides. */
+                CHECK(fork_like_glibc_2_41(dir) == 0);
+                /* A cgroup clone3 refuses (not a cgroup directory): the fork fails, as it
+                 * would had the kernel refused a plain one, and no plain fork is made. */
                 int not_a_cgroup = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                CHECK(fork_and_check(not_a_cgroup, mine, false, &born, NULL) == 0);
-                CHECK(!born);
+                CHECK(into_cgroup_arm(not_a_cgroup));
+                errno = 0;
+                pid_t refused = fork();
+                if (refused == 0)
+                        _exit(0);
+                int refused_errno = errno;
+                CHECK(!into_cgroup_disarm());
+                CHECK(refused < 0);
+                CHECK(refused_errno != 0);
                 close(not_a_cgroup);
                 /* With another thread busy in system calls (as a runtime's timer thread):
                  * the trap is the forking thread's alone. */
@@ -257,6 +337,11 @@ int main(void)
                 CHECK(fork_and_check(dir, cgroup_name, true, &born, NULL) == 0);
                 CHECK(born);
                 sigprocmask(SIG_UNBLOCK, &sys, NULL);
+                /* A SIGSYS not of the trap's (a seccomp filter's, a kill): the runtime's own
+                 * handler gets it, and the trap is never armed again. */
+                raise(SIGSYS);
+                CHECK(foreign_sigsys == 1);
+                CHECK(!into_cgroup_arm(dir));
         }
         close(dir);
         /* Every child was reaped: the cgroup is empty and goes. */

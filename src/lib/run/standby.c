@@ -196,6 +196,12 @@ static int fork_sandbox(struct cell_plan *plan, struct standby *s, bool session,
                 r = err_set(err, CODECELL_ERR_SYSTEM, EPROTO,
                             "sandbox: the forked sandbox came %s the proxy's listener",
                             s->sb.proxy_fd >= 0 ? "with" : "without");
+        /* Born there by the zygote's word, which is checked: a zygote that lied (or a cgroup
+         * that lost a process) gets the move. */
+        if (r == 0 && born && !(s->cg.backend->holds && s->cg.backend->holds(&s->cg, s->sb.pid)))
+                born &= ~ZYGOTE_BORN_INIT;
+        if (r == 0 && born && !(s->cg.backend->holds && s->cg.backend->holds(&s->cg, s->sb.guest)))
+                born &= ~ZYGOTE_BORN_GUEST;
         bool move_init = s->have_cg && !(born & ZYGOTE_BORN_INIT);
         bool move_guest = s->have_cg && !(born & ZYGOTE_BORN_GUEST);
         /* The second move follows the first at once: on cgroup v1 only the first waits. */

@@ -50,6 +50,10 @@ struct cgroup_backend {
          * clone3(CLONE_INTO_CGROUP): no move, and every page it touches is charged there.
          * NULL (v1): a child is moved with attach. */
         int (*open_dir)(const struct cgroup *cg, codecell_error *err);
+        /* v2: whether process pid (by this process's pid namespace) is in the cgroup, from
+         * its cgroup.procs: what a child said was born there is checked, never trusted.
+         * NULL (v1). */
+        bool (*holds)(const struct cgroup *cg, pid_t pid);
         void (*stats)(const struct cgroup *cg, struct cgroup_stats *ret);
         /* CPU time of every process the cgroup held, the dead ones included, in ms; -1 when
          * this cgroup does not count it. */

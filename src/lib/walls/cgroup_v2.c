@@ -58,6 +58,21 @@ static int v2_open_dir(const struct cgroup *cg, codecell_error *err)
         return fd < 0 ? err_sys(err, errno, "cgroup v2: open %s", cg->memory_dir) : fd;
 }
 
+static bool v2_holds(const struct cgroup *cg, pid_t pid)
+{
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/cgroup.procs", cg->memory_dir);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        long each;
+        bool found = false;
+        while (!found && fscanf(f, "%ld", &each) == 1)
+                found = each == (long)pid;
+        fclose(f);
+        return found;
+}
+
 static void v2_stats(const struct cgroup *cg, struct cgroup_stats *ret)
 {
         char path[PATH_MAX + 32], text[64];
@@ -88,6 +103,7 @@ const struct cgroup_backend cgroup_v2_backend = {
         .create = v2_create,
         .attach = v2_attach,
         .open_dir = v2_open_dir,
+        .holds = v2_holds,
         .stats = v2_stats,
         .cpu_ms = v2_cpu_ms,
         .destroy = v2_destroy,

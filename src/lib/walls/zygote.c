@@ -42,6 +42,10 @@ struct zygote {
         bool quit;
         void (*warm)(void *ctx);
         void *warm_ctx;
+        /* The zygote may make children in a cgroup v2 (clone3 into it): it runs as the user
+         * the cgroups belong to, this engine's. Root's zygote runs as the guests' uid, which
+         * may not: it is sent no cgroup, and stays in a cgroup namespace of its own. */
+        bool may_place;
 };
 
 static int start(struct zygote *z, const struct zygote_starter *starter, codecell_error *err);
@@ -147,7 +151,8 @@ static int start_from(struct zygote *z, const struct sandbox_spec *cell_spec, co
         envp[n_env] = ZYGOTE_ENV "=1";
         spec.envp = envp;
         spec.zygote = true;
-        spec.host_cgroup_namespace = cell_spec->cgroup && cell_spec->cgroup->backend->open_dir;
+        spec.host_cgroup_namespace = cell_spec->cgroup && cell_spec->cgroup->backend->open_dir &&
+                                     cell_spec->host_uid == geteuid();
         spec.cgroup = NULL;
         /* The engine's own limits (an unprivileged engine cannot raise them); for files, room
          * for 4096 or the cell's own limit, whichever is more, which each child lowers. */
@@ -165,8 +170,10 @@ static int start_from(struct zygote *z, const struct sandbox_spec *cell_spec, co
         }
         int r = sandbox_spawn(&spec, &z->sb, err);
         free(envp);
-        if (r == 0)
+        if (r == 0) {
                 z->pid = sandbox_guest_pid(&z->sb);
+                z->may_place = spec.host_cgroup_namespace;
+        }
         return r;
 }
 
@@ -249,6 +256,7 @@ static int read_reply(struct zygote *z, uint64_t id, pid_t ret_pids[2], int ret_
                 return reply.error;
         ret_pids[0] = reply.pid;
         ret_pids[1] = reply.init;
+        /* A claim only: the caller checks it against the cgroup (cgroup.h, holds). */
         *ret_born = reply.born & (ZYGOTE_BORN_INIT | ZYGOTE_BORN_GUEST);
         ret_fds[0] = steal_fd(fds[0]);
         ret_fds[1] = steal_fd(fds[1]);
@@ -317,6 +325,8 @@ static int order(struct zygote *z, bool session, int cgroup_dir, struct sandbox 
         int pidfds[3];
         char what[128] = "";
         r = read_reply(z, id, ns_pid, pidfds, ret_born, what, sizeof(what));
+        if (cgroup_dir < 0)
+                *ret_born = 0; /* sent no cgroup, it could be born in none */
         if (r > 0)
                 return err_sys(err, r, "sandbox: the zygote could not fork (%s)", what);
         if (r < 0)
@@ -378,7 +388,7 @@ int zygote_fork(struct zygote *z, const struct zygote_starter *starter, bool ses
         for (int attempt = 0; attempt < 2 && r == -EPIPE; attempt++) {
                 if (z->sb.pid <= 0 && (r = start_on_keeper(z, starter, err)) < 0)
                         break;
-                r = order(z, session, cgroup_dir, ret, ret_born, err);
+                r = order(z, session, z->may_place ? cgroup_dir : -1, ret, ret_born, err);
                 if (r == -EPIPE) {
                         last_words(z, said, sizeof(said));
                         stop(z);
